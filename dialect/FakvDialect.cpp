@@ -1,0 +1,69 @@
+//===- FakvDialect.cpp - dialect registration and attribute checks -------===//
+
+#include "dialect/FakvDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace mlir::fakv;
+
+#include "dialect/FakvDialect.cpp.inc"
+#include "dialect/FakvEnums.cpp.inc"
+
+#define GET_TYPEDEF_CLASSES
+#include "dialect/FakvTypes.cpp.inc"
+
+void FakvDialect::initialize() {
+  addTypes<
+#define GET_TYPEDEF_LIST
+#include "dialect/FakvTypes.cpp.inc"
+      >();
+  addOperations<
+#define GET_OP_LIST
+#include "dialect/FakvOps.cpp.inc"
+      >();
+}
+
+Operation *FakvDialect::materializeConstant(OpBuilder &builder, Attribute value,
+                                            Type type, Location loc) {
+  if (auto typed = dyn_cast<TypedAttr>(value))
+    if (arith::ConstantOp::isBuildableWith(typed, type))
+      return arith::ConstantOp::create(builder, loc, type, typed);
+  return nullptr;
+}
+
+LogicalResult FakvDialect::verifyOperationAttribute(Operation *op,
+                                                    NamedAttribute attr) {
+  if (attr.getName() != getKernelAttrName())
+    return op->emitError() << "unknown fakv attribute '" << attr.getName()
+                           << "'";
+  if (!isa<UnitAttr>(attr.getValue()))
+    return op->emitError() << "'fakv.kernel' must be a unit attribute";
+  auto func = dyn_cast<func::FuncOp>(op);
+  if (!func)
+    return op->emitError() << "'fakv.kernel' applies to func.func only";
+  if (func.getFunctionType().getNumResults() != 0)
+    return op->emitError() << "a fakv kernel returns nothing; it writes its "
+                              "results through pointer arguments";
+  for (Type t : func.getArgumentTypes())
+    if (!isa<PtrType, IntegerType, FloatType>(t))
+      return op->emitError() << "a fakv kernel argument must be a !fakv.ptr, "
+                                "an integer or a float, got "
+                             << t;
+  return success();
+}
+
+bool mlir::fakv::isKernel(func::FuncOp func) {
+  return func && func->hasAttr(FakvDialect::getKernelAttrName());
+}
+
+LogicalResult PtrType::verify(function_ref<InFlightDiagnostic()> emitError,
+                              Type elementType) {
+  if (!isa<IntegerType, FloatType>(elementType))
+    return emitError() << "!fakv.ptr element type must be an integer or float "
+                          "type, got "
+                       << elementType;
+  return success();
+}

@@ -1,0 +1,35 @@
+//===- FakvDialect.h - the fakv dialect, its types and ops ------*- C++ -*-===//
+//
+// The one header to include for anything in the fakv dialect.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FAKV_DIALECT_FAKVDIALECT_H
+#define FAKV_DIALECT_FAKVDIALECT_H
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Dialect.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/CallInterfaces.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "dialect/FakvDialect.h.inc"
+#include "dialect/FakvEnums.h.inc"
+
+#define GET_TYPEDEF_CLASSES
+#include "dialect/FakvTypes.h.inc"
+
+#define GET_OP_CLASSES
+#include "dialect/FakvOps.h.inc"
+
+namespace mlir::fakv {
+/// True when `func` carries the `fakv.kernel` attribute.
+bool isKernel(func::FuncOp func);
+} // namespace mlir::fakv
+
+#endif // FAKV_DIALECT_FAKVDIALECT_H

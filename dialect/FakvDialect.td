@@ -1,0 +1,56 @@
+//===- FakvDialect.td - the fakv dialect -------------------*- tablegen -*-===//
+//
+// The dialect definition and the base classes every fakv op and type uses.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FAKV_DIALECT_TD
+#define FAKV_DIALECT_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+
+def Fakv_Dialect : Dialect {
+  let name = "fakv";
+  let cppNamespace = "::mlir::fakv";
+  let summary = "Tile ops for KV-cache decode attention";
+  let description = [{
+    `fakv` describes attention kernels at the level of tiles: statically shaped
+    `tensor` values that a program (one instance of the kernel grid) loads from
+    global memory, combines and stores back. Elementwise math on tiles uses the
+    upstream `arith` and `math` dialects; loops are `scf.for` with tiles as
+    loop-carried values. fakv adds what upstream has no op for: program ids,
+    strided and paged loads and stores, tile matmul, the online-softmax step,
+    the LSE combine of split-KV partial results, reductions, score modifiers
+    (masks, softcap, ALiBi) and rotary embedding.
+
+    A kernel is a `func.func` carrying the `fakv.kernel` unit attribute. Its
+    pointer arguments have type `!fakv.ptr<T>` (global memory of elements T).
+    Integer operands of fakv ops are `i32` (indices, lengths, sizes) or `i64`
+    (strides, in elements).
+  }];
+  let useDefaultTypePrinterParser = 1;
+  let hasConstantMaterializer = 1;
+  let hasOperationAttrVerify = 1;
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::func::FuncDialect",
+  ];
+  let extraClassDeclaration = [{
+    /// The unit attribute that marks a `func.func` as a fakv kernel.
+    static constexpr ::llvm::StringLiteral getKernelAttrName() {
+      return ::llvm::StringLiteral("fakv.kernel");
+    }
+  }];
+}
+
+class Fakv_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Fakv_Dialect, mnemonic, traits>;
+
+class Fakv_Type<string name, string typeMnemonic, list<Trait> traits = []>
+    : TypeDef<Fakv_Dialect, name, traits> {
+  let mnemonic = typeMnemonic;
+}
+
+#endif // FAKV_DIALECT_TD

@@ -1,0 +1,433 @@
+//===- FakvOps.cpp - fakv op verifiers ------------------------------------===//
+//
+// Every rule here has an invalid-IR test in test/dialect/invalid.mlir that
+// shows its message.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialect/FakvDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/STLExtras.h"
+
+using namespace mlir;
+using namespace mlir::fakv;
+
+#define GET_OP_CLASSES
+#include "dialect/FakvOps.cpp.inc"
+
+//===----------------------------------------------------------------------===//
+// Helpers
+//===----------------------------------------------------------------------===//
+
+namespace {
+RankedTensorType tileType(Value v) {
+  return cast<RankedTensorType>(v.getType());
+}
+
+std::string shapeStr(ArrayRef<int64_t> shape) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << "[";
+  llvm::interleaveComma(shape, os);
+  os << "]";
+  return s;
+}
+
+bool isMatmulFloat(Type t) { return t.isF16() || t.isBF16() || t.isF32(); }
+
+/// `what` must be an f32 tile of exactly `shape`.
+LogicalResult expectF32Tile(Operation *op, Value v, StringRef what,
+                            ArrayRef<int64_t> shape) {
+  RankedTensorType t = tileType(v);
+  if (!t.getElementType().isF32())
+    return op->emitOpError() << what << " must have f32 elements, got "
+                             << t.getElementType();
+  if (t.getShape() != shape)
+    return op->emitOpError() << what << " must have shape " << shapeStr(shape)
+                             << ", got " << shapeStr(t.getShape());
+  return success();
+}
+
+/// `what` must be a 1-D i32 tile of length `n` (row or column positions).
+LogicalResult expectPositions(Operation *op, Value v, StringRef what,
+                              int64_t n) {
+  RankedTensorType t = tileType(v);
+  if (t.getRank() != 1 || !t.getElementType().isInteger(32) ||
+      t.getDimSize(0) != n)
+    return op->emitOpError()
+           << what << " must be a 1-D i32 tile of length " << n << ", got "
+           << t;
+  return success();
+}
+
+/// Scores of a score modifier: a 2-D f32 tile.
+LogicalResult expectScores(Operation *op, Value v) {
+  RankedTensorType t = tileType(v);
+  if (t.getRank() != 2 || !t.getElementType().isF32())
+    return op->emitOpError() << "scores must be a 2-D f32 tile, got " << t;
+  return success();
+}
+
+LogicalResult insideKernel(Operation *op) {
+  auto func = op->getParentOfType<func::FuncOp>();
+  if (!isKernel(func))
+    return op->emitOpError()
+           << "is only valid inside a function marked 'fakv.kernel'";
+  return success();
+}
+
+/// Shared checks of the strided load/store addressing operands.
+LogicalResult verifyStridedAccess(Operation *op, RankedTensorType tile,
+                                  PtrType ptr, size_t numOffsets,
+                                  size_t numStrides, size_t numBounds,
+                                  Value mask) {
+  if (ptr.getElementType() != tile.getElementType())
+    return op->emitOpError() << "pointer element type "
+                             << ptr.getElementType()
+                             << " does not match the tile element type "
+                             << tile.getElementType();
+  int64_t rank = tile.getRank();
+  if (rank == 0)
+    return op->emitOpError() << "tile must have rank >= 1";
+  if ((int64_t)numOffsets != rank)
+    return op->emitOpError() << "expects one offset per tile dimension ("
+                             << rank << "), got " << numOffsets;
+  if ((int64_t)numStrides != rank)
+    return op->emitOpError() << "expects one stride per tile dimension ("
+                             << rank << "), got " << numStrides;
+  if (numBounds != 0 && (int64_t)numBounds != rank)
+    return op->emitOpError() << "expects no bounds or one per tile dimension ("
+                             << rank << "), got " << numBounds;
+  if (mask) {
+    RankedTensorType m = tileType(mask);
+    if (!m.getElementType().isInteger(1) || m.getShape() != tile.getShape())
+      return op->emitOpError() << "mask must be an i1 tile of shape "
+                               << shapeStr(tile.getShape()) << ", got " << m;
+  }
+  return success();
+}
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Program structure
+//===----------------------------------------------------------------------===//
+
+LogicalResult ProgramIdOp::verify() { return insideKernel(*this); }
+LogicalResult NumProgramsOp::verify() { return insideKernel(*this); }
+
+//===----------------------------------------------------------------------===//
+// Tile construction
+//===----------------------------------------------------------------------===//
+
+LogicalResult ArangeOp::verify() {
+  RankedTensorType t = getType();
+  if (getEnd() <= getStart())
+    return emitOpError() << "end (" << getEnd()
+                         << ") must be greater than start (" << getStart()
+                         << ")";
+  if (t.getRank() != 1 || !t.getElementType().isInteger(32))
+    return emitOpError() << "result must be a 1-D i32 tile, got " << t;
+  if (t.getDimSize(0) != (int64_t)getEnd() - getStart())
+    return emitOpError() << "result length " << t.getDimSize(0)
+                         << " must equal end - start = "
+                         << (int64_t)getEnd() - getStart();
+  return success();
+}
+
+LogicalResult SplatOp::verify() {
+  if (getValue().getType() != getType().getElementType())
+    return emitOpError() << "scalar type " << getValue().getType()
+                         << " does not match the tile element type "
+                         << getType().getElementType();
+  return success();
+}
+
+LogicalResult BroadcastOp::verify() {
+  RankedTensorType src = getSrc().getType(), dst = getType();
+  if (src.getElementType() != dst.getElementType())
+    return emitOpError() << "source and result element types differ: "
+                         << src.getElementType() << " vs "
+                         << dst.getElementType();
+  if (src.getRank() != dst.getRank())
+    return emitOpError() << "source and result ranks differ (" << src.getRank()
+                         << " vs " << dst.getRank()
+                         << "); insert unit dimensions with fakv.expand_dims";
+  for (int64_t d = 0; d < src.getRank(); ++d)
+    if (src.getDimSize(d) != 1 && src.getDimSize(d) != dst.getDimSize(d))
+      return emitOpError() << "dimension " << d << " of the source has size "
+                           << src.getDimSize(d)
+                           << "; only size-1 dimensions can broadcast (to "
+                           << dst.getDimSize(d) << ")";
+  return success();
+}
+
+LogicalResult ExpandDimsOp::verify() {
+  RankedTensorType src = getSrc().getType(), dst = getType();
+  int64_t axis = getAxis();
+  if (axis < 0 || axis > src.getRank())
+    return emitOpError() << "axis " << axis << " out of range [0, "
+                         << src.getRank() << "]";
+  SmallVector<int64_t> shape(src.getShape());
+  shape.insert(shape.begin() + axis, 1);
+  if (dst.getShape() != ArrayRef<int64_t>(shape) ||
+      dst.getElementType() != src.getElementType())
+    return emitOpError() << "result must have shape " << shapeStr(shape)
+                         << " and element type " << src.getElementType()
+                         << ", got " << dst;
+  return success();
+}
+
+LogicalResult ReshapeOp::verify() {
+  RankedTensorType src = getSrc().getType(), dst = getType();
+  if (src.getElementType() != dst.getElementType())
+    return emitOpError() << "source and result element types differ: "
+                         << src.getElementType() << " vs "
+                         << dst.getElementType();
+  if (src.getNumElements() != dst.getNumElements())
+    return emitOpError() << "source has " << src.getNumElements()
+                         << " elements but the result has "
+                         << dst.getNumElements();
+  return success();
+}
+
+LogicalResult CastOp::verify() {
+  RankedTensorType src = getSrc().getType(), dst = getType();
+  if (!isa<FloatType>(src.getElementType()) ||
+      !isa<FloatType>(dst.getElementType()))
+    return emitOpError() << "converts between float tiles, got "
+                         << src.getElementType() << " to "
+                         << dst.getElementType();
+  if (src.getShape() != dst.getShape())
+    return emitOpError() << "source and result shapes differ: "
+                         << shapeStr(src.getShape()) << " vs "
+                         << shapeStr(dst.getShape());
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Memory
+//===----------------------------------------------------------------------===//
+
+LogicalResult LoadScalarOp::verify() {
+  if (getPtr().getType().getElementType() != getType())
+    return emitOpError() << "result type " << getType()
+                         << " does not match the pointer element type "
+                         << getPtr().getType().getElementType();
+  return success();
+}
+
+LogicalResult LoadOp::verify() {
+  if (failed(verifyStridedAccess(*this, getType(), getPtr().getType(),
+                                 getOffsets().size(), getStrides().size(),
+                                 getBounds().size(), getMask())))
+    return failure();
+  if (getOther() && getOther().getType() != getType().getElementType())
+    return emitOpError() << "'other' has type " << getOther().getType()
+                         << " but the tile element type is "
+                         << getType().getElementType();
+  return success();
+}
+
+LogicalResult StoreOp::verify() {
+  return verifyStridedAccess(*this, getValue().getType(), getPtr().getType(),
+                             getOffsets().size(), getStrides().size(),
+                             getBounds().size(), getMask());
+}
+
+LogicalResult PagedLoadOp::verify() {
+  RankedTensorType t = getType();
+  if (t.getRank() != 2)
+    return emitOpError() << "result must be a 2-D (rows x head_dim) tile, got "
+                         << t;
+  if (getCache().getType().getElementType() != t.getElementType())
+    return emitOpError() << "cache element type "
+                         << getCache().getType().getElementType()
+                         << " does not match the tile element type "
+                         << t.getElementType();
+  if (!getTable() == !getPage())
+    return emitOpError() << "expects exactly one of 'table' (paged cache) and "
+                            "'page' (contiguous cache)";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Matmul, online softmax, LSE combine
+//===----------------------------------------------------------------------===//
+
+LogicalResult DotOp::verify() {
+  RankedTensorType a = getA().getType(), b = getB().getType(),
+                   acc = getAcc().getType(), res = getType();
+  if (a.getRank() != 2 || b.getRank() != 2)
+    return emitOpError() << "operands must be 2-D tiles, got " << a << " and "
+                         << b;
+  if (a.getElementType() != b.getElementType())
+    return emitOpError() << "operand element types differ: "
+                         << a.getElementType() << " vs " << b.getElementType();
+  if (!isMatmulFloat(a.getElementType()))
+    return emitOpError() << "operand element type must be f16, bf16 or f32, "
+                            "got "
+                         << a.getElementType();
+  int64_t m = getTransposeA() ? a.getDimSize(1) : a.getDimSize(0);
+  int64_t ka = getTransposeA() ? a.getDimSize(0) : a.getDimSize(1);
+  int64_t kb = getTransposeB() ? b.getDimSize(1) : b.getDimSize(0);
+  int64_t n = getTransposeB() ? b.getDimSize(0) : b.getDimSize(1);
+  if (ka != kb)
+    return emitOpError() << "contraction sizes differ: a gives K = " << ka
+                         << ", b gives K = " << kb;
+  if (failed(expectF32Tile(*this, getAcc(), "accumulator", {m, n})))
+    return failure();
+  if (res.getShape() != acc.getShape() || !res.getElementType().isF32())
+    return emitOpError() << "result must be f32 of shape "
+                         << shapeStr({m, n}) << ", got " << res;
+  return success();
+}
+
+LogicalResult OnlineSoftmaxOp::verify() {
+  RankedTensorType s = getScores().getType();
+  if (s.getRank() != 2 || !s.getElementType().isF32())
+    return emitOpError() << "scores must be a 2-D f32 tile, got " << s;
+  return expectF32Tile(*this, getMax(), "running max/sum",
+                       {s.getDimSize(0)});
+}
+
+LogicalResult LseCombineOp::verify() {
+  RankedTensorType p = getPartials().getType();
+  if (p.getRank() != 3 || !p.getElementType().isF32())
+    return emitOpError() << "partials must be a 3-D (splits x rows x "
+                            "head_dim) f32 tile, got "
+                         << p;
+  int64_t s = p.getDimSize(0), r = p.getDimSize(1), d = p.getDimSize(2);
+  if (failed(expectF32Tile(*this, getLses(), "lses", {s, r})) ||
+      failed(expectF32Tile(*this, getOut(), "out", {r, d})) ||
+      failed(expectF32Tile(*this, getLse(), "lse", {r})))
+    return failure();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+LogicalResult ReduceOp::verify() {
+  RankedTensorType src = getSrc().getType(), dst = getType();
+  int64_t axis = getAxis();
+  if (axis < 0 || axis >= src.getRank())
+    return emitOpError() << "axis " << axis << " out of range [0, "
+                         << src.getRank() << ")";
+  if (!isa<FloatType>(src.getElementType()))
+    return emitOpError() << "source must have float elements, got "
+                         << src.getElementType();
+  SmallVector<int64_t> shape(src.getShape());
+  shape.erase(shape.begin() + axis);
+  if (dst.getShape() != ArrayRef<int64_t>(shape) ||
+      dst.getElementType() != src.getElementType())
+    return emitOpError() << "result must have shape " << shapeStr(shape)
+                         << " and element type " << src.getElementType()
+                         << ", got " << dst;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Score modifiers
+//===----------------------------------------------------------------------===//
+
+LogicalResult LengthMaskOp::verify() {
+  if (failed(expectScores(*this, getScores())))
+    return failure();
+  return expectPositions(*this, getCols(), "cols",
+                         getScores().getType().getDimSize(1));
+}
+
+namespace {
+LogicalResult verifyRowsCols(Operation *op, Value scores, Value rows,
+                             Value cols) {
+  if (failed(expectScores(op, scores)))
+    return failure();
+  RankedTensorType s = tileType(scores);
+  if (failed(expectPositions(op, rows, "rows", s.getDimSize(0))))
+    return failure();
+  return expectPositions(op, cols, "cols", s.getDimSize(1));
+}
+} // namespace
+
+LogicalResult CausalMaskOp::verify() {
+  return verifyRowsCols(*this, getScores(), getRows(), getCols());
+}
+
+LogicalResult WindowMaskOp::verify() {
+  return verifyRowsCols(*this, getScores(), getRows(), getCols());
+}
+
+LogicalResult SoftcapOp::verify() { return expectScores(*this, getScores()); }
+
+LogicalResult AlibiOp::verify() {
+  if (failed(verifyRowsCols(*this, getScores(), getRows(), getCols())))
+    return failure();
+  return expectF32Tile(*this, getSlopes(), "slopes",
+                       {getScores().getType().getDimSize(0)});
+}
+
+//===----------------------------------------------------------------------===//
+// Rotary
+//===----------------------------------------------------------------------===//
+
+LogicalResult RotaryOp::verify() {
+  RankedTensorType x = getX().getType(), c = getCos().getType();
+  if (x.getRank() != 2 || !isa<FloatType>(x.getElementType()))
+    return emitOpError() << "x must be a 2-D float tile, got " << x;
+  if (c.getRank() != 2 || !c.getElementType().isF32() ||
+      c.getDimSize(0) != x.getDimSize(0))
+    return emitOpError() << "cos and sin must be f32 tiles with "
+                         << x.getDimSize(0) << " rows, got " << c;
+  if (2 * c.getDimSize(1) > x.getDimSize(1))
+    return emitOpError() << "rotary dimension 2 x " << c.getDimSize(1)
+                         << " exceeds the head dimension " << x.getDimSize(1);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Host side
+//===----------------------------------------------------------------------===//
+
+LogicalResult PtrOfOp::verify() {
+  auto m = cast<MemRefType>(getMemref().getType());
+  if (m.getElementType() != getType().getElementType())
+    return emitOpError() << "memref element type " << m.getElementType()
+                         << " does not match the pointer element type "
+                         << getType().getElementType();
+  if (!m.getLayout().isIdentity())
+    return emitOpError() << "memref must have an identity layout";
+  return success();
+}
+
+LogicalResult LaunchOp::verify() {
+  if (getGrid().size() != 3)
+    return emitOpError() << "expects a 3-D grid, got " << getGrid().size()
+                         << " extents";
+  return success();
+}
+
+LogicalResult
+LaunchOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  auto func =
+      symbolTable.lookupNearestSymbolFrom<func::FuncOp>(*this, getCalleeAttr());
+  if (!func)
+    return emitOpError() << "'" << getCallee()
+                         << "' does not name a func.func";
+  if (!isKernel(func))
+    return emitOpError() << "'" << getCallee()
+                         << "' is not marked 'fakv.kernel'";
+  TypeRange params = func.getArgumentTypes();
+  if (params.size() != getArgs().size())
+    return emitOpError() << "kernel '" << getCallee() << "' takes "
+                         << params.size() << " arguments, got "
+                         << getArgs().size();
+  for (auto [i, p, a] : llvm::enumerate(params, getArgs().getTypes()))
+    if (p != a)
+      return emitOpError() << "argument " << i << " has type " << a
+                           << " but kernel '" << getCallee() << "' expects "
+                           << p;
+  return success();
+}

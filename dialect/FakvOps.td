@@ -1,0 +1,601 @@
+//===- FakvOps.td - fakv operations ------------------------*- tablegen -*-===//
+//
+// One `def` per op, grouped as: program structure, tile construction, memory,
+// matmul and softmax, reductions, score modifiers, rotary, host-side ops for
+// the CPU path. The semantics written in each description is what the CPU
+// reference lowering (lowering/FakvToCPU.cpp) implements and what the GPU
+// lowering must match.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FAKV_OPS_TD
+#define FAKV_OPS_TD
+
+include "dialect/FakvTypes.td"
+include "mlir/IR/EnumAttr.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/CallInterfaces.td"
+
+//===----------------------------------------------------------------------===//
+// Program structure
+//===----------------------------------------------------------------------===//
+
+def Fakv_ProgramIdOp : Fakv_Op<"program_id", [Pure]> {
+  let summary = "index of this program along one grid axis";
+  let description = [{
+    The kernel runs once per point of a 3-D grid; `program_id` returns this
+    program's coordinate along `axis` (0, 1 or 2) as `i32`. Only valid inside a
+    `fakv.kernel` function.
+
+    ```mlir
+    %batch = fakv.program_id 2
+    ```
+  }];
+  let arguments = (ins ConfinedAttr<I32Attr, [IntMinValue<0>, IntMaxValue<2>]>:$axis);
+  let results = (outs I32:$result);
+  let assemblyFormat = "$axis attr-dict";
+  let hasVerifier = 1;
+}
+
+def Fakv_NumProgramsOp : Fakv_Op<"num_programs", [Pure]> {
+  let summary = "number of programs along one grid axis";
+  let description = [{
+    The grid's extent along `axis` (0, 1 or 2) as `i32`. Only valid inside a
+    `fakv.kernel` function.
+
+    ```mlir
+    %splits = fakv.num_programs 0
+    ```
+  }];
+  let arguments = (ins ConfinedAttr<I32Attr, [IntMinValue<0>, IntMaxValue<2>]>:$axis);
+  let results = (outs I32:$result);
+  let assemblyFormat = "$axis attr-dict";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Tile construction
+//===----------------------------------------------------------------------===//
+
+def Fakv_ArangeOp : Fakv_Op<"arange", [Pure]> {
+  let summary = "1-D tile of consecutive i32 values";
+  let description = [{
+    `fakv.arange start to end` is the 1-D `i32` tile `[start, start + 1, ...,
+    end - 1]`; its length is `end - start`.
+
+    ```mlir
+    %cols = fakv.arange 0 to 128 : tensor<128xi32>
+    ```
+  }];
+  let arguments = (ins I32Attr:$start, I32Attr:$end);
+  let results = (outs Fakv_Tile:$result);
+  let assemblyFormat = "$start `to` $end attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Fakv_SplatOp : Fakv_Op<"splat", [Pure]> {
+  let summary = "tile with every element equal to one scalar";
+  let description = [{
+    ```mlir
+    %neg_inf = fakv.splat %c : f32 -> tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins AnyTypeOf<[AnySignlessInteger, AnyFloat, Index]>:$value);
+  let results = (outs Fakv_Tile:$result);
+  let assemblyFormat = "$value attr-dict `:` type($value) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Fakv_BroadcastOp : Fakv_Op<"broadcast", [Pure]> {
+  let summary = "repeat a tile along its unit dimensions";
+  let description = [{
+    Same rank in and out; every dimension of the source is either equal to the
+    result's or 1, and a dimension of size 1 is repeated to the result's size.
+
+    ```mlir
+    %row = fakv.broadcast %m : tensor<64x1xf32> -> tensor<64x128xf32>
+    ```
+  }];
+  let arguments = (ins Fakv_Tile:$src);
+  let results = (outs Fakv_Tile:$result);
+  let assemblyFormat = "$src attr-dict `:` type($src) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+  let hasCanonicalizer = 1;
+}
+
+def Fakv_ExpandDimsOp : Fakv_Op<"expand_dims", [Pure]> {
+  let summary = "insert a unit dimension";
+  let description = [{
+    The result has the source's shape with a dimension of size 1 inserted at
+    position `axis` (0 ≤ axis ≤ source rank).
+
+    ```mlir
+    %col = fakv.expand_dims %m, 1 : tensor<64xf32> -> tensor<64x1xf32>
+    ```
+  }];
+  let arguments = (ins Fakv_Tile:$src, I32Attr:$axis);
+  let results = (outs Fakv_Tile:$result);
+  let assemblyFormat = "$src `,` $axis attr-dict `:` type($src) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Fakv_ReshapeOp : Fakv_Op<"reshape", [Pure]> {
+  let summary = "reinterpret a tile's shape in row-major order";
+  let description = [{
+    The elements, read in row-major order, are the same before and after; only
+    the shape changes. Used to pack the query heads that share a KV head into
+    the rows of one tile (GQA).
+
+    ```mlir
+    %q2 = fakv.reshape %q3 : tensor<16x4x128xbf16> -> tensor<64x128xbf16>
+    ```
+  }];
+  let arguments = (ins Fakv_Tile:$src);
+  let results = (outs Fakv_Tile:$result);
+  let assemblyFormat = "$src attr-dict `:` type($src) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+
+def Fakv_CastOp : Fakv_Op<"cast", [Pure]> {
+  let summary = "convert a float tile to another float element type";
+  let description = [{
+    Elementwise float conversion, rounding to nearest even when narrowing;
+    the same type in and out is allowed (and folds away), so that a kernel
+    written for one element type also reads well for f32.
+
+    ```mlir
+    %pb = fakv.cast %p : tensor<64x128xf32> -> tensor<64x128xbf16>
+    ```
+  }];
+  let arguments = (ins Fakv_Tile:$src);
+  let results = (outs Fakv_Tile:$result);
+  let assemblyFormat = "$src attr-dict `:` type($src) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Memory
+//===----------------------------------------------------------------------===//
+
+def Fakv_AddPtrOp : Fakv_Op<"addptr", [Pure, AllTypesMatch<["ptr", "result"]>]> {
+  let summary = "advance a pointer by a number of elements";
+  let description = [{
+    `result = ptr + offset` elements (`offset` is `i64`, may be negative).
+
+    ```mlir
+    %row = fakv.addptr %block_table, %off : !fakv.ptr<i32>
+    ```
+  }];
+  let arguments = (ins Fakv_PtrType:$ptr, I64:$offset);
+  let results = (outs Fakv_PtrType:$result);
+  let assemblyFormat = "$ptr `,` $offset attr-dict `:` qualified(type($ptr))";
+  let hasFolder = 1;
+}
+
+def Fakv_LoadScalarOp : Fakv_Op<"load_scalar", [MemoryEffects<[MemRead]>]> {
+  let summary = "load one element";
+  let description = [{
+    `result = ptr[index]` for an `i32` element index: per-sequence values such
+    as the cache length.
+
+    ```mlir
+    %len = fakv.load_scalar %seqlens[%b] : !fakv.ptr<i32> -> i32
+    ```
+  }];
+  let arguments = (ins Fakv_PtrType:$ptr, I32:$index);
+  let results = (outs AnyTypeOf<[AnySignlessInteger, AnyFloat]>:$result);
+  let assemblyFormat = "$ptr `[` $index `]` attr-dict `:` qualified(type($ptr)) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Fakv_LoadOp : Fakv_Op<"load", [AttrSizedOperandSegments,
+                                   MemoryEffects<[MemRead]>]> {
+  let summary = "load a tile from a strided global tensor";
+  let description = [{
+    Reads the tile whose element at index `(i0, ..., in)` is
+    `ptr[(offsets[0] + i0) * strides[0] + ... + (offsets[n] + in) * strides[n]]`.
+    An element is *valid* when, for every dimension d with a bound,
+    `0 <= offsets[d] + id < bounds[d]`, and the optional `mask` tile is true
+    there; invalid elements are not read and take the value `other` (default
+    zero). `offsets` and `bounds` are `i32`, `strides` `i64`, all in elements;
+    `bounds` is either absent or one per dimension.
+
+    ```mlir
+    %o = fakv.load %out[%r0, %c0] strides [%s0, %s1] bounds [%n, %d]
+           : !fakv.ptr<f32> -> tensor<64x128xf32>
+    ```
+  }];
+  let arguments = (ins Fakv_PtrType:$ptr,
+                       Variadic<I32>:$offsets,
+                       Variadic<I64>:$strides,
+                       Variadic<I32>:$bounds,
+                       Optional<Fakv_Tile>:$mask,
+                       Optional<AnyTypeOf<[AnySignlessInteger, AnyFloat]>>:$other);
+  let results = (outs Fakv_Tile:$result);
+  let assemblyFormat = [{
+    $ptr `[` $offsets `]` `strides` `[` $strides `]`
+    (`bounds` `[` $bounds^ `]`)? (`mask` $mask^ `:` type($mask))?
+    (`other` $other^ `:` type($other))?
+    attr-dict `:` qualified(type($ptr)) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Fakv_StoreOp : Fakv_Op<"store", [AttrSizedOperandSegments,
+                                     MemoryEffects<[MemWrite]>]> {
+  let summary = "store a tile to a strided global tensor";
+  let description = [{
+    Writes `value` element `(i0, ..., in)` to
+    `ptr[(offsets[0] + i0) * strides[0] + ...]` for every valid element (the
+    same validity rule as `fakv.load`: inside `bounds` and where `mask` is
+    true); invalid elements are not written.
+
+    ```mlir
+    fakv.store %o, %out[%r0, %c0] strides [%s0, %s1] bounds [%n, %d]
+      : tensor<64x128xbf16>, !fakv.ptr<bf16>
+    ```
+  }];
+  let arguments = (ins Fakv_Tile:$value,
+                       Fakv_PtrType:$ptr,
+                       Variadic<I32>:$offsets,
+                       Variadic<I64>:$strides,
+                       Variadic<I32>:$bounds,
+                       Optional<Fakv_Tile>:$mask);
+  let assemblyFormat = [{
+    $value `,` $ptr `[` $offsets `]` `strides` `[` $strides `]`
+    (`bounds` `[` $bounds^ `]`)? (`mask` $mask^ `:` type($mask))?
+    attr-dict `:` type($value) `,` qualified(type($ptr))
+  }];
+  let hasVerifier = 1;
+}
+
+def Fakv_PagedLoadOp : Fakv_Op<"paged_load", [AttrSizedOperandSegments,
+                                              MemoryEffects<[MemRead]>]> {
+  let summary = "load K or V rows of one sequence and head through a block table";
+  let description = [{
+    Reads rows `[row, row + BN)` of one (sequence, kv head) of a KV cache as a
+    `BN x D` tile. The cache is a set of `num_pages` pages of `page_size` rows;
+    element `(p, o, h, c)` (page, row in page, head, channel) is at
+    `cache[p * strides[0] + o * strides[1] + h * strides[2] + c]`.
+
+    Tile row `i` is the key at unpadded position `r = row + i`. When
+    `r < valid`, it is read from
+    ```
+      page_idx = (r + leftpad) / page_size,  offset = (r + leftpad) % page_size
+      page     = table[page_idx]        (paged cache: `table` given)
+               = page + page_idx        (contiguous cache: `page` given)
+    ```
+    and rows with `r >= valid` are zero and read nothing. `leftpad` defaults
+    to 0. Exactly one of `table` (the block-table row of this sequence, i32
+    page indices) and `page` (the cache row of this sequence; the cache is then
+    `(batch, seqlen, heads, D)` seen as `batch` pages of `seqlen` rows) is
+    given, so that one kernel description serves both layouts. A page index
+    outside `[0, num_pages)` is an error (the CPU path aborts with a message).
+
+    ```mlir
+    %k = fakv.paged_load %k_cache[%kvh, %n0] table %bt valid %len
+           page_size %ps num_pages %np strides [%sp, %sr, %sh]
+           : !fakv.ptr<bf16> -> tensor<128x128xbf16>
+    ```
+  }];
+  let arguments = (ins Fakv_PtrType:$cache,
+                       I32:$head,
+                       I32:$row,
+                       Optional<Fakv_I32Ptr>:$table,
+                       Optional<I32>:$page,
+                       I32:$valid,
+                       Optional<I32>:$leftpad,
+                       I32:$page_size,
+                       I32:$num_pages,
+                       I64:$page_stride,
+                       I64:$row_stride,
+                       I64:$head_stride);
+  let results = (outs Fakv_Tile:$result);
+  let assemblyFormat = [{
+    $cache `[` $head `,` $row `]` (`table` $table^)? (`page` $page^)?
+    `valid` $valid (`leftpad` $leftpad^)?
+    `page_size` $page_size `num_pages` $num_pages
+    `strides` `[` $page_stride `,` $row_stride `,` $head_stride `]`
+    attr-dict `:` qualified(type($cache)) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Matmul, online softmax, LSE combine
+//===----------------------------------------------------------------------===//
+
+def Fakv_DotOp : Fakv_Op<"dot", [Pure, AllTypesMatch<["acc", "result"]>]> {
+  let summary = "tile matmul with f32 accumulation";
+  let description = [{
+    `result = acc + op(a) * op(b)` where `op` transposes its operand when
+    `transpose_a` / `transpose_b` is set. `a` and `b` share one element type
+    (f16, bf16 or f32); products are summed in f32 and `acc` and the result are
+    f32. With the transposes applied, `a` is `M x K`, `b` is `K x N` and `acc`
+    `M x N`.
+
+    ```mlir
+    %s = fakv.dot %q, %k, %zero {transpose_b}
+           : tensor<64x128xbf16>, tensor<128x128xbf16> -> tensor<64x128xf32>
+    ```
+  }];
+  let arguments = (ins Fakv_Tile:$a, Fakv_Tile:$b, Fakv_Tile:$acc,
+                       UnitAttr:$transpose_a, UnitAttr:$transpose_b);
+  let results = (outs Fakv_Tile:$result);
+  let assemblyFormat = [{
+    $a `,` $b `,` $acc attr-dict `:` type($a) `,` type($b) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Fakv_OnlineSoftmaxOp : Fakv_Op<"online_softmax", [Pure,
+    AllTypesMatch<["max", "sum", "new_max", "new_sum", "alpha"]>,
+    AllTypesMatch<["scores", "probs"]>]> {
+  let summary = "one step of the online (streaming) softmax";
+  let description = [{
+    Given the scores of one KV tile (`M x N`, f32) and the running row maximum
+    and row sum over the tiles seen so far (`M`, f32), computes, with
+    `t = scale * scores` (`scale` defaults to 1):
+    ```
+      new_max[i] = max(max[i], max_j t[i, j])
+      probs[i,j] = exp(t[i, j] - new_max[i])          (0 if new_max[i] = -inf)
+      alpha[i]   = exp(max[i] - new_max[i])           (1 if new_max[i] = -inf)
+      new_sum[i] = alpha[i] * sum[i] + sum_j probs[i, j]
+    ```
+    The caller rescales its accumulator by `alpha` before adding
+    `probs * V`. All values are in natural-log units: after the last tile,
+    `log(new_sum) + new_max` is the natural-log LSE of `t`'s rows. A lowering
+    may compute `exp` as `exp2` with `log2(e)` folded into `scale`; the values
+    it produces are the ones above.
+
+    ```mlir
+    %m1, %l1, %p, %alpha = fakv.online_softmax %s, %m0, %l0 scale %sm
+      : tensor<64x128xf32>, tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins Fakv_Tile:$scores, Fakv_Tile:$max, Fakv_Tile:$sum,
+                       Optional<F32>:$scale);
+  let results = (outs Fakv_Tile:$new_max, Fakv_Tile:$new_sum,
+                      Fakv_Tile:$probs, Fakv_Tile:$alpha);
+  let assemblyFormat = [{
+    $scores `,` $max `,` $sum (`scale` $scale^)? attr-dict `:` type($scores) `,` type($max)
+  }];
+  let hasVerifier = 1;
+}
+
+def Fakv_LseCombineOp : Fakv_Op<"lse_combine", [Pure]> {
+  let summary = "merge split-KV partial outputs by their log-sum-exp";
+  let description = [{
+    `partials` is `S x R x D` (f32): the normalised outputs of S splits for R
+    rows; `lses` is `S x R` (f32): each split's natural-log LSE. For each row r:
+    ```
+      m          = max_s lses[s, r]
+      w[s]       = exp(lses[s, r] - m) / sum_t exp(lses[t, r] - m)
+      out[r, :]  = sum_s w[s] * partials[s, r, :]
+      lse[r]     = m + log(sum_t exp(lses[t, r] - m))
+    ```
+    A split with LSE = -inf has weight 0 and is not read into the sum (its
+    partial may hold anything); a row whose splits are all -inf gives
+    `out = 0` and `lse = -inf`.
+
+    ```mlir
+    %o, %lse = fakv.lse_combine %parts, %lses
+      : tensor<8x4x128xf32>, tensor<8x4xf32> -> tensor<4x128xf32>, tensor<4xf32>
+    ```
+  }];
+  let arguments = (ins Fakv_Tile:$partials, Fakv_Tile:$lses);
+  let results = (outs Fakv_Tile:$out, Fakv_Tile:$lse);
+  let assemblyFormat = [{
+    $partials `,` $lses attr-dict `:` type($partials) `,` type($lses)
+    `->` type($out) `,` type($lse)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+def Fakv_ReduceKind : I32EnumAttr<"ReduceKind", "reduction combiner", [
+    I32EnumAttrCase<"sum", 0>, I32EnumAttrCase<"max", 1>, I32EnumAttrCase<"min", 2>]> {
+  let cppNamespace = "::mlir::fakv";
+}
+
+def Fakv_ReduceOp : Fakv_Op<"reduce", [Pure]> {
+  let summary = "reduce a float tile along one dimension";
+  let description = [{
+    Combines the elements along dimension `axis` with `sum`, `max` or `min`;
+    the result has the source's shape without that dimension. The reduction
+    of max over an all `-inf` row is `-inf`.
+
+    ```mlir
+    %rowmax = fakv.reduce max %s, 1 : tensor<64x128xf32> -> tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins Fakv_ReduceKind:$kind, Fakv_Tile:$src, I32Attr:$axis);
+  let results = (outs Fakv_Tile:$result);
+  let assemblyFormat = "$kind $src `,` $axis attr-dict `:` type($src) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Score modifiers. Scores are M x N f32 tiles; `rows` holds each row's query
+// position (M x i32) and `cols` each column's key position (N x i32), both
+// counted from the first valid key, so that `offset` = seqlen_k - seqlen_q
+// aligns the query and key sequences bottom-right.
+//===----------------------------------------------------------------------===//
+
+def Fakv_LengthMaskOp : Fakv_Op<"length_mask", [Pure, AllTypesMatch<["scores", "result"]>]> {
+  let summary = "mask keys at or past the valid length";
+  let description = [{
+    `result[i, j] = cols[j] < valid ? scores[i, j] : -inf`.
+
+    ```mlir
+    %s1 = fakv.length_mask %s, %cols, %len : tensor<64x128xf32>, tensor<128xi32>
+    ```
+  }];
+  let arguments = (ins Fakv_Tile:$scores, Fakv_Tile:$cols, I32:$valid);
+  let results = (outs Fakv_Tile:$result);
+  let assemblyFormat = "$scores `,` $cols `,` $valid attr-dict `:` type($scores) `,` type($cols)";
+  let hasVerifier = 1;
+}
+
+def Fakv_CausalMaskOp : Fakv_Op<"causal_mask", [Pure, AllTypesMatch<["scores", "result"]>]> {
+  let summary = "causal mask aligned bottom-right";
+  let description = [{
+    `result[i, j] = cols[j] <= rows[i] + offset ? scores[i, j] : -inf`. With
+    `offset = seqlen_k - seqlen_q` the last query sees every key.
+
+    ```mlir
+    %s1 = fakv.causal_mask %s, %rows, %cols, %off
+      : tensor<64x128xf32>, tensor<64xi32>, tensor<128xi32>
+    ```
+  }];
+  let arguments = (ins Fakv_Tile:$scores, Fakv_Tile:$rows, Fakv_Tile:$cols, I32:$offset);
+  let results = (outs Fakv_Tile:$result);
+  let assemblyFormat = [{
+    $scores `,` $rows `,` $cols `,` $offset attr-dict `:` type($scores) `,` type($rows) `,` type($cols)
+  }];
+  let hasVerifier = 1;
+}
+
+def Fakv_WindowMaskOp : Fakv_Op<"window_mask", [Pure, AllTypesMatch<["scores", "result"]>]> {
+  let summary = "sliding-window (local) attention mask";
+  let description = [{
+    With `q = rows[i] + offset`, key `cols[j]` is visible when
+    `(left < 0 or cols[j] >= q - left) and (right < 0 or cols[j] <= q + right)`;
+    invisible scores become -inf. A negative bound means unbounded on that
+    side; `left = -1, right = 0` is the causal mask.
+
+    ```mlir
+    %s1 = fakv.window_mask %s, %rows, %cols, %off, %left, %right
+      : tensor<64x128xf32>, tensor<64xi32>, tensor<128xi32>
+    ```
+  }];
+  let arguments = (ins Fakv_Tile:$scores, Fakv_Tile:$rows, Fakv_Tile:$cols,
+                       I32:$offset, I32:$left, I32:$right);
+  let results = (outs Fakv_Tile:$result);
+  let assemblyFormat = [{
+    $scores `,` $rows `,` $cols `,` $offset `,` $left `,` $right attr-dict
+    `:` type($scores) `,` type($rows) `,` type($cols)
+  }];
+  let hasVerifier = 1;
+}
+
+def Fakv_SoftcapOp : Fakv_Op<"softcap", [Pure, AllTypesMatch<["scores", "result"]>]> {
+  let summary = "soft capping of scores";
+  let description = [{
+    `result = cap * tanh(scores / cap)`, elementwise (cap > 0); -inf stays -inf.
+
+    ```mlir
+    %s1 = fakv.softcap %s, %cap : tensor<64x128xf32>
+    ```
+  }];
+  let arguments = (ins Fakv_Tile:$scores, F32:$cap);
+  let results = (outs Fakv_Tile:$result);
+  let assemblyFormat = "$scores `,` $cap attr-dict `:` type($scores)";
+  let hasVerifier = 1;
+}
+
+def Fakv_AlibiOp : Fakv_Op<"alibi", [Pure, AllTypesMatch<["scores", "result"]>]> {
+  let summary = "ALiBi linear position bias";
+  let description = [{
+    `result[i, j] = scores[i, j] - slopes[i] * |rows[i] + offset - cols[j]|`,
+    with `slopes` an `M x f32` tile (each row's head slope).
+
+    ```mlir
+    %s1 = fakv.alibi %s, %rows, %cols, %off, %slopes
+      : tensor<64x128xf32>, tensor<64xi32>, tensor<128xi32>, tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins Fakv_Tile:$scores, Fakv_Tile:$rows, Fakv_Tile:$cols,
+                       I32:$offset, Fakv_Tile:$slopes);
+  let results = (outs Fakv_Tile:$result);
+  let assemblyFormat = [{
+    $scores `,` $rows `,` $cols `,` $offset `,` $slopes attr-dict
+    `:` type($scores) `,` type($rows) `,` type($cols) `,` type($slopes)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Rotary embedding
+//===----------------------------------------------------------------------===//
+
+def Fakv_RotaryOp : Fakv_Op<"rotary", [Pure, AllTypesMatch<["x", "result"]>,
+                                       AllTypesMatch<["cos", "sin"]>]> {
+  let summary = "rotary position embedding of the leading channels";
+  let description = [{
+    `x` is `M x D`; `cos` and `sin` are `M x R/2` (f32), row i holding the
+    angles of row i's position; `R <= D` channels rotate, the rest pass
+    through. Interleaved (GPT-J) pairs channels `(2k, 2k+1)`; otherwise
+    (GPT-NeoX) pairs `(k, k + R/2)`. For a pair `(a, b)` and angle index k:
+    ```
+      out[a] = x[a] * cos[k] - x[b] * sin[k]
+      out[b] = x[a] * sin[k] + x[b] * cos[k]
+    ```
+    computed in f32 and rounded to `x`'s element type.
+
+    ```mlir
+    %qr = fakv.rotary %q, %cos, %sin {interleaved}
+      : tensor<64x128xbf16>, tensor<64x32xf32>
+    ```
+  }];
+  let arguments = (ins Fakv_Tile:$x, Fakv_Tile:$cos, Fakv_Tile:$sin,
+                       UnitAttr:$interleaved);
+  let results = (outs Fakv_Tile:$result);
+  let assemblyFormat = "$x `,` $cos `,` $sin attr-dict `:` type($x) `,` type($cos)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Host side (CPU path and tests): launching a kernel over its grid
+//===----------------------------------------------------------------------===//
+
+def Fakv_PtrOfOp : Fakv_Op<"ptr_of", [Pure]> {
+  let summary = "the element pointer of a host buffer";
+  let description = [{
+    Host code only (the CPU path): the address of a memref's first element, as
+    the `!fakv.ptr` that a kernel takes. The memref must have an identity
+    layout.
+
+    ```mlir
+    %p = fakv.ptr_of %buf : memref<4096xf32> -> !fakv.ptr<f32>
+    ```
+  }];
+  let arguments = (ins AnyMemRef:$memref);
+  let results = (outs Fakv_PtrType:$result);
+  let assemblyFormat = "$memref attr-dict `:` type($memref) `->` qualified(type($result))";
+  let hasVerifier = 1;
+}
+
+def Fakv_LaunchOp : Fakv_Op<"launch", [AttrSizedOperandSegments,
+                                       DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "run a kernel once per point of a 3-D grid";
+  let description = [{
+    Host code only (the CPU path): calls kernel `callee` for every program id
+    in `[0, grid[0]) x [0, grid[1]) x [0, grid[2])`, in order, with `args`.
+    On the GPU the runtime launches kernels instead.
+
+    ```mlir
+    fakv.launch @combine[%rows, %c1, %c1](%parts, %lses, %out, %n)
+      : (!fakv.ptr<f32>, !fakv.ptr<f32>, !fakv.ptr<f32>, i32)
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$callee,
+                       Variadic<I32>:$grid,
+                       Variadic<AnyType>:$args);
+  let assemblyFormat = [{
+    $callee `[` $grid `]` `(` $args `)` attr-dict `:` `(` type($args) `)`
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // FAKV_OPS_TD

@@ -1,0 +1,947 @@
+//===- FakvToCPU.cpp - fakv to host-executable upstream IR ----------------===//
+//
+// The reference semantics of the fakv ops (dialect/FakvOps.td), written as
+// upstream tensor/linalg/scf ops on the tiles and guarded llvm.load/store on
+// the pointers. Written for clarity, not speed: CI checks kernel numerics with
+// it (test/cpu/), and the GPU lowering must agree with it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "lowering/Passes.h"
+
+#include "dialect/FakvDialect.h"
+
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
+#include "mlir/Dialect/Func/Transforms/FuncConversions.h"
+#include "mlir/Dialect/SCF/Transforms/Patterns.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+namespace mlir::fakv {
+#define GEN_PASS_DEF_CONVERTFAKVTOCPU
+#include "lowering/Passes.h.inc"
+} // namespace mlir::fakv
+
+using namespace mlir;
+using namespace mlir::fakv;
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Small builders
+//===----------------------------------------------------------------------===//
+
+Value cstI32(ImplicitLocOpBuilder &b, int64_t v) {
+  return arith::ConstantIntOp::create(b, v, 32);
+}
+Value cstI64(ImplicitLocOpBuilder &b, int64_t v) {
+  return arith::ConstantIntOp::create(b, v, 64);
+}
+Value cstIndex(ImplicitLocOpBuilder &b, int64_t v) {
+  return arith::ConstantIndexOp::create(b, v);
+}
+Value cstF32(ImplicitLocOpBuilder &b, float v) {
+  return arith::ConstantFloatOp::create(b, b.getF32Type(), APFloat(v));
+}
+Value negInf(ImplicitLocOpBuilder &b) {
+  return cstF32(b, -std::numeric_limits<float>::infinity());
+}
+Value zeroOf(ImplicitLocOpBuilder &b, Type t) {
+  return arith::ConstantOp::create(b, t, b.getZeroAttr(t));
+}
+Value indexToI32(ImplicitLocOpBuilder &b, Value v) {
+  return arith::IndexCastOp::create(b, b.getI32Type(), v);
+}
+Value indexToI64(ImplicitLocOpBuilder &b, Value v) {
+  return arith::IndexCastOp::create(b, b.getI64Type(), v);
+}
+Value i32ToI64(ImplicitLocOpBuilder &b, Value v) {
+  return arith::ExtSIOp::create(b, b.getI64Type(), v);
+}
+Value toF32(ImplicitLocOpBuilder &b, Value v) {
+  if (v.getType().isF32())
+    return v;
+  return arith::ExtFOp::create(b, b.getF32Type(), v);
+}
+Value fromF32(ImplicitLocOpBuilder &b, Value v, Type t) {
+  if (t.isF32())
+    return v;
+  return arith::TruncFOp::create(b, t, v);
+}
+Value isNegInf(ImplicitLocOpBuilder &b, Value v) {
+  return arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, v, negInf(b));
+}
+
+/// Element `idx` (i64, in elements) of the array at `base`.
+Value elementAddress(ImplicitLocOpBuilder &b, Value base, Value idx,
+                     Type elementType) {
+  return LLVM::GEPOp::create(b, LLVM::LLVMPointerType::get(b.getContext()),
+                             elementType, base, ValueRange{idx});
+}
+
+/// `scf.if cond { then() } else { otherwise() }` yielding one value of `t`.
+Value select(ImplicitLocOpBuilder &b, Value cond,
+             function_ref<Value(ImplicitLocOpBuilder &)> then,
+             function_ref<Value(ImplicitLocOpBuilder &)> otherwise) {
+  auto ifOp = scf::IfOp::create(
+      b, cond,
+      [&](OpBuilder &ob, Location loc) {
+        ImplicitLocOpBuilder ib(loc, ob);
+        scf::YieldOp::create(ib, then(ib));
+      },
+      [&](OpBuilder &ob, Location loc) {
+        ImplicitLocOpBuilder ib(loc, ob);
+        scf::YieldOp::create(ib, otherwise(ib));
+      });
+  return ifOp.getResult(0);
+}
+
+RankedTensorType plain(RankedTensorType t) {
+  return RankedTensorType::get(t.getShape(), t.getElementType());
+}
+
+/// A tensor.generate over `type`'s shape whose element at `ivs` is `body`.
+Value generate(ImplicitLocOpBuilder &b, RankedTensorType type,
+               function_ref<Value(ImplicitLocOpBuilder &, ValueRange)> body) {
+  return tensor::GenerateOp::create(
+      b, plain(type), ValueRange{},
+      [&](OpBuilder &ob, Location loc, ValueRange ivs) {
+        ImplicitLocOpBuilder ib(loc, ob);
+        tensor::YieldOp::create(ib, body(ib, ivs));
+      });
+}
+
+/// An all-parallel linalg.generic producing `type` from `inputs`, each read
+/// through its indexing map; `body` maps the input elements to the output.
+Value mapTiles(ImplicitLocOpBuilder &b, RankedTensorType type,
+               ValueRange inputs, ArrayRef<AffineMap> maps,
+               function_ref<Value(ImplicitLocOpBuilder &, ValueRange)> body) {
+  type = plain(type);
+  Value init = tensor::EmptyOp::create(b, type.getShape(), type.getElementType());
+  SmallVector<AffineMap> allMaps(maps);
+  allMaps.push_back(b.getMultiDimIdentityMap(type.getRank()));
+  SmallVector<utils::IteratorType> iters(type.getRank(),
+                                         utils::IteratorType::parallel);
+  auto op = linalg::GenericOp::create(
+      b, TypeRange{type}, inputs, ValueRange{init}, allMaps, iters,
+      [&](OpBuilder &ob, Location loc, ValueRange args) {
+        ImplicitLocOpBuilder ib(loc, ob);
+        linalg::YieldOp::create(ib, body(ib, args.drop_back()));
+      });
+  return op.getResult(0);
+}
+
+/// Reduce `src` along `axis` with `kind`.
+Value reduceTile(ImplicitLocOpBuilder &b, Value src, int64_t axis,
+                 ReduceKind kind) {
+  auto srcType = cast<RankedTensorType>(src.getType());
+  Type et = srcType.getElementType();
+  SmallVector<int64_t> shape(srcType.getShape());
+  shape.erase(shape.begin() + axis);
+  auto floatType = cast<FloatType>(et);
+  APFloat initValue = APFloat::getZero(floatType.getFloatSemantics());
+  if (kind == ReduceKind::max)
+    initValue = APFloat::getInf(floatType.getFloatSemantics(), /*neg=*/true);
+  if (kind == ReduceKind::min)
+    initValue = APFloat::getInf(floatType.getFloatSemantics(), /*neg=*/false);
+  Value initScalar = arith::ConstantFloatOp::create(b, floatType, initValue);
+  auto resultType = RankedTensorType::get(shape, et);
+  Value init = tensor::SplatOp::create(b, resultType, initScalar);
+  auto op = linalg::ReduceOp::create(
+      b, ValueRange{src}, ValueRange{init}, ArrayRef<int64_t>{axis},
+      [&](OpBuilder &ob, Location loc, ValueRange args) {
+        ImplicitLocOpBuilder ib(loc, ob);
+        Value r;
+        switch (kind) {
+        case ReduceKind::sum:
+          r = arith::AddFOp::create(ib, args[0], args[1]);
+          break;
+        case ReduceKind::max:
+          r = arith::MaximumFOp::create(ib, args[0], args[1]);
+          break;
+        case ReduceKind::min:
+          r = arith::MinimumFOp::create(ib, args[0], args[1]);
+          break;
+        }
+        linalg::YieldOp::create(ib, r);
+      });
+  return op.getResult(0);
+}
+
+AffineMap rowMap(MLIRContext *ctx) { // (i, j) -> (i)
+  return AffineMap::get(2, 0, {getAffineDimExpr(0, ctx)}, ctx);
+}
+AffineMap colMap(MLIRContext *ctx) { // (i, j) -> (j)
+  return AffineMap::get(2, 0, {getAffineDimExpr(1, ctx)}, ctx);
+}
+
+//===----------------------------------------------------------------------===//
+// Tile construction
+//===----------------------------------------------------------------------===//
+
+struct ArangeLowering : OpConversionPattern<ArangeOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(ArangeOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    int64_t start = op.getStart();
+    Value r = generate(b, op.getType(), [&](ImplicitLocOpBuilder &ib,
+                                            ValueRange ivs) -> Value {
+      return arith::AddIOp::create(ib, indexToI32(ib, ivs[0]),
+                                   cstI32(ib, start));
+    });
+    rewriter.replaceOp(op, r);
+    return success();
+  }
+};
+
+struct SplatLowering : OpConversionPattern<SplatOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(SplatOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOpWithNewOp<tensor::SplatOp>(op, plain(op.getType()),
+                                                 adaptor.getValue());
+    return success();
+  }
+};
+
+struct BroadcastLowering : OpConversionPattern<BroadcastOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(BroadcastOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    RankedTensorType src = op.getSrc().getType(), dst = op.getType();
+    SmallVector<AffineExpr> exprs;
+    for (int64_t d = 0; d < src.getRank(); ++d)
+      exprs.push_back(src.getDimSize(d) == 1 && dst.getDimSize(d) != 1
+                          ? b.getAffineConstantExpr(0)
+                          : b.getAffineDimExpr(d));
+    auto map = AffineMap::get(dst.getRank(), 0, exprs, b.getContext());
+    Value r = mapTiles(b, dst, adaptor.getSrc(), map,
+                       [](ImplicitLocOpBuilder &, ValueRange a) { return a[0]; });
+    rewriter.replaceOp(op, r);
+    return success();
+  }
+};
+
+/// Reassociation that groups a size-1 dimension inserted at `axis` with a
+/// neighbour, for expanding a rank-`rank` tensor by one dimension.
+SmallVector<ReassociationIndices> unitDimReassociation(int64_t rank,
+                                                       int64_t axis) {
+  SmallVector<ReassociationIndices> groups;
+  if (rank == 0)
+    return groups;
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t out = d < axis ? d : d + 1;
+    groups.push_back({out});
+  }
+  if (axis < rank)
+    groups[axis].insert(groups[axis].begin(), axis);
+  else
+    groups.back().push_back(axis);
+  return groups;
+}
+
+struct ExpandDimsLowering : OpConversionPattern<ExpandDimsOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(ExpandDimsOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOpWithNewOp<tensor::ExpandShapeOp>(
+        op, plain(op.getType()), adaptor.getSrc(),
+        unitDimReassociation(op.getSrc().getType().getRank(), op.getAxis()));
+    return success();
+  }
+};
+
+struct ReshapeLowering : OpConversionPattern<ReshapeOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(ReshapeOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    RankedTensorType src = op.getSrc().getType(), dst = op.getType();
+    auto allDims = [](int64_t rank) {
+      ReassociationIndices g;
+      for (int64_t d = 0; d < rank; ++d)
+        g.push_back(d);
+      return SmallVector<ReassociationIndices>{g};
+    };
+    Value flat = adaptor.getSrc();
+    if (src.getRank() != 1)
+      flat = tensor::CollapseShapeOp::create(b, flat, allDims(src.getRank()));
+    Value r = flat;
+    if (dst.getRank() != 1)
+      r = tensor::ExpandShapeOp::create(b, plain(dst), flat,
+                                        allDims(dst.getRank()));
+    rewriter.replaceOp(op, r);
+    return success();
+  }
+};
+
+struct CastLowering : OpConversionPattern<CastOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(CastOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    Type from = op.getSrc().getType().getElementType();
+    Type to = op.getType().getElementType();
+    Value r = mapTiles(b, op.getType(), adaptor.getSrc(),
+                       b.getMultiDimIdentityMap(op.getType().getRank()),
+                       [&](ImplicitLocOpBuilder &ib, ValueRange x) -> Value {
+                         unsigned wf = from.getIntOrFloatBitWidth();
+                         unsigned wt = to.getIntOrFloatBitWidth();
+                         if (from == to)
+                           return x[0];
+                         if (wf < wt)
+                           return arith::ExtFOp::create(ib, to, x[0]);
+                         if (wf > wt)
+                           return arith::TruncFOp::create(ib, to, x[0]);
+                         // Same width, other format (f16 <-> bf16): via f32.
+                         return fromF32(ib, toF32(ib, x[0]), to);
+                       });
+    rewriter.replaceOp(op, r);
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Memory
+//===----------------------------------------------------------------------===//
+
+struct AddPtrLowering : OpConversionPattern<AddPtrOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(AddPtrOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    rewriter.replaceOp(op, elementAddress(b, adaptor.getPtr(),
+                                          adaptor.getOffset(),
+                                          op.getType().getElementType()));
+    return success();
+  }
+};
+
+struct LoadScalarLowering : OpConversionPattern<LoadScalarOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(LoadScalarOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    Value addr = elementAddress(b, adaptor.getPtr(),
+                                i32ToI64(b, adaptor.getIndex()), op.getType());
+    rewriter.replaceOpWithNewOp<LLVM::LoadOp>(op, op.getType(), addr);
+    return success();
+  }
+};
+
+/// Linear element index and validity of tile index `ivs` of a strided access.
+std::pair<Value, Value> stridedIndex(ImplicitLocOpBuilder &b, ValueRange ivs,
+                                     ValueRange offsets, ValueRange strides,
+                                     ValueRange bounds, Value mask) {
+  Value lin = cstI64(b, 0);
+  Value valid = arith::ConstantIntOp::create(b, 1, 1);
+  for (auto [d, iv] : llvm::enumerate(ivs)) {
+    Value pos = arith::AddIOp::create(b, offsets[d], indexToI32(b, iv));
+    lin = arith::AddIOp::create(
+        b, lin, arith::MulIOp::create(b, i32ToI64(b, pos), strides[d]));
+    if (!bounds.empty()) {
+      Value lo = arith::CmpIOp::create(b, arith::CmpIPredicate::sge, pos,
+                                       cstI32(b, 0));
+      Value hi = arith::CmpIOp::create(b, arith::CmpIPredicate::slt, pos,
+                                       bounds[d]);
+      valid = arith::AndIOp::create(b, valid, arith::AndIOp::create(b, lo, hi));
+    }
+  }
+  if (mask)
+    valid = arith::AndIOp::create(b, valid,
+                                  tensor::ExtractOp::create(b, mask, ivs));
+  return {lin, valid};
+}
+
+struct LoadLowering : OpConversionPattern<LoadOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(LoadOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    Type et = op.getType().getElementType();
+    Value r = generate(b, op.getType(), [&](ImplicitLocOpBuilder &ib,
+                                            ValueRange ivs) -> Value {
+      auto [lin, valid] =
+          stridedIndex(ib, ivs, adaptor.getOffsets(), adaptor.getStrides(),
+                       adaptor.getBounds(), adaptor.getMask());
+      return select(
+          ib, valid,
+          [&](ImplicitLocOpBuilder &tb) -> Value {
+            return LLVM::LoadOp::create(
+                tb, et, elementAddress(tb, adaptor.getPtr(), lin, et));
+          },
+          [&](ImplicitLocOpBuilder &eb) -> Value {
+            return adaptor.getOther() ? adaptor.getOther() : zeroOf(eb, et);
+          });
+    });
+    rewriter.replaceOp(op, r);
+    return success();
+  }
+};
+
+/// Loops over every index of `shape`, calling `body` with the indices.
+void forEachIndex(ImplicitLocOpBuilder &b, ArrayRef<int64_t> shape,
+                  function_ref<void(ImplicitLocOpBuilder &, ValueRange)> body) {
+  SmallVector<Value> lbs(shape.size(), cstIndex(b, 0));
+  SmallVector<Value> ubs, steps(shape.size(), cstIndex(b, 1));
+  for (int64_t s : shape)
+    ubs.push_back(cstIndex(b, s));
+  scf::buildLoopNest(b, b.getLoc(), lbs, ubs, steps,
+                     [&](OpBuilder &ob, Location loc, ValueRange ivs) {
+                       ImplicitLocOpBuilder ib(loc, ob);
+                       body(ib, ivs);
+                     });
+}
+
+struct StoreLowering : OpConversionPattern<StoreOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(StoreOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    Type et = op.getValue().getType().getElementType();
+    forEachIndex(b, op.getValue().getType().getShape(),
+                 [&](ImplicitLocOpBuilder &ib, ValueRange ivs) {
+                   auto [lin, valid] = stridedIndex(
+                       ib, ivs, adaptor.getOffsets(), adaptor.getStrides(),
+                       adaptor.getBounds(), adaptor.getMask());
+                   auto ifOp = scf::IfOp::create(ib, valid, false);
+                   ImplicitLocOpBuilder tb = ImplicitLocOpBuilder::atBlockBegin(
+                       ib.getLoc(), &ifOp.getThenRegion().front());
+                   Value v = tensor::ExtractOp::create(tb, adaptor.getValue(), ivs);
+                   LLVM::StoreOp::create(
+                       tb, v, elementAddress(tb, adaptor.getPtr(), lin, et));
+                 });
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct PagedLoadLowering : OpConversionPattern<PagedLoadOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(PagedLoadOp op, OpAdaptor a,
+                  ConversionPatternRewriter &rewriter) const override {
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    RankedTensorType type = op.getType();
+    Type et = type.getElementType();
+    // Element offset of the start of each tile row (page lookup done once per
+    // row), or -1 for rows past the valid length.
+    auto rowType = RankedTensorType::get({type.getDimSize(0)}, b.getI64Type());
+    Value rowBase = generate(b, rowType, [&](ImplicitLocOpBuilder &ib,
+                                             ValueRange ivs) -> Value {
+      Value r = arith::AddIOp::create(ib, a.getRow(), indexToI32(ib, ivs[0]));
+      Value valid =
+          arith::CmpIOp::create(ib, arith::CmpIPredicate::slt, r, a.getValid());
+      return select(
+          ib, valid,
+          [&](ImplicitLocOpBuilder &tb) -> Value {
+            Value pos = a.getLeftpad()
+                            ? arith::AddIOp::create(tb, r, a.getLeftpad())
+                            : r;
+            Value pageIdx = arith::DivSIOp::create(tb, pos, a.getPageSize());
+            Value offset = arith::RemSIOp::create(tb, pos, a.getPageSize());
+            Value page;
+            if (a.getTable())
+              page = LLVM::LoadOp::create(
+                  tb, tb.getI32Type(),
+                  elementAddress(tb, a.getTable(), i32ToI64(tb, pageIdx),
+                                 tb.getI32Type()));
+            else
+              page = arith::AddIOp::create(tb, a.getPage(), pageIdx);
+            Value lo = arith::CmpIOp::create(tb, arith::CmpIPredicate::sge,
+                                             page, cstI32(tb, 0));
+            Value hi = arith::CmpIOp::create(tb, arith::CmpIPredicate::slt,
+                                             page, a.getNumPages());
+            cf::AssertOp::create(
+                tb, arith::AndIOp::create(tb, lo, hi),
+                "fakv.paged_load: page index outside [0, num_pages)");
+            Value base = arith::MulIOp::create(tb, i32ToI64(tb, page),
+                                               a.getPageStride());
+            base = arith::AddIOp::create(
+                tb, base,
+                arith::MulIOp::create(tb, i32ToI64(tb, offset),
+                                      a.getRowStride()));
+            return arith::AddIOp::create(
+                tb, base,
+                arith::MulIOp::create(tb, i32ToI64(tb, a.getHead()),
+                                      a.getHeadStride()));
+          },
+          [&](ImplicitLocOpBuilder &eb) -> Value { return cstI64(eb, -1); });
+    });
+    Value r = generate(b, type, [&](ImplicitLocOpBuilder &ib,
+                                    ValueRange ivs) -> Value {
+      Value base = tensor::ExtractOp::create(ib, rowBase, ivs[0]);
+      Value valid = arith::CmpIOp::create(ib, arith::CmpIPredicate::sge, base,
+                                          cstI64(ib, 0));
+      return select(
+          ib, valid,
+          [&](ImplicitLocOpBuilder &tb) -> Value {
+            Value idx = arith::AddIOp::create(tb, base, indexToI64(tb, ivs[1]));
+            return LLVM::LoadOp::create(
+                tb, et, elementAddress(tb, a.getCache(), idx, et));
+          },
+          [&](ImplicitLocOpBuilder &eb) -> Value { return zeroOf(eb, et); });
+    });
+    rewriter.replaceOp(op, r);
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Matmul, online softmax, LSE combine, reductions
+//===----------------------------------------------------------------------===//
+
+struct DotLowering : OpConversionPattern<DotOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(DotOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    MLIRContext *ctx = b.getContext();
+    AffineExpr m = getAffineDimExpr(0, ctx), n = getAffineDimExpr(1, ctx),
+               k = getAffineDimExpr(2, ctx);
+    auto map = [&](AffineExpr x, AffineExpr y) {
+      return AffineMap::get(3, 0, {x, y}, ctx);
+    };
+    SmallVector<AffineMap> maps = {
+        op.getTransposeA() ? map(k, m) : map(m, k),
+        op.getTransposeB() ? map(n, k) : map(k, n), map(m, n)};
+    SmallVector<utils::IteratorType> iters = {utils::IteratorType::parallel,
+                                              utils::IteratorType::parallel,
+                                              utils::IteratorType::reduction};
+    auto generic = linalg::GenericOp::create(
+        b, TypeRange{plain(op.getType())},
+        ValueRange{adaptor.getA(), adaptor.getB()}, ValueRange{adaptor.getAcc()},
+        maps, iters, [&](OpBuilder &ob, Location loc, ValueRange args) {
+          ImplicitLocOpBuilder ib(loc, ob);
+          Value prod = arith::MulFOp::create(ib, toF32(ib, args[0]),
+                                             toF32(ib, args[1]));
+          linalg::YieldOp::create(ib, ValueRange{arith::AddFOp::create(ib, args[2], prod)});
+        });
+    rewriter.replaceOp(op, generic.getResult(0));
+    return success();
+  }
+};
+
+struct ReduceLowering : OpConversionPattern<ReduceOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(ReduceOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    rewriter.replaceOp(op, reduceTile(b, adaptor.getSrc(), op.getAxis(),
+                                      op.getKind()));
+    return success();
+  }
+};
+
+struct OnlineSoftmaxLowering : OpConversionPattern<OnlineSoftmaxOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(OnlineSoftmaxOp op, OpAdaptor a,
+                  ConversionPatternRewriter &rewriter) const override {
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    MLIRContext *ctx = b.getContext();
+    RankedTensorType scoresType = plain(op.getScores().getType());
+    RankedTensorType rowType = plain(op.getMax().getType());
+    AffineMap id1 = b.getMultiDimIdentityMap(1);
+    AffineMap id2 = b.getMultiDimIdentityMap(2);
+    Value t = a.getScores();
+    if (a.getScale())
+      t = mapTiles(b, scoresType, t, id2,
+                   [&](ImplicitLocOpBuilder &ib, ValueRange x) -> Value {
+                     return arith::MulFOp::create(ib, x[0], a.getScale());
+                   });
+    Value rowMax = reduceTile(b, t, 1, ReduceKind::max);
+    Value newMax = mapTiles(b, rowType, {a.getMax(), rowMax}, {id1, id1},
+                            [](ImplicitLocOpBuilder &ib, ValueRange x) -> Value {
+                              return arith::MaximumFOp::create(ib, x[0], x[1]);
+                            });
+    Value probs = mapTiles(
+        b, scoresType, {t, newMax}, {id2, rowMap(ctx)},
+        [](ImplicitLocOpBuilder &ib, ValueRange x) -> Value {
+          Value e = math::ExpOp::create(ib, arith::SubFOp::create(ib, x[0], x[1]));
+          return arith::SelectOp::create(ib, isNegInf(ib, x[1]), cstF32(ib, 0),
+                                         e);
+        });
+    Value alpha = mapTiles(
+        b, rowType, {a.getMax(), newMax}, {id1, id1},
+        [](ImplicitLocOpBuilder &ib, ValueRange x) -> Value {
+          Value e = math::ExpOp::create(ib, arith::SubFOp::create(ib, x[0], x[1]));
+          return arith::SelectOp::create(ib, isNegInf(ib, x[1]), cstF32(ib, 1),
+                                         e);
+        });
+    Value rowSum = reduceTile(b, probs, 1, ReduceKind::sum);
+    Value newSum = mapTiles(
+        b, rowType, {alpha, a.getSum(), rowSum}, {id1, id1, id1},
+        [](ImplicitLocOpBuilder &ib, ValueRange x) -> Value {
+          return arith::AddFOp::create(ib, arith::MulFOp::create(ib, x[0], x[1]),
+                                       x[2]);
+        });
+    rewriter.replaceOp(op, {newMax, newSum, probs, alpha});
+    return success();
+  }
+};
+
+struct LseCombineLowering : OpConversionPattern<LseCombineOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(LseCombineOp op, OpAdaptor a,
+                  ConversionPatternRewriter &rewriter) const override {
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    MLIRContext *ctx = b.getContext();
+    RankedTensorType lsesType = plain(op.getLses().getType());
+    RankedTensorType lseType = plain(op.getLse().getType());
+    RankedTensorType outType = plain(op.getOut().getType());
+    AffineMap id1 = b.getMultiDimIdentityMap(1);
+    AffineMap id2 = b.getMultiDimIdentityMap(2);
+    Value lseMax = reduceTile(b, a.getLses(), 0, ReduceKind::max);
+    // Unnormalised weights exp(lse_s - max); zero for -inf splits.
+    Value w = mapTiles(
+        b, lsesType, {a.getLses(), lseMax}, {id2, colMap(ctx)},
+        [](ImplicitLocOpBuilder &ib, ValueRange x) -> Value {
+          Value e = math::ExpOp::create(ib, arith::SubFOp::create(ib, x[0], x[1]));
+          return arith::SelectOp::create(ib, isNegInf(ib, x[1]), cstF32(ib, 0),
+                                         e);
+        });
+    Value sum = reduceTile(b, w, 0, ReduceKind::sum);
+    Value lse = mapTiles(
+        b, lseType, {lseMax, sum}, {id1, id1},
+        [](ImplicitLocOpBuilder &ib, ValueRange x) -> Value {
+          Value l = arith::AddFOp::create(ib, x[0], math::LogOp::create(ib, x[1]));
+          return arith::SelectOp::create(ib, isNegInf(ib, x[0]), negInf(ib), l);
+        });
+    // out[r, d] = sum_s (w[s, r] / sum[r]) * partials[s, r, d], skipping
+    // zero-weight splits so that their partials are never read into the sum.
+    AffineExpr r = getAffineDimExpr(0, ctx), d = getAffineDimExpr(1, ctx),
+               s = getAffineDimExpr(2, ctx);
+    SmallVector<AffineMap> maps = {AffineMap::get(3, 0, {s, r, d}, ctx),
+                                   AffineMap::get(3, 0, {s, r}, ctx),
+                                   AffineMap::get(3, 0, {r}, ctx),
+                                   AffineMap::get(3, 0, {r, d}, ctx)};
+    SmallVector<utils::IteratorType> iters = {utils::IteratorType::parallel,
+                                              utils::IteratorType::parallel,
+                                              utils::IteratorType::reduction};
+    Value zeros = tensor::SplatOp::create(b, outType, cstF32(b, 0));
+    auto generic = linalg::GenericOp::create(
+        b, TypeRange{outType}, ValueRange{a.getPartials(), w, sum},
+        ValueRange{zeros}, maps, iters,
+        [&](OpBuilder &ob, Location loc, ValueRange x) {
+          ImplicitLocOpBuilder ib(loc, ob);
+          Value weight = arith::DivFOp::create(ib, x[1], x[2]);
+          Value term = arith::MulFOp::create(ib, weight, x[0]);
+          Value skip = arith::CmpFOp::create(ib, arith::CmpFPredicate::OEQ,
+                                             x[1], cstF32(ib, 0));
+          Value add = arith::SelectOp::create(ib, skip, cstF32(ib, 0), term);
+          linalg::YieldOp::create(ib, ValueRange{arith::AddFOp::create(ib, x[3], add)});
+        });
+    rewriter.replaceOp(op, {generic.getResult(0), lse});
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Score modifiers
+//===----------------------------------------------------------------------===//
+
+/// Applies `visible(b, row, col)` (i32 positions -> i1) to a score tile:
+/// invisible scores become -inf.
+template <typename OpT>
+Value maskScores(ImplicitLocOpBuilder &b, OpT op, Value scores, Value rows,
+                 Value cols,
+                 function_ref<Value(ImplicitLocOpBuilder &, Value, Value)> visible) {
+  MLIRContext *ctx = b.getContext();
+  RankedTensorType type = plain(op.getScores().getType());
+  SmallVector<Value> inputs = {scores, cols};
+  SmallVector<AffineMap> maps = {b.getMultiDimIdentityMap(2), colMap(ctx)};
+  if (rows) {
+    inputs.push_back(rows);
+    maps.push_back(rowMap(ctx));
+  }
+  return mapTiles(b, type, inputs, maps,
+                  [&](ImplicitLocOpBuilder &ib, ValueRange x) -> Value {
+                    Value ok = visible(ib, rows ? x[2] : Value(), x[1]);
+                    return arith::SelectOp::create(ib, ok, x[0], negInf(ib));
+                  });
+}
+
+struct LengthMaskLowering : OpConversionPattern<LengthMaskOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(LengthMaskOp op, OpAdaptor a,
+                  ConversionPatternRewriter &rewriter) const override {
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    rewriter.replaceOp(
+        op, maskScores(b, op, a.getScores(), Value(), a.getCols(),
+                       [&](ImplicitLocOpBuilder &ib, Value, Value col) -> Value {
+                         return arith::CmpIOp::create(
+                             ib, arith::CmpIPredicate::slt, col, a.getValid());
+                       }));
+    return success();
+  }
+};
+
+struct CausalMaskLowering : OpConversionPattern<CausalMaskOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(CausalMaskOp op, OpAdaptor a,
+                  ConversionPatternRewriter &rewriter) const override {
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    rewriter.replaceOp(
+        op, maskScores(b, op, a.getScores(), a.getRows(), a.getCols(),
+                       [&](ImplicitLocOpBuilder &ib, Value row, Value col) -> Value {
+                         Value q = arith::AddIOp::create(ib, row, a.getOffset());
+                         return arith::CmpIOp::create(
+                             ib, arith::CmpIPredicate::sle, col, q);
+                       }));
+    return success();
+  }
+};
+
+struct WindowMaskLowering : OpConversionPattern<WindowMaskOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(WindowMaskOp op, OpAdaptor a,
+                  ConversionPatternRewriter &rewriter) const override {
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    rewriter.replaceOp(
+        op, maskScores(
+                b, op, a.getScores(), a.getRows(), a.getCols(),
+                [&](ImplicitLocOpBuilder &ib, Value row, Value col) -> Value {
+                  using P = arith::CmpIPredicate;
+                  Value q = arith::AddIOp::create(ib, row, a.getOffset());
+                  Value zero = cstI32(ib, 0);
+                  Value leftOpen = arith::CmpIOp::create(ib, P::slt, a.getLeft(), zero);
+                  Value rightOpen = arith::CmpIOp::create(ib, P::slt, a.getRight(), zero);
+                  Value lo = arith::SubIOp::create(ib, q, a.getLeft());
+                  Value hi = arith::AddIOp::create(ib, q, a.getRight());
+                  Value leftOk = arith::OrIOp::create(
+                      ib, leftOpen, arith::CmpIOp::create(ib, P::sge, col, lo));
+                  Value rightOk = arith::OrIOp::create(
+                      ib, rightOpen, arith::CmpIOp::create(ib, P::sle, col, hi));
+                  return arith::AndIOp::create(ib, leftOk, rightOk);
+                }));
+    return success();
+  }
+};
+
+struct SoftcapLowering : OpConversionPattern<SoftcapOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(SoftcapOp op, OpAdaptor a,
+                  ConversionPatternRewriter &rewriter) const override {
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    Value r = mapTiles(
+        b, op.getType(), a.getScores(), b.getMultiDimIdentityMap(2),
+        [&](ImplicitLocOpBuilder &ib, ValueRange x) -> Value {
+          Value t = math::TanhOp::create(
+              ib, arith::DivFOp::create(ib, x[0], a.getCap()));
+          Value capped = arith::MulFOp::create(ib, a.getCap(), t);
+          return arith::SelectOp::create(ib, isNegInf(ib, x[0]), x[0], capped);
+        });
+    rewriter.replaceOp(op, r);
+    return success();
+  }
+};
+
+struct AlibiLowering : OpConversionPattern<AlibiOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(AlibiOp op, OpAdaptor a,
+                  ConversionPatternRewriter &rewriter) const override {
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    MLIRContext *ctx = b.getContext();
+    Value r = mapTiles(
+        b, op.getType(), {a.getScores(), a.getRows(), a.getCols(), a.getSlopes()},
+        {b.getMultiDimIdentityMap(2), rowMap(ctx), colMap(ctx), rowMap(ctx)},
+        [&](ImplicitLocOpBuilder &ib, ValueRange x) -> Value {
+          Value q = arith::AddIOp::create(ib, x[1], a.getOffset());
+          Value dist = math::AbsIOp::create(ib, arith::SubIOp::create(ib, q, x[2]));
+          Value distF = arith::SIToFPOp::create(ib, ib.getF32Type(), dist);
+          return arith::SubFOp::create(ib, x[0],
+                                       arith::MulFOp::create(ib, x[3], distF));
+        });
+    rewriter.replaceOp(op, r);
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Rotary
+//===----------------------------------------------------------------------===//
+
+struct RotaryLowering : OpConversionPattern<RotaryOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(RotaryOp op, OpAdaptor a,
+                  ConversionPatternRewriter &rewriter) const override {
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    Type et = op.getType().getElementType();
+    int64_t half = op.getCos().getType().getDimSize(1); // R / 2
+    bool interleaved = op.getInterleaved();
+    Value r = generate(b, op.getType(), [&](ImplicitLocOpBuilder &ib,
+                                            ValueRange ivs) -> Value {
+      Value row = ivs[0], c = ivs[1];
+      using P = arith::CmpIPredicate;
+      Value rotates =
+          arith::CmpIOp::create(ib, P::ult, c, cstIndex(ib, 2 * half));
+      return select(
+          ib, rotates,
+          [&](ImplicitLocOpBuilder &tb) -> Value {
+            // Channel pair (first, second) that c belongs to, and its angle k.
+            Value k, first, second, isFirst;
+            if (interleaved) {
+              k = arith::DivUIOp::create(tb, c, cstIndex(tb, 2));
+              first = arith::MulIOp::create(tb, k, cstIndex(tb, 2));
+              second = arith::AddIOp::create(tb, first, cstIndex(tb, 1));
+            } else {
+              k = arith::RemUIOp::create(tb, c, cstIndex(tb, half));
+              first = k;
+              second = arith::AddIOp::create(tb, k, cstIndex(tb, half));
+            }
+            isFirst = arith::CmpIOp::create(tb, P::eq, c, first);
+            Value x0 = toF32(tb, tensor::ExtractOp::create(tb, a.getX(),
+                                                           ValueRange{row, first}));
+            Value x1 = toF32(tb, tensor::ExtractOp::create(tb, a.getX(),
+                                                           ValueRange{row, second}));
+            Value cs = tensor::ExtractOp::create(tb, a.getCos(), ValueRange{row, k});
+            Value sn = tensor::ExtractOp::create(tb, a.getSin(), ValueRange{row, k});
+            Value out0 = arith::SubFOp::create(tb, arith::MulFOp::create(tb, x0, cs),
+                                               arith::MulFOp::create(tb, x1, sn));
+            Value out1 = arith::AddFOp::create(tb, arith::MulFOp::create(tb, x0, sn),
+                                               arith::MulFOp::create(tb, x1, cs));
+            return fromF32(tb, arith::SelectOp::create(tb, isFirst, out0, out1), et);
+          },
+          [&](ImplicitLocOpBuilder &eb) -> Value {
+            return tensor::ExtractOp::create(eb, a.getX(), ValueRange{row, c});
+          });
+    });
+    rewriter.replaceOp(op, r);
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Host side
+//===----------------------------------------------------------------------===//
+
+struct PtrOfLowering : OpConversionPattern<PtrOfOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(PtrOfOp op, OpAdaptor a,
+                  ConversionPatternRewriter &rewriter) const override {
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    Value addr = memref::ExtractAlignedPointerAsIndexOp::create(b, a.getMemref());
+    rewriter.replaceOpWithNewOp<LLVM::IntToPtrOp>(
+        op, LLVM::LLVMPointerType::get(b.getContext()), indexToI64(b, addr));
+    return success();
+  }
+};
+
+struct LaunchLowering : OpConversionPattern<LaunchOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(LaunchOp op, OpAdaptor a,
+                  ConversionPatternRewriter &rewriter) const override {
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    SmallVector<Value> lbs(3, cstIndex(b, 0)), steps(3, cstIndex(b, 1)), ubs;
+    for (Value g : a.getGrid())
+      ubs.push_back(arith::IndexCastOp::create(b, b.getIndexType(), g));
+    scf::buildLoopNest(
+        b, b.getLoc(), lbs, ubs, steps,
+        [&](OpBuilder &ob, Location loc, ValueRange ivs) {
+          ImplicitLocOpBuilder ib(loc, ob);
+          SmallVector<Value> args(a.getArgs());
+          for (Value iv : ivs)
+            args.push_back(indexToI32(ib, iv));
+          llvm::append_range(args, a.getGrid());
+          func::CallOp::create(ib, op.getCallee(), TypeRange{}, args);
+        });
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// The pass
+//===----------------------------------------------------------------------===//
+
+/// Gives every kernel six trailing i32 arguments (program id x, y, z, grid
+/// x, y, z) and replaces fakv.program_id / fakv.num_programs by them.
+void appendProgramIdArguments(func::FuncOp kernel) {
+  MLIRContext *ctx = kernel.getContext();
+  unsigned first = kernel.getNumArguments();
+  Type i32 = IntegerType::get(ctx, 32);
+  SmallVector<unsigned> positions(6, first);
+  SmallVector<Type> types(6, i32);
+  SmallVector<DictionaryAttr> attrs(6, DictionaryAttr::get(ctx));
+  SmallVector<Location> locs(6, kernel.getLoc());
+  (void)kernel.insertArguments(positions, types, attrs, locs);
+  kernel.walk([&](Operation *op) {
+    if (auto pid = dyn_cast<ProgramIdOp>(op)) {
+      pid.replaceAllUsesWith(kernel.getArgument(first + pid.getAxis()));
+      pid.erase();
+    } else if (auto np = dyn_cast<NumProgramsOp>(op)) {
+      np.replaceAllUsesWith(kernel.getArgument(first + 3 + np.getAxis()));
+      np.erase();
+    }
+  });
+  kernel->removeAttr(FakvDialect::getKernelAttrName());
+}
+
+struct ConvertFakvToCPUPass
+    : public fakv::impl::ConvertFakvToCPUBase<ConvertFakvToCPUPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *ctx = &getContext();
+    module.walk([](func::FuncOp f) {
+      if (isKernel(f))
+        appendProgramIdArguments(f);
+    });
+
+    TypeConverter converter;
+    converter.addConversion([](Type t) { return t; });
+    converter.addConversion([ctx](PtrType) -> Type {
+      return LLVM::LLVMPointerType::get(ctx);
+    });
+
+    ConversionTarget target(*ctx);
+    target.addIllegalDialect<FakvDialect>();
+    target.markUnknownOpDynamicallyLegal(
+        [&](Operation *op) { return converter.isLegal(op); });
+    target.addDynamicallyLegalOp<func::FuncOp>([&](func::FuncOp f) {
+      return converter.isSignatureLegal(f.getFunctionType()) &&
+             converter.isLegal(&f.getBody());
+    });
+
+    RewritePatternSet patterns(ctx);
+    patterns.add<ArangeLowering, SplatLowering, BroadcastLowering,
+                 ExpandDimsLowering, ReshapeLowering, CastLowering,
+                 AddPtrLowering, LoadScalarLowering, LoadLowering,
+                 StoreLowering, PagedLoadLowering, DotLowering, ReduceLowering,
+                 OnlineSoftmaxLowering, LseCombineLowering, LengthMaskLowering,
+                 CausalMaskLowering, WindowMaskLowering, SoftcapLowering,
+                 AlibiLowering, RotaryLowering, PtrOfLowering, LaunchLowering>(
+        converter, ctx);
+    populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns,
+                                                                   converter);
+    populateCallOpTypeConversionPattern(patterns, converter);
+    populateReturnOpTypeConversionPattern(patterns, converter);
+    scf::populateSCFStructuralTypeConversions(converter, patterns);
+    if (failed(applyPartialConversion(module, target, std::move(patterns))))
+      signalPassFailure();
+  }
+};
+} // namespace

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Installs what fakv needs and is missing (Debian packages, a Python venv with
+# the pinned PyPI packages), then configures and builds. Idempotent: a second
+# run only rebuilds what changed. Sourced by demo.sh and test.sh.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD="${FAKV_BUILD_DIR:-$ROOT/build}"
+
+APT_PACKAGES=(llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools libzstd-dev
+              cmake ninja-build g++ python3-venv)
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "[fakv] installing Debian packages: ${missing[*]}"
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+PY="${FAKV_PYTHON:-python3}"
+if [ ! -x "$ROOT/.venv/bin/python" ]; then
+  echo "[fakv] creating $ROOT/.venv with $($PY --version)"
+  "$PY" -m venv "$ROOT/.venv"
+fi
+if ! cmp -s "$ROOT/requirements.txt" "$ROOT/.venv/requirements.installed"; then
+  echo "[fakv] installing Python packages (requirements.txt)"
+  "$ROOT/.venv/bin/python" -m pip install -q --upgrade pip
+  "$ROOT/.venv/bin/python" -m pip install -q -r "$ROOT/requirements.txt"
+  cp "$ROOT/requirements.txt" "$ROOT/.venv/requirements.installed"
+fi
+export PATH="$ROOT/.venv/bin:/usr/lib/llvm-22/bin:$PATH"
+
+if [ ! -f "$BUILD/build.ninja" ]; then
+  echo "[fakv] configuring $BUILD"
+  cmake -G Ninja -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release \
+    -DPython3_EXECUTABLE="$ROOT/.venv/bin/python" >/dev/null
+fi
+echo "[fakv] building"
+ninja -C "$BUILD" ${FAKV_BUILD_TARGETS:-all} | sed -E '/^\[[0-9]+\/[0-9]+\] /d; /^ninja: (Entering|Leaving)/d'

@@ -1,0 +1,34 @@
+# lit configuration for the fakv IR tests (see test/README.md).
+import os
+
+import lit.formats
+
+config.name = "fakv"
+config.test_format = lit.formats.ShTest(execute_external=False)
+config.suffixes = [".mlir"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.fakv_obj_root, "test")
+# Inputs shared by several tests, not tests themselves.
+config.excludes = ["Inputs", "lit.cfg.py", "README.md"]
+
+config.environment["PATH"] = os.pathsep.join(
+    [config.fakv_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", "")])
+
+runner_libs = ",".join(
+    os.path.join(config.llvm_lib_dir, lib)
+    for lib in ("libmlir_runner_utils.so", "libmlir_c_runner_utils.so"))
+tools = os.path.join(config.fakv_src_root, "test", "tools")
+
+config.substitutions += [
+    ("%fakv-opt", os.path.join(config.fakv_tools_dir, "fakv-opt")),
+    ("%FileCheck", config.filecheck),
+    # Run a module lowered by fakv-to-llvm-cpu: its @main, nothing returned.
+    ("%mlir-runner", f"{config.mlir_runner} -e main -entry-point-result=void -shared-libs={runner_libs}"),
+    # Compare printed memrefs with expected values: %compare <expected> [--atol A]
+    ("%compare", f"{config.python_executable} {os.path.join(tools, 'compare_memrefs.py')}"),
+    ("%kernels", os.path.join(config.fakv_src_root, "kernels")),
+    ("%python", config.python_executable),
+]
+if config.ptxas and os.path.exists(config.ptxas):
+    config.available_features.add("ptxas")
+    config.substitutions.append(("%ptxas", config.ptxas))
