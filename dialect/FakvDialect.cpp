@@ -37,8 +37,8 @@ Operation *FakvDialect::materializeConstant(OpBuilder &builder, Attribute value,
 LogicalResult FakvDialect::verifyOperationAttribute(Operation *op,
                                                     NamedAttribute attr) {
   if (attr.getName() != getKernelAttrName())
-    return op->emitError() << "unknown fakv attribute '" << attr.getName()
-                           << "'";
+    return op->emitError() << "unknown fakv attribute '"
+                           << attr.getName().getValue() << "'";
   if (!isa<UnitAttr>(attr.getValue()))
     return op->emitError() << "'fakv.kernel' must be a unit attribute";
   auto func = dyn_cast<func::FuncOp>(op);

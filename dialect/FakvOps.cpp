@@ -81,8 +81,7 @@ LogicalResult insideKernel(Operation *op) {
 /// Shared checks of the strided load/store addressing operands.
 LogicalResult verifyStridedAccess(Operation *op, RankedTensorType tile,
                                   PtrType ptr, size_t numOffsets,
-                                  size_t numStrides, size_t numBounds,
-                                  Value mask) {
+                                  size_t numStrides, size_t numBounds) {
   if (ptr.getElementType() != tile.getElementType())
     return op->emitOpError() << "pointer element type "
                              << ptr.getElementType()
@@ -100,12 +99,6 @@ LogicalResult verifyStridedAccess(Operation *op, RankedTensorType tile,
   if (numBounds != 0 && (int64_t)numBounds != rank)
     return op->emitOpError() << "expects no bounds or one per tile dimension ("
                              << rank << "), got " << numBounds;
-  if (mask) {
-    RankedTensorType m = tileType(mask);
-    if (!m.getElementType().isInteger(1) || m.getShape() != tile.getShape())
-      return op->emitOpError() << "mask must be an i1 tile of shape "
-                               << shapeStr(tile.getShape()) << ", got " << m;
-  }
   return success();
 }
 } // namespace
@@ -219,21 +212,15 @@ LogicalResult LoadScalarOp::verify() {
 }
 
 LogicalResult LoadOp::verify() {
-  if (failed(verifyStridedAccess(*this, getType(), getPtr().getType(),
+  return verifyStridedAccess(*this, getType(), getPtr().getType(),
                                  getOffsets().size(), getStrides().size(),
-                                 getBounds().size(), getMask())))
-    return failure();
-  if (getOther() && getOther().getType() != getType().getElementType())
-    return emitOpError() << "'other' has type " << getOther().getType()
-                         << " but the tile element type is "
-                         << getType().getElementType();
-  return success();
+                                 getBounds().size());
 }
 
 LogicalResult StoreOp::verify() {
   return verifyStridedAccess(*this, getValue().getType(), getPtr().getType(),
                              getOffsets().size(), getStrides().size(),
-                             getBounds().size(), getMask());
+                             getBounds().size());
 }
 
 LogicalResult PagedLoadOp::verify() {

@@ -195,8 +195,16 @@ def Fakv_LoadScalarOp : Fakv_Op<"load_scalar", [MemoryEffects<[MemRead]>]> {
   let hasVerifier = 1;
 }
 
+// The mask of a load or store is an i1 tile shaped like the data tile.
+class Fakv_MaskMatches<string tile> : OptionalTypesMatchWith<
+    "mask is an i1 tile shaped like the " # tile, tile, "mask",
+    "::llvm::cast<::mlir::RankedTensorType>($_self).clone("
+    "::mlir::IntegerType::get($_self.getContext(), 1))">;
+
 def Fakv_LoadOp : Fakv_Op<"load", [AttrSizedOperandSegments,
-                                   MemoryEffects<[MemRead]>]> {
+    MemoryEffects<[MemRead]>, Fakv_MaskMatches<"result">,
+    OptionalTypesMatchWith<"'other' has the tile's element type", "result", "other",
+        "::llvm::cast<::mlir::RankedTensorType>($_self).getElementType()">]> {
   let summary = "load a tile from a strided global tensor";
   let description = [{
     Reads the tile whose element at index `(i0, ..., in)` is
@@ -220,16 +228,15 @@ def Fakv_LoadOp : Fakv_Op<"load", [AttrSizedOperandSegments,
                        Optional<AnyTypeOf<[AnySignlessInteger, AnyFloat]>>:$other);
   let results = (outs Fakv_Tile:$result);
   let assemblyFormat = [{
-    $ptr `[` $offsets `]` `strides` `[` $strides `]`
-    (`bounds` `[` $bounds^ `]`)? (`mask` $mask^ `:` type($mask))?
-    (`other` $other^ `:` type($other))?
+    $ptr `[` $offsets `]` `strides` ` ` `[` $strides `]`
+    (`bounds` ` ` `[` $bounds^ `]`)? (`mask` $mask^)? (`other` $other^)?
     attr-dict `:` qualified(type($ptr)) `->` type($result)
   }];
   let hasVerifier = 1;
 }
 
 def Fakv_StoreOp : Fakv_Op<"store", [AttrSizedOperandSegments,
-                                     MemoryEffects<[MemWrite]>]> {
+    MemoryEffects<[MemWrite]>, Fakv_MaskMatches<"value">]> {
   let summary = "store a tile to a strided global tensor";
   let description = [{
     Writes `value` element `(i0, ..., in)` to
@@ -249,8 +256,8 @@ def Fakv_StoreOp : Fakv_Op<"store", [AttrSizedOperandSegments,
                        Variadic<I32>:$bounds,
                        Optional<Fakv_Tile>:$mask);
   let assemblyFormat = [{
-    $value `,` $ptr `[` $offsets `]` `strides` `[` $strides `]`
-    (`bounds` `[` $bounds^ `]`)? (`mask` $mask^ `:` type($mask))?
+    $value `,` $ptr `[` $offsets `]` `strides` ` ` `[` $strides `]`
+    (`bounds` ` ` `[` $bounds^ `]`)? (`mask` $mask^)?
     attr-dict `:` type($value) `,` qualified(type($ptr))
   }];
   let hasVerifier = 1;
@@ -302,7 +309,7 @@ def Fakv_PagedLoadOp : Fakv_Op<"paged_load", [AttrSizedOperandSegments,
     $cache `[` $head `,` $row `]` (`table` $table^)? (`page` $page^)?
     `valid` $valid (`leftpad` $leftpad^)?
     `page_size` $page_size `num_pages` $num_pages
-    `strides` `[` $page_stride `,` $row_stride `,` $head_stride `]`
+    `strides` ` ` `[` $page_stride `,` $row_stride `,` $head_stride `]`
     attr-dict `:` qualified(type($cache)) `->` type($result)
   }];
   let hasVerifier = 1;
@@ -593,7 +600,7 @@ def Fakv_LaunchOp : Fakv_Op<"launch", [AttrSizedOperandSegments,
                        Variadic<I32>:$grid,
                        Variadic<AnyType>:$args);
   let assemblyFormat = [{
-    $callee `[` $grid `]` `(` $args `)` attr-dict `:` `(` type($args) `)`
+    $callee `[` $grid `]` `(` $args `)` (`:` `(` type($args)^ `)`)? attr-dict
   }];
   let hasVerifier = 1;
 }
