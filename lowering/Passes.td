@@ -22,7 +22,7 @@ def ConvertFakvToCPU : Pass<"convert-fakv-to-cpu", "::mlir::ModuleOp"> {
     `mlir-runner`-ready module is the pipeline `fakv-to-llvm-cpu`.
   }];
   let dependentDialects = [
-    "::mlir::arith::ArithDialect", "::mlir::cf::ControlFlowDialect",
+    "::mlir::arith::ArithDialect",
     "::mlir::LLVM::LLVMDialect", "::mlir::linalg::LinalgDialect",
     "::mlir::math::MathDialect", "::mlir::memref::MemRefDialect",
     "::mlir::scf::SCFDialect", "::mlir::tensor::TensorDialect",
