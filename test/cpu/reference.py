@@ -102,6 +102,128 @@ def memory():
             ("paged_load_contiguous", o7, 0)]
 
 
+@test
+def dot():
+    A = hashed(32, 6).reshape(4, 8)
+    B = hashed(40, 7).reshape(8, 5)
+    C = hashed(20, 8).reshape(4, 5)
+    r = C + A @ B
+    # r1 reads B transposed from B's own buffer: B^T (5x8) with strides (1, 5)
+    bt = hashed(40, 7).reshape(8, 5).T          # element (n, k) = buffer[k*5 + n]
+    r1 = C + A @ bt.T
+    at = hashed(32, 6).reshape(4, 8).T          # A^T read with strides (1, 8)
+    r2 = C + at.T @ B
+    r3 = C + at.T @ bt.T
+    out = np.concatenate([r, r1, r2, r3, r]).reshape(-1)
+    return [("dot_all", out, F32_ATOL)]
+
+
+@test
+def reduce():
+    x = np.full((4, 6), -np.inf)
+    x[:3] = hashed(18, 20).reshape(3, 6)
+    out = np.concatenate([x.sum(1), x.sum(0), x.max(1), x.min(0)])
+    return [("reduce_all", out, F32_ATOL)]
+
+
+def online_softmax_ref(scores, m0, l0, scale):
+    """The fakv.online_softmax contract (dialect/FakvOps.td) in float64."""
+    t = scale * scores
+    m1 = np.maximum(m0, t.max(1))
+    with np.errstate(invalid="ignore"):
+        p = np.where(np.isneginf(m1)[:, None], 0.0, np.exp(t - m1[:, None]))
+        alpha = np.where(np.isneginf(m1), 1.0, np.exp(m0 - m1))
+    l1 = alpha * l0 + p.sum(1)
+    return m1, l1, p, alpha
+
+
+@test
+def online_softmax():
+    s = hashed(24, 21).reshape(4, 6)
+    s[2] = -np.inf
+    m0 = hashed(4, 22)
+    m0[[0, 2]] = -np.inf
+    l0 = hashed(4, 23)
+    m1, l1, p, alpha = online_softmax_ref(s, m0, l0, 1.75)
+    return [("online_softmax", np.concatenate([m1, l1, p.reshape(-1), alpha]), F32_ATOL)]
+
+
+def lse_combine_ref(parts, lses):
+    """fakv.lse_combine: parts (S, R, D), lses (S, R) -> out (R, D), lse (R)."""
+    S, R, D = parts.shape
+    out, lse = np.zeros((R, D)), np.full(R, -np.inf)
+    for r in range(R):
+        m = lses[:, r].max()
+        if m == -np.inf:
+            continue
+        w = np.exp(lses[:, r] - m)
+        lse[r] = m + np.log(w.sum())
+        for s in range(S):
+            if w[s] > 0:
+                out[r] += (w[s] / w.sum()) * parts[s, r]
+    return out, lse
+
+
+@test
+def lse_combine():
+    parts = hashed(36, 24).reshape(3, 3, 4)
+    parts[1, 0, :] = np.nan
+    ninf = -np.inf
+    lses = np.array([[0.5, -3.0, ninf], [ninf, 2.0, ninf], [1.25, 0.0, ninf]])
+    out, lse = lse_combine_ref(parts, lses)
+    return [("lse_combine", np.concatenate([out.reshape(-1), lse]), F32_ATOL)]
+
+
+@test
+def score_modifiers():
+    s = hashed(24, 25).reshape(4, 6)
+    slopes = hashed(4, 26)
+    rows, cols, off = np.arange(2, 6)[:, None], np.arange(6)[None, :], 1
+    q = rows + off
+    ninf = -np.inf
+    length = np.where(cols < 5, s, ninf)
+    causal = np.where(cols <= q, s, ninf)
+    window = np.where((cols >= q - 2) & (cols <= q + 1), s, ninf)
+    with np.errstate(invalid="ignore"):
+        softcap = np.where(np.isneginf(length), ninf, 0.3 * np.tanh(length / 0.3))
+    alibi = s - slopes[:, None] * np.abs(q - cols)
+    out = np.concatenate([t.reshape(-1) for t in (length, causal, window, causal, softcap, alibi)])
+    return [("score_modifiers", out, F32_ATOL)]
+
+
+def rotary_ref(x, cos, sin, interleaved):
+    """fakv.rotary in float32 arithmetic, as the op computes it."""
+    x = x.astype(np.float32)
+    cos, sin = cos.astype(np.float32), sin.astype(np.float32)
+    out = x.copy()
+    half = cos.shape[1]
+    for k in range(half):
+        a, b = (2 * k, 2 * k + 1) if interleaved else (k, k + half)
+        out[:, a] = x[:, a] * cos[:, k] - x[:, b] * sin[:, k]
+        out[:, b] = x[:, a] * sin[:, k] + x[:, b] * cos[:, k]
+    return out.astype(np.float64)
+
+
+@test
+def rotary():
+    x = hashed(24, 27).reshape(3, 8)
+    cos = hashed(6, 28).reshape(3, 2)
+    sin = hashed(6, 29).reshape(3, 2)
+    inter, half = rotary_ref(x, cos, sin, True), rotary_ref(x, cos, sin, False)
+    return [("rotary_bf16", round_bf16(np.concatenate([inter, half])), 0),
+            ("rotary_f32", np.concatenate([inter, half]), F32_ATOL)]
+
+
+@test
+def grid():
+    out = np.zeros(12)
+    for z in range(2):
+        for y in range(2):
+            for x in range(3):
+                out[(z * 2 + y) * 3 + x] = x + 10 * y + 100 * z + 1000 * (3 + 20 + 200) + 0.5
+    return [("grid", out, 0)]
+
+
 def write(name, arrays):
     path = os.path.join(HERE, "Inputs", name + ".expected")
     with open(path, "w") as f:
