@@ -20,12 +20,11 @@ runner_libs = ",".join(
 tools = os.path.join(config.fakv_src_root, "test", "tools")
 
 config.substitutions += [
-    ("%fakv-opt", os.path.join(config.fakv_tools_dir, "fakv-opt")),
-    ("%FileCheck", config.filecheck),
     # Run a module lowered by fakv-to-llvm-cpu: its @main, nothing returned.
     ("%mlir-runner", f"{config.mlir_runner} -e main -entry-point-result=void -shared-libs={runner_libs}"),
     # Compare printed memrefs with expected values: %compare <expected> [--atol A]
     ("%compare", f"{config.python_executable} {os.path.join(tools, 'compare_memrefs.py')}"),
+    ("%kernels-as", "sh " + os.path.join(tools, "kernels_as.sh")),
     ("%kernels", os.path.join(config.fakv_src_root, "kernels")),
     ("%python", config.python_executable),
 ]

@@ -224,6 +224,67 @@ def grid():
     return [("grid", out, 0)]
 
 
+def attention_ref(q, k_cache, v_cache, table, seqlens, causal, scale):
+    """FlashAttention's flash_attn_with_kvcache in float64, paged cache.
+
+    q (b, sq, h, d); caches (pages, page_size, hk, d); table (b, max_pages).
+    Returns out (b, sq, h, d) and lse (b, h, sq); rows with no visible key
+    give 0 and -inf."""
+    b, sq, h, d = q.shape
+    page_size, hk = k_cache.shape[1], k_cache.shape[2]
+    group = h // hk
+    out, lse = np.zeros_like(q), np.full((b, h, sq), -np.inf)
+    for i in range(b):
+        n = seqlens[i]
+        pos = np.arange(n)
+        pages = table[i][pos // page_size]
+        K, V = k_cache[pages, pos % page_size], v_cache[pages, pos % page_size]
+        for head in range(h):
+            kvh = head // group
+            for t in range(sq):
+                visible = pos <= t + n - sq if causal else np.ones(n, bool)
+                if not visible.any():
+                    continue
+                s = scale * K[visible, kvh] @ q[i, t, head]
+                m = s.max()
+                w = np.exp(s - m)
+                lse[i, head, t] = m + np.log(w.sum())
+                out[i, t, head] = (w / w.sum()) @ V[visible, kvh]
+    return out, lse
+
+
+# Output tolerance per element type: about one unit roundoff of the type
+# (outputs are below 0.5 in magnitude; P is rounded to the type before P.V and
+# the output once more). The LSE is computed in f32 from f32 probabilities.
+OUT_ATOL = {"f32": F32_ATOL, "f16": 5e-4, "bf16": 4e-3}
+
+
+def decode_case(batch, sq, heads, kv_heads, page_size, num_pages, table, seqlens, causal):
+    d = 64
+    q = hashed(batch * sq * heads * d, 31).reshape(batch, sq, heads, d)
+    k = hashed(num_pages * page_size * kv_heads * d, 32).reshape(num_pages, page_size, kv_heads, d)
+    v = hashed(num_pages * page_size * kv_heads * d, 33).reshape(num_pages, page_size, kv_heads, d)
+    out, lse = attention_ref(q, k, v, np.array(table), seqlens, causal, 1 / math.sqrt(d))
+    cases = {}
+    for dtype, atol in OUT_ATOL.items():
+        arrays = []
+        for how in ("1split", "3splits"):
+            arrays += [(f"out_{how}", out, atol), (f"lse_{how}", lse, F32_ATOL)]
+        cases[dtype] = arrays
+    return cases
+
+
+def decode_tests(name, **config):
+    for dtype, arrays in decode_case(**config).items():
+        TESTS[f"{name}_{dtype}"] = (lambda a=arrays: a)
+
+
+decode_tests("decode_gqa_paged_causal", batch=2, sq=2, heads=8, kv_heads=2, page_size=16,
+             num_pages=10, table=[[7, 2, 9, -1], [3, 8, 1, 5]], seqlens=[37, 50], causal=True)
+decode_tests("decode_mqa_contiguous", batch=3, sq=1, heads=4, kv_heads=1, page_size=64,
+             num_pages=3, table=[[0], [1], [2]], seqlens=[1, 64, 41], causal=False)
+
+
 def write(name, arrays):
     path = os.path.join(HERE, "Inputs", name + ".expected")
     with open(path, "w") as f:
