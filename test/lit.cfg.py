@@ -24,6 +24,8 @@ config.substitutions += [
     ("%mlir-runner", f"{config.mlir_runner} -e main -entry-point-result=void -shared-libs={runner_libs}"),
     # Compare printed memrefs with expected values: %compare <expected> [--atol A]
     ("%compare", f"{config.python_executable} {os.path.join(tools, 'compare_memrefs.py')}"),
+    ("%fakv-obj", config.fakv_obj_root),
+    ("%fakv-src", config.fakv_src_root),
     ("%kernels-as", "sh " + os.path.join(tools, "kernels_as.sh")),
     ("%kernels", os.path.join(config.fakv_src_root, "kernels")),
     ("%python", config.python_executable),

@@ -1,0 +1,3 @@
+// docs/dialect.md is the dialect documentation generated from the ODS
+// descriptions; regenerate it with `ninja -C build fakv-dialect-doc`.
+// RUN: diff %fakv-obj/dialect/FakvDialect.md %fakv-src/docs/dialect.md

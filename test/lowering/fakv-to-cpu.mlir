@@ -1,0 +1,95 @@
+// What convert-fakv-to-cpu produces: kernels with program-id arguments,
+// pointers as !llvm.ptr, tiles as tensor/linalg ops, launches as loop nests.
+// RUN: fakv-opt %s --convert-fakv-to-cpu -split-input-file | FileCheck %s
+
+// CHECK-LABEL: func.func @ids(
+// CHECK-SAME: %[[P:.*]]: !llvm.ptr, %[[PX:.*]]: i32, %[[PY:.*]]: i32, %[[PZ:.*]]: i32, %[[NX:.*]]: i32, %[[NY:.*]]: i32, %[[NZ:.*]]: i32)
+// CHECK-NOT: fakv.kernel
+// CHECK: arith.addi %[[PY]], %[[NZ]]
+func.func @ids(%p: !fakv.ptr<f32>) attributes {fakv.kernel} {
+  %y = fakv.program_id 1
+  %nz = fakv.num_programs 2
+  %s = arith.addi %y, %nz : i32
+  return
+}
+
+// CHECK-LABEL: func.func @host(
+// CHECK: %[[ADDR:.*]] = memref.extract_aligned_pointer_as_index
+// CHECK: %[[I:.*]] = arith.index_cast %[[ADDR]] : index to i64
+// CHECK: %[[PTR:.*]] = llvm.inttoptr %[[I]] : i64 to !llvm.ptr
+// CHECK: scf.for %[[X:.*]] =
+// CHECK:   scf.for %[[Y:.*]] =
+// CHECK:     scf.for %[[Z:.*]] =
+// CHECK:       %[[XI:.*]] = arith.index_cast %[[X]] : index to i32
+// CHECK:       %[[YI:.*]] = arith.index_cast %[[Y]] : index to i32
+// CHECK:       %[[ZI:.*]] = arith.index_cast %[[Z]] : index to i32
+// CHECK:       func.call @ids(%[[PTR]], %[[XI]], %[[YI]], %[[ZI]], %{{.*}}, %{{.*}}, %{{.*}}) : (!llvm.ptr, i32, i32, i32, i32, i32, i32) -> ()
+func.func @host(%m: memref<4xf32>, %g: i32) {
+  %p = fakv.ptr_of %m : memref<4xf32> -> !fakv.ptr<f32>
+  fakv.launch @ids[%g, %g, %g](%p) : (!fakv.ptr<f32>)
+  return
+}
+
+// -----
+
+// A paged load looks each row's page up once (checked against num_pages),
+// then reads the row's elements; rows past `valid` are zero.
+// CHECK-LABEL: func.func @paged(
+// CHECK: %[[ROWS:.*]] = tensor.generate {
+// CHECK:   arith.cmpi slt
+// CHECK:   scf.if
+// CHECK:     arith.divsi
+// CHECK:     arith.remsi
+// CHECK:     llvm.getelementptr %{{.*}} : (!llvm.ptr, i64) -> !llvm.ptr, i32
+// CHECK:     llvm.load %{{.*}} : !llvm.ptr -> i32
+// CHECK:     scf.if
+// CHECK:       llvm.call @write
+// CHECK:       llvm.call @abort
+// CHECK: } : tensor<16xi64>
+// CHECK: tensor.generate {
+// CHECK:   tensor.extract %[[ROWS]]
+// CHECK:   llvm.load %{{.*}} : !llvm.ptr -> bf16
+// CHECK: } : tensor<16x8xbf16>
+func.func @paged(%c: !fakv.ptr<bf16>, %t: !fakv.ptr<i32>, %i: i32, %s: i64) -> tensor<16x8xbf16> {
+  %k = fakv.paged_load %c[%i, %i] table %t valid %i page_size %i num_pages %i strides [%s, %s, %s]
+         : !fakv.ptr<bf16> -> tensor<16x8xbf16>
+  return %k : tensor<16x8xbf16>
+}
+
+// -----
+
+// Matmul with f32 accumulation: a linalg.generic over (m, n, k).
+// CHECK: #[[A:.*]] = affine_map<(d0, d1, d2) -> (d0, d2)>
+// CHECK: #[[B:.*]] = affine_map<(d0, d1, d2) -> (d1, d2)>
+// CHECK: #[[C:.*]] = affine_map<(d0, d1, d2) -> (d0, d1)>
+// CHECK-LABEL: func.func @dot(
+// CHECK: linalg.generic {indexing_maps = [#[[A]], #[[B]], #[[C]]], iterator_types = ["parallel", "parallel", "reduction"]}
+// CHECK:   arith.extf %{{.*}} : bf16 to f32
+// CHECK:   arith.extf %{{.*}} : bf16 to f32
+// CHECK:   arith.mulf
+// CHECK:   arith.addf
+func.func @dot(%a: tensor<4x8xbf16>, %b: tensor<5x8xbf16>, %c: tensor<4x5xf32>) -> tensor<4x5xf32> {
+  %d = fakv.dot %a, %b, %c {transpose_b} : tensor<4x8xbf16>, tensor<5x8xbf16> -> tensor<4x5xf32>
+  return %d : tensor<4x5xf32>
+}
+
+// -----
+
+// The online-softmax step: row max, new max, exp against it (0 when -inf),
+// alpha, row sum, new sum.
+// CHECK-LABEL: func.func @softmax(
+// CHECK: linalg.reduce
+// CHECK:   arith.maximumf
+// CHECK: linalg.generic
+// CHECK:   arith.maximumf
+// CHECK: linalg.generic
+// CHECK:   math.exp
+// CHECK:   arith.select
+// CHECK: linalg.generic
+// CHECK:   math.exp
+// CHECK: linalg.reduce
+// CHECK:   arith.addf
+func.func @softmax(%s: tensor<4x8xf32>, %m: tensor<4xf32>, %l: tensor<4xf32>) -> tensor<4x8xf32> {
+  %m1, %l1, %p, %a = fakv.online_softmax %s, %m, %l : tensor<4x8xf32>, tensor<4xf32>
+  return %p : tensor<4x8xf32>
+}
