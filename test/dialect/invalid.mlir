@@ -590,3 +590,11 @@ module attributes {fakv.kernel} {
 func.func @unknown_attr() attributes {fakv.fast} {
   return
 }
+
+// -----
+
+func.func @addptr_types(%p: !fakv.ptr<i32>, %o: i64) {
+  // expected-error @+1 {{failed to verify that all of {ptr, result} have same type}}
+  %q = "fakv.addptr"(%p, %o) : (!fakv.ptr<i32>, i64) -> !fakv.ptr<f32>
+  return
+}
