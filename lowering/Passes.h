@@ -4,6 +4,9 @@
 #define FAKV_LOWERING_PASSES_H
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -25,6 +28,32 @@ void buildFakvToLLVMCPUPipeline(OpPassManager &pm);
 
 #define GEN_PASS_REGISTRATION
 #include "lowering/Passes.h.inc"
+
+/// Options of the fakv-to-cubin pipeline.
+struct FakvToCubinOptions : public PassPipelineOptions<FakvToCubinOptions> {
+  Option<std::string> chip{*this, "chip", llvm::cl::desc("GPU architecture"),
+                           llvm::cl::init("sm_90a")};
+  Option<std::string> format{
+      *this, "format",
+      llvm::cl::desc("isa (PTX), bin (cubin, by ptxas) or fatbin"),
+      llvm::cl::init("bin")};
+  Option<unsigned> stages{*this, "stages",
+                          llvm::cl::desc("K/V pipeline depth"),
+                          llvm::cl::init(2)};
+  Option<bool> warpSpecialize{
+      *this, "warp-specialize",
+      llvm::cl::desc("give the copies to a producer warpgroup"),
+      llvm::cl::init(true)};
+};
+
+/// fakv IR -> tiles with layouts, pipelined and warp-specialized
+/// (fakv-to-fakvgpu).
+void buildFakvToFakvGPUPipeline(OpPassManager &pm, const FakvToCubinOptions &o);
+/// fakvgpu IR -> a gpu.module of LLVM/NVVM with its target attached
+/// (fakvgpu-to-llvm).
+void buildFakvGPUToLLVMPipeline(OpPassManager &pm, const FakvToCubinOptions &o);
+/// The whole way to a gpu.binary (fakv-to-cubin).
+void buildFakvToCubinPipeline(OpPassManager &pm, const FakvToCubinOptions &o);
 
 /// Registers the lowering passes and the named pipelines.
 void registerFakvLoweringPipelines();

@@ -29,4 +29,34 @@ def ConvertFakvToCPU : Pass<"convert-fakv-to-cpu", "::mlir::ModuleOp"> {
   ];
 }
 
+def ConvertFakvGPUToNVVM : Pass<"convert-fakvgpu-to-nvvm", "::mlir::ModuleOp"> {
+  let summary = "Lower kernels with layouts (fakv + fakvgpu) to a gpu.module of NVVM, LLVM and vector ops";
+  let description = [{
+    Each tile becomes the vector of the elements its thread holds (or a
+    shared-memory address); each op, the per-thread code for its layouts;
+    rings, barriers and copies, mbarrier + TMA (`cp.async.bulk.tensor`) or
+    cp.async; fakv.dot, wgmma; fakvgpu.warp_specialize, a branch per
+    warpgroup. Kernels move into `gpu.module @fakv_kernels` as gpu.func with
+    `fakvgpu.smem_bytes`, `fakvgpu.tma_args` and `fakvgpu.tma_boxes` (what a
+    launch needs) and tensor-map pointer arguments appended. Host functions
+    are dropped.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",
+    "::mlir::LLVM::LLVMDialect", "::mlir::NVVM::NVVMDialect",
+    "::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect",
+  ];
+}
+
+def FakvKernelABI : Pass<"fakv-kernel-abi", "::mlir::ModuleOp"> {
+  let summary = "Make the tensor-map arguments of lowered kernels by-value grid constants";
+  let description = [{
+    After convert-gpu-to-nvvm: the arguments listed by a kernel's
+    `fakvgpu.tma_args` (the trailing ones) become
+    `{llvm.byval = !llvm.array<128 x i8>, llvm.align = 64, nvvm.grid_constant}`,
+    i.e. `const __grid_constant__ CUtensorMap` parameters, so that TMA reads
+    the descriptor from the parameter space.
+  }];
+}
+
 #endif // FAKV_LOWERING_PASSES_TD

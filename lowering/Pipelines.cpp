@@ -11,10 +11,14 @@
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
+
+#include "passes/Passes.h"
 
 using namespace mlir;
 
@@ -52,6 +56,53 @@ void fakv::buildFakvToLLVMCPUPipeline(OpPassManager &pm) {
   pm.addPass(createCanonicalizerPass());
 }
 
+void fakv::buildFakvToFakvGPUPipeline(OpPassManager &pm,
+                                      const FakvToCubinOptions &o) {
+  pm.addPass(createFakvDecompose());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  pm.addPass(createFakvAssignLayouts());
+  // Loop-invariant tiles (Q written to shared memory) leave the KV loop.
+  pm.addPass(createLoopInvariantCodeMotionPass());
+  FakvPipelineOptions pipeline;
+  pipeline.stages = o.stages;
+  pm.addPass(createFakvPipeline(pipeline));
+  if (o.warpSpecialize)
+    pm.addPass(createFakvWarpSpecialize());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+}
+
+void fakv::buildFakvGPUToLLVMPipeline(OpPassManager &pm,
+                                      const FakvToCubinOptions &o) {
+  pm.addPass(createConvertFakvGPUToNVVM());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(createConvertNVVMToLLVMPass());
+  GpuNVVMAttachTargetOptions target;
+  target.chip = o.chip;
+  target.features = "+ptx80";
+  target.optLevel = 3;
+  pm.addPass(createGpuNVVMAttachTarget(target));
+  OpPassManager &gpuPm = pm.nest<gpu::GPUModuleOp>();
+  gpuPm.addPass(createConvertVectorToLLVMPass());
+  gpuPm.addPass(createConvertGpuOpsToNVVMOps());
+  gpuPm.addPass(createCanonicalizerPass());
+  gpuPm.addPass(createCSEPass());
+  gpuPm.addPass(createReconcileUnrealizedCastsPass());
+  pm.addPass(createFakvKernelABI());
+}
+
+void fakv::buildFakvToCubinPipeline(OpPassManager &pm,
+                                    const FakvToCubinOptions &o) {
+  buildFakvToFakvGPUPipeline(pm, o);
+  buildFakvGPUToLLVMPipeline(pm, o);
+  GpuModuleToBinaryPassOptions binary;
+  binary.compilationTarget = o.format;
+  pm.addPass(createGpuModuleToBinaryPass(binary));
+}
+
 void fakv::registerFakvLoweringPipelines() {
   registerFakvLoweringPasses();
   PassPipelineRegistration<>(
@@ -59,4 +110,19 @@ void fakv::registerFakvLoweringPipelines() {
       "Lower fakv IR to the LLVM dialect for the host (mlir-runner, "
       "ExecutionEngine): the CPU reference path",
       [](OpPassManager &pm) { buildFakvToLLVMCPUPipeline(pm); });
+  PassPipelineRegistration<FakvToCubinOptions>(
+      "fakv-to-fakvgpu",
+      "fakv IR to Hopper-level tiles: decomposed, with layouts, pipelined "
+      "and warp-specialized (stage 1 of fakv-to-cubin)",
+      buildFakvToFakvGPUPipeline);
+  PassPipelineRegistration<FakvToCubinOptions>(
+      "fakvgpu-to-llvm",
+      "Hopper-level tiles to a gpu.module of LLVM/NVVM with its target "
+      "(stage 2 of fakv-to-cubin)",
+      buildFakvGPUToLLVMPipeline);
+  PassPipelineRegistration<FakvToCubinOptions>(
+      "fakv-to-cubin",
+      "fakv IR to a gpu.binary for sm_90a: PTX (format=isa) or a cubin "
+      "assembled by ptxas (format=bin)",
+      buildFakvToCubinPipeline);
 }

@@ -3,7 +3,9 @@
 #include "tools/init/FakvInit.h"
 
 #include "dialect/FakvDialect.h"
+#include "dialect/FakvGPUDialect.h"
 #include "lowering/Passes.h"
+#include "passes/Passes.h"
 
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
 #include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
@@ -11,7 +13,18 @@
 #include "mlir/Conversion/IndexToLLVM/IndexToLLVM.h"
 #include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
 #include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
+#include "mlir/Conversion/GPUToNVVM/GPUToNVVM.h"
+#include "mlir/Conversion/NVVMToLLVM/NVVMToLLVM.h"
 #include "mlir/Conversion/UBToLLVM/UBToLLVM.h"
+#include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVM.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Target/LLVM/NVVM/Target.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/Transforms/BufferDeallocationOpInterfaceImpl.h"
 #include "mlir/Dialect/Arith/Transforms/BufferViewFlowOpInterfaceImpl.h"
@@ -42,13 +55,14 @@
 using namespace mlir;
 
 void fakv::registerFakvDialects(DialectRegistry &registry) {
-  registry.insert<FakvDialect, affine::AffineDialect, arith::ArithDialect,
+  registry.insert<FakvDialect, fakvgpu::FakvGPUDialect, affine::AffineDialect, arith::ArithDialect,
                   bufferization::BufferizationDialect, cf::ControlFlowDialect,
                   func::FuncDialect, index::IndexDialect, LLVM::LLVMDialect,
                   linalg::LinalgDialect, math::MathDialect,
                   memref::MemRefDialect, scf::SCFDialect,
                   tensor::TensorDialect, ub::UBDialect,
-                  vector::VectorDialect>();
+                  vector::VectorDialect, gpu::GPUDialect, NVVM::NVVMDialect,
+                  nvgpu::NVGPUDialect>();
   // Bufferization of the CPU path.
   arith::registerBufferizableOpInterfaceExternalModels(registry);
   arith::registerBufferDeallocationOpInterfaceExternalModels(registry);
@@ -73,6 +87,18 @@ void fakv::registerFakvDialects(DialectRegistry &registry) {
   registerConvertMathToLLVMInterface(registry);
   registerConvertMemRefToLLVMInterface(registry);
   ub::registerConvertUBToLLVMInterface(registry);
+  vector::registerConvertVectorToLLVMInterface(registry);
+  registerConvertNVVMToLLVMInterface(registry);
+  NVVM::registerConvertGpuToNVVMInterface(registry);
+  // The GPU path: #nvvm.target serialization and LLVM IR export.
+  NVVM::registerNVVMTargetInterfaceExternalModels(registry);
+  registerBuiltinDialectTranslation(registry);
+  registerLLVMDialectTranslation(registry);
+  registerNVVMDialectTranslation(registry);
+  registerGPUDialectTranslation(registry);
 }
 
-void fakv::registerFakvPasses() { registerFakvLoweringPipelines(); }
+void fakv::registerFakvPasses() {
+  registerFakvPassesPasses();
+  registerFakvLoweringPipelines();
+}

@@ -1,0 +1,228 @@
+//===- FakvGPUDialect.cpp - the fakvgpu dialect ---------------------------===//
+
+#include "dialect/FakvGPUDialect.h"
+#include "dialect/LinearLayout.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace mlir::fakvgpu;
+
+#include "dialect/FakvGPUDialect.cpp.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "dialect/FakvGPUAttrs.cpp.inc"
+
+#define GET_TYPEDEF_CLASSES
+#include "dialect/FakvGPUTypes.cpp.inc"
+
+#define GET_OP_CLASSES
+#include "dialect/FakvGPUOps.cpp.inc"
+
+void FakvGPUDialect::initialize() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "dialect/FakvGPUAttrs.cpp.inc"
+      >();
+  addTypes<
+#define GET_TYPEDEF_LIST
+#include "dialect/FakvGPUTypes.cpp.inc"
+      >();
+  addOperations<
+#define GET_OP_LIST
+#include "dialect/FakvGPUOps.cpp.inc"
+      >();
+}
+
+//===----------------------------------------------------------------------===//
+// #fakvgpu.linear
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Parses `[[a, b], [c, d]]` into flat values, checking each basis has
+/// `rank` entries (rank is set from the first basis when still 0).
+ParseResult parseBases(AsmParser &parser, unsigned &rank,
+                       SmallVector<int64_t> &flat) {
+  return parser.parseCommaSeparatedList(
+      AsmParser::Delimiter::Square, [&]() -> ParseResult {
+        SmallVector<int64_t> basis;
+        if (parser.parseCommaSeparatedList(
+                AsmParser::Delimiter::Square, [&]() -> ParseResult {
+                  int64_t v;
+                  if (parser.parseInteger(v))
+                    return failure();
+                  basis.push_back(v);
+                  return success();
+                }))
+          return failure();
+        if (rank == 0)
+          rank = basis.size();
+        if (basis.size() != rank)
+          return parser.emitError(parser.getCurrentLocation())
+                 << "every basis must have " << rank << " entries";
+        llvm::append_range(flat, basis);
+        return success();
+      });
+}
+
+void printBases(AsmPrinter &printer, ArrayRef<int64_t> flat, unsigned rank) {
+  printer << "[";
+  for (size_t i = 0; i < flat.size(); i += rank) {
+    if (i)
+      printer << ", ";
+    printer << "[";
+    llvm::interleaveComma(flat.slice(i, rank), printer);
+    printer << "]";
+  }
+  printer << "]";
+}
+} // namespace
+
+Attribute LinearAttr::parse(AsmParser &parser, Type) {
+  unsigned rank = 0;
+  SmallVector<int64_t> regs, lanes, warps;
+  if (parser.parseLess() || parser.parseKeyword("regs") ||
+      parser.parseEqual() || parseBases(parser, rank, regs) ||
+      parser.parseComma() || parser.parseKeyword("lanes") ||
+      parser.parseEqual() || parseBases(parser, rank, lanes) ||
+      parser.parseComma() || parser.parseKeyword("warps") ||
+      parser.parseEqual() || parseBases(parser, rank, warps) ||
+      parser.parseGreater())
+    return {};
+  return parser.getChecked<LinearAttr>(parser.getContext(), rank, regs, lanes,
+                                       warps);
+}
+
+void LinearAttr::print(AsmPrinter &printer) const {
+  printer << "<regs = ";
+  printBases(printer, getRegs(), getRank());
+  printer << ", lanes = ";
+  printBases(printer, getLanes(), getRank());
+  printer << ", warps = ";
+  printBases(printer, getWarps(), getRank());
+  printer << ">";
+}
+
+LogicalResult LinearAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                 unsigned rank, ArrayRef<int64_t> regs,
+                                 ArrayRef<int64_t> lanes,
+                                 ArrayRef<int64_t> warps) {
+  if (rank == 0)
+    return emitError() << "a linear layout needs rank >= 1";
+  if (lanes.size() != 5 * rank)
+    return emitError() << "a linear layout has 5 lane bases (32 lanes), got "
+                       << lanes.size() / rank;
+  for (ArrayRef<int64_t> all : {regs, lanes, warps})
+    for (int64_t v : all)
+      if (v < 0 || (v & (v - 1)) != 0)
+        return emitError() << "basis entries must be 0 or powers of two, got "
+                           << v;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// #fakvgpu.shared, !fakvgpu.ring
+//===----------------------------------------------------------------------===//
+
+LogicalResult SharedAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                 int64_t swizzle) {
+  if (swizzle != 128)
+    return emitError() << "only 128-byte swizzle is supported, got " << swizzle;
+  return success();
+}
+
+LogicalResult RingType::verify(function_ref<InFlightDiagnostic()> emitError,
+                               int64_t stages, RankedTensorType tile) {
+  if (stages < 1)
+    return emitError() << "a ring needs at least one stage, got " << stages;
+  if (!isa_and_present<SharedAttr>(tile.getEncoding()))
+    return emitError() << "ring tiles live in shared memory "
+                          "(#fakvgpu.shared encoding), got "
+                       << tile;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult ConvertLayoutOp::verify() {
+  auto src = cast<RankedTensorType>(getSrc().getType());
+  auto dst = cast<RankedTensorType>(getType());
+  if (src.getShape() != dst.getShape() ||
+      src.getElementType() != dst.getElementType())
+    return emitOpError() << "changes only the layout; got " << src << " -> "
+                         << dst;
+  if (isa_and_present<SharedAttr>(src.getEncoding()))
+    return emitOpError() << "reads registers; a shared tile is read by its "
+                            "consumer (fakv.dot) directly";
+  return success();
+}
+
+OpFoldResult ConvertLayoutOp::fold(FoldAdaptor) {
+  if (getSrc().getType() == getType())
+    return getSrc();
+  return {};
+}
+
+LogicalResult RingViewOp::verify() {
+  if (getType() != getRing().getType().getTile())
+    return emitOpError() << "result type must be the ring's tile type "
+                         << getRing().getType().getTile();
+  return success();
+}
+
+LogicalResult AsyncPagedLoadOp::verify() {
+  RankedTensorType tile = getRing().getType().getTile();
+  if (getCache().getType().getElementType() != tile.getElementType())
+    return emitOpError() << "cache element type "
+                         << getCache().getType().getElementType()
+                         << " does not match the ring's tile "
+                         << tile.getElementType();
+  if (!getTable() == !getPage())
+    return emitOpError() << "expects exactly one of 'table' and 'page'";
+  if (getSignal().getType().getCount() != getRing().getType().getStages())
+    return emitOpError() << "needs one barrier per ring slot";
+  return success();
+}
+
+bool AsyncPagedLoadOp::usesTMA(RankedTensorType tile, Value cache, Value page,
+                               Value leftpad, Value pageSizeValue, Value row) {
+  auto arg = dyn_cast<BlockArgument>(cache);
+  if (!arg || !isa_and_present<FunctionOpInterface>(arg.getOwner()->getParentOp()))
+    return false;
+  int64_t rows = tile.getDimSize(0), cols = tile.getDimSize(1);
+  if (tile.getElementTypeBitWidth() != 16 || cols % 64 != 0 || rows > 256)
+    return false;
+  if (page)
+    return true;
+  if (leftpad && !matchPattern(leftpad, m_Zero()))
+    return false;
+  APInt pageSize;
+  if (!matchPattern(pageSizeValue, m_ConstantInt(&pageSize)) ||
+      pageSize.getSExtValue() % rows != 0)
+    return false;
+  // The tile starts at a multiple of its rows: row = x * c with c a multiple.
+  APInt c;
+  if (matchPattern(row, m_ConstantInt(&c)))
+    return c.getSExtValue() % rows == 0;
+  if (auto mul = row.getDefiningOp<arith::MulIOp>())
+    for (Value factor : {mul.getLhs(), mul.getRhs()})
+      if (matchPattern(factor, m_ConstantInt(&c)) && c.getSExtValue() % rows == 0)
+        return true;
+  return false;
+}
+
+LogicalResult WarpSpecializeOp::verify() {
+  if (getProducerWarps() % 4 || getConsumerWarps() % 4)
+    return emitOpError() << "roles are whole warpgroups (multiples of 4 warps)";
+  for (int32_t r : {getProducerRegisters(), getConsumerRegisters()})
+    if (r < 24 || r > 256 || r % 8)
+      return emitOpError() << "register counts are multiples of 8 in [24, 256], got "
+                           << r;
+  return success();
+}

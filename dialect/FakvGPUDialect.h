@@ -1,0 +1,31 @@
+//===- FakvGPUDialect.h - the fakvgpu dialect -------------------*- C++ -*-===//
+
+#ifndef FAKV_DIALECT_FAKVGPUDIALECT_H
+#define FAKV_DIALECT_FAKVGPUDIALECT_H
+
+#include "dialect/FakvDialect.h"
+
+#include "mlir/IR/Attributes.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Dialect.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/RegionKindInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "dialect/FakvGPUDialect.h.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "dialect/FakvGPUAttrs.h.inc"
+
+#define GET_TYPEDEF_CLASSES
+#include "dialect/FakvGPUTypes.h.inc"
+
+#define GET_OP_CLASSES
+#include "dialect/FakvGPUOps.h.inc"
+
+namespace mlir::fakvgpu {
+/// The number of warps a kernel runs with, once layouts are assigned.
+constexpr llvm::StringLiteral kNumWarpsAttr = "fakvgpu.num_warps";
+} // namespace mlir::fakvgpu
+
+#endif // FAKV_DIALECT_FAKVGPUDIALECT_H

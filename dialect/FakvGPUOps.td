@@ -1,0 +1,198 @@
+//===- FakvGPUOps.td - Hopper-level fakv operations --------*- tablegen -*-===//
+
+#ifndef FAKV_GPU_OPS_TD
+#define FAKV_GPU_OPS_TD
+
+include "dialect/FakvGPUTypes.td"
+include "dialect/FakvTypes.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/IR/RegionKindInterface.td"
+
+def FakvGPU_ConvertLayoutOp : FakvGPU_Op<"convert_layout", [Pure]> {
+  let summary = "move a tile to another layout";
+  let description = [{
+    The same tile, held differently: between register layouts, or from
+    registers into shared memory (as a wgmma operand). Lowered through
+    shared memory when the threads must exchange elements.
+
+    ```mlir
+    %qs = fakvgpu.convert_layout %q : tensor<64x128xbf16, #blocked> -> tensor<64x128xbf16, #shared>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$src);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$src attr-dict `:` type($src) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def FakvGPU_AllocRingOp : FakvGPU_Op<"alloc_ring", [MemoryEffects<[MemAlloc]>]> {
+  let summary = "allocate a ring of shared-memory tile buffers";
+  let description = [{
+    ```mlir
+    %k_ring = fakvgpu.alloc_ring : !fakvgpu.ring<2, tensor<128x128xbf16, #shared>>
+    ```
+  }];
+  let results = (outs FakvGPU_RingType:$result);
+  let assemblyFormat = "attr-dict `:` qualified(type($result))";
+}
+
+def FakvGPU_RingViewOp : FakvGPU_Op<"ring_view", [Pure,
+    TypesMatchWith<"result is the ring's tile", "ring", "result",
+                   "::llvm::cast<::mlir::fakvgpu::RingType>($_self).getTile()">]> {
+  let summary = "the tile held in one slot of a ring";
+  let description = [{
+    A view, not a copy: reading it after the slot is refilled reads the new
+    data, so the pipeline's barriers order its uses.
+
+    ```mlir
+    %k = fakvgpu.ring_view %k_ring[%slot] : !fakvgpu.ring<2, tensor<128x128xbf16, #shared>>
+    ```
+  }];
+  let arguments = (ins FakvGPU_RingType:$ring, I32:$slot);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$ring `[` $slot `]` attr-dict `:` qualified(type($ring))";
+  let builders = [OpBuilder<(ins "::mlir::Value":$ring, "::mlir::Value":$slot), [{
+    build($_builder, $_state,
+          ::llvm::cast<RingType>(ring.getType()).getTile(), ring, slot);
+  }]>];
+  let hasVerifier = 1;
+}
+
+def FakvGPU_AllocBarriersOp : FakvGPU_Op<"alloc_barriers", [MemoryEffects<[MemAlloc]>]> {
+  let summary = "allocate and initialise mbarriers";
+  let description = [{
+    Each barrier completes a phase when `arrivals` threads have arrived
+    (and the bytes announced to it, for TMA, have landed).
+
+    ```mlir
+    %full = fakvgpu.alloc_barriers arrivals 1 : !fakvgpu.barriers<2>
+    ```
+  }];
+  let arguments = (ins ConfinedAttr<I32Attr, [IntMinValue<1>]>:$arrivals);
+  let results = (outs FakvGPU_BarriersType:$result);
+  let assemblyFormat = "`arrivals` $arrivals attr-dict `:` qualified(type($result))";
+}
+
+def FakvGPU_WaitOp : FakvGPU_Op<"wait"> {
+  let summary = "wait until a barrier completes the given phase";
+  let description = [{
+    Blocks the calling threads until barrier `index` has completed the phase
+    with parity `phase` (0 or 1).
+
+    ```mlir
+    fakvgpu.wait %full[%slot], %phase : !fakvgpu.barriers<2>
+    ```
+  }];
+  let arguments = (ins FakvGPU_BarriersType:$barriers, I32:$index, I32:$phase);
+  let assemblyFormat = "$barriers `[` $index `]` `,` $phase attr-dict `:` qualified(type($barriers))";
+}
+
+def FakvGPU_ArriveOp : FakvGPU_Op<"arrive"> {
+  let summary = "arrive at a barrier (every calling thread counts once)";
+  let description = [{
+    ```mlir
+    fakvgpu.arrive %empty[%slot] : !fakvgpu.barriers<2>
+    ```
+  }];
+  let arguments = (ins FakvGPU_BarriersType:$barriers, I32:$index);
+  let assemblyFormat = "$barriers `[` $index `]` attr-dict `:` qualified(type($barriers))";
+}
+
+def FakvGPU_AsyncPagedLoadOp : FakvGPU_Op<"async_paged_load", [AttrSizedOperandSegments]> {
+  let summary = "start copying a paged K/V tile into a ring slot";
+  let description = [{
+    The tile `fakv.paged_load` with the same operands would return, copied
+    asynchronously into slot `slot` of `ring`; barrier `slot` of `signal`
+    completes its phase when the data has landed (rows past `valid` are
+    zero). Lowered to TMA when every tile lies inside one page (page size a
+    compile-time multiple of the tile's rows), else to a `cp.async` gather.
+    Issued by all threads of the calling warps; the lowering elects the
+    issuing thread for TMA.
+
+    ```mlir
+    fakvgpu.async_paged_load %k_cache[%kvh, %n0] table %bt valid %len
+      page_size %ps num_pages %np strides [%sp, %sr, %sh]
+      into %ring[%slot] signal %full : !fakv.ptr<bf16>, !fakvgpu.ring<...>, !fakvgpu.barriers<2>
+    ```
+  }];
+  let arguments = (ins Fakv_PtrType:$cache, I32:$head, I32:$row,
+                       Optional<Fakv_I32Ptr>:$table, Optional<I32>:$page,
+                       I32:$valid, Optional<I32>:$leftpad,
+                       I32:$page_size, I32:$num_pages,
+                       I64:$page_stride, I64:$row_stride, I64:$head_stride,
+                       FakvGPU_RingType:$ring, I32:$slot,
+                       FakvGPU_BarriersType:$signal);
+  let assemblyFormat = [{
+    $cache `[` $head `,` $row `]` (`table` $table^)? (`page` $page^)?
+    `valid` $valid (`leftpad` $leftpad^)?
+    `page_size` $page_size `num_pages` $num_pages
+    `strides` ` ` `[` $page_stride `,` $row_stride `,` $head_stride `]`
+    `into` $ring `[` $slot `]` `signal` $signal attr-dict
+    `:` qualified(type($cache)) `,` qualified(type($ring)) `,` qualified(type($signal))
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// True when the copy goes through TMA (one box per 64 columns): the
+    /// cache is a kernel argument (its tensor map is one too), 16-bit
+    /// elements, columns a multiple of 64, and every tile inside one page
+    /// (a contiguous cache; or a block table with a constant page size that
+    /// is a multiple of the tile's rows, tiles starting at a multiple of
+    /// their rows and no left padding). Otherwise a cp.async gather.
+    bool usesTMA() {
+      return usesTMA(getRing().getType().getTile(), getCache(), getPage(),
+                     getLeftpad(), getPageSize(), getRow());
+    }
+    static bool usesTMA(::mlir::RankedTensorType tile, ::mlir::Value cache,
+                        ::mlir::Value page, ::mlir::Value leftpad,
+                        ::mlir::Value pageSize, ::mlir::Value row);
+  }];
+}
+
+def FakvGPU_ClearRowsOp : FakvGPU_Op<"clear_rows"> {
+  let summary = "zero the rows of a ring slot from a given row on";
+  let description = [{
+    Rows `[first, rows)` of the tile in slot `slot` become zero (nothing
+    happens when `first` >= rows). A TMA copy brings whole boxes; this gives
+    `fakvgpu.async_paged_load` the semantics of `fakv.paged_load` (rows past
+    the valid length are zero) for the last tile of a sequence. Run by the
+    threads that consume the slot, after waiting for it.
+
+    ```mlir
+    fakvgpu.clear_rows %v_ring[%slot] from %first : !fakvgpu.ring<...>
+    ```
+  }];
+  let arguments = (ins FakvGPU_RingType:$ring, I32:$slot, I32:$first);
+  let assemblyFormat = "$ring `[` $slot `]` `from` $first attr-dict `:` qualified(type($ring))";
+}
+
+def FakvGPU_WarpSpecializeOp : FakvGPU_Op<"warp_specialize",
+    [SingleBlock, NoTerminator, RecursiveMemoryEffects]> {
+  let summary = "run the producer and the consumer region on different warps";
+  let description = [{
+    The kernel's threads split in two roles: the first `producer_warps` warps
+    run `producer` (issuing copies), the next `consumer_warps` run
+    `consumer` (the math, and everything after it). Each role may resize its
+    register file (`setmaxnreg`). Values defined before the op are visible
+    in both regions; nothing flows out.
+
+    ```mlir
+    fakvgpu.warp_specialize producer_warps 4 consumer_warps 4 registers 40, 232 {
+      scf.for ... { fakvgpu.async_paged_load ... }
+    }, {
+      scf.for ... { fakvgpu.wait ... fakv.dot ... fakvgpu.arrive ... }
+    }
+    ```
+  }];
+  let arguments = (ins I32Attr:$producer_warps, I32Attr:$consumer_warps,
+                       I32Attr:$producer_registers, I32Attr:$consumer_registers);
+  let regions = (region SizedRegion<1>:$producer, SizedRegion<1>:$consumer);
+  let assemblyFormat = [{
+    `producer_warps` $producer_warps `consumer_warps` $consumer_warps
+    `registers` $producer_registers `,` $consumer_registers
+    $producer `,` $consumer attr-dict
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // FAKV_GPU_OPS_TD

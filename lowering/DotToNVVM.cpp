@@ -1,0 +1,221 @@
+//===- DotToNVVM.cpp - fakv.dot as warpgroup wgmma on sm_90a --------------===//
+//
+// `acc + a * b` on one warpgroup, m64nNk16 at a time: B always from shared
+// memory (K-major when `transpose_b`, as Kᵀ in Q·Kᵀ; MN-major otherwise, as
+// V in P·V), A from shared memory (SS, nvvm.wgmma.mma_async) or from the
+// registers of a previous accumulator (RS, inline PTX: MLIR 22 has no
+// register-A op). Descriptors: ../shared/design and /tmp research notes,
+// summarised in docs/gpu-lowering.md. The accumulator registers of a tile of
+// fewer than 64 rows are the 64-row ones restricted to it; the A rows in
+// shared memory repeat to match.
+//
+//===----------------------------------------------------------------------===//
+
+#include "lowering/GPUCodegen.h"
+
+#include "dialect/FakvDialect.h"
+
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+using namespace mlir;
+using namespace mlir::fakv;
+using namespace mlir::fakv::codegen;
+using fakvgpu::LinearLayout;
+
+namespace {
+
+/// Descriptor of a 128B-swizzled shared tile whose base is `tile`:
+/// start address, leading byte offset `lbo` and stride byte offset 1024 B.
+Value descriptor(OpBuilder &b, Location loc, Value tile, int64_t lbo) {
+  Value addr = LLVM::PtrToIntOp::create(b, loc, b.getI32Type(), tile);
+  Value start = arith::ShRUIOp::create(
+      b, loc, arith::AndIOp::create(b, loc, addr, i32(b, loc, 0x3FFFF)),
+      i32(b, loc, 4));
+  int64_t fixed = (int64_t(1) << 62) | (int64_t(64) << 32) | ((lbo >> 4) << 16);
+  return arith::OrIOp::create(
+      b, loc, arith::ExtUIOp::create(b, loc, b.getI64Type(), start),
+      i64(b, loc, fixed));
+}
+
+Value advance(OpBuilder &b, Location loc, Value desc, int64_t bytes) {
+  if (!bytes)
+    return desc;
+  return arith::AddIOp::create(b, loc, desc, i64(b, loc, bytes >> 4));
+}
+
+/// For each register of the 64-row layout `full`, the register of the
+/// restricted layout `part` holding the same element (rows repeat).
+SmallVector<int64_t> restrictMap(const LinearLayout &full,
+                                 const LinearLayout &part,
+                                 ArrayRef<int64_t> shape) {
+  SmallVector<int64_t> map;
+  for (int64_t r = 0; r < full.numRegs(); ++r) {
+    fakvgpu::Coord c = full.regCoord(r);
+    for (unsigned d = 0; d < c.size(); ++d)
+      c[d] &= shape[d] - 1;
+    map.push_back(*part.regOf(c));
+  }
+  return map;
+}
+
+std::string wgmmaAsm(int64_t n, StringRef type, bool transposeB) {
+  // Operands: n/2 outputs, n/2 tied inputs, 4 A registers, B, scale-d.
+  int64_t a = n;
+  std::string s = "{\n.reg .pred p;\nsetp.ne.b32 p, $" +
+                  std::to_string(a + 5) +
+                  ", 0;\nwgmma.mma_async.sync.aligned.m64n" +
+                  std::to_string(n) + "k16.f32." + type.str() + "." +
+                  type.str() + " {";
+  for (int64_t i = 0; i < n / 2; ++i)
+    s += (i ? ", $" : "$") + std::to_string(i);
+  s += "}, {$" + std::to_string(a) + ", $" + std::to_string(a + 1) + ", $" +
+       std::to_string(a + 2) + ", $" + std::to_string(a + 3) + "}, $" +
+       std::to_string(a + 4) + ", p, 1, 1, " + (transposeB ? "0" : "1") +
+       ";\n}\n";
+  return s;
+}
+
+std::string wgmmaConstraints(int64_t n) {
+  std::string s;
+  for (int64_t i = 0; i < n / 2; ++i)
+    s += (i ? ",=f" : "=f");
+  for (int64_t i = 0; i < n / 2; ++i)
+    s += "," + std::to_string(i);
+  s += ",r,r,r,r,l,n";
+  return s;
+}
+
+struct DotLowering : OpConversionPattern<DotOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(DotOp op, OpAdaptor a,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    RankedTensorType accType = op.getType();
+    int64_t n = accType.getDimSize(1);
+    auto bType = op.getB().getType();
+    int64_t k = op.getTransposeB() ? bType.getDimSize(1) : bType.getDimSize(0);
+    if (!isa_and_present<fakvgpu::SharedAttr>(bType.getEncoding()))
+      return op.emitOpError() << "B must be in shared memory";
+    if (n % 8 != 0 || n > 256 || k % 16 != 0)
+      return op.emitOpError() << "wgmma needs N a multiple of 8 up to 256 and "
+                                 "K a multiple of 16, got N = "
+                              << n << ", K = " << k;
+    bool aInRegisters = isa<fakvgpu::LinearAttr>(op.getA().getType().getEncoding());
+    Type elem = bType.getElementType();
+    StringRef typeName = elem.isBF16() ? "bf16" : "f16";
+
+    LinearLayout accLayout = layoutOf(accType);
+    LinearLayout full =
+        LinearLayout::wgmmaAccumulator({64, n}, accLayout.numWarps());
+    SmallVector<int64_t> accMap = restrictMap(full, accLayout, accType.getShape());
+    Type f32 = rewriter.getF32Type();
+    auto structType = LLVM::LLVMStructType::getLiteral(
+        ctx, SmallVector<Type>(full.numRegs(), f32));
+    Value acc = LLVM::UndefOp::create(rewriter, loc, structType);
+    for (int64_t r = 0; r < full.numRegs(); ++r)
+      acc = LLVM::InsertValueOp::create(
+          rewriter, loc, acc,
+          vector::ExtractOp::create(rewriter, loc, a.getAcc(),
+                                    ArrayRef<int64_t>{accMap[r]}),
+          ArrayRef<int64_t>{r});
+
+    // B: K-major [N][K] or MN-major [K][N], panels of 64 columns.
+    int64_t bRows = sharedRows(op.getB());
+    Value descB0 = op.getTransposeB()
+                       ? descriptor(rewriter, loc, a.getB(), 16)
+                       : descriptor(rewriter, loc, a.getB(), bRows * 128);
+    auto descBAt = [&](int64_t step) {
+      if (op.getTransposeB())
+        return advance(rewriter, loc, descB0,
+                       (step / 4) * bRows * 128 + (step % 4) * 32);
+      return advance(rewriter, loc, descB0, step * 16 * 128);
+    };
+
+    NVVM::WgmmaFenceAlignedOp::create(rewriter, loc);
+    if (!aInRegisters) {
+      int64_t aRows = sharedRows(op.getA());
+      Value descA0 = descriptor(rewriter, loc, a.getA(), 16);
+      for (int64_t s = 0; s < k / 16; ++s) {
+        Value descA = advance(rewriter, loc, descA0,
+                              (s / 4) * aRows * 128 + (s % 4) * 32);
+        auto wgType = elem.isBF16() ? NVVM::WGMMATypes::bf16 : NVVM::WGMMATypes::f16;
+        acc = NVVM::WgmmaMmaAsyncOp::create(
+            rewriter, loc, structType, acc, descA, descBAt(s),
+            NVVM::MMAShapeAttr::get(ctx, 64, n, 16),
+            NVVM::WGMMATypesAttr::get(ctx, wgType),
+            NVVM::WGMMATypesAttr::get(ctx, wgType),
+            NVVM::WGMMATypesAttr::get(ctx, NVVM::WGMMATypes::f32),
+            NVVM::WGMMAScaleOutAttr::get(ctx, NVVM::WGMMAScaleOut::one),
+            NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one),
+            NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one),
+            NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::row),
+            NVVM::MMALayoutAttr::get(ctx, op.getTransposeB()
+                                              ? NVVM::MMALayout::col
+                                              : NVVM::MMALayout::row),
+            NVVM::MMAIntOverflowAttr());
+      }
+    } else {
+      // A from registers: for k-slice s, registers 8s .. 8s+7 of the 64-row
+      // accumulator layout of the [M, K] tile, packed in pairs (even low).
+      auto aType = cast<RankedTensorType>(op.getA().getType());
+      LinearLayout aLayout = layoutOf(aType);
+      LinearLayout aFull = LinearLayout::wgmmaAccumulator({64, k}, aLayout.numWarps());
+      if (aLayout != aFull.restricted(aType.getShape()))
+        return op.emitOpError() << "A in registers must be in the wgmma layout";
+      SmallVector<int64_t> aMap = restrictMap(aFull, aLayout, aType.getShape());
+      // imm-trans-b: 0 for a K-major B (transpose_b), 1 for MN-major.
+      std::string asmString = wgmmaAsm(n, typeName, op.getTransposeB());
+      std::string constraints = wgmmaConstraints(n);
+      auto pairType = VectorType::get({2}, elem);
+      for (int64_t s = 0; s < k / 16; ++s) {
+        SmallVector<Value> operands;
+        for (int64_t r = 0; r < full.numRegs(); ++r)
+          operands.push_back(LLVM::ExtractValueOp::create(rewriter, loc, acc,
+                                                          ArrayRef<int64_t>{r}));
+        for (int64_t p = 0; p < 4; ++p) {
+          Value lo = vector::ExtractOp::create(rewriter, loc, a.getA(),
+                                               ArrayRef<int64_t>{aMap[8 * s + 2 * p]});
+          Value hi = vector::ExtractOp::create(rewriter, loc, a.getA(),
+                                               ArrayRef<int64_t>{aMap[8 * s + 2 * p + 1]});
+          Value pair = vector::FromElementsOp::create(rewriter, loc, pairType,
+                                                      ValueRange{lo, hi});
+          operands.push_back(
+              LLVM::BitcastOp::create(rewriter, loc, rewriter.getI32Type(), pair));
+        }
+        operands.push_back(descBAt(s));
+        operands.push_back(i32(rewriter, loc, 1)); // scale-d: accumulate
+        acc = LLVM::InlineAsmOp::create(
+                  rewriter, loc, structType, operands,
+                  rewriter.getStringAttr(asmString),
+                  rewriter.getStringAttr(constraints), rewriter.getUnitAttr(),
+                  UnitAttr(), LLVM::TailCallKindAttr(),
+                  LLVM::AsmDialectAttr::get(ctx, LLVM::AsmDialect::AD_ATT),
+                  ArrayAttr())
+                  .getResult(0);
+      }
+    }
+    NVVM::WgmmaGroupSyncAlignedOp::create(rewriter, loc);
+    NVVM::WgmmaWaitGroupSyncOp::create(rewriter, loc, 0);
+
+    // Back to the (restricted) accumulator vector.
+    SmallVector<Value> out(accLayout.numRegs());
+    for (int64_t r = 0; r < full.numRegs(); ++r)
+      if (!out[accMap[r]])
+        out[accMap[r]] = LLVM::ExtractValueOp::create(rewriter, loc, acc,
+                                                      ArrayRef<int64_t>{r});
+    rewriter.replaceOp(
+        op, vector::FromElementsOp::create(
+                rewriter, loc,
+                cast<VectorType>(getTypeConverter()->convertType(accType)), out));
+    return success();
+  }
+};
+} // namespace
+
+void codegen::populateDotToNVVMPatterns(const TypeConverter &converter,
+                                        RewritePatternSet &patterns) {
+  patterns.add<DotLowering>(converter, patterns.getContext());
+}

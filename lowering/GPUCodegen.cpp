@@ -1,0 +1,150 @@
+//===- GPUCodegen.cpp - shared helpers of the fakvgpu -> NVVM lowering ----===//
+
+#include "lowering/GPUCodegen.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+using namespace mlir;
+using namespace mlir::fakv;
+using namespace mlir::fakv::codegen;
+using fakvgpu::LinearLayout;
+
+Value codegen::i32(OpBuilder &b, Location loc, int64_t v) {
+  return arith::ConstantIntOp::create(b, loc, v, 32);
+}
+Value codegen::i64(OpBuilder &b, Location loc, int64_t v) {
+  return arith::ConstantIntOp::create(b, loc, v, 64);
+}
+
+Role codegen::roleOf(Operation *op) {
+  for (Operation *p = op; p; p = p->getParentOp()) {
+    if (auto role = p->getAttrOfType<DenseI64ArrayAttr>(kRoleAttr))
+      return Role{role[0], role[1], role[2]};
+    if (auto func = dyn_cast<FunctionOpInterface>(p)) {
+      auto warps = func->getAttrOfType<IntegerAttr>(fakvgpu::kNumWarpsAttr);
+      return Role{0, warps ? warps.getInt() * 32 : 128, 0};
+    }
+  }
+  return Role{0, 128, 0};
+}
+
+Value codegen::roleThreadId(OpBuilder &b, Location loc, Operation *op) {
+  Value tid = arith::IndexCastOp::create(
+      b, loc, b.getI32Type(), gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x));
+  Role role = roleOf(op);
+  if (role.first)
+    tid = arith::SubIOp::create(b, loc, tid, i32(b, loc, role.first));
+  return tid;
+}
+
+void codegen::syncRole(OpBuilder &b, Location loc, Operation *op) {
+  Role role = roleOf(op);
+  if (role.barrier == 0) {
+    NVVM::Barrier0Op::create(b, loc);
+    return;
+  }
+  NVVM::BarrierOp::create(b, loc, TypeRange{}, i32(b, loc, role.barrier),
+                          i32(b, loc, role.count), NVVM::BarrierReductionAttr(),
+                          Value());
+}
+
+LinearLayout codegen::layoutOf(Type tileType) {
+  auto t = cast<RankedTensorType>(tileType);
+  return LinearLayout::fromAttr(cast<fakvgpu::LinearAttr>(t.getEncoding()));
+}
+
+SmallVector<Value> codegen::laneWarpCoords(OpBuilder &b, Location loc,
+                                           const LinearLayout &layout,
+                                           Value tid) {
+  Value lane = arith::AndIOp::create(b, loc, tid, i32(b, loc, 31));
+  Value warp = arith::ShRUIOp::create(b, loc, tid, i32(b, loc, 5));
+  SmallVector<Value> coords;
+  for (unsigned d = 0; d < layout.rank; ++d) {
+    Value c = i32(b, loc, 0);
+    auto addBits = [&](Value id, ArrayRef<fakvgpu::Coord> bases) {
+      for (unsigned bit = 0; bit < bases.size(); ++bit) {
+        int64_t v = bases[bit][d];
+        if (!v)
+          continue;
+        Value set = arith::AndIOp::create(
+            b, loc, arith::ShRUIOp::create(b, loc, id, i32(b, loc, bit)),
+            i32(b, loc, 1));
+        c = arith::OrIOp::create(
+            b, loc, c,
+            arith::ShLIOp::create(b, loc, set, i32(b, loc, llvm::Log2_64(v))));
+      }
+    };
+    addBits(lane, layout.lanes);
+    addBits(warp, layout.warps);
+    coords.push_back(c);
+  }
+  return coords;
+}
+
+SmallVector<Value> codegen::elementCoords(OpBuilder &b, Location loc,
+                                          const LinearLayout &layout,
+                                          ArrayRef<Value> base, int64_t reg) {
+  fakvgpu::Coord rc = layout.regCoord(reg);
+  SmallVector<Value> out;
+  for (unsigned d = 0; d < layout.rank; ++d)
+    out.push_back(rc[d] ? Value(arith::OrIOp::create(b, loc, base[d],
+                                                     i32(b, loc, rc[d])))
+                        : base[d]);
+  return out;
+}
+
+Value codegen::smemBase(OpBuilder &b, Location loc, Operation *op) {
+  auto ptr3 = LLVM::LLVMPointerType::get(b.getContext(), 3);
+  Value raw = LLVM::AddressOfOp::create(b, loc, ptr3, kSmemSymbol);
+  // Round the window offset up to 1024 bytes (kSmemAlignSlack spare bytes).
+  Value addr = LLVM::PtrToIntOp::create(b, loc, b.getI32Type(), raw);
+  Value aligned = arith::AndIOp::create(
+      b, loc, arith::AddIOp::create(b, loc, addr, i32(b, loc, 1023)),
+      i32(b, loc, ~int64_t(1023)));
+  return LLVM::GEPOp::create(b, loc, ptr3, b.getI8Type(), raw,
+                             ValueRange{arith::SubIOp::create(b, loc, aligned, addr)});
+}
+
+Value codegen::smemOf(OpBuilder &b, Location loc, Operation *op) {
+  auto offset = op->getAttrOfType<IntegerAttr>(kSmemOffsetAttr);
+  assert(offset && "op without a shared-memory placement");
+  return addBytes(b, loc, smemBase(b, loc, op), i32(b, loc, offset.getInt()));
+}
+
+Value codegen::addBytes(OpBuilder &b, Location loc, Value base, Value bytes) {
+  return LLVM::GEPOp::create(b, loc, base.getType(), b.getI8Type(), base,
+                             ValueRange{bytes});
+}
+
+Value codegen::swizzledOffset(OpBuilder &b, Location loc, Value row, Value col,
+                              int64_t rows) {
+  // panel * rows * 128 + row * 128 + ((col % 64 / 8) ^ (row % 8)) * 16 + (col % 8) * 2
+  Value panel = arith::ShRUIOp::create(b, loc, col, i32(b, loc, 6));
+  Value chunk = arith::AndIOp::create(
+      b, loc, arith::ShRUIOp::create(b, loc, col, i32(b, loc, 3)), i32(b, loc, 7));
+  Value swz = arith::XOrIOp::create(
+      b, loc, chunk, arith::AndIOp::create(b, loc, row, i32(b, loc, 7)));
+  Value off = arith::MulIOp::create(b, loc, panel, i32(b, loc, rows * 128));
+  off = arith::AddIOp::create(
+      b, loc, off, arith::MulIOp::create(b, loc, row, i32(b, loc, 128)));
+  off = arith::AddIOp::create(
+      b, loc, off, arith::MulIOp::create(b, loc, swz, i32(b, loc, 16)));
+  return arith::AddIOp::create(
+      b, loc, off,
+      arith::MulIOp::create(
+          b, loc, arith::AndIOp::create(b, loc, col, i32(b, loc, 7)),
+          i32(b, loc, 2)));
+}
+
+int64_t codegen::sharedRows(Value tile) {
+  int64_t rows = cast<RankedTensorType>(tile.getType()).getDimSize(0);
+  if (tile.getDefiningOp<fakvgpu::RingViewOp>())
+    return rows;
+  return std::max<int64_t>(rows, 64);
+}
+
+int64_t codegen::sharedTileBytes(RankedTensorType tile, int64_t rows) {
+  return rows * tile.getDimSize(1) * tile.getElementTypeBitWidth() / 8;
+}

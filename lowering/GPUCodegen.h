@@ -1,0 +1,91 @@
+//===- GPUCodegen.h - shared helpers of the fakvgpu -> NVVM lowering -*- C++ -*-===//
+//
+// Per-thread code for tiles: which thread of which role runs an op, the
+// coordinates a thread's registers hold, shared-memory addresses, role-wide
+// barriers. Used by the patterns in FakvGPUToNVVM.cpp and DotToNVVM.cpp.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FAKV_LOWERING_GPUCODEGEN_H
+#define FAKV_LOWERING_GPUCODEGEN_H
+
+#include "dialect/FakvGPUDialect.h"
+#include "dialect/LinearLayout.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+namespace mlir::fakv::codegen {
+
+/// Attributes the lowering leaves on ops and kernels.
+constexpr llvm::StringLiteral kSmemOffsetAttr = "fakvgpu.smem_offset";
+constexpr llvm::StringLiteral kSmemBytesAttr = "fakvgpu.smem_bytes";
+constexpr llvm::StringLiteral kRoleAttr = "fakvgpu.role";
+constexpr llvm::StringLiteral kTmaArgsAttr = "fakvgpu.tma_args";
+constexpr llvm::StringLiteral kTmaBoxesAttr = "fakvgpu.tma_boxes";
+/// The dynamic shared memory of a kernel module.
+constexpr llvm::StringLiteral kSmemSymbol = "fakv_smem";
+/// Bytes added to a kernel's shared memory so its base can be 1024-aligned.
+constexpr int64_t kSmemAlignSlack = 1024;
+
+/// The threads that run an op: all of the kernel's, or one role of a
+/// warp-specialized kernel (thread ids [first, first + count)).
+struct Role {
+  int64_t first = 0;
+  int64_t count = 0;
+  /// Hardware barrier used to synchronise the role (0 = all threads).
+  int64_t barrier = 0;
+};
+Role roleOf(Operation *op);
+
+/// i32 constants.
+Value i32(OpBuilder &b, Location loc, int64_t v);
+Value i64(OpBuilder &b, Location loc, int64_t v);
+
+/// The thread's id within its role (i32).
+Value roleThreadId(OpBuilder &b, Location loc, Operation *op);
+/// Synchronises the threads of `op`'s role.
+void syncRole(OpBuilder &b, Location loc, Operation *op);
+
+/// The linear layout of a tile type with a #fakvgpu.linear encoding.
+fakvgpu::LinearLayout layoutOf(Type tileType);
+/// Per dimension, the part of the coordinates given by the lane and warp
+/// of thread `tid` (i32 values); add a register's regCoord to get an
+/// element's coordinates (the bits are disjoint).
+SmallVector<Value> laneWarpCoords(OpBuilder &b, Location loc,
+                                  const fakvgpu::LinearLayout &layout,
+                                  Value tid);
+/// Coordinates of register `reg` for a thread whose lane/warp part is
+/// `base` (i32 values).
+SmallVector<Value> elementCoords(OpBuilder &b, Location loc,
+                                 const fakvgpu::LinearLayout &layout,
+                                 ArrayRef<Value> base, int64_t reg);
+
+/// The 1024-aligned base of the kernel's dynamic shared memory.
+Value smemBase(OpBuilder &b, Location loc, Operation *op);
+/// Shared-memory address of the buffer placed for `op` (kSmemOffsetAttr).
+Value smemOf(OpBuilder &b, Location loc, Operation *op);
+/// `base + bytes` for a shared or global pointer.
+Value addBytes(OpBuilder &b, Location loc, Value base, Value bytes);
+
+/// Byte offset of element (row, col) of a 16-bit tile in the
+/// #fakvgpu.shared layout with `rows` rows (i32 values).
+Value swizzledOffset(OpBuilder &b, Location loc, Value row, Value col,
+                     int64_t rows);
+
+/// Rows a #fakvgpu.shared tile value is stored with: its own for a ring
+/// slot (as the copies write it); at least 64 for a tile written from
+/// registers (wgmma reads 64 rows of A; fewer rows are replicated).
+int64_t sharedRows(Value tile);
+/// Bytes of a #fakvgpu.shared tile stored with `rows` rows.
+int64_t sharedTileBytes(RankedTensorType tile, int64_t rows);
+
+/// Patterns of DotToNVVM.cpp.
+void populateDotToNVVMPatterns(const TypeConverter &converter,
+                               RewritePatternSet &patterns);
+
+} // namespace mlir::fakv::codegen
+
+#endif // FAKV_LOWERING_GPUCODEGEN_H

@@ -1,0 +1,44 @@
+//===- KernelABI.cpp - tensor maps as by-value kernel parameters ----------===//
+//
+// convert-gpu-to-nvvm drops argument attributes it does not know, so the
+// lowering marks kernels with `fakvgpu.tma_args` and this pass, run after
+// it, puts the by-value/grid-constant attributes on the llvm.func
+// arguments (pitfall 4 of ../shared/design/toolchain.md).
+//
+//===----------------------------------------------------------------------===//
+
+#include "lowering/GPUCodegen.h"
+#include "lowering/Passes.h"
+
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+
+namespace mlir::fakv {
+#define GEN_PASS_DEF_FAKVKERNELABI
+#include "lowering/Passes.h.inc"
+} // namespace mlir::fakv
+
+using namespace mlir;
+
+namespace {
+struct FakvKernelABIPass
+    : public fakv::impl::FakvKernelABIBase<FakvKernelABIPass> {
+  void runOnOperation() override {
+    getOperation().walk([](LLVM::LLVMFuncOp f) {
+      auto tma = f->getAttrOfType<DenseI32ArrayAttr>(fakv::codegen::kTmaArgsAttr);
+      if (!tma)
+        return;
+      MLIRContext *ctx = f.getContext();
+      Builder b(ctx);
+      auto arr = LLVM::LLVMArrayType::get(IntegerType::get(ctx, 8), 128);
+      unsigned first = f.getNumArguments() - tma.size();
+      for (unsigned i = first; i < f.getNumArguments(); ++i) {
+        f.setArgAttr(i, LLVM::LLVMDialect::getByValAttrName(), TypeAttr::get(arr));
+        f.setArgAttr(i, LLVM::LLVMDialect::getAlignAttrName(),
+                     b.getI64IntegerAttr(64));
+        f.setArgAttr(i, NVVM::NVVMDialect::getGridConstantAttrName(),
+                     b.getUnitAttr());
+      }
+    });
+  }
+};
+} // namespace

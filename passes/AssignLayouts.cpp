@@ -1,0 +1,399 @@
+//===- AssignLayouts.cpp - where every tile lives -------------------------===//
+//
+// Anchors first (wgmma accumulators, shared-memory dot operands), then the
+// layouts flow along the rules of `propagate` until nothing changes; a tile
+// still without a layout gets a row-major blocked one and the flow resumes.
+// Finally each op's operands are checked against what the op needs, with a
+// fakvgpu.convert_layout where they differ, and the types are rewritten.
+// Test: test/passes/assign-layouts.mlir.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Passes.h"
+
+#include "dialect/LinearLayout.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/MapVector.h"
+
+namespace mlir::fakv {
+#define GEN_PASS_DEF_FAKVASSIGNLAYOUTS
+#include "passes/Passes.h.inc"
+} // namespace mlir::fakv
+
+using namespace mlir;
+using namespace mlir::fakv;
+using fakvgpu::LinearAttr;
+using fakvgpu::LinearLayout;
+using fakvgpu::SharedAttr;
+
+namespace {
+
+bool isTile(Value v) { return isa<RankedTensorType>(v.getType()); }
+RankedTensorType tileType(Value v) { return cast<RankedTensorType>(v.getType()); }
+
+/// An op whose tile operands and results all share one layout.
+bool isElementwise(Operation *op) {
+  if (isa<CastOp>(op))
+    return true;
+  if (op->hasTrait<OpTrait::Elementwise>())
+    return true;
+  return false;
+}
+
+class LayoutAssigner {
+public:
+  LayoutAssigner(func::FuncOp func, unsigned numWarps)
+      : func(func), numWarps(numWarps), ctx(func.getContext()) {}
+
+  LogicalResult run();
+
+private:
+  func::FuncOp func;
+  unsigned numWarps;
+  MLIRContext *ctx;
+  llvm::MapVector<Value, Attribute> layout;
+  bool changed = false;
+
+  Attribute shared() { return SharedAttr::get(ctx, 128); }
+  Attribute linear(const LinearLayout &l) { return l.toAttr(ctx); }
+  LinearLayout asLinear(Attribute a) {
+    return LinearLayout::fromAttr(cast<LinearAttr>(a));
+  }
+
+  /// Gives `v` the layout `a` unless it has one already.
+  void assign(Value v, Attribute a) {
+    if (!v || !isTile(v) || !a || layout.count(v))
+      return;
+    layout[v] = a;
+    changed = true;
+  }
+  Attribute get(Value v) { return layout.lookup(v); }
+
+  LogicalResult checkShapes();
+  void anchor();
+  void propagate(Operation *op);
+  void propagateAll();
+  LogicalResult materialize();
+  /// The layout op `user` needs operand `operand` in, given the layouts
+  /// decided for its results (null when it takes any).
+  Attribute required(Operation *user, OpOperand &operand);
+};
+
+LogicalResult LayoutAssigner::checkShapes() {
+  WalkResult r = func.walk([&](Operation *op) {
+    for (Value v : op->getResults())
+      if (isTile(v) && !fakvgpu::isPowerOfTwoShape(tileType(v).getShape())) {
+        op->emitOpError() << "the GPU lowering needs tiles whose dimensions "
+                             "are powers of two, got "
+                          << v.getType();
+        return WalkResult::interrupt();
+      }
+    if (auto dot = dyn_cast<DotOp>(op)) {
+      Type et = dot.getA().getType().getElementType();
+      if (!et.isBF16() && !et.isF16()) {
+        dot.emitOpError() << "the GPU lowering (wgmma) needs f16 or bf16 "
+                             "operands, got "
+                          << et;
+        return WalkResult::interrupt();
+      }
+      if (dot.getTransposeA() ||
+          dot.getType().getDimSize(0) > 64) {
+        dot.emitOpError() << "the GPU lowering handles M <= 64 rows and no "
+                             "transposed A (one warpgroup's wgmma)";
+        return WalkResult::interrupt();
+      }
+    }
+    if (isa<RotaryOp>(op)) {
+      op->emitOpError() << "is not supported by the GPU lowering yet";
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return failure(r.wasInterrupted());
+}
+
+void LayoutAssigner::anchor() {
+  func.walk([&](DotOp dot) {
+    Attribute acc = linear(LinearLayout::wgmmaAccumulator(
+        dot.getType().getShape(), numWarps));
+    assign(dot.getResult(), acc);
+    assign(dot.getAcc(), acc);
+    assign(dot.getB(), shared());
+  });
+  // A paged load feeding a dot loads straight into shared memory.
+  func.walk([&](PagedLoadOp load) {
+    for (OpOperand &use : load->getUses())
+      if (auto dot = dyn_cast<DotOp>(use.getOwner()))
+        if (use.getOperandNumber() == 1)
+          assign(load.getResult(), shared());
+  });
+}
+
+void LayoutAssigner::propagate(Operation *op) {
+  auto linearOf = [&](Value v) -> std::optional<LinearLayout> {
+    if (auto a = dyn_cast_if_present<LinearAttr>(get(v)))
+      return LinearLayout::fromAttr(a);
+    return std::nullopt;
+  };
+
+  if (isElementwise(op)) {
+    Attribute common;
+    for (Value v : llvm::concat<Value>(op->getOperands(), op->getResults()))
+      if (isTile(v) && isa_and_present<LinearAttr>(get(v)) && !common)
+        common = get(v);
+    if (!common)
+      return;
+    for (Value v : llvm::concat<Value>(op->getOperands(), op->getResults()))
+      assign(v, common);
+    return;
+  }
+  if (auto b = dyn_cast<BroadcastOp>(op)) {
+    if (auto l = linearOf(b.getResult()))
+      assign(b.getSrc(), linear(l->restricted(b.getSrc().getType().getShape())));
+    return;
+  }
+  if (auto e = dyn_cast<ExpandDimsOp>(op)) {
+    if (auto l = linearOf(e.getResult()))
+      assign(e.getSrc(), linear(l->sliced(e.getAxis())));
+    if (auto l = linearOf(e.getSrc()))
+      assign(e.getResult(), linear(l->expanded(e.getAxis())));
+    return;
+  }
+  if (auto r = dyn_cast<ReshapeOp>(op)) {
+    ArrayRef<int64_t> from = r.getSrc().getType().getShape();
+    ArrayRef<int64_t> to = r.getType().getShape();
+    if (auto l = linearOf(r.getSrc()))
+      assign(r.getResult(), linear(l->reshaped(from, to)));
+    if (auto l = linearOf(r.getResult()))
+      assign(r.getSrc(), linear(l->reshaped(to, from)));
+    return;
+  }
+  if (auto red = dyn_cast<ReduceOp>(op)) {
+    if (auto l = linearOf(red.getSrc()))
+      assign(red.getResult(), linear(l->sliced(red.getAxis())));
+    return;
+  }
+  if (auto load = dyn_cast<LoadOp>(op)) {
+    if (load.getMask()) {
+      assign(load.getMask(), get(load.getResult()));
+      if (auto l = linearOf(load.getMask()))
+        assign(load.getResult(), linear(*l));
+    }
+    return;
+  }
+  if (auto store = dyn_cast<StoreOp>(op)) {
+    if (store.getMask()) {
+      assign(store.getMask(), get(store.getValue()));
+      if (auto l = linearOf(store.getMask()))
+        assign(store.getValue(), linear(*l));
+    }
+    return;
+  }
+  if (auto forOp = dyn_cast<scf::ForOp>(op)) {
+    auto yield = cast<scf::YieldOp>(forOp.getBody()->getTerminator());
+    for (unsigned i = 0; i < forOp.getNumResults(); ++i) {
+      Value group[] = {forOp.getInitArgs()[i], forOp.getRegionIterArgs()[i],
+                       forOp.getResult(i), yield.getOperand(i)};
+      Attribute a;
+      for (Value v : group)
+        if (!a)
+          a = get(v);
+      for (Value v : group)
+        assign(v, a);
+    }
+    return;
+  }
+  if (auto ifOp = dyn_cast<scf::IfOp>(op)) {
+    if (ifOp.getNumResults() == 0)
+      return;
+    auto thenYield = ifOp.thenYield(), elseYield = ifOp.elseYield();
+    for (unsigned i = 0; i < ifOp.getNumResults(); ++i) {
+      Value group[] = {ifOp.getResult(i), thenYield.getOperand(i),
+                       elseYield.getOperand(i)};
+      Attribute a;
+      for (Value v : group)
+        if (!a)
+          a = get(v);
+      for (Value v : group)
+        assign(v, a);
+    }
+  }
+}
+
+void LayoutAssigner::propagateAll() {
+  do {
+    changed = false;
+    func.walk([&](Operation *op) { propagate(op); });
+  } while (changed);
+}
+
+Attribute LayoutAssigner::required(Operation *user, OpOperand &operand) {
+  Value v = operand.get();
+  if (!isTile(v))
+    return {};
+  unsigned idx = operand.getOperandNumber();
+  auto resultLinear = [&](Value r) -> std::optional<LinearLayout> {
+    if (auto a = dyn_cast_if_present<LinearAttr>(get(r)))
+      return LinearLayout::fromAttr(a);
+    return std::nullopt;
+  };
+  if (isElementwise(user)) {
+    for (Value r : user->getResults())
+      if (isTile(r))
+        return get(r);
+    return {};
+  }
+  if (auto dot = dyn_cast<DotOp>(user)) {
+    if (idx == 1)
+      return shared();
+    if (idx == 2)
+      return get(dot.getResult());
+    // A: straight from registers when already in the accumulator layout
+    // (P in P.V), else from shared memory.
+    Attribute wgmma = linear(LinearLayout::wgmmaAccumulator(
+        dot.getA().getType().getShape(), numWarps));
+    return get(v) == wgmma ? wgmma : shared();
+  }
+  if (auto b = dyn_cast<BroadcastOp>(user))
+    if (auto l = resultLinear(b.getResult()))
+      return linear(l->restricted(b.getSrc().getType().getShape()));
+  if (auto e = dyn_cast<ExpandDimsOp>(user))
+    if (auto l = resultLinear(e.getResult()))
+      return linear(l->sliced(e.getAxis()));
+  if (auto r = dyn_cast<ReshapeOp>(user))
+    if (auto l = resultLinear(r.getResult()))
+      return linear(l->reshaped(r.getType().getShape(),
+                                r.getSrc().getType().getShape()));
+  if (auto load = dyn_cast<LoadOp>(user))
+    return get(load.getResult());
+  if (auto store = dyn_cast<StoreOp>(user))
+    if (idx != 0)
+      return get(store.getValue());
+  if (auto forOp = dyn_cast<scf::ForOp>(user)) {
+    if (idx >= 3)
+      return get(forOp.getRegionIterArgs()[idx - 3]);
+  }
+  if (auto yield = dyn_cast<scf::YieldOp>(user)) {
+    Operation *parent = yield->getParentOp();
+    if (auto forOp = dyn_cast<scf::ForOp>(parent))
+      return get(forOp.getRegionIterArgs()[idx]);
+    if (auto ifOp = dyn_cast<scf::IfOp>(parent))
+      return get(ifOp.getResult(idx));
+  }
+  return {};
+}
+
+LogicalResult LayoutAssigner::materialize() {
+  // Operands in the wrong layout get a conversion right before their use.
+  SmallVector<std::pair<OpOperand *, Attribute>> fixes;
+  func.walk([&](Operation *op) {
+    for (OpOperand &operand : op->getOpOperands()) {
+      Attribute want = required(op, operand);
+      if (want && want != get(operand.get()))
+        fixes.push_back({&operand, want});
+    }
+  });
+  // A reduction's result is its source's layout sliced; if the result was
+  // given another layout by its users, convert after the reduction.
+  SmallVector<std::pair<ReduceOp, Attribute>> reduceFixes;
+  func.walk([&](ReduceOp red) {
+    if (auto src = dyn_cast_if_present<LinearAttr>(get(red.getSrc()))) {
+      Attribute natural =
+          linear(LinearLayout::fromAttr(src).sliced(red.getAxis()));
+      if (get(red.getResult()) != natural)
+        reduceFixes.push_back({red, natural});
+    }
+  });
+
+  auto withEncoding = [](Value v, Attribute enc) {
+    auto t = tileType(v);
+    return RankedTensorType::get(t.getShape(), t.getElementType(), enc);
+  };
+  // Rewrite all types (a tile constant's value carries its type too).
+  for (auto &[v, a] : layout) {
+    v.setType(withEncoding(v, a));
+    if (auto cst = v.getDefiningOp<arith::ConstantOp>())
+      if (auto dense = dyn_cast<DenseElementsAttr>(cst.getValue()))
+        cst.setValueAttr(dense.isSplat()
+                             ? DenseElementsAttr::get(
+                                   cast<ShapedType>(v.getType()),
+                                   dense.getSplatValue<Attribute>())
+                             : DenseElementsAttr::getFromRawBuffer(
+                                   cast<ShapedType>(v.getType()),
+                                   dense.getRawData()));
+  }
+
+  OpBuilder b(ctx);
+  for (auto [operand, want] : fixes) {
+    Value v = operand->get();
+    b.setInsertionPoint(operand->getOwner());
+    auto conv = fakvgpu::ConvertLayoutOp::create(
+        b, operand->getOwner()->getLoc(), withEncoding(v, want), v);
+    operand->set(conv);
+  }
+  for (auto [red, natural] : reduceFixes) {
+    Type wanted = red.getType();
+    b.setInsertionPointAfter(red);
+    red.getResult().setType(withEncoding(red.getResult(), natural));
+    auto conv = fakvgpu::ConvertLayoutOp::create(b, red.getLoc(), wanted,
+                                                 red.getResult());
+    red.getResult().replaceAllUsesExcept(conv, conv);
+  }
+  return success();
+}
+
+LogicalResult LayoutAssigner::run() {
+  if (failed(checkShapes()))
+    return failure();
+  anchor();
+  propagateAll();
+  // Tiles nobody constrained: blocked (16-byte vectors along the last
+  // dimension), taken in program order so that later tiles inherit.
+  while (true) {
+    Value pending;
+    func.walk([&](Operation *op) {
+      if (pending)
+        return;
+      for (Value v : op->getResults())
+        if (isTile(v) && !layout.count(v)) {
+          pending = v;
+          return;
+        }
+      for (Region &r : op->getRegions())
+        for (Block &blk : r)
+          for (Value arg : blk.getArguments())
+            if (isTile(arg) && !layout.count(arg) && !pending)
+              pending = arg;
+    });
+    if (!pending)
+      break;
+    RankedTensorType t = tileType(pending);
+    unsigned bytes = std::max<unsigned>(1, t.getElementTypeBitWidth() / 8);
+    assign(pending, linear(LinearLayout::blocked(t.getShape(), numWarps,
+                                                 std::max(1u, 16 / bytes))));
+    propagateAll();
+  }
+  if (failed(materialize()))
+    return failure();
+  func->setAttr(fakvgpu::kNumWarpsAttr,
+                IntegerAttr::get(IntegerType::get(ctx, 32), numWarps));
+  return success();
+}
+
+struct FakvAssignLayoutsPass
+    : public fakv::impl::FakvAssignLayoutsBase<FakvAssignLayoutsPass> {
+  using FakvAssignLayoutsBase::FakvAssignLayoutsBase;
+  void runOnOperation() override {
+    if (numWarps % 4 != 0) {
+      getOperation().emitError() << "num-warps must be a multiple of 4 (whole "
+                                    "warpgroups), got "
+                                 << numWarps;
+      return signalPassFailure();
+    }
+    for (auto func : getOperation().getOps<func::FuncOp>())
+      if (isKernel(func) && failed(LayoutAssigner(func, numWarps).run()))
+        return signalPassFailure();
+  }
+};
+} // namespace

@@ -1,0 +1,86 @@
+//===- Passes.td - fakv tile-level passes ------------------*- tablegen -*-===//
+//
+// Transformations on fakv / fakvgpu tiles, in the order the fakv-to-cubin
+// pipeline runs them (lowering/Pipelines.cpp). Each has a lit test named
+// after it in test/passes/.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FAKV_PASSES_TD
+#define FAKV_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def FakvDecompose : Pass<"fakv-decompose", "::mlir::ModuleOp"> {
+  let summary = "Expand the composite fakv ops into reductions and elementwise math on tiles";
+  let description = [{
+    Rewrites fakv.online_softmax, fakv.lse_combine and the score modifiers
+    (length/causal/window masks, softcap, ALiBi) into fakv.reduce,
+    fakv.broadcast/expand_dims/arange/splat and arith/math ops on tiles, with
+    the semantics of dialect/FakvOps.td. With `exp2`, exponentials become
+    `math.exp2` of log2(e)-scaled values (the online softmax keeps its
+    running max in natural-log units across iterations).
+  }];
+  let options = [
+    Option<"useExp2", "exp2", "bool", /*default=*/"true",
+           "compute exp(x) as exp2(x * log2(e)) with the factor folded into the scale">,
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::math::MathDialect"];
+}
+
+def FakvAssignLayouts : Pass<"fakv-assign-layouts", "::mlir::ModuleOp"> {
+  let summary = "Give every tile a place: a register layout or shared memory";
+  let description = [{
+    Anchors: fakv.dot results take the wgmma accumulator layout; its B
+    operand (and an A operand not already in that layout) goes to shared
+    memory; a fakv.paged_load feeding a dot loads into shared memory.
+    Layouts then flow through elementwise ops, broadcasts, expand_dims,
+    reshapes, reductions (which slice) and loop-carried values; tiles left
+    over get a row-major blocked layout. Where an op's operands disagree, a
+    fakvgpu.convert_layout is inserted. The kernel records its warp count
+    (`fakvgpu.num_warps`).
+  }];
+  let options = [
+    Option<"numWarps", "num-warps", "unsigned", /*default=*/"4",
+           "warps that compute (one warpgroup for wgmma)">,
+  ];
+  let dependentDialects = ["::mlir::fakvgpu::FakvGPUDialect"];
+}
+
+def FakvPipeline : Pass<"fakv-pipeline", "::mlir::ModuleOp"> {
+  let summary = "Software-pipeline paged K/V loads through shared-memory rings";
+  let description = [{
+    For an scf.for whose body loads tiles into shared memory with
+    fakv.paged_load (at rows `iv * tile_rows`): each load gets a ring of
+    `stages` buffers and a `full` barrier per buffer; a ring-wide `empty`
+    barrier array tells the copier when the math is done with a buffer. The
+    loads become fakvgpu.async_paged_load issued `stages - 1` iterations
+    ahead (a prologue fills the ring), their uses read fakvgpu.ring_view after
+    fakvgpu.wait, and the end of each iteration arrives on `empty`.
+  }];
+  let options = [
+    Option<"stages", "stages", "unsigned", /*default=*/"2",
+           "buffers per ring (copies in flight ahead of the math)">,
+  ];
+  let dependentDialects = ["::mlir::fakvgpu::FakvGPUDialect", "::mlir::scf::SCFDialect"];
+}
+
+def FakvWarpSpecialize : Pass<"fakv-warp-specialize", "::mlir::ModuleOp"> {
+  let summary = "Give the copies of a pipelined loop to a producer warpgroup";
+  let description = [{
+    Splits a kernel whose loop fakv-pipeline has pipelined into a
+    fakvgpu.warp_specialize: a producer warpgroup runs a loop that waits for
+    free ring buffers and issues the async copies; the consumer warpgroup
+    runs the math loop and the rest of the kernel. Registers move from the
+    producer to the consumer (setmaxnreg).
+  }];
+  let options = [
+    Option<"producerRegisters", "producer-registers", "unsigned", /*default=*/"40",
+           "registers per thread left to the producer">,
+    Option<"consumerRegisters", "consumer-registers", "unsigned", /*default=*/"232",
+           "registers per thread given to the consumer">,
+  ];
+  let dependentDialects = ["::mlir::fakvgpu::FakvGPUDialect", "::mlir::scf::SCFDialect"];
+}
+
+#endif // FAKV_PASSES_TD

@@ -1,0 +1,187 @@
+//===- WarpSpecialize.cpp - a producer warpgroup for the copies -----------===//
+//
+// From the single-stream pipelined loop of fakv-pipeline:
+//
+//   fakvgpu.warp_specialize {
+//     producer: for iv in [lb, ub):   slot = i mod S
+//                 if i >= S: wait empty[slot] (phase (i / S - 1) mod 2)
+//                 <the refill block, replayed for iteration iv>
+//   }, {
+//     consumer: the rest of the kernel; the loop without its refill, each
+//               iteration ending with arrive empty[slot]
+//   }
+//
+// The prologue goes (the producer issues every iteration itself). Scalars
+// the producer needs stay before the op, visible to both roles. Test:
+// test/passes/warp-specialize.mlir.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Passes.h"
+#include "passes/PipelineUtils.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+
+namespace mlir::fakv {
+#define GEN_PASS_DEF_FAKVWARPSPECIALIZE
+#include "passes/Passes.h.inc"
+} // namespace mlir::fakv
+
+using namespace mlir;
+using namespace mlir::fakv;
+using namespace mlir::fakvgpu;
+
+namespace {
+
+constexpr int32_t kProducerWarps = 4;
+
+Value cstI32(OpBuilder &b, Location loc, int64_t v) {
+  return arith::ConstantIntOp::create(b, loc, v, 32);
+}
+
+LogicalResult specialize(func::FuncOp func, scf::ForOp loop, scf::IfOp refill,
+                         unsigned producerRegs, unsigned consumerRegs) {
+  Location loc = loop.getLoc();
+  MLIRContext *ctx = func.getContext();
+  auto warpsAttr = func->getAttrOfType<IntegerAttr>(kNumWarpsAttr);
+  int32_t consumerWarps = warpsAttr.getInt();
+  if (loop->getParentOp() != func)
+    return loop.emitOpError()
+           << "warp specialization needs the pipelined loop at the kernel's "
+              "top level";
+
+  // The ring size and the slot of each consumer iteration (the waits' index).
+  WaitOp anyWait;
+  loop.getBody()->walk([&](WaitOp w) {
+    if (!anyWait)
+      anyWait = w;
+  });
+  if (!anyWait)
+    return loop.emitOpError() << "has a refill but no wait";
+  int64_t stages = anyWait.getBarriers().getType().getCount();
+  Value consumerSlot = anyWait.getIndex();
+
+  // Gathers are now issued by the producer's threads.
+  refill.getThenRegion().walk([&](AsyncPagedLoadOp load) {
+    if (!load.usesTMA())
+      if (auto alloc = load.getSignal().getDefiningOp<AllocBarriersOp>())
+        alloc.setArrivals(kProducerWarps * 32);
+  });
+
+  OpBuilder b(loop);
+  auto barriersType = BarriersType::get(ctx, stages);
+  Value empty = AllocBarriersOp::create(
+      b, loc, barriersType, b.getI32IntegerAttr(consumerWarps * 32));
+
+  // The producer loop, built before the consumer loop for now.
+  Value lb = loop.getLowerBound(), ub = loop.getUpperBound(),
+        step = loop.getStep();
+  auto producer = scf::ForOp::create(b, loc, lb, ub, step);
+  {
+    OpBuilder pb = OpBuilder::atBlockBegin(producer.getBody());
+    Value iv = producer.getInductionVar();
+    Value i = arith::DivSIOp::create(pb, loc,
+                                     arith::SubIOp::create(pb, loc, iv, lb), step);
+    Value s = cstI32(pb, loc, stages);
+    Value slot = arith::RemSIOp::create(pb, loc, i, s);
+    Value reuse = arith::CmpIOp::create(pb, loc, arith::CmpIPredicate::sge, i, s);
+    auto wait = scf::IfOp::create(pb, loc, reuse, /*withElse=*/false);
+    {
+      OpBuilder wb = OpBuilder::atBlockBegin(&wait.getThenRegion().front());
+      Value use = arith::DivSIOp::create(wb, loc, i, s);
+      Value phase = arith::RemSIOp::create(
+          wb, loc, arith::SubIOp::create(wb, loc, use, cstI32(wb, loc, 1)),
+          cstI32(wb, loc, 2));
+      WaitOp::create(wb, loc, empty, slot, phase);
+    }
+    pb.setInsertionPoint(producer.getBody()->getTerminator());
+    auto cond = refill.getCondition().getDefiningOp<arith::CmpIOp>();
+    IRMapping map;
+    map.map(cond.getLhs(), iv);
+    for (Operation &op : refill.getThenRegion().front().without_terminator())
+      pb.clone(op, map);
+  }
+
+  // The consumer: no refill; release the slot at the end of each iteration.
+  refill.erase();
+  b.setInsertionPoint(loop.getBody()->getTerminator());
+  ArriveOp::create(b, loc, empty, consumerSlot);
+  SmallVector<Operation *> prologue;
+  func.walk([&](scf::IfOp ifOp) {
+    if (ifOp->hasAttr(kPrologueAttr))
+      prologue.push_back(ifOp);
+  });
+  for (Operation *op : prologue)
+    op->erase();
+
+  // What the producer needs stays before the warp_specialize op; everything
+  // else moves into the consumer.
+  Block &body = func.getBody().front();
+  llvm::SmallPtrSet<Operation *, 32> keep;
+  SmallVector<Operation *> worklist = {producer};
+  while (!worklist.empty()) {
+    Operation *op = worklist.pop_back_val();
+    if (!keep.insert(op).second)
+      continue;
+    op->walk([&](Operation *inner) {
+      for (Value v : inner->getOperands())
+        if (Operation *def = v.getDefiningOp())
+          if (def->getBlock() == &body)
+            worklist.push_back(def);
+    });
+  }
+  for (Operation &op : body)
+    if (isa<AllocRingOp, AllocBarriersOp>(op))
+      keep.insert(&op);
+
+  b.setInsertionPoint(body.getTerminator());
+  auto ws = WarpSpecializeOp::create(
+      b, loc, b.getI32IntegerAttr(kProducerWarps),
+      b.getI32IntegerAttr(consumerWarps), b.getI32IntegerAttr(producerRegs),
+      b.getI32IntegerAttr(consumerRegs));
+  Block *producerBlock = new Block();
+  ws.getProducer().push_back(producerBlock);
+  Block *consumerBlock = new Block();
+  ws.getConsumer().push_back(consumerBlock);
+  producer->moveBefore(producerBlock, producerBlock->end());
+  SmallVector<Operation *> toMove;
+  for (Operation &op : body)
+    if (&op != ws && !op.hasTrait<OpTrait::IsTerminator>() && !keep.count(&op))
+      toMove.push_back(&op);
+  for (Operation *op : toMove)
+    op->moveBefore(consumerBlock, consumerBlock->end());
+
+  func->setAttr(kNumWarpsAttr,
+                b.getI32IntegerAttr(consumerWarps + kProducerWarps));
+  return success();
+}
+
+struct FakvWarpSpecializePass
+    : public fakv::impl::FakvWarpSpecializeBase<FakvWarpSpecializePass> {
+  using FakvWarpSpecializeBase::FakvWarpSpecializeBase;
+  void runOnOperation() override {
+    for (auto func : getOperation().getOps<func::FuncOp>()) {
+      if (!isKernel(func))
+        continue;
+      SmallVector<scf::IfOp> refills;
+      func.walk([&](scf::IfOp ifOp) {
+        if (ifOp->hasAttr(kPrefetchAttr))
+          refills.push_back(ifOp);
+      });
+      if (refills.empty())
+        continue;
+      if (refills.size() > 1) {
+        func.emitError() << "warp specialization handles one pipelined loop "
+                            "per kernel, found "
+                         << refills.size();
+        return signalPassFailure();
+      }
+      auto loop = refills.front()->getParentOfType<scf::ForOp>();
+      if (failed(specialize(func, loop, refills.front(), producerRegisters,
+                            consumerRegisters)))
+        return signalPassFailure();
+    }
+  }
+};
+} // namespace

@@ -1,0 +1,57 @@
+"""FlashAttention's references and tolerance rule, in torch (GPU tests).
+
+attention_ref(..., upcast=True) is the float32 reference; upcast=False the
+same math in the input dtype. A result passes when (semantics.md)
+    max|out - ref| <= 2 max|out_pt - ref| + 1e-5  and
+    mean|out - ref| <= 1.5 mean|out_pt - ref|.
+"""
+import math
+
+import torch
+
+
+def gather_cache(cache, table, seqlens, page_size):
+    """(pages, page_size, hk, d) + block table -> (b, s_max, hk, d) per sequence."""
+    b = table.shape[0]
+    s_max = int(seqlens.max())
+    pos = torch.arange(s_max, device=cache.device)
+    pages = table[:, (pos // page_size).clamp(max=table.shape[1] - 1)]          # (b, s_max)
+    pages = pages.clamp(min=0).long()
+    return cache[pages, (pos % page_size)[None, :].expand(b, -1)]
+
+
+def attention_ref(q, k, v, seqlens, causal, scale, upcast=True):
+    """q (b, sq, h, d); k, v (b, s, hk, d) with s >= max seqlens.
+    Returns out (b, sq, h, d) in q's dtype (float32 when upcast) and the
+    natural-log LSE (b, h, sq) in float32."""
+    dtype = torch.float32 if upcast else q.dtype
+    q, k, v = q.to(dtype), k.to(dtype), v.to(dtype)
+    b, sq, h, d = q.shape
+    hk = k.shape[2]
+    k = k.repeat_interleave(h // hk, dim=2)
+    v = v.repeat_interleave(h // hk, dim=2)
+    scores = torch.einsum("bqhd,bkhd->bhqk", q * scale if not upcast else q, k)
+    if upcast:
+        scores = scores * scale
+    s = k.shape[1]
+    key = torch.arange(s, device=q.device)[None, None, None, :]
+    qpos = torch.arange(sq, device=q.device)[None, None, :, None]
+    n = seqlens.to(q.device)[:, None, None, None]
+    visible = key < n
+    if causal:
+        visible = visible & (key <= qpos + n - sq)
+    scores = scores.masked_fill(~visible, float("-inf"))
+    lse = torch.logsumexp(scores.float(), dim=-1)
+    p = torch.softmax(scores.float(), dim=-1)
+    p = torch.nan_to_num(p, nan=0.0).to(dtype)
+    out = torch.einsum("bhqk,bkhd->bqhd", p, v)
+    return out, lse
+
+
+def check(out, ref, pt, what=""):
+    err = (out.float() - ref.float()).abs()
+    base = (pt.float() - ref.float()).abs()
+    ok = err.max().item() <= 2 * base.max().item() + 1e-5 and err.mean().item() <= 1.5 * base.mean().item() + 1e-7
+    msg = (f"{what}: max {err.max().item():.3e} (limit {2 * base.max().item() + 1e-5:.3e}), "
+           f"mean {err.mean().item():.3e} (limit {1.5 * base.mean().item():.3e})")
+    return ok, msg

@@ -1,0 +1,135 @@
+//===- fakv-compile.cpp - fakv IR to a GPU binary and its launch facts ----===//
+//
+//   fakv-compile kernel.mlir -o out [--format=bin|isa] [--stages=N]
+//                [--no-warp-specialize]
+//
+// Runs fakv-to-cubin and writes `out.cubin` (or `out.ptx`) and `out.json`:
+// for each kernel its name, threads per block, dynamic shared memory,
+// parameters (in order) and the tensor maps to pass by value after them
+// (which parameter is the cache and the box rows). runtime/ launches from
+// these two files.
+//
+//===----------------------------------------------------------------------===//
+
+#include "lowering/GPUCodegen.h"
+#include "lowering/Passes.h"
+#include "tools/init/FakvInit.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ToolOutputFile.h"
+
+using namespace mlir;
+
+static llvm::cl::opt<std::string> inputFile(llvm::cl::Positional,
+                                            llvm::cl::desc("<fakv IR file>"),
+                                            llvm::cl::Required);
+static llvm::cl::opt<std::string> outputBase("o", llvm::cl::desc("output path without extension"),
+                                             llvm::cl::Required);
+static llvm::cl::opt<std::string> format("format", llvm::cl::desc("bin (cubin) or isa (PTX)"),
+                                         llvm::cl::init("bin"));
+static llvm::cl::opt<std::string> chip("chip", llvm::cl::init("sm_90a"));
+static llvm::cl::opt<unsigned> stages("stages", llvm::cl::init(2));
+static llvm::cl::opt<bool> noWarpSpecialize("no-warp-specialize", llvm::cl::init(false));
+
+static std::string typeName(Type t) {
+  if (auto p = dyn_cast<LLVM::LLVMPointerType>(t))
+    return p.getAddressSpace() == 1 ? "ptr" : "tensormap";
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  t.print(os);
+  return s;
+}
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  llvm::cl::ParseCommandLineOptions(argc, argv, "fakv compiler: fakv IR -> cubin/PTX + launch facts\n");
+
+  DialectRegistry registry;
+  fakv::registerFakvDialects(registry);
+  MLIRContext ctx(registry);
+  ctx.loadAllAvailableDialects();
+  llvm::SourceMgr sources;
+  std::string error;
+  auto file = openInputFile(inputFile, &error);
+  if (!file) {
+    llvm::errs() << "fakv-compile: " << error << "\n";
+    return 1;
+  }
+  sources.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
+  SourceMgrDiagnosticHandler diagnostics(sources, &ctx);
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sources, &ctx);
+  if (!module)
+    return 1;
+
+  fakv::FakvToCubinOptions options;
+  options.chip = chip;
+  options.format = format;
+  options.stages = stages;
+  options.warpSpecialize = !noWarpSpecialize;
+  PassManager toLLVM(&ctx);
+  fakv::buildFakvToFakvGPUPipeline(toLLVM, options);
+  fakv::buildFakvGPUToLLVMPipeline(toLLVM, options);
+  if (failed(toLLVM.run(*module)))
+    return 1;
+
+  // Launch facts, read off the lowered kernels.
+  llvm::json::Array kernels;
+  module->walk([&](LLVM::LLVMFuncOp f) {
+    auto threads = f->getAttrOfType<IntegerAttr>(fakvgpu::kNumWarpsAttr);
+    if (!threads)
+      return;
+    auto tmaArgs = f->getAttrOfType<DenseI32ArrayAttr>(fakv::codegen::kTmaArgsAttr);
+    auto tmaBoxes = f->getAttrOfType<DenseI32ArrayAttr>(fakv::codegen::kTmaBoxesAttr);
+    llvm::json::Array params, maps;
+    for (Type t : f.getArgumentTypes())
+      params.push_back(typeName(t));
+    for (auto [arg, rows] : llvm::zip(tmaArgs.asArrayRef(), tmaBoxes.asArrayRef()))
+      maps.push_back(llvm::json::Object{{"arg", arg}, {"rows", rows}, {"cols", 64}});
+    kernels.push_back(llvm::json::Object{
+        {"name", f.getName()},
+        {"threads", threads.getInt() * 32},
+        {"smem_bytes", f->getAttrOfType<IntegerAttr>(fakv::codegen::kSmemBytesAttr).getInt()},
+        {"params", std::move(params)},
+        {"tensormaps", std::move(maps)}});
+  });
+
+  PassManager toBinary(&ctx);
+  GpuModuleToBinaryPassOptions binary;
+  binary.compilationTarget = format;
+  toBinary.addPass(createGpuModuleToBinaryPass(binary));
+  if (failed(toBinary.run(*module)))
+    return 1;
+  std::string object;
+  module->walk([&](gpu::BinaryOp bin) {
+    for (Attribute a : bin.getObjects())
+      object = cast<gpu::ObjectAttr>(a).getObject().getValue().str();
+  });
+
+  std::string ext = format == "isa" ? ".ptx" : ".cubin";
+  auto out = openOutputFile(outputBase + ext, &error);
+  auto meta = openOutputFile(outputBase + ".json", &error);
+  if (!out || !meta) {
+    llvm::errs() << "fakv-compile: " << error << "\n";
+    return 1;
+  }
+  out->os() << object;
+  meta->os() << llvm::formatv("{0:2}", llvm::json::Value(llvm::json::Object{
+                                           {"format", format.getValue()},
+                                           {"chip", chip.getValue()},
+                                           {"kernels", std::move(kernels)}}))
+             << "\n";
+  out->keep();
+  meta->keep();
+  return 0;
+}
