@@ -119,13 +119,14 @@ def FakvGPU_AsyncPagedLoadOp : FakvGPU_Op<"async_paged_load", [AttrSizedOperandS
   let arguments = (ins Fakv_PtrType:$cache, I32:$head, I32:$row,
                        Optional<Fakv_I32Ptr>:$table, Optional<I32>:$page,
                        I32:$valid, Optional<I32>:$leftpad,
+                       Optional<I32>:$channels,
                        I32:$page_size, I32:$num_pages,
                        I64:$page_stride, I64:$row_stride, I64:$head_stride,
                        FakvGPU_RingType:$ring, I32:$slot,
                        FakvGPU_BarriersType:$signal);
   let assemblyFormat = [{
     $cache `[` $head `,` $row `]` (`table` $table^)? (`page` $page^)?
-    `valid` $valid (`leftpad` $leftpad^)?
+    `valid` $valid (`leftpad` $leftpad^)? (`channels` $channels^)?
     `page_size` $page_size `num_pages` $num_pages
     `strides` ` ` `[` $page_stride `,` $row_stride `,` $head_stride `]`
     `into` $ring `[` $slot `]` `signal` $signal attr-dict

@@ -280,7 +280,8 @@ def Fakv_PagedLoadOp : Fakv_Op<"paged_load", [AttrSizedOperandSegments,
                = page + page_idx        (contiguous cache: `page` given)
     ```
     and rows with `r >= valid` are zero and read nothing. `leftpad` defaults
-    to 0. Exactly one of `table` (the block-table row of this sequence, i32
+    to 0. With `channels`, the channels `c >= channels` are zero and read
+    nothing (a head dimension below the tile's, e.g. 96 in a 128 tile). Exactly one of `table` (the block-table row of this sequence, i32
     page indices) and `page` (the cache row of this sequence; the cache is then
     `(batch, seqlen, heads, D)` seen as `batch` pages of `seqlen` rows) is
     given, so that one kernel description serves both layouts. A page index
@@ -299,6 +300,7 @@ def Fakv_PagedLoadOp : Fakv_Op<"paged_load", [AttrSizedOperandSegments,
                        Optional<I32>:$page,
                        I32:$valid,
                        Optional<I32>:$leftpad,
+                       Optional<I32>:$channels,
                        I32:$page_size,
                        I32:$num_pages,
                        I64:$page_stride,
@@ -307,7 +309,7 @@ def Fakv_PagedLoadOp : Fakv_Op<"paged_load", [AttrSizedOperandSegments,
   let results = (outs Fakv_Tile:$result);
   let assemblyFormat = [{
     $cache `[` $head `,` $row `]` (`table` $table^)? (`page` $page^)?
-    `valid` $valid (`leftpad` $leftpad^)?
+    `valid` $valid (`leftpad` $leftpad^)? (`channels` $channels^)?
     `page_size` $page_size `num_pages` $num_pages
     `strides` ` ` `[` $page_stride `,` $row_stride `,` $head_stride `]`
     attr-dict `:` qualified(type($cache)) `->` type($result)

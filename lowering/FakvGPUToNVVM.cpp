@@ -851,6 +851,12 @@ struct AsyncPagedLoadLowering : OpConversionPattern<fakvgpu::AsyncPagedLoadOp> {
       Value key = arith::AddIOp::create(tb, loc, a.getRow(), r);
       Value valid = arith::CmpIOp::create(tb, loc, arith::CmpIPredicate::slt, key,
                                           a.getValid());
+      Value rowValid = valid;
+      if (a.getChannels())
+        valid = arith::AndIOp::create(
+            tb, loc, valid,
+            arith::CmpIOp::create(tb, loc, arith::CmpIPredicate::slt, col,
+                                  a.getChannels()));
       Value p = a.getLeftpad() ? Value(arith::AddIOp::create(tb, loc, key, a.getLeftpad()))
                                : key;
       Value pageIdx = arith::DivSIOp::create(tb, loc, p, a.getPageSize());
@@ -859,7 +865,7 @@ struct AsyncPagedLoadLowering : OpConversionPattern<fakvgpu::AsyncPagedLoadOp> {
       if (a.getTable()) {
         Value idx = arith::ExtSIOp::create(tb, loc, tb.getI64Type(), pageIdx);
         page = ifValue(
-            tb, loc, valid, tb.getI32Type(),
+            tb, loc, rowValid, tb.getI32Type(),
             [&](OpBuilder &vb) -> Value {
               return LLVM::LoadOp::create(
                   vb, loc, vb.getI32Type(),

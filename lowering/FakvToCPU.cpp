@@ -519,6 +519,11 @@ struct PagedLoadLowering : OpConversionPattern<PagedLoadOp> {
       Value base = tensor::ExtractOp::create(ib, rowBase, ivs[0]);
       Value valid = arith::CmpIOp::create(ib, arith::CmpIPredicate::sge, base,
                                           cstI64(ib, 0));
+      if (a.getChannels())
+        valid = arith::AndIOp::create(
+            ib, valid,
+            arith::CmpIOp::create(ib, arith::CmpIPredicate::slt,
+                                  indexToI32(ib, ivs[1]), a.getChannels()));
       return select(
           ib, valid,
           [&](ImplicitLocOpBuilder &tb) -> Value {

@@ -80,7 +80,8 @@ AsyncPagedLoadOp mlir::fakv::issueLoad(OpBuilder &b, scf::ForOp loop,
   return AsyncPagedLoadOp::create(
       b, load.getLoc(), m(load.getCache()), m(load.getHead()), m(load.getRow()),
       m(load.getTable()), m(load.getPage()), m(load.getValid()),
-      m(load.getLeftpad()), m(load.getPageSize()), m(load.getNumPages()),
+      m(load.getLeftpad()), m(load.getChannels()), m(load.getPageSize()),
+      m(load.getNumPages()),
       m(load.getPageStride()), m(load.getRowStride()), m(load.getHeadStride()),
       ring, slot, full);
 }

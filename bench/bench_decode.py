@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+"""Decode attention bandwidth on the GPU, next to the device's copy
+bandwidth and peers, all measured in this one run.
+
+    python bench/bench_decode.py [--compile-only]
+
+Config (issue 3): bf16, head dim 128, 32 query / 8 kv heads, batch 32,
+seqlen_k 8192, seqlen_q 1; a paged cache (pages of 256) and a contiguous
+one. Effective bandwidth = bytes of K and V read / time; the copy bandwidth
+= 2 x bytes / time of a device-to-device copy of 2 GiB. Times are medians of
+CUDA-event-timed launches after warm-up; caches are ~1 GiB each, far above
+the 50 MiB L2. Peers: torch's scaled_dot_product_attention on the
+contiguous cache (and FlashAttention / FlashInfer when importable).
+"""
+import math
+import os
+import statistics
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "frontend"))
+
+B, H, HK, D, S = 32, 32, 8, 128, 8192
+PAGE = 256
+
+
+def inputs(lib, paged):
+    import numpy as np
+    if lib is np:
+        import ml_dtypes
+        bf = ml_dtypes.bfloat16
+        q = np.zeros((B, 1, H, D), bf)
+        shape = (B * S // PAGE, PAGE, HK, D) if paged else (B, S, HK, D)
+        k = np.zeros(shape, bf)
+        table = np.arange(B * S // PAGE, dtype=np.int32).reshape(B, S // PAGE) if paged else None
+        return q, k, k, np.full(B, S, np.int32), table
+    import torch
+    g = torch.Generator(device="cuda").manual_seed(0)
+    q = torch.randn((B, 1, H, D), device="cuda", dtype=torch.bfloat16, generator=g)
+    shape = (B * S // PAGE, PAGE, HK, D) if paged else (B, S, HK, D)
+    k = torch.randn(shape, device="cuda", dtype=torch.bfloat16, generator=g)
+    v = torch.randn(shape, device="cuda", dtype=torch.bfloat16, generator=g)
+    table = torch.randperm(B * S // PAGE, device="cuda", generator=g).to(torch.int32).reshape(B, S // PAGE) \
+        if paged else None
+    return q, k, v, torch.full((B,), S, dtype=torch.int32, device="cuda"), table
+
+
+def time_ms(fn, iters=20, reps=10, warmup=3):
+    """Median and min over `iters` of the time per call of `reps` calls in a
+    row (the host's launch work overlaps the GPU's)."""
+    import torch
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(iters):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        for _ in range(reps):
+            fn()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b) / reps)
+    return statistics.median(times), min(times)
+
+
+def main():
+    import numpy as np
+    if "--compile-only" in sys.argv:
+        os.environ["FAKV_COMPILE_ONLY"] = "1"
+        import fakv
+        for paged in (True, False):
+            q, k, v, lens, table = inputs(np, paged)
+            fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table)
+        print("compiled the bench kernels")
+        return
+    import torch
+    import fakv
+    from fakv.interface import _kernels, plan
+
+    kv_bytes = 2 * B * S * HK * D * 2
+    rows = []
+    src = torch.empty(2**30, dtype=torch.bfloat16, device="cuda")
+    dst = torch.empty_like(src)
+    t, _ = time_ms(lambda: dst.copy_(src), iters=10, reps=5)
+    copy_bw = 2 * src.numel() * 2 / (t * 1e-3) / 1e12
+    rows.append(("device-to-device copy (2 GiB)", t, copy_bw))
+    del src, dst
+
+    for paged in (True, False):
+        q, k, v, lens, table = inputs(torch, paged)
+        out = fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table)
+        # Time the kernel launches themselves (the API checks inputs on the host).
+        p = plan(B, 1, H, HK, D, "bf16", paged, k.shape[1], S, False, 0)
+        decode, _ = _kernels()
+        lse = torch.empty((B, H, 1), dtype=torch.float32, device="cuda")
+        args = (q, k, v, table if paged else lens, lens, out, lse, lse, lse,
+                q.stride(0), q.stride(1), q.stride(2), k.stride(0), k.stride(1), k.stride(2),
+                table.stride(0) if paged else 0, B, 1, H, HK, D, k.shape[1], k.shape[0], 1 / math.sqrt(D))
+        assert p["num_splits"] == 1
+        launch = lambda: decode[p["decode_grid"]](*args, **p["decode"])  # noqa: E731
+        t, tmin = time_ms(launch)
+        name = f"fakv decode, {'paged 256' if paged else 'contiguous'}"
+        rows.append((name, t, kv_bytes / (t * 1e-3) / 1e12))
+        t_api, _ = time_ms(lambda: fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table))
+        rows.append((name + " (whole API call, with input checks)", t_api, kv_bytes / (t_api * 1e-3) / 1e12))
+        c = decode._compiled[next(iter(decode._compiled))]
+        if not paged:
+            # Peer: torch SDPA over the same contiguous cache (GQA).
+            qq, kk, vv = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
+            f = torch.nn.functional.scaled_dot_product_attention
+            ref = f(qq, kk, vv, enable_gqa=True).transpose(1, 2)
+            err = (ref.float() - out.float()).abs().max().item()
+            t, _ = time_ms(lambda: f(qq, kk, vv, enable_gqa=True))
+            rows.append((f"torch SDPA (enable_gqa), contiguous  [max |fakv - sdpa| = {err:.2e}]", t,
+                         kv_bytes / (t * 1e-3) / 1e12))
+        del q, k, v
+        torch.cuda.empty_cache()
+    for mod, fn in (("flash_attn", "flash_attn_with_kvcache"), ("flashinfer", None)):
+        try:
+            __import__(mod)
+        except ImportError:
+            rows.append((f"{mod}: not installed on this machine", float("nan"), float("nan")))
+
+    print(f"\nbf16, batch {B}, heads {H}/{HK}, head dim {D}, seqlen_k {S}; K+V = {kv_bytes / 2**30:.2f} GiB")
+    print(f"{'':62} {'ms':>8} {'TB/s':>7} {'of copy':>8}")
+    for name, t, bw in rows:
+        print(f"{name:62} {t:8.3f} {bw:7.2f} {bw / copy_bw:8.1%}")
+    for key, c in decode._compiled.items():
+        print("cubin:", getattr(c, "path", None), c.facts["kernels"][0]["smem_bytes"], "bytes smem")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,234 @@
+//===- FakvPython.cpp - the fakv compiler as a Python extension -----------===//
+//
+// `fakv._fakv`: compile fakv IR text (as the DSL emits it) to any stage of
+// the GPU pipeline, or JIT it for the host (the CPU path) and call it.
+// Diagnostics come back as the exception's message, with the locations the
+// DSL wrote (the kernel's Python file and line).
+//
+//===----------------------------------------------------------------------===//
+
+#include "lowering/GPUCodegen.h"
+#include "lowering/Passes.h"
+#include "tools/init/FakvInit.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/ExecutionEngine/ExecutionEngine.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Transforms/Passes.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/TargetSelect.h"
+
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <memory>
+
+namespace py = pybind11;
+using namespace mlir;
+
+namespace {
+
+/// One context for the process; dialects and interfaces registered once.
+MLIRContext &context() {
+  static MLIRContext *ctx = [] {
+    DialectRegistry registry;
+    fakv::registerFakvDialects(registry);
+    auto *c = new MLIRContext(registry, MLIRContext::Threading::DISABLED);
+    c->loadAllAvailableDialects();
+    return c;
+  }();
+  return *ctx;
+}
+
+/// Parses `ir` and runs `build`'s passes on it; throws with the collected
+/// diagnostics on failure.
+OwningOpRef<ModuleOp> run(const std::string &ir,
+                          llvm::function_ref<void(PassManager &)> build) {
+  MLIRContext &ctx = context();
+  std::string diagnostics;
+  llvm::raw_string_ostream os(diagnostics);
+  ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &d) {
+    os << d.getLocation() << ": "
+       << (d.getSeverity() == DiagnosticSeverity::Error ? "error: " : "note: ")
+       << d << "\n";
+    for (Diagnostic &note : d.getNotes())
+      os << note.getLocation() << ": note: " << note << "\n";
+    return success();
+  });
+  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(ir, &ctx);
+  if (!module)
+    throw std::runtime_error(diagnostics.empty() ? "cannot parse the kernel IR"
+                                                 : diagnostics);
+  PassManager pm(&ctx);
+  build(pm);
+  if (failed(pm.run(*module)))
+    throw std::runtime_error(diagnostics);
+  return module;
+}
+
+std::string print(Operation *op) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  op->print(os);
+  return s;
+}
+
+/// The launch facts of the lowered kernels (what fakv-compile writes).
+std::string launchFacts(ModuleOp module) {
+  llvm::json::Array kernels;
+  module->walk([&](LLVM::LLVMFuncOp f) {
+    auto warps = f->getAttrOfType<IntegerAttr>(fakvgpu::kNumWarpsAttr);
+    if (!warps)
+      return;
+    auto tmaArgs = f->getAttrOfType<DenseI32ArrayAttr>(fakv::codegen::kTmaArgsAttr);
+    auto tmaBoxes = f->getAttrOfType<DenseI32ArrayAttr>(fakv::codegen::kTmaBoxesAttr);
+    llvm::json::Array params, maps;
+    for (Type t : f.getArgumentTypes()) {
+      if (auto p = dyn_cast<LLVM::LLVMPointerType>(t)) {
+        params.push_back(p.getAddressSpace() == 1 ? "ptr" : "tensormap");
+        continue;
+      }
+      std::string s;
+      llvm::raw_string_ostream os(s);
+      t.print(os);
+      params.push_back(s);
+    }
+    for (auto [arg, rows] : llvm::zip(tmaArgs.asArrayRef(), tmaBoxes.asArrayRef()))
+      maps.push_back(llvm::json::Object{{"arg", arg}, {"rows", rows}, {"cols", 64}});
+    kernels.push_back(llvm::json::Object{
+        {"name", f.getName()},
+        {"threads", warps.getInt() * 32},
+        {"smem_bytes",
+         f->getAttrOfType<IntegerAttr>(fakv::codegen::kSmemBytesAttr).getInt()},
+        {"params", std::move(params)},
+        {"tensormaps", std::move(maps)}});
+  });
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << llvm::json::Value(llvm::json::Object{{"kernels", std::move(kernels)}});
+  return s;
+}
+
+/// compile(ir, emit, stages, warp_specialize, chip) -> (payload, facts)
+/// emit: fakv (verified, canonicalized), fakvgpu, llvm, ptx, cubin.
+py::tuple compile(const std::string &ir, const std::string &emit,
+                  unsigned stages, bool warpSpecialize, const std::string &chip) {
+  fakv::FakvToCubinOptions o;
+  o.stages = stages;
+  o.warpSpecialize = warpSpecialize;
+  o.chip = chip;
+  o.format = emit == "ptx" ? "isa" : "bin";
+  if (emit == "fakv") {
+    auto m = run(ir, [](PassManager &pm) { pm.addPass(createCanonicalizerPass()); });
+    return py::make_tuple(print(*m), py::none());
+  }
+  if (emit == "fakvgpu") {
+    auto m = run(ir, [&](PassManager &pm) { fakv::buildFakvToFakvGPUPipeline(pm, o); });
+    return py::make_tuple(print(*m), py::none());
+  }
+  auto m = run(ir, [&](PassManager &pm) {
+    fakv::buildFakvToFakvGPUPipeline(pm, o);
+    fakv::buildFakvGPUToLLVMPipeline(pm, o);
+  });
+  std::string facts = launchFacts(*m);
+  if (emit == "llvm")
+    return py::make_tuple(print(*m), facts);
+  if (emit != "ptx" && emit != "cubin")
+    throw std::invalid_argument("emit must be fakv, fakvgpu, llvm, ptx or cubin, got " + emit);
+  ModuleOp module = *m;
+  std::string diagnostics;
+  {
+    llvm::raw_string_ostream os(diagnostics);
+    ScopedDiagnosticHandler handler(&context(), [&](Diagnostic &d) {
+      os << d.getLocation() << ": " << d << "\n";
+      return success();
+    });
+    PassManager pm(&context());
+    GpuModuleToBinaryPassOptions binary;
+    binary.compilationTarget = o.format;
+    pm.addPass(createGpuModuleToBinaryPass(binary));
+    if (failed(pm.run(module)))
+      throw std::runtime_error("binary generation failed (is ptxas on PATH or "
+                               "CUDA_HOME set?): " + diagnostics);
+  }
+  std::string object;
+  module->walk([&](gpu::BinaryOp bin) {
+    for (Attribute a : bin.getObjects())
+      object = cast<gpu::ObjectAttr>(a).getObject().getValue().str();
+  });
+  if (emit == "ptx")
+    return py::make_tuple(object, facts);
+  return py::make_tuple(py::bytes(object), facts);
+}
+
+/// A kernel module JIT-compiled for the host (the CPU path).
+class CpuModule {
+public:
+  explicit CpuModule(const std::string &ir, const std::vector<std::string> &libs) {
+    static bool init = [] {
+      llvm::InitializeNativeTarget();
+      llvm::InitializeNativeTargetAsmPrinter();
+      return true;
+    }();
+    (void)init;
+    module = run(ir, [](PassManager &pm) { fakv::buildFakvToLLVMCPUPipeline(pm); });
+    ExecutionEngineOptions options;
+    options.transformer = makeOptimizingTransformer(2, 0, nullptr);
+    std::vector<llvm::StringRef> paths(libs.begin(), libs.end());
+    options.sharedLibPaths = paths;
+    auto created = ExecutionEngine::create(*module, options);
+    if (!created)
+      throw std::runtime_error("cannot JIT the kernel for the host: " +
+                               llvm::toString(created.takeError()));
+    engine = std::move(*created);
+  }
+
+  /// Calls `name` with (kind, value) arguments: ptr (an address), i1, i32,
+  /// i64, f32.
+  void call(const std::string &name, const std::vector<std::pair<std::string, py::object>> &args) {
+    std::vector<std::unique_ptr<uint64_t>> storage;
+    std::vector<void *> packed;
+    for (auto &[kind, value] : args) {
+      auto slot = std::make_unique<uint64_t>(0);
+      if (kind == "ptr" || kind == "i64")
+        *reinterpret_cast<int64_t *>(slot.get()) = value.cast<int64_t>();
+      else if (kind == "i32")
+        *reinterpret_cast<int32_t *>(slot.get()) = value.cast<int32_t>();
+      else if (kind == "i1")
+        *reinterpret_cast<bool *>(slot.get()) = value.cast<bool>();
+      else if (kind == "f32")
+        *reinterpret_cast<float *>(slot.get()) = value.cast<float>();
+      else
+        throw std::invalid_argument("unknown argument kind " + kind);
+      packed.push_back(slot.get());
+      storage.push_back(std::move(slot));
+    }
+    py::gil_scoped_release release;
+    if (llvm::Error e = engine->invokePacked(name, packed))
+      throw std::runtime_error("cannot call " + name + ": " + llvm::toString(std::move(e)));
+  }
+
+private:
+  OwningOpRef<ModuleOp> module;
+  std::unique_ptr<ExecutionEngine> engine;
+};
+
+} // namespace
+
+PYBIND11_MODULE(_fakv, m) {
+  m.doc() = "The fakv compiler (MLIR) for the fakv Python package";
+  m.def("compile", &compile, py::arg("ir"), py::arg("emit"), py::arg("stages") = 2,
+        py::arg("warp_specialize") = true, py::arg("chip") = "sm_90a",
+        "Compile fakv IR; returns (payload, launch facts as JSON or None)");
+  py::class_<CpuModule>(m, "CpuModule")
+      .def(py::init<const std::string &, const std::vector<std::string> &>(),
+           py::arg("ir"), py::arg("shared_libs") = std::vector<std::string>())
+      .def("call", &CpuModule::call);
+  m.attr("version") = "0.1.0";
+}

@@ -1,0 +1,245 @@
+"""@fakv.jit: kernels compiled on first call, specialised on their argument
+types and constexprs, cached in memory and on disk, launched on the GPU
+(CUDA tensors) or on the CPU path (numpy arrays and CPU tensors, or
+FAKV_DEVICE=cpu).
+
+    @fakv.jit
+    def kernel(X, Y, n, BLOCK: fl.constexpr): ...
+    kernel[(grid_x, grid_y, grid_z)](x, y, n, BLOCK=128)
+"""
+import hashlib
+import inspect
+import json
+import os
+import re
+import sys
+
+from . import codegen
+from . import language as fl
+from .ir import PtrType, ScalarType
+
+COMPILER_VERSION = "0.1.0"
+
+_TORCH_DTYPES = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "int32": "i32", "int64": "i64",
+                 "int8": "i8", "uint8": "i8"}
+_NUMPY_DTYPES = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "int32": "i32", "int64": "i64",
+                 "int8": "i8"}
+
+
+def _ext():
+    from . import _fakv
+    return _fakv
+
+
+def dump_ir():
+    return os.environ.get("FAKV_DUMP_IR", "") not in ("", "0")
+
+
+def compile_only():
+    """FAKV_COMPILE_ONLY=1: compile GPU binaries into the cache and launch
+    nothing (arrays of the right dtypes and shapes stand in for the GPU
+    tensors). This is how a cache is prepared for a GPU machine without
+    MLIR (docs/gpu-machine.md)."""
+    return os.environ.get("FAKV_COMPILE_ONLY", "") not in ("", "0")
+
+
+def cache_dir():
+    d = os.environ.get("FAKV_CACHE_DIR")
+    if not d:
+        d = os.path.join(os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "fakv")
+    os.makedirs(d, exist_ok=True)
+    return d
+
+
+def arg_type(value, name):
+    """The kernel type of a runtime argument, and whether it lives on the GPU."""
+    mod = type(value).__module__
+    if mod.startswith("torch"):
+        dtype = _TORCH_DTYPES.get(str(value.dtype).replace("torch.", ""))
+        if dtype is None:
+            raise TypeError(f"argument `{name}`: unsupported tensor dtype {value.dtype}")
+        return PtrType(dtype), value.is_cuda
+    if mod.startswith("numpy") and hasattr(value, "dtype"):
+        dtype = _NUMPY_DTYPES.get(str(value.dtype))
+        if dtype is None:
+            raise TypeError(f"argument `{name}`: unsupported array dtype {value.dtype}")
+        if not value.flags["C_CONTIGUOUS"] and value.ndim > 0:
+            pass  # strides are passed explicitly by kernels; any layout is fine
+        return PtrType(dtype), False
+    if isinstance(value, bool):
+        return ScalarType("i1"), None
+    if isinstance(value, int):
+        return ScalarType("i32" if -2**31 <= value < 2**31 else "i64"), None
+    if isinstance(value, float):
+        return ScalarType("f32"), None
+    raise TypeError(f"argument `{name}`: cannot pass {type(value).__name__} to a kernel "
+                    f"(tensors, arrays, ints, floats and bools can be passed)")
+
+
+def address(value):
+    if hasattr(value, "data_ptr"):
+        return value.data_ptr()
+    return value.ctypes.data
+
+
+class Compiled:
+    """One specialisation: IR, and the GPU binary or the host module."""
+
+    def __init__(self, name, ir, params, device):
+        self.name, self.ir, self.params, self.device = name, ir, params, device
+        self.binary = self.facts = self.kernel = self.cpu = None
+
+
+class JITFunction:
+    def __init__(self, fn, stages=2, warp_specialize=True):
+        self.fn = fn
+        self.function = codegen.Function(fn)
+        self.signature = inspect.signature(fn)
+        self.constexprs = [p for p, prm in self.signature.parameters.items()
+                           if prm.annotation is fl.constexpr or isinstance(prm.annotation, fl.constexpr)
+                           or prm.annotation == "fl.constexpr"]
+        self.options = {"stages": stages, "warp_specialize": warp_specialize}
+        self._compiled = {}
+        self.__name__ = fn.__name__
+        self.__doc__ = fn.__doc__
+
+    def __getitem__(self, grid):
+        return lambda *args, **kwargs: self.run(grid, *args, **kwargs)
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError(f"launch {self.__name__} with a grid: {self.__name__}[grid](...); "
+                           f"call it directly only from another kernel")
+
+    # ---- specialisation ---------------------------------------------------------------
+
+    def bind(self, args, kwargs):
+        bound = self.signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        constexprs, types, runtime, on_gpu = {}, {}, [], set()
+        for name, value in bound.arguments.items():
+            if name in self.constexprs:
+                constexprs[name] = value.value if isinstance(value, fl.constexpr) else value
+                continue
+            t, gpu = arg_type(value, name)
+            types[name] = t
+            runtime.append((name, value, t))
+            if gpu is not None:
+                on_gpu.add(gpu)
+        if len(on_gpu) > 1:
+            raise ValueError(f"{self.__name__}: tensors on the GPU and the CPU in one launch")
+        device = "cuda" if on_gpu == {True} else "cpu"
+        if os.environ.get("FAKV_DEVICE") == "cpu":
+            device = "cpu"
+        if compile_only():
+            device = "cuda"
+        return constexprs, types, runtime, device
+
+    def ir(self, *args, **kwargs):
+        """The fakv IR of the specialisation these arguments select."""
+        constexprs, types, _, _ = self.bind(args, kwargs)
+        return self._ir(constexprs, types)[0]
+
+    def _ir(self, constexprs, types):
+        cg = codegen.CodeGen(self.function)
+        func, params = cg.kernel(self.__name__, types, constexprs)
+        return "module {\n  " + func + "\n}\n", params
+
+    def specialize(self, constexprs, types, device):
+        key = (device, tuple(sorted((k, repr(v)) for k, v in constexprs.items())),
+               tuple((k, repr(t)) for k, t in types.items()))
+        c = self._compiled.get(key)
+        if c is None:
+            ir, params = self._ir(constexprs, types)
+            c = Compiled(self.__name__, ir, params, device)
+            if dump_ir():
+                print(f"// fakv IR of {self.__name__} {dict(constexprs)}\n{ir}", file=sys.stderr)
+            if device == "cuda":
+                self._compile_gpu(c)
+            else:
+                self._compile_cpu(c, types)
+            self._compiled[key] = c
+        return c
+
+    # ---- GPU ----------------------------------------------------------------------------
+
+    def _compile_gpu(self, c):
+        opts = dict(self.options, chip="sm_90a")
+        # Source locations do not change the binary: leave them out of the key
+        # (a checkout elsewhere hits the same cache entries).
+        ir_key = re.sub(r'loc\("[^"]*":\d+:\d+\)', "", c.ir)
+        key = hashlib.sha256((ir_key + json.dumps(opts, sort_keys=True) + COMPILER_VERSION).encode()).hexdigest()
+        base = os.path.join(cache_dir(), key[:32])
+        if os.path.exists(base + ".cubin") and os.path.exists(base + ".json"):
+            c.binary, c.facts = open(base + ".cubin", "rb").read(), json.load(open(base + ".json"))
+            c.cache = "hit"
+        else:
+            ext = _ext()
+            if dump_ir():
+                for stage in ("fakvgpu", "llvm", "ptx"):
+                    text, _ = ext.compile(c.ir, stage, opts["stages"], opts["warp_specialize"], opts["chip"])
+                    print(f"// {stage} of {self.__name__}\n{text}", file=sys.stderr)
+            try:
+                binary, facts = ext.compile(c.ir, "cubin", opts["stages"], opts["warp_specialize"],
+                                            opts["chip"])
+            except RuntimeError as e:
+                raise codegen.CompilationError(f"{self.__name__} does not compile for the GPU:\n{e}") from None
+            c.binary, c.facts = binary, json.loads(facts)
+            tmp = base + f".{os.getpid()}.tmp"
+            open(tmp + ".cubin", "wb").write(binary)
+            json.dump(c.facts, open(tmp + ".json", "w"))
+            os.replace(tmp + ".cubin", base + ".cubin")
+            os.replace(tmp + ".json", base + ".json")
+            c.cache = "miss"
+        c.path = base + ".cubin"
+
+    # ---- CPU ----------------------------------------------------------------------------
+
+    def _compile_cpu(self, c, types):
+        # A host function runs the kernel over the grid (fakv.launch).
+        sig = ", ".join(f"%a{i}: {types[p].mlir()}" for i, p in enumerate(c.params))
+        args = ", ".join(f"%a{i}" for i in range(len(c.params)))
+        tys = ", ".join(types[p].mlir() for p in c.params)
+        launch = (f"  func.func @__fakv_launch({sig}{', ' if sig else ''}%gx: i32, %gy: i32, %gz: i32) {{\n"
+                  f"    fakv.launch @{self.__name__}[%gx, %gy, %gz]({args})"
+                  f"{' : (' + tys + ')' if tys else ''}\n    return\n  }}\n")
+        ir = c.ir.rstrip().rstrip("}") + launch + "}\n"
+        libdir = "/usr/lib/llvm-22/lib"
+        libs = [os.path.join(libdir, "libmlir_c_runner_utils.so")]
+        try:
+            c.cpu = _ext().CpuModule(ir, [p for p in libs if os.path.exists(p)])
+        except RuntimeError as e:
+            raise codegen.CompilationError(f"{self.__name__} does not compile for the CPU:\n{e}") from None
+        c.kinds = [("ptr" if isinstance(types[p], PtrType) else types[p].dtype) for p in c.params]
+        c.cache = "cpu"
+
+    # ---- launching ------------------------------------------------------------------------
+
+    def run(self, grid, *args, stream=None, **kwargs):
+        constexprs, types, runtime, device = self.bind(args, kwargs)
+        c = self.specialize(constexprs, types, device)
+        if callable(grid):
+            grid = grid(dict(zip(self.signature.parameters, args), **kwargs))
+        grid = (tuple(grid) + (1, 1, 1))[:3]
+        values = {name: value for name, value, _ in runtime}
+        if compile_only():
+            return c
+        if device == "cuda":
+            if c.kernel is None:
+                from .runtime import GPUKernel
+                c.kernel = GPUKernel(c.path, c.facts["kernels"][0])
+            c.kernel.launch(grid, [values[p] for p in c.params], stream)
+        else:
+            call = []
+            for p, kind in zip(c.params, c.kinds):
+                v = values[p]
+                call.append(("ptr", address(v)) if kind == "ptr" else (kind, v))
+            call += [("i32", int(g)) for g in grid]
+            c.cpu.call("__fakv_launch", call)
+        return c
+
+
+def jit(fn=None, *, stages=2, warp_specialize=True):
+    """Make `fn` a fakv kernel (see the module docstring)."""
+    if fn is None:
+        return lambda f: JITFunction(f, stages, warp_specialize)
+    return JITFunction(fn, stages, warp_specialize)

@@ -1,0 +1,350 @@
+"""fakv.language: the tile operations a @fakv.jit kernel is written with.
+
+    import fakv.language as fl
+
+Every function here emits fakv IR when the kernel is compiled; called from
+plain Python it raises. Tiles are values of static shape (tile sizes are
+constexpr); integer scalars are i32 unless they come from i64 arguments.
+The ops and their exact semantics are those of the fakv dialect
+(docs/dialect.md).
+"""
+import functools
+
+from . import semantic as sem
+from .ir import FakvTypeError, PtrType, ScalarType, TileType
+
+# Element types, by their MLIR names (torch dtypes map onto them in jit.py).
+float32, float16, bfloat16 = "f32", "f16", "bf16"
+int1, int8, int32, int64 = "i1", "i8", "i32", "i64"
+
+
+class constexpr:
+    """Annotation of a kernel parameter known when the kernel is compiled
+    (tile sizes, flags): `BLOCK_N: fl.constexpr`."""
+
+    def __init__(self, value=None):
+        self.value = value
+
+    def __repr__(self):
+        return f"constexpr({self.value!r})"
+
+
+def builtin(fn):
+    @functools.wraps(fn)
+    def wrapper(*args, _b=None, **kwargs):
+        if _b is None:
+            raise RuntimeError(f"fakv.language.{fn.__name__} can only be called inside a @fakv.jit kernel")
+        return fn(_b, *args, **kwargs)
+
+    wrapper.__fakv_builtin__ = True
+    return wrapper
+
+
+def _i32(b, x):
+    return sem.convert(b, sem.to_value(b, x, "i32"), "i32")
+
+
+def _i64(b, x):
+    return sem.convert(b, sem.to_value(b, x, "i64"), "i64")
+
+
+def _f32(b, x):
+    return sem.convert(b, sem.to_value(b, x, "f32"), "f32")
+
+
+def _tile(x, what):
+    if not sem.is_tile(x):
+        raise FakvTypeError(f"{what} must be a tile, got {x!r}")
+    return x
+
+
+def _ptr(x, what):
+    if not (sem.is_value(x) and isinstance(x.type, PtrType)):
+        raise FakvTypeError(f"{what} must be a pointer (a tensor argument), got {x!r}")
+    return x
+
+
+def _names(vals):
+    return ", ".join(v.name for v in vals)
+
+
+# ---- program structure ------------------------------------------------------
+
+@builtin
+def program_id(b, axis):
+    return b.op1(f"fakv.program_id {int(axis)}", ScalarType("i32"), "pid")
+
+
+@builtin
+def num_programs(b, axis):
+    return b.op1(f"fakv.num_programs {int(axis)}", ScalarType("i32"), "np")
+
+
+# ---- tile construction --------------------------------------------------------
+
+@builtin
+def arange(b, start, end):
+    n = int(end) - int(start)
+    return b.op1(f"fakv.arange {int(start)} to {int(end)} : tensor<{n}xi32>", TileType((n,), "i32"), "r")
+
+
+@builtin
+def full(b, shape, value, dtype=float32):
+    v = sem.convert(b, sem.to_value(b, value, dtype), dtype)
+    return sem.broadcast_to(b, v, tuple(int(s) for s in shape))
+
+
+@builtin
+def zeros(b, shape, dtype=float32):
+    return full(shape, 0, dtype, _b=b)
+
+
+@builtin
+def broadcast_to(b, x, shape):
+    return sem.broadcast_to(b, sem.to_value(b, x), tuple(int(s) for s in shape))
+
+
+@builtin
+def expand_dims(b, x, axis):
+    return sem.expand_dims(b, _tile(x, "expand_dims' operand"), int(axis))
+
+
+@builtin
+def reshape(b, x, shape):
+    x = _tile(x, "reshape's operand")
+    t = TileType(tuple(int(s) for s in shape), x.type.dtype)
+    return b.op1(f"fakv.reshape {x.name} : {x.type.mlir()} -> {t.mlir()}", t)
+
+
+@builtin
+def cast(b, x, dtype):
+    return sem.convert(b, sem.to_value(b, x), dtype)
+
+
+@builtin
+def where(b, cond, x, y):
+    return sem.select(b, cond, x, y)
+
+
+@builtin
+def maximum(b, x, y):
+    return sem.binary(b, "max", x, y)
+
+
+@builtin
+def minimum(b, x, y):
+    return sem.binary(b, "min", x, y)
+
+
+def _math(name):
+    @builtin
+    def op(b, x):
+        return sem.math_unary(b, name, x)
+
+    op.__name__ = name
+    return op
+
+
+exp, exp2, log, log2, sqrt, rsqrt, tanh, abs_f = (
+    _math("exp"), _math("exp2"), _math("log"), _math("log2"), _math("sqrt"), _math("rsqrt"),
+    _math("tanh"), _math("absf"))
+
+
+# ---- memory ------------------------------------------------------------------------
+
+def _strided(b, offsets, strides, bounds):
+    offsets = [_i32(b, o) for o in offsets]
+    strides = [_i64(b, s) for s in strides]
+    bounds = [_i32(b, x) for x in bounds] if bounds is not None else []
+    if len(strides) != len(offsets) or (bounds and len(bounds) != len(offsets)):
+        raise FakvTypeError("load/store need one offset, one stride (and one bound) per dimension")
+    text = f"[{_names(offsets)}] strides [{_names(strides)}]"
+    if bounds:
+        text += f" bounds [{_names(bounds)}]"
+    return text
+
+
+@builtin
+def load(b, ptr, shape, offsets, strides, bounds=None, mask=None, other=None):
+    """The tile of `shape` at ptr[sum((offsets[d] + i_d) * strides[d])]; elements
+    outside `bounds` (or where `mask` is false) are `other` (default 0)."""
+    ptr = _ptr(ptr, "load's pointer")
+    t = TileType(tuple(int(s) for s in shape), ptr.type.dtype)
+    text = f"fakv.load {ptr.name}" + _strided(b, offsets, strides, bounds)
+    if mask is not None:
+        mask = sem.broadcast_to(b, sem.to_value(b, mask, "i1"), t.shape)
+        text += f" mask {mask.name}"
+    if other is not None:
+        other = sem.convert(b, sem.to_value(b, other, t.dtype), t.dtype)
+        text += f" other {other.name}"
+    return b.op1(text + f" : {ptr.type.mlir()} -> {t.mlir()}", t)
+
+
+@builtin
+def store(b, ptr, value, offsets, strides, bounds=None, mask=None):
+    ptr = _ptr(ptr, "store's pointer")
+    value = sem.convert(b, _tile(value, "the stored value"), ptr.type.dtype)
+    text = f"fakv.store {value.name}, {ptr.name}" + _strided(b, offsets, strides, bounds)
+    if mask is not None:
+        mask = sem.broadcast_to(b, sem.to_value(b, mask, "i1"), value.type.shape)
+        text += f" mask {mask.name}"
+    b.op(text + f" : {value.type.mlir()}, {ptr.type.mlir()}")
+
+
+@builtin
+def load_scalar(b, ptr, index):
+    ptr = _ptr(ptr, "load_scalar's pointer")
+    i = _i32(b, index)
+    return b.op1(f"fakv.load_scalar {ptr.name}[{i.name}] : {ptr.type.mlir()} -> {ptr.type.dtype}",
+                 ScalarType(ptr.type.dtype))
+
+
+@builtin
+def paged_load(b, cache, head, row, rows, head_dim, valid, page_size, num_pages, strides,
+               table=None, page=None, leftpad=None, channels=None):
+    """Rows [row, row + rows) of kv head `head` (a rows x head_dim tile) through
+    the block-table row `table` (or, for a contiguous cache, cache row `page`);
+    rows past `valid` (and channels past `channels`) are zero. strides = (page,
+    row, head) in elements."""
+    cache = _ptr(cache, "paged_load's cache")
+    if (table is None) == (page is None):
+        raise FakvTypeError("paged_load takes exactly one of table= (paged cache) and page= (contiguous)")
+    t = TileType((int(rows), int(head_dim)), cache.type.dtype)
+    head, row, valid = _i32(b, head), _i32(b, row), _i32(b, valid)
+    text = f"fakv.paged_load {cache.name}[{head.name}, {row.name}]"
+    if table is not None:
+        text += f" table {_ptr(table, 'the block table').name}"
+    else:
+        text += f" page {_i32(b, page).name}"
+    text += f" valid {valid.name}"
+    if leftpad is not None:
+        text += f" leftpad {_i32(b, leftpad).name}"
+    if channels is not None:
+        text += f" channels {_i32(b, channels).name}"
+    ps, np_ = _i32(b, page_size), _i32(b, num_pages)
+    sp, sr, sh = (_i64(b, s) for s in strides)
+    text += f" page_size {ps.name} num_pages {np_.name} strides [{sp.name}, {sr.name}, {sh.name}]"
+    return b.op1(text + f" : {cache.type.mlir()} -> {t.mlir()}", t)
+
+
+# ---- matmul, softmax, combine ---------------------------------------------------------
+
+@builtin
+def dot(b, x, y, acc=None, trans_a=False, trans_b=False):
+    x, y = _tile(x, "dot's a"), _tile(y, "dot's b")
+    m = x.type.shape[1] if trans_a else x.type.shape[0]
+    n = y.type.shape[0] if trans_b else y.type.shape[1]
+    acc = sem.broadcast_to(b, sem.to_value(b, 0.0 if acc is None else acc, "f32"), (m, n))
+    acc = sem.convert(b, acc, "f32")
+    attrs = [a for a, on in (("transpose_a", trans_a), ("transpose_b", trans_b)) if on]
+    attr = " {" + ", ".join(attrs) + "}" if attrs else ""
+    return b.op1(f"fakv.dot {x.name}, {y.name}, {acc.name}{attr} : {x.type.mlir()}, {y.type.mlir()} "
+                 f"-> {acc.type.mlir()}", acc.type)
+
+
+@builtin
+def online_softmax(b, scores, row_max, row_sum, scale=None):
+    """One online-softmax step: returns (new_max, new_sum, probs, alpha)."""
+    scores, row_max, row_sum = (_tile(v, "online_softmax operand") for v in (scores, row_max, row_sum))
+    text = f"fakv.online_softmax {scores.name}, {row_max.name}, {row_sum.name}"
+    if scale is not None:
+        text += f" scale {_f32(b, scale).name}"
+    return tuple(b.op(text + f" : {scores.type.mlir()}, {row_max.type.mlir()}",
+                      [row_max.type, row_max.type, scores.type, row_max.type]))
+
+
+@builtin
+def lse_combine(b, partials, lses):
+    partials, lses = _tile(partials, "partials"), _tile(lses, "lses")
+    s, r, d = partials.type.shape
+    out, lse = TileType((r, d), "f32"), TileType((r,), "f32")
+    return tuple(b.op(f"fakv.lse_combine {partials.name}, {lses.name} : {partials.type.mlir()}, "
+                      f"{lses.type.mlir()} -> {out.mlir()}, {lse.mlir()}", [out, lse]))
+
+
+def _reduce(kind):
+    @builtin
+    def op(b, x, axis):
+        x = _tile(x, f"{kind}'s operand")
+        axis = int(axis) % len(x.type.shape)
+        shape = list(x.type.shape)
+        del shape[axis]
+        t = TileType(shape, x.type.dtype)
+        return b.op1(f"fakv.reduce {kind} {x.name}, {axis} : {x.type.mlir()} -> {t.mlir()}", t)
+
+    op.__name__ = kind
+    return op
+
+
+sum, max, min = _reduce("sum"), _reduce("max"), _reduce("min")  # noqa: A001
+
+
+# ---- score modifiers ------------------------------------------------------------------------
+
+def _positions(x, what):
+    x = _tile(x, what)
+    if x.type.dtype != "i32" or len(x.type.shape) != 1:
+        raise FakvTypeError(f"{what} must be a 1-D i32 tile (positions), got {x.type!r}")
+    return x
+
+
+@builtin
+def length_mask(b, scores, cols, valid):
+    scores, cols = _tile(scores, "scores"), _positions(cols, "cols")
+    return b.op1(f"fakv.length_mask {scores.name}, {cols.name}, {_i32(b, valid).name} : "
+                 f"{scores.type.mlir()}, {cols.type.mlir()}", scores.type)
+
+
+@builtin
+def causal_mask(b, scores, rows, cols, offset):
+    scores, rows, cols = _tile(scores, "scores"), _positions(rows, "rows"), _positions(cols, "cols")
+    return b.op1(f"fakv.causal_mask {scores.name}, {rows.name}, {cols.name}, {_i32(b, offset).name} : "
+                 f"{scores.type.mlir()}, {rows.type.mlir()}, {cols.type.mlir()}", scores.type)
+
+
+@builtin
+def window_mask(b, scores, rows, cols, offset, left, right):
+    scores, rows, cols = _tile(scores, "scores"), _positions(rows, "rows"), _positions(cols, "cols")
+    vals = _names([_i32(b, offset), _i32(b, left), _i32(b, right)])
+    return b.op1(f"fakv.window_mask {scores.name}, {rows.name}, {cols.name}, {vals} : "
+                 f"{scores.type.mlir()}, {rows.type.mlir()}, {cols.type.mlir()}", scores.type)
+
+
+@builtin
+def softcap(b, scores, cap):
+    scores = _tile(scores, "scores")
+    return b.op1(f"fakv.softcap {scores.name}, {_f32(b, cap).name} : {scores.type.mlir()}", scores.type)
+
+
+@builtin
+def alibi(b, scores, rows, cols, offset, slopes):
+    scores, rows, cols = _tile(scores, "scores"), _positions(rows, "rows"), _positions(cols, "cols")
+    slopes = _tile(slopes, "slopes")
+    return b.op1(f"fakv.alibi {scores.name}, {rows.name}, {cols.name}, {_i32(b, offset).name}, "
+                 f"{slopes.name} : {scores.type.mlir()}, {rows.type.mlir()}, {cols.type.mlir()}, "
+                 f"{slopes.type.mlir()}", scores.type)
+
+
+@builtin
+def rotary(b, x, cos, sin, interleaved=False):
+    x, cos, sin = _tile(x, "x"), _tile(cos, "cos"), _tile(sin, "sin")
+    attr = " {interleaved}" if interleaved else ""
+    return b.op1(f"fakv.rotary {x.name}, {cos.name}, {sin.name}{attr} : {x.type.mlir()}, {cos.type.mlir()}",
+                 x.type)
+
+
+# ---- loops -----------------------------------------------------------------------------------
+
+class range:  # noqa: A001
+    """`for i in fl.range(start, end, step)`: a loop over i32 values (scf.for);
+    variables assigned in the body and defined before the loop are carried."""
+
+    def __init__(self, *args):
+        self.args = args
+
+
+class static_range:
+    """`for i in fl.static_range(n)`: unrolled at compile time (n constexpr)."""
+
+    def __init__(self, *args):
+        self.args = args

@@ -1,0 +1,223 @@
+"""What operations on kernel values mean: scalar/tile conversions, type
+promotion, numpy-style broadcasting, and the arith/fakv ops they emit.
+
+Rules (docs/frontend.md):
+- integers: the wider type wins (i1 < i32 < i64); integer with float: the float;
+  two floats: the wider, f32 when bf16 meets f16;
+- a Python int or float takes the type of the value it meets (a float meeting
+  an integer value makes it f32);
+- tiles broadcast like numpy (align on the right, size-1 dimensions stretch),
+  a scalar meeting a tile is splat;
+- `//` and `%` on integers are C division and remainder (truncating), `/` is
+  float division.
+"""
+from .ir import FLOATS, INTS, FakvTypeError, PtrType, ScalarType, TileType, Value
+
+WIDTH = {"i1": 1, "i8": 8, "i32": 32, "i64": 64, "f16": 16, "bf16": 16, "f32": 32}
+
+
+def is_value(x):
+    return isinstance(x, Value)
+
+
+def is_tile(x):
+    return isinstance(x, Value) and isinstance(x.type, TileType)
+
+
+def dtype_of(x):
+    return x.type.dtype
+
+
+def constant(b, value, dtype):
+    if dtype in FLOATS:
+        v = float(value)
+        if v != v:
+            lit = "0x7FC00000" if dtype == "f32" else "0x7E00" if dtype == "f16" else "0x7FC0"
+        elif v in (float("inf"), float("-inf")):
+            lit = {("f32", True): "0x7F800000", ("f32", False): "0xFF800000",
+                   ("f16", True): "0x7C00", ("f16", False): "0xFC00",
+                   ("bf16", True): "0x7F80", ("bf16", False): "0xFF80"}[(dtype, v > 0)]
+        else:
+            lit = repr(v)
+        return b.op1(f"arith.constant {lit} : {dtype}", ScalarType(dtype), "c")
+    if dtype == "i1":
+        return b.op1(f"arith.constant {'true' if value else 'false'}", ScalarType("i1"), "c")
+    return b.op1(f"arith.constant {int(value)} : {dtype}", ScalarType(dtype), "c")
+
+
+def python_dtype(x):
+    if isinstance(x, bool):
+        return "i1"
+    if isinstance(x, int):
+        return "i32" if -2**31 <= x < 2**31 else "i64"
+    if isinstance(x, float):
+        return "f32"
+    raise FakvTypeError(f"cannot use {x!r} ({type(x).__name__}) in a kernel expression")
+
+
+def to_value(b, x, dtype=None):
+    """A kernel Value for x (a Value or a Python number)."""
+    if is_value(x):
+        return x
+    return constant(b, x, dtype or python_dtype(x))
+
+
+def promote(da, db):
+    if da == db:
+        return da
+    fa, fb = da in FLOATS, db in FLOATS
+    if fa and fb:
+        if WIDTH[da] != WIDTH[db]:
+            return da if WIDTH[da] > WIDTH[db] else db
+        return "f32"
+    if fa:
+        return da
+    if fb:
+        return db
+    return da if WIDTH[da] > WIDTH[db] else db
+
+
+def convert(b, v, dtype):
+    """Scalar or tile conversion to another element type."""
+    src = dtype_of(v)
+    if src == dtype:
+        return v
+    t = TileType(v.type.shape, dtype) if is_tile(v) else ScalarType(dtype)
+    if src in FLOATS and dtype in FLOATS:
+        if is_tile(v):
+            return b.op1(f"fakv.cast {v.name} : {v.type.mlir()} -> {t.mlir()}", t)
+        if WIDTH[dtype] > WIDTH[src]:
+            op = "arith.extf"
+        elif WIDTH[dtype] < WIDTH[src]:
+            op = "arith.truncf"
+        else:
+            return convert(b, convert(b, v, "f32"), dtype)
+    elif src in INTS and dtype in INTS:
+        if src == "i1":
+            op = "arith.extui"
+        else:
+            op = "arith.extsi" if WIDTH[dtype] > WIDTH[src] else "arith.trunci"
+    elif src in INTS:
+        op = "arith.uitofp" if src == "i1" else "arith.sitofp"
+    else:
+        op = "arith.fptosi"
+    return b.op1(f"{op} {v.name} : {v.type.mlir()} to {t.mlir()}", t)
+
+
+def broadcast_shapes(sa, sb):
+    out = []
+    for i in range(1, max(len(sa), len(sb)) + 1):
+        x = sa[-i] if i <= len(sa) else 1
+        y = sb[-i] if i <= len(sb) else 1
+        if x != y and x != 1 and y != 1:
+            raise FakvTypeError(f"shapes {list(sa)} and {list(sb)} do not broadcast")
+        out.append(max(x, y))
+    return tuple(reversed(out))
+
+
+def expand_dims(b, v, axis):
+    shape = list(v.type.shape)
+    if axis < 0:
+        axis += len(shape) + 1
+    shape.insert(axis, 1)
+    t = TileType(shape, v.type.dtype)
+    return b.op1(f"fakv.expand_dims {v.name}, {axis} : {v.type.mlir()} -> {t.mlir()}", t)
+
+
+def broadcast_to(b, v, shape):
+    shape = tuple(shape)
+    if not is_tile(v):
+        t = TileType(shape, dtype_of(v))
+        return b.op1(f"fakv.splat {v.name} : {v.type.mlir()} -> {t.mlir()}", t)
+    if v.type.shape == shape:
+        return v
+    while len(v.type.shape) < len(shape):
+        v = expand_dims(b, v, 0)
+    if v.type.shape == shape:
+        return v
+    t = TileType(shape, v.type.dtype)
+    return b.op1(f"fakv.broadcast {v.name} : {v.type.mlir()} -> {t.mlir()}", t)
+
+
+def unify(b, x, y):
+    """Values of one dtype and one shape for a binary op."""
+    if not is_value(x) and not is_value(y):
+        raise FakvTypeError("an operation needs at least one kernel value")
+    if is_value(x) and not is_value(y):
+        y = to_value(b, y, dtype_of(x) if not (isinstance(y, float) and dtype_of(x) in INTS) else "f32")
+    elif is_value(y) and not is_value(x):
+        x = to_value(b, x, dtype_of(y) if not (isinstance(x, float) and dtype_of(y) in INTS) else "f32")
+    for v in (x, y):
+        if isinstance(v.type, PtrType):
+            raise FakvTypeError("pointer arithmetic is `ptr + offset` only")
+    dtype = promote(dtype_of(x), dtype_of(y))
+    x, y = convert(b, x, dtype), convert(b, y, dtype)
+    if is_tile(x) or is_tile(y):
+        shape = broadcast_shapes(x.type.shape if is_tile(x) else (), y.type.shape if is_tile(y) else ())
+        x, y = broadcast_to(b, x, shape), broadcast_to(b, y, shape)
+    return x, y
+
+
+ARITH = {  # python op -> (int op, float op)
+    "add": ("arith.addi", "arith.addf"), "sub": ("arith.subi", "arith.subf"),
+    "mul": ("arith.muli", "arith.mulf"), "floordiv": ("arith.divsi", None),
+    "mod": ("arith.remsi", "arith.remf"), "truediv": (None, "arith.divf"),
+    "and": ("arith.andi", None), "or": ("arith.ori", None), "xor": ("arith.xori", None),
+    "lshift": ("arith.shli", None), "rshift": ("arith.shrsi", None),
+    "max": ("arith.maxsi", "arith.maximumf"), "min": ("arith.minsi", "arith.minimumf"),
+}
+CMP = {"lt": ("slt", "olt"), "le": ("sle", "ole"), "gt": ("sgt", "ogt"), "ge": ("sge", "oge"),
+       "eq": ("eq", "oeq"), "ne": ("ne", "une")}
+
+
+def binary(b, op, x, y):
+    if op == "add" and is_value(x) and isinstance(x.type, PtrType):
+        off = convert(b, to_value(b, y, "i64"), "i64")
+        return b.op1(f"fakv.addptr {x.name}, {off.name} : {x.type.mlir()}", x.type)
+    if op == "truediv":
+        x, y = unify(b, x, y)
+        if dtype_of(x) in INTS:
+            x, y = convert(b, x, "f32"), convert(b, y, "f32")
+    else:
+        x, y = unify(b, x, y)
+    is_float = dtype_of(x) in FLOATS
+    name = ARITH[op][1 if is_float else 0]
+    if name is None:
+        raise FakvTypeError(f"`{op}` is not defined for {'float' if is_float else 'integer'} values")
+    return b.op1(f"{name} {x.name}, {y.name} : {x.type.mlir()}", x.type)
+
+
+def compare(b, op, x, y):
+    x, y = unify(b, x, y)
+    is_float = dtype_of(x) in FLOATS
+    pred = CMP[op][1 if is_float else 0]
+    t = TileType(x.type.shape, "i1") if is_tile(x) else ScalarType("i1")
+    name = "arith.cmpf" if is_float else "arith.cmpi"
+    return b.op1(f"{name} {pred}, {x.name}, {y.name} : {x.type.mlir()}", t)
+
+
+def select(b, cond, x, y):
+    cond = to_value(b, cond, "i1")
+    x, y = unify(b, x, y)
+    if is_tile(cond) or is_tile(x):
+        shape = broadcast_shapes(cond.type.shape if is_tile(cond) else (), x.type.shape if is_tile(x) else ())
+        x, y = broadcast_to(b, x, shape), broadcast_to(b, y, shape)
+        cond = broadcast_to(b, cond, shape)
+        return b.op1(f"arith.select {cond.name}, {x.name}, {y.name} : {cond.type.mlir()}, {x.type.mlir()}",
+                     x.type)
+    return b.op1(f"arith.select {cond.name}, {x.name}, {y.name} : {x.type.mlir()}", x.type)
+
+
+def math_unary(b, name, x):
+    x = to_value(b, x, "f32")
+    if dtype_of(x) in INTS:
+        x = convert(b, x, "f32")
+    return b.op1(f"math.{name} {x.name} : {x.type.mlir()}", x.type)
+
+
+def negate(b, x):
+    if not is_value(x):
+        return -x
+    if dtype_of(x) in FLOATS:
+        return b.op1(f"arith.negf {x.name} : {x.type.mlir()}", x.type)
+    return binary(b, "sub", 0, x)

@@ -1,0 +1,74 @@
+"""The few things the API needs of an array, for torch tensors (CPU or CUDA)
+and numpy arrays (the CPU path; bfloat16 from ml_dtypes)."""
+import numpy as np
+
+try:  # bfloat16 for numpy
+    import ml_dtypes
+    _NP_BF16 = np.dtype(ml_dtypes.bfloat16)
+except ImportError:  # pragma: no cover
+    _NP_BF16 = None
+
+
+def is_torch(x):
+    return type(x).__module__.startswith("torch")
+
+
+def is_array(x):
+    return is_torch(x) or isinstance(x, np.ndarray)
+
+
+def dtype(x):
+    """'f16', 'bf16', 'f32', 'i32', 'i64', ... or the library's own name."""
+    name = str(x.dtype).replace("torch.", "")
+    return {"float16": "f16", "bfloat16": "bf16", "float32": "f32", "int32": "i32", "int64": "i64",
+            "bool": "bool"}.get(name, name)
+
+
+def device(x):
+    if is_torch(x):
+        return "cuda" if x.is_cuda else "cpu"
+    return "cpu"
+
+
+def strides(x):
+    """Strides in elements."""
+    if is_torch(x):
+        return tuple(x.stride())
+    return tuple(s // x.itemsize for s in x.strides)
+
+
+def contiguous(x):
+    if is_torch(x):
+        return x.contiguous()
+    return np.ascontiguousarray(x)
+
+
+def host(x):
+    """A numpy copy (for checks on the host)."""
+    if is_torch(x):
+        return x.detach().cpu().numpy()
+    return np.asarray(x)
+
+
+def empty(shape, dtype_name, like):
+    if is_torch(like):
+        import torch
+        t = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32, "i32": torch.int32}[dtype_name]
+        return torch.empty(shape, dtype=t, device=like.device)
+    t = {"f16": np.float16, "bf16": _NP_BF16, "f32": np.float32, "i32": np.int32}[dtype_name]
+    return np.empty(shape, dtype=t)
+
+
+def full_int32(shape, value, like):
+    out = empty(shape, "i32", like)
+    out[...] = value
+    return out
+
+
+def device_properties(x):
+    """(SM count, L2 bytes) of x's GPU, or an H100/H200's for the CPU path."""
+    if is_torch(x) and x.is_cuda:
+        import torch
+        p = torch.cuda.get_device_properties(x.device)
+        return p.multi_processor_count, p.L2_cache_size
+    return 132, 50 * 1024 * 1024

@@ -1,0 +1,29 @@
+"""Merge the split-KV partials of decode.py by their LSEs, in fakv.
+
+One program per (block of HEAD_BLOCK heads, query position, sequence): it
+loads every split's partial output and LSE for its rows and weights split s
+by exp(lse_s - lse) (fl.lse_combine); splits past num_splits read as LSE
+-inf and weigh nothing.
+"""
+import fakv
+import fakv.language as fl
+
+
+@fakv.jit
+def combine(OutPart, LsePart, Out, Lse, out_batch_stride, out_seq_stride, out_head_stride,
+            num_splits, batch, seqlen_q, heads, head_dim,
+            HEAD_DIM: fl.constexpr, HEAD_BLOCK: fl.constexpr, MAX_SPLITS: fl.constexpr):
+    hb, qi, b = fl.program_id(0), fl.program_id(1), fl.program_id(2)
+    h0 = hb * HEAD_BLOCK
+    # Partials: (splits, batch, seqlen_q, heads, HEAD_DIM) f32 and (splits, batch, heads, seqlen_q);
+    # channels past head_dim are not read, nor written.
+    row = b * seqlen_q + qi
+    parts = fl.load(OutPart + row * heads * HEAD_DIM, (MAX_SPLITS, HEAD_BLOCK, HEAD_DIM), (0, h0, 0),
+                    (batch * seqlen_q * heads * HEAD_DIM, HEAD_DIM, 1),
+                    bounds=(num_splits, heads, head_dim))
+    lses = fl.load(LsePart + b * heads * seqlen_q + qi, (MAX_SPLITS, HEAD_BLOCK), (0, h0),
+                   (batch * heads * seqlen_q, seqlen_q), bounds=(num_splits, heads), other=float("-inf"))
+    out, lse = fl.lse_combine(parts, lses)
+    fl.store(Out + b * out_batch_stride + qi * out_seq_stride, out, (h0, 0), (out_head_stride, 1),
+             bounds=(heads, head_dim))
+    fl.store(Lse + b * heads * seqlen_q + qi, lse, (h0,), (seqlen_q,), bounds=(heads,))

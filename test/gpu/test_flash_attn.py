@@ -1,0 +1,128 @@
+"""GPU tests of fakv.flash_attn_with_kvcache (kernels/decode.py and
+kernels/combine.py) against FlashAttention's tolerance rule (reference.py).
+Skipped without a GPU.
+
+The grid: bf16 and f16; head dims 64, 96, 128, 192, 256; GQA 32/8, MQA 32/1,
+MHA 32/32; a contiguous cache and pages of 1, 16, 64 and 256 rows;
+seqlen_q 1 and 3 (causal); num_splits 1, 3 and 0 (the heuristic); sequence
+lengths 1, the full cache and one in between.
+
+    python -m pytest test/gpu/test_flash_attn.py         # on the GPU machine
+    python test/gpu/test_flash_attn.py [--compile-only]  # a summary table / fill the kernel cache
+"""
+import itertools
+import math
+import os
+import sys
+import zlib
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "frontend"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+torch = pytest.importorskip("torch") if __name__ != "__main__" else None
+if __name__ != "__main__":
+    pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+
+DTYPES = ("bf16", "f16")
+HEAD_DIMS = (64, 96, 128, 192, 256)
+HEADS = ((32, 8), (32, 1), (32, 32))
+CACHES = (None, 1, 16, 64, 256)
+QUERIES = ((1, False), (3, True))
+SPLITS = (1, 3, 0)
+CASES = list(itertools.product(DTYPES, HEAD_DIMS, HEADS, CACHES, QUERIES))
+
+
+def case_id(c):
+    dtype, d, (h, hk), page, (sq, causal) = c
+    return f"{dtype}-d{d}-h{h}kv{hk}-{'contig' if page is None else f'page{page}'}-sq{sq}{'c' if causal else ''}"
+
+
+def make_inputs(case, lib):
+    """Inputs of a case, as torch CUDA tensors (lib = torch) or numpy arrays of
+    the same dtypes and shapes (lib = numpy, for compile-only runs)."""
+    dtype, d, (h, hk), page, (sq, causal) = case
+    import numpy as np
+    rng = np.random.default_rng(zlib.crc32(case_id(case).encode()))
+    batch, s_full = 3, 320
+    seqlens = np.array([1, s_full, int(rng.integers(2, s_full))], np.int32)
+    if page is None:
+        shape, table = (batch, s_full, hk, d), None
+    else:
+        max_pages = math.ceil(s_full / page)
+        num_pages = batch * max_pages + 5
+        table = rng.permutation(num_pages)[: batch * max_pages].astype(np.int32).reshape(batch, max_pages)
+        for i, n in enumerate(seqlens):
+            table[i, math.ceil(n / page):] = -1
+        shape = (num_pages, page, hk, d)
+    if lib is np:
+        import ml_dtypes
+        nd = ml_dtypes.bfloat16 if dtype == "bf16" else np.float16
+        q, k, v = np.zeros((batch, sq, h, d), nd), np.zeros(shape, nd), np.zeros(shape, nd)
+        return q, k, v, seqlens, table
+    td = torch.bfloat16 if dtype == "bf16" else torch.float16
+    g = torch.Generator().manual_seed(zlib.crc32(case_id(case).encode()))
+    q = torch.randn((batch, sq, h, d), generator=g).to(td).cuda()
+    k = torch.randn(shape, generator=g).to(td).cuda()
+    v = torch.randn(shape, generator=g).to(td).cuda()
+    return q, k, v, torch.from_numpy(seqlens).cuda(), None if table is None else torch.from_numpy(table).cuda()
+
+
+def run_case(case, splits):
+    import fakv
+    from reference import attention_ref, check, gather_cache
+    dtype, d, (h, hk), page, (sq, causal) = case
+    q, k, v, lens, table = make_inputs(case, torch)
+    out, lse = fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table, causal=causal,
+                                           num_splits=splits, return_softmax_lse=True)
+    torch.cuda.synchronize()
+    if table is None:
+        ks, vs = k, v
+    else:
+        ks, vs = gather_cache(k, table, lens, page), gather_cache(v, table, lens, page)
+    scale = 1 / math.sqrt(d)
+    ref, lse_ref = attention_ref(q, ks, vs, lens, causal, scale, upcast=True)
+    pt, _ = attention_ref(q, ks, vs, lens, causal, scale, upcast=False)
+    ok, msg = check(out, ref, pt, "out")
+    finite = torch.isfinite(lse_ref)
+    lse_err = (lse[finite] - lse_ref[finite]).abs().max().item()
+    ok = ok and lse_err <= 2e-3 and torch.equal(torch.isneginf(lse), ~finite) and torch.isfinite(out).all().item()
+    return ok, f"{msg}; lse max err {lse_err:.1e}"
+
+
+@pytest.mark.parametrize("splits", SPLITS)
+@pytest.mark.parametrize("case", CASES, ids=[case_id(c) for c in CASES])
+def test_flash_attn_with_kvcache(case, splits):
+    ok, msg = run_case(case, splits)
+    assert ok, msg
+
+
+def compile_all():
+    """Fill the kernel cache for every case (FAKV_COMPILE_ONLY; no GPU)."""
+    import numpy as np
+    os.environ["FAKV_COMPILE_ONLY"] = "1"
+    import fakv
+    for case in CASES:
+        q, k, v, lens, table = make_inputs(case, np)
+        for splits in SPLITS:
+            fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table, causal=case[4][1],
+                                         num_splits=splits)
+    print(f"compiled the kernels of {len(CASES)} cases x {len(SPLITS)} split settings")
+
+
+if __name__ == "__main__":
+    if "--compile-only" in sys.argv:
+        compile_all()
+        sys.exit(0)
+    import torch  # noqa: F811
+    globals()["torch"] = torch
+    fails = 0
+    for case in CASES:
+        for splits in SPLITS:
+            ok, msg = run_case(case, splits)
+            fails += not ok
+            if not ok or "--verbose" in sys.argv:
+                print(("PASS " if ok else "FAIL ") + f"{case_id(case)} splits={splits}: {msg}", flush=True)
+    print(f"{len(CASES) * len(SPLITS) - fails} passed, {fails} failed")
