@@ -23,7 +23,27 @@ using namespace mlir::fakvgpu;
 #define GET_OP_CLASSES
 #include "dialect/FakvGPUOps.cpp.inc"
 
+namespace {
+/// Prints layouts as aliases (#linear, #linear1, ..., #shared) at the top of
+/// a module, so that tile types stay readable.
+struct FakvGPUAsmInterface : public OpAsmDialectInterface {
+  using OpAsmDialectInterface::OpAsmDialectInterface;
+  AliasResult getAlias(Attribute attr, raw_ostream &os) const override {
+    if (isa<LinearAttr>(attr)) {
+      os << "linear";
+      return AliasResult::OverridableAlias;
+    }
+    if (isa<SharedAttr>(attr)) {
+      os << "shared";
+      return AliasResult::OverridableAlias;
+    }
+    return AliasResult::NoAlias;
+  }
+};
+} // namespace
+
 void FakvGPUDialect::initialize() {
+  addInterfaces<FakvGPUAsmInterface>();
   addAttributes<
 #define GET_ATTRDEF_LIST
 #include "dialect/FakvGPUAttrs.cpp.inc"

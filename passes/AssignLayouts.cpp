@@ -388,7 +388,7 @@ struct FakvAssignLayoutsPass
     if (numWarps % 4 != 0) {
       getOperation().emitError() << "num-warps must be a multiple of 4 (whole "
                                     "warpgroups), got "
-                                 << numWarps;
+                                 << static_cast<unsigned>(numWarps);
       return signalPassFailure();
     }
     for (auto func : getOperation().getOps<func::FuncOp>())

@@ -1,0 +1,41 @@
+// convert-fakvgpu-to-nvvm: a warp-specialized, pipelined attention kernel
+// becomes a gpu.func of NVVM: TMA into rings, mbarrier handshakes, wgmma
+// (A from shared memory for Q.Kᵀ, from registers for P.V), butterfly
+// shuffles for row reductions, and its launch facts.
+// RUN: fakv-opt %S/../passes/Inputs/attention.mlir --fakv-to-fakvgpu --convert-fakvgpu-to-nvvm | FileCheck %s
+
+// CHECK: module attributes {gpu.container_module}
+// CHECK: gpu.module @fakv_kernels
+// CHECK: llvm.mlir.global external @fakv_smem() {addr_space = 3 : i32, alignment = 1024 : i64} : !llvm.array<0 x i8>
+// The two tensor maps (K and V caches, arguments 1 and 2) come last.
+// CHECK: gpu.func @attention(%{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr) kernel
+// CHECK-SAME: fakvgpu.num_warps = 8 : i32
+// CHECK-SAME: fakvgpu.smem_bytes = 26624 : i64
+// CHECK-SAME: fakvgpu.tma_args = array<i32: 1, 2>
+// CHECK-SAME: fakvgpu.tma_boxes = array<i32: 32, 32>
+// CHECK-SAME: known_block_size = array<i32: 256, 1, 1>
+// Barriers are initialised by thread 0 before anything else.
+// CHECK: nvvm.mbarrier.init
+// CHECK: nvvm.fence.mbarrier.init
+// Producer warpgroup (threads 0..127): wait for a free slot, announce the
+// bytes, one TMA box per 64 channels.
+// CHECK: scf.if
+// CHECK: nvvm.mbarrier.try_wait.parity
+// CHECK: nvvm.mbarrier.arrive.expect_tx %{{.*}}, %{{.*}} : !llvm.ptr<3>, i32
+// CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %{{.*}}, %{{.*}}, box[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] : !llvm.ptr<7>, !llvm.ptr
+// CHECK: } {fakvgpu.role = array<i64: 0, 128, 1>}
+// Consumer warpgroup (threads 128..255): Q to shared memory, then the loop.
+// CHECK: scf.if
+// CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// CHECK: nvvm.barrier id = %{{.*}} number_of_threads = %{{.*}}
+// CHECK: scf.for
+// CHECK: nvvm.mbarrier.try_wait.parity
+// CHECK: nvvm.wgmma.fence.aligned
+// CHECK: nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %{{.*}}, <m = 64, n = 32, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
+// CHECK: nvvm.wgmma.commit.group.sync.aligned
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK: nvvm.shfl.sync bfly
+// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
+// CHECK: llvm.inline_asm has_side_effects {{.*}}wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 1;
+// CHECK: nvvm.mbarrier.arrive
+// CHECK: } {fakvgpu.role = array<i64: 128, 128, 2>}

@@ -1,0 +1,44 @@
+// fakv-pipeline: the K/V loads of the loop go through rings of `stages`
+// shared-memory buffers, issued stages - 1 iterations ahead.
+// RUN: fakv-opt %S/Inputs/attention.mlir --fakv-decompose --canonicalize --fakv-assign-layouts \
+// RUN:   --loop-invariant-code-motion --fakv-pipeline=stages=3 --canonicalize | FileCheck %s
+// A page size known only at run time: a cp.async gather, which every thread
+// of the kernel signals.
+// RUN: sed -e 's/page_size %%ps/page_size %%np/' %S/Inputs/attention.mlir | fakv-opt --fakv-decompose \
+// RUN:   --canonicalize --fakv-assign-layouts --fakv-pipeline | FileCheck %s --check-prefix=GATHER
+// RUN: not fakv-opt %S/Inputs/attention.mlir --fakv-pipeline 2>&1 | FileCheck %s --check-prefix=ORDER
+
+// CHECK-LABEL: func.func @attention(
+// One ring per load, and a `full` barrier per slot (TMA: one arrival, the
+// elected thread announcing the bytes).
+// CHECK: %[[KR:.*]] = fakvgpu.alloc_ring : !fakvgpu.ring<3, tensor<32x64xbf16, #shared>>
+// CHECK: %[[VR:.*]] = fakvgpu.alloc_ring : !fakvgpu.ring<3, tensor<32x64xbf16, #shared>>
+// CHECK: %[[KF:.*]] = fakvgpu.alloc_barriers arrivals 1 : !fakvgpu.barriers<3>
+// CHECK: %[[VF:.*]] = fakvgpu.alloc_barriers arrivals 1 : !fakvgpu.barriers<3>
+// Prologue: iterations 0 and 1 into slots 0 and 1.
+// CHECK: scf.if
+// CHECK: fakvgpu.async_paged_load {{.*}} into %[[KR]][%c0_i32] signal %[[KF]]
+// CHECK: fakvgpu.async_paged_load {{.*}} into %[[VR]][%c0_i32] signal %[[VF]]
+// CHECK: } {fakvgpu.pipeline_prologue}
+// CHECK: scf.if
+// CHECK: fakvgpu.async_paged_load {{.*}} into %[[KR]][%c1_i32] signal %[[KF]]
+// CHECK: } {fakvgpu.pipeline_prologue}
+// The loop: refill two iterations ahead, wait, clear the tail, view.
+// CHECK: scf.for %[[IV:.*]] = {{.*}} iter_args
+// CHECK: scf.if
+// CHECK: fakvgpu.async_paged_load {{.*}} into %[[KR]][%[[AS:.*]]] signal %[[KF]]
+// CHECK: fakvgpu.async_paged_load {{.*}} into %[[VR]][%[[AS]]] signal %[[VF]]
+// CHECK: } {fakvgpu.pipeline_prefetch}
+// CHECK: fakvgpu.wait %[[KF]][%[[SLOT:.*]]], %[[PHASE:.*]] : !fakvgpu.barriers<3>
+// CHECK: fakvgpu.clear_rows %[[KR]][%[[SLOT]]] from %{{.*}}
+// CHECK: %[[K:.*]] = fakvgpu.ring_view %[[KR]][%[[SLOT]]]
+// CHECK: fakvgpu.wait %[[VF]][%[[SLOT]]], %[[PHASE]]
+// CHECK: %[[V:.*]] = fakvgpu.ring_view %[[VR]][%[[SLOT]]]
+// CHECK: fakv.dot %{{.*}}, %[[K]], %{{.*}} {transpose_b}
+// CHECK: fakv.dot %{{.*}}, %[[V]], %{{.*}}
+// CHECK-NOT: fakv.paged_load
+
+// GATHER: fakvgpu.alloc_barriers arrivals 128 : !fakvgpu.barriers<2>
+// GATHER: fakvgpu.alloc_barriers arrivals 128 : !fakvgpu.barriers<2>
+
+// ORDER: error: fakv-pipeline runs after fakv-assign-layouts

@@ -1,0 +1,34 @@
+// fakv-warp-specialize: a producer warpgroup issues the pipelined copies,
+// paced by `empty` barriers; the consumer does the math and the rest.
+// RUN: fakv-opt %S/Inputs/attention.mlir --fakv-decompose --canonicalize --fakv-assign-layouts \
+// RUN:   --loop-invariant-code-motion --fakv-pipeline --fakv-warp-specialize --canonicalize | FileCheck %s
+
+// CHECK-LABEL: func.func @attention(
+// CHECK-SAME: fakvgpu.num_warps = 8 : i32
+// CHECK-DAG: %[[KR:.*]] = fakvgpu.alloc_ring : !fakvgpu.ring<2, tensor<32x64xbf16, #shared>>
+// CHECK-DAG: %[[KF:.*]] = fakvgpu.alloc_barriers arrivals 1 : !fakvgpu.barriers<2>
+// CHECK-DAG: %[[EMPTY:.*]] = fakvgpu.alloc_barriers arrivals 128 : !fakvgpu.barriers<2>
+// CHECK: fakvgpu.warp_specialize producer_warps 4 consumer_warps 4 registers 40, 232 {
+// The producer: every iteration; from the third on, wait for the consumer
+// to free the slot (phase of the previous use).
+// CHECK:   scf.for
+// CHECK:     %[[REUSE:.*]] = arith.cmpi sge
+// CHECK:     scf.if %[[REUSE]] {
+// CHECK:       fakvgpu.wait %[[EMPTY]][%{{.*}}], %{{.*}} : !fakvgpu.barriers<2>
+// CHECK:     }
+// CHECK:     fakvgpu.async_paged_load {{.*}} into %[[KR]][%{{.*}}] signal %[[KF]]
+// CHECK:     fakvgpu.async_paged_load
+// CHECK: }, {
+// The consumer: the Q tile, the math loop (no copies), releasing each slot.
+// CHECK:   fakv.load
+// CHECK:   fakvgpu.convert_layout
+// CHECK:   scf.for
+// CHECK-NOT: fakvgpu.async_paged_load
+// CHECK:     fakvgpu.wait %[[KF]]
+// CHECK:     fakv.dot
+// CHECK:     fakv.dot
+// CHECK:     fakvgpu.arrive %[[EMPTY]][%{{.*}}] : !fakvgpu.barriers<2>
+// CHECK:     scf.yield
+// CHECK:   fakv.store
+// CHECK: }
+// CHECK-NOT: fakvgpu.pipeline_prologue
