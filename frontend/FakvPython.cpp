@@ -46,6 +46,18 @@ MLIRContext &context() {
   return *ctx;
 }
 
+/// `file:line:col` of a location, as compilers print it.
+std::string where(Location loc) {
+  if (auto flc = loc->findInstanceOf<FileLineColLoc>())
+    return (flc.getFilename().getValue() + ":" + llvm::Twine(flc.getLine()) + ":" +
+            llvm::Twine(flc.getColumn()))
+        .str();
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << loc;
+  return s;
+}
+
 /// Parses `ir` and runs `build`'s passes on it; throws with the collected
 /// diagnostics on failure.
 OwningOpRef<ModuleOp> run(const std::string &ir,
@@ -54,11 +66,12 @@ OwningOpRef<ModuleOp> run(const std::string &ir,
   std::string diagnostics;
   llvm::raw_string_ostream os(diagnostics);
   ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &d) {
-    os << d.getLocation() << ": "
+    os << where(d.getLocation()) << ": "
        << (d.getSeverity() == DiagnosticSeverity::Error ? "error: " : "note: ")
        << d << "\n";
     for (Diagnostic &note : d.getNotes())
-      os << note.getLocation() << ": note: " << note << "\n";
+      if (!StringRef(note.str()).starts_with("see current operation"))
+        os << where(note.getLocation()) << ": note: " << note << "\n";
     return success();
   });
   OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(ir, &ctx);
@@ -146,7 +159,7 @@ py::tuple compile(const std::string &ir, const std::string &emit,
   {
     llvm::raw_string_ostream os(diagnostics);
     ScopedDiagnosticHandler handler(&context(), [&](Diagnostic &d) {
-      os << d.getLocation() << ": " << d << "\n";
+      os << where(d.getLocation()) << ": " << d << "\n";
       return success();
     });
     PassManager pm(&context());

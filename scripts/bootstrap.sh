@@ -30,7 +30,8 @@ if ! cmp -s "$ROOT/requirements.txt" "$ROOT/.venv/requirements.installed"; then
   "$ROOT/.venv/bin/python" -m pip install -q -r "$ROOT/requirements.txt"
   cp "$ROOT/requirements.txt" "$ROOT/.venv/requirements.installed"
 fi
-export PATH="$ROOT/.venv/bin:/usr/lib/llvm-22/bin:$PATH"
+export PATH="$ROOT/.venv/bin:/usr/lib/llvm-22/bin:/usr/local/cuda/bin:$PATH"
+export PYTHONPATH="$ROOT/frontend${PYTHONPATH:+:$PYTHONPATH}"
 
 if [ ! -f "$BUILD/build.ninja" ]; then
   echo "[fakv] configuring $BUILD"

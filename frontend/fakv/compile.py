@@ -1,0 +1,141 @@
+"""Print a @fakv.jit kernel at any stage of its compilation.
+
+    python -m fakv.compile FILE [--kernel NAME] --emit STAGE
+                           [--arg NAME=TYPE ...] [--const NAME=VALUE ...] [-o OUT]
+    python -m fakv.compile kernels/decode.py --emit ptx \\
+        --attention batch=32,heads=32,kv_heads=8,head_dim=128,page_size=256
+
+STAGE: fakv (the IR the DSL emits, verified), fakvgpu (layouts, pipeline,
+warp roles), llvm (the gpu.module of LLVM/NVVM), ptx, cubin (written to -o).
+TYPE: *bf16 / *f16 / *f32 / *i32 for a pointer (a tensor argument), or i1,
+i32, i64, f32 for a scalar. VALUE: a Python literal. --attention gives the
+specialisation fakv.flash_attn_with_kvcache would use for decode.py or
+combine.py (keys: batch, seqlen_q, heads, kv_heads, head_dim, page_size
+(0 = contiguous), seqlen_k, causal, num_splits, dtype).
+"""
+import argparse
+import ast
+import importlib.util
+import json
+import os
+import sys
+
+from .ir import PtrType, ScalarType
+from .jit import JITFunction
+
+STAGES = ("fakv", "fakvgpu", "llvm", "ptx", "cubin")
+
+
+def parse_type(text):
+    text = text.strip()
+    if text.startswith("*"):
+        return PtrType(text[1:])
+    if text in ("i1", "i8", "i32", "i64", "f32", "f16", "bf16"):
+        return ScalarType(text)
+    raise SystemExit(f"fakv.compile: unknown type {text!r} (use *bf16, i32, f32, ...)")
+
+
+def load_kernels(path):
+    spec = importlib.util.spec_from_file_location(os.path.splitext(os.path.basename(path))[0], path)
+    module = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
+    spec.loader.exec_module(module)
+    return {n: v for n, v in vars(module).items() if isinstance(v, JITFunction)}
+
+
+def attention_specialisations(config):
+    """(name -> (constexprs, types)) of the kernels one flash_attn_with_kvcache
+    call with these shapes would compile (run in compile-only mode)."""
+    import ml_dtypes
+    import numpy as np
+    os.environ["FAKV_COMPILE_ONLY"] = "1"
+    from . import interface
+    c = {"batch": 1, "seqlen_q": 1, "heads": 32, "kv_heads": 8, "head_dim": 128, "page_size": 0,
+         "seqlen_k": 4096, "causal": False, "num_splits": 1, "dtype": "bf16"}
+    for item in filter(None, config.split(",")):
+        key, _, value = item.partition("=")
+        if key not in c:
+            raise SystemExit(f"fakv.compile: unknown --attention key {key!r}")
+        c[key] = ast.literal_eval(value) if key != "dtype" else value
+    dt = ml_dtypes.bfloat16 if c["dtype"] == "bf16" else np.float16
+    q = np.zeros((c["batch"], c["seqlen_q"], c["heads"], c["head_dim"]), dt)
+    if c["page_size"]:
+        pages = -(-c["seqlen_k"] // c["page_size"])
+        cache = np.zeros((c["batch"] * pages, c["page_size"], c["kv_heads"], c["head_dim"]), dt)
+        table = np.arange(c["batch"] * pages, dtype=np.int32).reshape(c["batch"], pages)
+    else:
+        cache = np.zeros((c["batch"], c["seqlen_k"], c["kv_heads"], c["head_dim"]), dt)
+        table = None
+    decode, combine = interface._kernels()
+    decode._compiled.clear()
+    combine._compiled.clear()
+    interface.flash_attn_with_kvcache(q, cache, cache, cache_seqlens=c["seqlen_k"], block_table=table,
+                                      causal=c["causal"], num_splits=c["num_splits"])
+    out = {}
+    for fn in (decode, combine):
+        for compiled in fn._compiled.values():
+            out[fn.__name__] = compiled
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python -m fakv.compile", description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    ap.add_argument("file")
+    ap.add_argument("--kernel", help="which @fakv.jit function (default: the only or the last one)")
+    ap.add_argument("--emit", choices=STAGES, default="fakv")
+    ap.add_argument("--arg", action="append", default=[], help="NAME=TYPE of a runtime parameter")
+    ap.add_argument("--const", action="append", default=[], help="NAME=VALUE of a constexpr parameter")
+    ap.add_argument("--attention", help="shapes of a flash_attn_with_kvcache call (see above)")
+    ap.add_argument("--stages", type=int, default=2)
+    ap.add_argument("--no-warp-specialize", action="store_true")
+    ap.add_argument("-o", "--output", help="output file (required for cubin)")
+    args = ap.parse_args(argv)
+
+    kernels = load_kernels(args.file)
+    if not kernels:
+        raise SystemExit(f"fakv.compile: no @fakv.jit function in {args.file}")
+    name = args.kernel or list(kernels)[-1]
+    if name not in kernels:
+        raise SystemExit(f"fakv.compile: no kernel {name!r} in {args.file} (has {', '.join(kernels)})")
+    fn = kernels[name]
+    if args.attention is not None:
+        specs = attention_specialisations(args.attention)
+        if name not in specs:
+            raise SystemExit(f"fakv.compile: --attention specialises decode and combine (and this call used "
+                             f"{', '.join(specs)}), not {name!r}")
+        ir = specs[name].ir
+    else:
+        types = {}
+        for item in args.arg:
+            key, _, value = item.partition("=")
+            types[key] = parse_type(value)
+        constexprs = {k: ast.literal_eval(v) for k, _, v in (c.partition("=") for c in args.const)}
+        missing = [p for p in fn.signature.parameters if p not in types and p not in constexprs]
+        if missing:
+            raise SystemExit(f"fakv.compile: give --arg NAME=TYPE or --const NAME=VALUE for: {', '.join(missing)}")
+        ordered = {p: types[p] for p in fn.signature.parameters if p in types}
+        ir, _ = fn._ir({k: v for k, v in constexprs.items() if k in fn.constexprs}, ordered)
+
+    if args.emit == "fakv":
+        from . import _fakv
+        _fakv.compile(ir, "fakv")          # verifies; print the IR as the DSL wrote it
+        payload = ir
+    else:
+        from . import _fakv
+        payload, facts = _fakv.compile(ir, args.emit, args.stages, not args.no_warp_specialize, "sm_90a")
+    if args.emit == "cubin":
+        if not args.output:
+            raise SystemExit("fakv.compile: --emit cubin needs -o FILE")
+        open(args.output, "wb").write(payload)
+        json.dump(json.loads(facts), open(os.path.splitext(args.output)[0] + ".json", "w"), indent=2)
+        print(f"wrote {args.output} and {os.path.splitext(args.output)[0]}.json")
+        return
+    if args.output:
+        open(args.output, "w").write(payload)
+    else:
+        sys.stdout.write(payload)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,51 @@
+"""FlashAttention's tolerance rule on the CPU path, with numpy: the float64
+reference, the same math in the input dtype (scores, probabilities and the
+output rounded to it), and the check (semantics.md)."""
+import math
+
+import ml_dtypes
+import numpy as np
+
+NP_DTYPES = {"f16": np.float16, "bf16": ml_dtypes.bfloat16}
+
+
+def gather(cache, table, seqlens, page_size):
+    if table is None:
+        return [cache[i, :n] for i, n in enumerate(seqlens)]
+    out = []
+    for i, n in enumerate(seqlens):
+        pos = np.arange(n)
+        out.append(cache[table[i][pos // page_size], pos % page_size])
+    return out
+
+
+def attention(q, keys, values, seqlens, causal, scale, dtype=None):
+    """q (b, sq, h, d); keys/values: per sequence (n, hk, d). dtype=None:
+    float64; else rounded to dtype where FlashAttention's reference is."""
+    rnd = (lambda x: x.astype(np.float64)) if dtype is None else (
+        lambda x: x.astype(np.float32).astype(dtype).astype(np.float64))
+    b, sq, h, d = q.shape
+    out, lse = np.zeros((b, sq, h, d)), np.full((b, h, sq), -np.inf)
+    for i in range(b):
+        n = int(seqlens[i])
+        k, v = keys[i].astype(np.float64), values[i].astype(np.float64)
+        group = h // k.shape[1]
+        for head in range(h):
+            s = rnd((q[i, :, head].astype(np.float64) * scale) @ k[:, head // group].T)   # (sq, n)
+            if causal:
+                s = np.where(np.arange(n)[None, :] <= np.arange(sq)[:, None] + n - sq, s, -np.inf)
+            for t in range(sq):
+                if n == 0 or not np.isfinite(s[t]).any():
+                    continue
+                m = s[t].max()
+                w = np.exp(s[t] - m)
+                lse[i, head, t] = m + math.log(w.sum())
+                out[i, t, head] = rnd(rnd(w / w.sum()) @ v[:, head // group])
+    return out, lse
+
+
+def check(out, ref, pt):
+    err, base = np.abs(out.astype(np.float64) - ref), np.abs(pt - ref)
+    ok = err.max() <= 2 * base.max() + 1e-5 and err.mean() <= 1.5 * base.mean() + 1e-7
+    return ok, f"max {err.max():.3e} (limit {2 * base.max() + 1e-5:.3e}), mean {err.mean():.3e} " \
+               f"(limit {1.5 * base.mean():.3e})"

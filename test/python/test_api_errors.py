@@ -1,0 +1,73 @@
+"""fakv.flash_attn_with_kvcache rejects bad input with a clear error before
+launching anything, and names the arguments it does not support yet."""
+import numpy as np
+import pytest
+
+import fakv
+from attention_ref import NP_DTYPES
+
+bf16 = NP_DTYPES["bf16"]
+
+
+def tensors(b=2, sq=1, h=8, hk=2, d=64, s=64, dtype=bf16):
+    return (np.zeros((b, sq, h, d), dtype), np.zeros((b, s, hk, d), dtype), np.zeros((b, s, hk, d), dtype))
+
+
+@pytest.mark.parametrize("name,value", [
+    ("k", np.zeros((2, 1, 2, 64), bf16)), ("v", np.zeros((2, 1, 2, 64), bf16)),
+    ("rotary_cos", np.zeros((64, 32), np.float32)), ("rotary_sin", np.zeros((64, 32), np.float32)),
+    ("cache_batch_idx", np.zeros(2, np.int32)), ("cache_leftpad", np.zeros(2, np.int32)),
+    ("window_size", (16, 0)), ("softcap", 30.0), ("alibi_slopes", np.zeros(8, np.float32)),
+])
+def test_not_supported_yet(name, value):
+    q, k, v = tensors()
+    with pytest.raises(NotImplementedError, match=f"`{name}` is not supported yet"):
+        fakv.flash_attn_with_kvcache(q, k, v, **{name: value})
+
+
+def test_defaults_are_accepted():
+    q, k, v = tensors()
+    out = fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=3, window_size=(-1, -1), softcap=0.0,
+                                       rotary_interleaved=False)
+    assert out.shape == q.shape
+
+
+@pytest.mark.parametrize("change,message", [
+    (lambda q, k, v: (q[0], k, v), "`q` must be 4-D"),
+    (lambda q, k, v: (q.astype(np.float32), k, v), "`q` must be float16 or bfloat16"),
+    (lambda q, k, v: (q, k.astype(np.float16), v), "must share one dtype"),
+    (lambda q, k, v: (q, k, v[:, :32]), "must have one shape"),
+    (lambda q, k, v: (q[..., :32], k, v), "head_dim of q"),
+    (lambda q, k, v: (q, k[:, :, :1].repeat(3, axis=2), v[:, :, :1].repeat(3, axis=2)),
+     "heads \\(8\\) must be a multiple of kv heads \\(3\\)"),
+    (lambda q, k, v: (q, np.zeros((2, 64, 64, 2), bf16).transpose(0, 1, 3, 2),
+                      np.zeros((2, 64, 64, 2), bf16).transpose(0, 1, 3, 2)), "contiguous in its last dimension"),
+])
+def test_bad_tensors(change, message):
+    with pytest.raises(ValueError, match=message):
+        fakv.flash_attn_with_kvcache(*change(*tensors()))
+
+
+def test_seqlens_beyond_cache():
+    q, k, v = tensors(s=64)
+    with pytest.raises(ValueError, match=r"cache_seqlens \(65\) exceeds the cache \(64 rows\)"):
+        fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=np.array([10, 65], np.int32))
+    with pytest.raises(ValueError, match="must be an int or an int32 tensor"):
+        fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=np.array([10, 20], np.int64))
+
+
+def test_block_table_out_of_range():
+    q = np.zeros((2, 1, 8, 64), bf16)
+    k = np.zeros((6, 16, 2, 64), bf16)
+    table = np.array([[0, 1, 7, -1], [2, 3, 4, 5]], np.int32)   # 7 >= 6 pages, used by 40 keys
+    with pytest.raises(ValueError, match=r"block_table entries used by cache_seqlens must be in \[0, 6\)"):
+        fakv.flash_attn_with_kvcache(q, k, k, cache_seqlens=np.array([40, 64], np.int32), block_table=table)
+    # The same -1/7 past the used pages is fine.
+    fakv.flash_attn_with_kvcache(q, k, k, cache_seqlens=np.array([20, 64], np.int32), block_table=table)
+
+
+def test_block_table_shape():
+    q = np.zeros((2, 1, 8, 64), bf16)
+    k = np.zeros((6, 16, 2, 64), bf16)
+    with pytest.raises(ValueError, match="`block_table` must be an int32 tensor"):
+        fakv.flash_attn_with_kvcache(q, k, k, block_table=np.zeros((3, 2), np.int32))

@@ -1,0 +1,204 @@
+"""The DSL front end: the IR it writes for small kernels, its errors (with
+the kernel's file and line), the on-disk cache, FAKV_DUMP_IR and the CLI."""
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import fakv
+import fakv.language as fl
+from fakv.ir import PtrType, ScalarType
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+HAS_PTXAS = os.path.exists("/usr/local/cuda/bin/ptxas")
+
+
+@fakv.jit
+def scale_rows(X, Y, n, alpha, BLOCK: fl.constexpr):
+    pid = fl.program_id(0)
+    x = fl.load(X, (BLOCK,), (pid * BLOCK,), (1,), bounds=(n,))
+    fl.store(Y, x * alpha + 1.0, (pid * BLOCK,), (1,), bounds=(n,))
+
+
+@fakv.jit
+def running_max(X, Out, n, BLOCK: fl.constexpr):
+    m = fl.full((BLOCK,), float("-inf"))
+    for i in fl.range(0, n):
+        m = fl.maximum(m, fl.load(X, (BLOCK,), (i * BLOCK,), (1,)))
+    fl.store(Out, m, (0,), (1,))
+
+
+def test_ir_of_a_small_kernel():
+    ir = scale_rows.ir(np.zeros(8, np.float32), np.zeros(8, np.float32), 8, 2.0, BLOCK=64)
+    assert "func.func @scale_rows(%X: !fakv.ptr<f32>, %Y: !fakv.ptr<f32>, %n: i32, %alpha: f32)" in ir
+    assert "attributes {fakv.kernel}" in ir
+    assert re.search(r"fakv.load %X\[%\w+\] strides \[%\w+\] bounds \[%n\] : !fakv.ptr<f32> -> tensor<64xf32>", ir)
+    assert re.search(r"fakv.splat %alpha : f32 -> tensor<64xf32>", ir)
+    assert "arith.mulf" in ir and "arith.addf" in ir
+    assert 'loc("' + __file__ in ir                       # locations point at this file
+
+
+def test_loop_carries_assigned_values():
+    ir = running_max.ir(np.zeros(8, np.float32), np.zeros(8, np.float32), 4, BLOCK=8)
+    assert re.search(r"scf.for %iv\d+ = %\w+ to %n step %\w+ iter_args\(%it\d+ = %\w+\) -> \(tensor<8xf32>\) : i32", ir)
+    assert "arith.maximumf" in ir and "scf.yield" in ir
+
+
+def test_kernels_run_on_the_cpu():
+    x = np.arange(100, dtype=np.float32)
+    y = np.zeros(100, np.float32)
+    scale_rows[(2,)](x, y, 100, 0.5, BLOCK=64)
+    assert np.array_equal(y, x * 0.5 + 1)
+    x = np.random.default_rng(0).standard_normal(32).astype(np.float32)
+    out = np.zeros(8, np.float32)
+    running_max[(1,)](x, out, 4, BLOCK=8)
+    assert np.array_equal(out, x.reshape(4, 8).max(0))
+
+
+def test_runtime_if_yields():
+    @fakv.jit
+    def pick(X, flag, Out):
+        v = fl.full((4,), 1.0)
+        if flag > 0:
+            v = v * 3.0
+        fl.store(Out, v, (0,), (1,))
+    out = np.zeros(4, np.float32)
+    pick[(1,)](np.zeros(1, np.float32), 1, out)
+    assert np.all(out == 3)
+    pick[(1,)](np.zeros(1, np.float32), 0, out)
+    assert np.all(out == 1)
+
+
+def line_of(fn, text):
+    import inspect
+    lines, first = inspect.getsourcelines(fn)
+    return first + next(i for i, l in enumerate(lines) if text in l)
+
+
+def test_error_unknown_name():
+    @fakv.jit
+    def bad(X):
+        fl.store(X, fl.full((4,), undefined_value), (0,), (1,))  # noqa: F821
+    with pytest.raises(fakv.CompilationError) as e:
+        bad.ir(np.zeros(4, np.float32))
+    assert f"{__file__}:{line_of(bad.fn, 'undefined_value')}:" in str(e.value)
+    assert "`undefined_value` is not defined" in str(e.value)
+
+
+def test_error_shapes():
+    @fakv.jit
+    def bad(X):
+        a = fl.full((4,), 1.0)
+        b = fl.full((8,), 1.0)
+        fl.store(X, a + b, (0,), (1,))
+    with pytest.raises(fakv.CompilationError, match=r"shapes \[4\] and \[8\] do not broadcast") as e:
+        bad.ir(np.zeros(4, np.float32))
+    assert f":{line_of(bad.fn, 'a + b')}:" in str(e.value)
+
+
+def test_error_loop_type_change_and_scope():
+    @fakv.jit
+    def bad(X, n):
+        acc = fl.zeros((4,))
+        for i in fl.range(0, n):
+            acc = fl.zeros((8,))
+        fl.store(X, acc, (0,), (1,))
+    with pytest.raises(fakv.CompilationError, match=r"loop-carried `acc` changes type"):
+        bad.ir(np.zeros(4, np.float32), 3)
+
+    @fakv.jit
+    def bad2(X, n):
+        for i in fl.range(0, n):
+            t = fl.zeros((4,))
+        fl.store(X, t, (0,), (1,))
+    with pytest.raises(fakv.CompilationError, match=r"`t` is not defined \(a name assigned inside a loop"):
+        bad2.ir(np.zeros(4, np.float32), 3)
+
+
+def test_error_from_the_verifier_points_at_the_kernel():
+    """A dtype clash the C++ verifier catches comes back with the Python line."""
+    @fakv.jit
+    def bad(X, Y, Out):
+        a = fl.load(X, (64, 64), (0, 0), (64, 1))
+        b = fl.load(Y, (64, 64), (0, 0), (64, 1))
+        fl.store(Out, fl.dot(a, b), (0, 0), (64, 1))
+    x = np.zeros(64 * 64, np.float16)
+    y = np.zeros(64 * 64, NP_BF16)
+    with pytest.raises(fakv.CompilationError) as e:
+        bad[(1,)](x, y, np.zeros(64 * 64, np.float32))
+    msg = str(e.value)
+    assert "operand element types differ: 'f16' vs 'bf16'" in msg
+    assert f"{__file__}:{line_of(bad.fn, 'fl.dot(a, b)')}:" in msg
+
+
+def test_error_wrong_arguments():
+    with pytest.raises(TypeError, match="cannot pass str to a kernel"):
+        scale_rows[(1,)](np.zeros(4, np.float32), np.zeros(4, np.float32), "4", 1.0, BLOCK=4)
+    with pytest.raises(RuntimeError, match=r"launch scale_rows with a grid"):
+        scale_rows(1)
+
+
+from attention_ref import NP_DTYPES  # noqa: E402
+NP_BF16 = NP_DTYPES["bf16"]
+
+
+@pytest.mark.skipif(not HAS_PTXAS, reason="needs ptxas")
+def test_gpu_binaries_are_cached_on_disk(tmp_path):
+    """The first compilation writes the cubin to $FAKV_CACHE_DIR; another
+    process finds it there (compile-only mode: no GPU needed)."""
+    env = dict(os.environ, FAKV_CACHE_DIR=str(tmp_path), FAKV_COMPILE_ONLY="1",
+               PYTHONPATH=os.pathsep.join([os.path.join(ROOT, "frontend"), os.path.join(ROOT, "kernels")]),
+               PATH="/usr/local/cuda/bin:" + os.environ.get("PATH", ""))
+    script = ("import numpy as np, ml_dtypes, fakv\n"
+              "q = np.zeros((1, 1, 8, 64), ml_dtypes.bfloat16); k = np.zeros((1, 256, 2, 64), ml_dtypes.bfloat16)\n"
+              "fakv.flash_attn_with_kvcache(q, k, k, cache_seqlens=200)\n"
+              "from fakv.interface import _kernels\n"
+              "print([c.cache for c in _kernels()[0]._compiled.values()])\n")
+    first = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
+    assert first.stdout.strip() == "['miss']"
+    files = sorted(os.listdir(tmp_path))
+    assert len(files) == 2 and files[0].endswith(".cubin") and files[1].endswith(".json")
+    second = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
+    assert second.stdout.strip() == "['hit']"
+
+
+def test_dump_ir(monkeypatch, capfd):
+    monkeypatch.setenv("FAKV_DUMP_IR", "1")
+
+    @fakv.jit
+    def tiny(X):
+        fl.store(X, fl.full((4,), 2.0), (0,), (1,))
+    tiny[(1,)](np.zeros(4, np.float32))
+    assert "// fakv IR of tiny" in capfd.readouterr().err
+
+
+@pytest.mark.parametrize("emit,expect", [("fakv", "fakv.paged_load"), ("fakvgpu", "fakvgpu.warp_specialize"),
+                                         ("llvm", "gpu.module @fakv_kernels"), ("ptx", "wgmma.mma_async")])
+def test_cli(emit, expect):
+    if emit == "ptx" and not HAS_PTXAS:
+        pytest.skip("needs the CUDA toolkit")
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "frontend"))
+    out = subprocess.run([sys.executable, "-m", "fakv.compile", os.path.join(ROOT, "kernels", "decode.py"),
+                          "--emit", emit, "--attention", "batch=4,heads=32,kv_heads=8,head_dim=128,page_size=256"],
+                         env=env, capture_output=True, text=True, check=True).stdout
+    assert expect in out
+
+
+def test_cli_generic_kernel(tmp_path):
+    src = tmp_path / "k.py"
+    src.write_text("import fakv\nimport fakv.language as fl\n\n@fakv.jit\n"
+                   "def double(X, n, B: fl.constexpr):\n"
+                   "    x = fl.load(X, (B,), (0,), (1,), bounds=(n,))\n"
+                   "    fl.store(X, x * 2.0, (0,), (1,), bounds=(n,))\n")
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "frontend"))
+    out = subprocess.run([sys.executable, "-m", "fakv.compile", str(src), "--emit", "fakv", "--arg", "X=*f32",
+                          "--arg", "n=i32", "--const", "B=128"], env=env, capture_output=True, text=True,
+                         check=True).stdout
+    assert "func.func @double(%X: !fakv.ptr<f32>, %n: i32)" in out and "tensor<128xf32>" in out
+    bad = subprocess.run([sys.executable, "-m", "fakv.compile", str(src), "--emit", "fakv"], env=env,
+                         capture_output=True, text=True)
+    assert bad.returncode != 0 and "give --arg NAME=TYPE or --const NAME=VALUE for: X, n, B" in bad.stderr

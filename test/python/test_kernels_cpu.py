@@ -1,0 +1,108 @@
+"""kernels/decode.py and kernels/combine.py on the CPU path, through
+fakv.flash_attn_with_kvcache with numpy inputs, against the float64
+reference by FlashAttention's rule; and the kernels called directly."""
+import itertools
+import math
+import zlib
+
+import numpy as np
+import pytest
+
+import fakv
+from attention_ref import NP_DTYPES, attention, check, gather
+
+CASES = list(itertools.product(
+    ["f16", "bf16"],
+    [(8, 2), (4, 1), (4, 4), (6, 3)],          # GQA, MQA, MHA, a group that is not a power of two
+    [None, 16, 64],                             # contiguous, pages
+    [(1, False), (3, True)],
+))
+
+
+def make(dtype, heads, page, query, head_dim=64, seed=0):
+    rng = np.random.default_rng(seed)
+    (h, hk), (sq, causal) = heads, query
+    nd = NP_DTYPES[dtype]
+    batch, s_full = 3, 200
+    seqlens = np.array([1, s_full, int(rng.integers(2, s_full))], np.int32)
+    q = rng.standard_normal((batch, sq, h, head_dim)).astype(nd)
+    if page is None:
+        shape, table = (batch, s_full, hk, head_dim), None
+    else:
+        max_pages = math.ceil(s_full / page)
+        num_pages = batch * max_pages + 2
+        table = rng.permutation(num_pages)[: batch * max_pages].astype(np.int32).reshape(batch, max_pages)
+        for i, n in enumerate(seqlens):
+            table[i, math.ceil(n / page):] = -1
+        shape = (num_pages, page, hk, head_dim)
+    k = rng.standard_normal(shape).astype(nd)
+    v = rng.standard_normal(shape).astype(nd)
+    return q, k, v, seqlens, table, causal
+
+
+@pytest.mark.parametrize("dtype,heads,page,query", CASES)
+def test_flash_attn_cpu(dtype, heads, page, query):
+    q, k, v, seqlens, table, causal = make(dtype, heads, page, query,
+                                           seed=zlib.crc32(repr((dtype, heads, page, query)).encode()))
+    d = q.shape[-1]
+    keys, values = gather(k, table, seqlens, page), gather(v, table, seqlens, page)
+    ref, lse_ref = attention(q, keys, values, seqlens, causal, 1 / math.sqrt(d))
+    pt, _ = attention(q, keys, values, seqlens, causal, 1 / math.sqrt(d), NP_DTYPES[dtype])
+    for splits in (1, 3, 0):
+        out, lse = fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=seqlens, block_table=table, causal=causal,
+                                               num_splits=splits, return_softmax_lse=True)
+        assert out.dtype == q.dtype and out.shape == q.shape and lse.shape == lse_ref.shape
+        ok, msg = check(out, ref, pt)
+        assert ok, f"splits={splits}: {msg}"
+        finite = np.isfinite(lse_ref)
+        assert np.array_equal(np.isneginf(lse), ~finite)
+        assert np.abs(lse[finite] - lse_ref[finite]).max() <= 1e-4
+
+
+@pytest.mark.parametrize("head_dim", [96, 128])
+def test_head_dims_cpu(head_dim):
+    q, k, v, seqlens, table, causal = make("bf16", (4, 2), 16, (2, True), head_dim=head_dim, seed=head_dim)
+    keys, values = gather(k, table, seqlens, 16), gather(v, table, seqlens, 16)
+    scale = 0.3
+    ref, _ = attention(q, keys, values, seqlens, causal, scale)
+    pt, _ = attention(q, keys, values, seqlens, causal, scale, NP_DTYPES["bf16"])
+    out = fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=seqlens, block_table=table, causal=causal,
+                                       softmax_scale=scale, num_splits=2)
+    ok, msg = check(out, ref, pt)
+    assert ok, msg
+
+
+def test_cache_seqlens_int_and_empty_rows():
+    """An int cache_seqlens; causal with more queries than keys leaves rows
+    that see no key: zeros and LSE -inf, never NaN."""
+    q, k, v, _, _, _ = make("f16", (4, 2), None, (3, True))
+    out, lse = fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=2, causal=True, return_softmax_lse=True)
+    keys = [k[i, :2] for i in range(q.shape[0])]
+    values = [v[i, :2] for i in range(q.shape[0])]
+    ref, lse_ref = attention(q, keys, values, [2] * q.shape[0], True, 1 / 8)
+    assert not np.isnan(out.astype(np.float32)).any()
+    assert np.all(out[:, 0].astype(np.float32) == 0)          # query 0 sees key -1: nothing
+    assert np.all(np.isneginf(lse[:, :, 0]))
+    assert np.abs(out.astype(np.float64) - ref).max() < 2e-3
+
+
+def test_combine_kernel_directly():
+    """kernels/combine.py on its own: merging hand-made partials."""
+    from combine import combine
+    rng = np.random.default_rng(1)
+    splits, b, sq, h, d = 3, 2, 1, 4, 64
+    parts = rng.standard_normal((splits, b, sq, h, d)).astype(np.float32)
+    lses = rng.standard_normal((splits, b, h, sq)).astype(np.float32)
+    lses[1, 0, 2, 0] = -np.inf
+    parts[1, 0, 0, 2] = np.nan                                   # never read: weight 0
+    out = np.zeros((b, sq, h, d), np.float32)
+    lse = np.zeros((b, h, sq), np.float32)
+    combine[(1, sq, b)](parts, lses, out, lse, sq * h * d, h * d, d, splits, b, sq, h, d,
+                        HEAD_DIM=d, HEAD_BLOCK=4, MAX_SPLITS=4)
+    m = lses.max(0)
+    w = np.exp(lses - m)
+    ref_lse = m + np.log(w.sum(0))
+    wn = w / w.sum(0)                                            # (splits, b, h, sq)
+    ref = np.einsum("sbhq,sbqhd->bqhd", wn, np.nan_to_num(parts))
+    assert np.abs(lse - ref_lse).max() < 1e-5
+    assert np.abs(out - ref).max() < 1e-5
