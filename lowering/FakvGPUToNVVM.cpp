@@ -23,6 +23,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Transforms/Patterns.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/Transforms/DialectConversion.h"
 
 namespace mlir::fakv {
@@ -565,6 +566,60 @@ std::pair<Value, Value> stridedElement(OpBuilder &b, Location loc,
   return {lin, valid};
 }
 
+/// How many leading registers of `l` hold consecutive elements of the last
+/// dimension (a power of two, at most `maxElems`): the width of a vector
+/// access.
+int64_t contiguousRegs(const LinearLayout &l, int64_t maxElems) {
+  int64_t v = 1;
+  for (unsigned b = 0; b < l.regs.size() && v < maxElems; ++b) {
+    fakvgpu::Coord expect(l.rank, 0);
+    expect[l.rank - 1] = v;
+    if (l.regs[b] != expect)
+      break;
+    v *= 2;
+  }
+  return v;
+}
+
+/// The vector width for a strided access of a tile in layout `l`: 16 bytes
+/// at most, 1 unless the last stride is the constant 1 and there is no mask.
+int64_t vectorWidth(const LinearLayout &l, Type et, Value lastStride,
+                    Value mask) {
+  if (mask || !matchPattern(lastStride, m_One()))
+    return 1;
+  int64_t bytes = std::max<int64_t>(1, et.getIntOrFloatBitWidth() / 8);
+  return contiguousRegs(l, 16 / bytes);
+}
+
+/// For each group of `width` registers of a strided access: the element
+/// offset and validity of its first and last element, and whether the
+/// whole group can move as one aligned vector (both valid and aligned).
+struct VectorGroup {
+  Value first, firstValid, whole;
+};
+
+VectorGroup vectorGroup(OpBuilder &b, Location loc, const LinearLayout &l,
+                        ArrayRef<Value> base, int64_t reg, int64_t width,
+                        Value ptr, Type et, ValueRange offsets,
+                        ValueRange strides, ValueRange bounds) {
+  SmallVector<Value> c0 = elementCoords(b, loc, l, base, reg);
+  auto [lin0, valid0] = stridedElement(b, loc, c0, offsets, strides, bounds);
+  if (width == 1)
+    return {lin0, valid0, Value()};
+  SmallVector<Value> c1 = elementCoords(b, loc, l, base, reg + width - 1);
+  auto [lin1, valid1] = stridedElement(b, loc, c1, offsets, strides, bounds);
+  int64_t bytes = width * et.getIntOrFloatBitWidth() / 8;
+  Value addr = LLVM::PtrToIntOp::create(
+      b, loc, b.getI64Type(), globalElement(b, loc, ptr, lin0, et));
+  Value aligned = arith::CmpIOp::create(
+      b, loc, arith::CmpIPredicate::eq,
+      arith::AndIOp::create(b, loc, addr, i64(b, loc, bytes - 1)),
+      i64(b, loc, 0));
+  Value whole = arith::AndIOp::create(
+      b, loc, arith::AndIOp::create(b, loc, valid0, valid1), aligned);
+  return {lin0, valid0, whole};
+}
+
 struct LoadLowering : OpConversionPattern<LoadOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -575,25 +630,53 @@ struct LoadLowering : OpConversionPattern<LoadOp> {
     Type et = op.getType().getElementType();
     SmallVector<Value> base =
         laneWarpCoords(rewriter, loc, l, roleThreadId(rewriter, loc, op));
-    SmallVector<Value> out;
-    for (int64_t r = 0; r < l.numRegs(); ++r) {
-      SmallVector<Value> c = elementCoords(rewriter, loc, l, base, r);
-      auto [lin, valid] = stridedElement(rewriter, loc, c, a.getOffsets(),
+    int64_t width = vectorWidth(l, et, op.getStrides().back(), a.getMask());
+    auto otherValue = [&](OpBuilder &eb) -> Value {
+      return a.getOther() ? a.getOther()
+                          : Value(arith::ConstantOp::create(eb, loc, et,
+                                                            eb.getZeroAttr(et)));
+    };
+    // One element, guarded.
+    auto scalar = [&](OpBuilder &sb, int64_t r) -> Value {
+      SmallVector<Value> c = elementCoords(sb, loc, l, base, r);
+      auto [lin, valid] = stridedElement(sb, loc, c, a.getOffsets(),
                                          a.getStrides(), a.getBounds());
       if (a.getMask())
-        valid = arith::AndIOp::create(rewriter, loc, valid,
-                                      vecElement(rewriter, loc, a.getMask(), r));
-      out.push_back(ifValue(
-          rewriter, loc, valid, et,
+        valid = arith::AndIOp::create(sb, loc, valid,
+                                      vecElement(sb, loc, a.getMask(), r));
+      return ifValue(
+          sb, loc, valid, et,
           [&](OpBuilder &tb) -> Value {
             return LLVM::LoadOp::create(
                 tb, loc, et, globalElement(tb, loc, a.getPtr(), lin, et));
           },
+          otherValue);
+    };
+    SmallVector<Value> out;
+    for (int64_t r = 0; r < l.numRegs(); r += width) {
+      if (width == 1) {
+        out.push_back(scalar(rewriter, r));
+        continue;
+      }
+      VectorGroup g = vectorGroup(rewriter, loc, l, base, r, width, a.getPtr(),
+                                  et, a.getOffsets(), a.getStrides(),
+                                  a.getBounds());
+      auto vt = VectorType::get({width}, et);
+      Value v = ifValue(
+          rewriter, loc, g.whole, vt,
+          [&](OpBuilder &tb) -> Value {
+            return LLVM::LoadOp::create(
+                tb, loc, vt, globalElement(tb, loc, a.getPtr(), g.first, et),
+                width * et.getIntOrFloatBitWidth() / 8);
+          },
           [&](OpBuilder &eb) -> Value {
-            return a.getOther() ? a.getOther()
-                                : Value(arith::ConstantOp::create(
-                                      eb, loc, et, eb.getZeroAttr(et)));
-          }));
+            SmallVector<Value> parts;
+            for (int64_t j = 0; j < width; ++j)
+              parts.push_back(scalar(eb, r + j));
+            return fromElements(eb, loc, vt, parts);
+          });
+      for (int64_t j = 0; j < width; ++j)
+        out.push_back(vecElement(rewriter, loc, v, j));
     }
     rewriter.replaceOp(op, fromElements(rewriter, loc,
                                         getTypeConverter()->convertType(op.getType()),
@@ -612,17 +695,38 @@ struct StoreLowering : OpConversionPattern<StoreOp> {
     Type et = op.getValue().getType().getElementType();
     SmallVector<Value> base =
         laneWarpCoords(rewriter, loc, l, roleThreadId(rewriter, loc, op));
-    for (int64_t r = 0; r < l.numRegs(); ++r) {
-      SmallVector<Value> c = elementCoords(rewriter, loc, l, base, r);
-      auto [lin, valid] = stridedElement(rewriter, loc, c, a.getOffsets(),
+    int64_t width = vectorWidth(l, et, op.getStrides().back(), a.getMask());
+    auto scalar = [&](OpBuilder &sb, int64_t r) {
+      SmallVector<Value> c = elementCoords(sb, loc, l, base, r);
+      auto [lin, valid] = stridedElement(sb, loc, c, a.getOffsets(),
                                          a.getStrides(), a.getBounds());
       if (a.getMask())
-        valid = arith::AndIOp::create(rewriter, loc, valid,
-                                      vecElement(rewriter, loc, a.getMask(), r));
-      auto ifOp = scf::IfOp::create(rewriter, loc, valid, false);
+        valid = arith::AndIOp::create(sb, loc, valid,
+                                      vecElement(sb, loc, a.getMask(), r));
+      auto ifOp = scf::IfOp::create(sb, loc, valid, false);
       OpBuilder tb = OpBuilder::atBlockBegin(&ifOp.getThenRegion().front());
       LLVM::StoreOp::create(tb, loc, vecElement(tb, loc, a.getValue(), r),
                             globalElement(tb, loc, a.getPtr(), lin, et));
+    };
+    for (int64_t r = 0; r < l.numRegs(); r += width) {
+      if (width == 1) {
+        scalar(rewriter, r);
+        continue;
+      }
+      VectorGroup g = vectorGroup(rewriter, loc, l, base, r, width, a.getPtr(),
+                                  et, a.getOffsets(), a.getStrides(),
+                                  a.getBounds());
+      auto ifOp = scf::IfOp::create(rewriter, loc, g.whole, true);
+      OpBuilder tb = OpBuilder::atBlockBegin(&ifOp.getThenRegion().front());
+      SmallVector<int64_t> lanes;
+      for (int64_t j = 0; j < width; ++j)
+        lanes.push_back(r + j);
+      Value v = vector::ShuffleOp::create(tb, loc, a.getValue(), a.getValue(), lanes);
+      LLVM::StoreOp::create(tb, loc, v, globalElement(tb, loc, a.getPtr(), g.first, et),
+                            width * et.getIntOrFloatBitWidth() / 8);
+      OpBuilder eb = OpBuilder::atBlockBegin(&ifOp.getElseRegion().front());
+      for (int64_t j = 0; j < width; ++j)
+        scalar(eb, r + j);
     }
     rewriter.eraseOp(op);
     return success();
