@@ -12,8 +12,12 @@ import sys
 from . import tensors as T
 from .heuristics import num_splits_heuristic
 
-_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-_KERNELS = os.environ.get("FAKV_KERNELS", os.path.join(_ROOT, "kernels"))
+# The kernels: installed with the package (fakv/kernels), or kernels/ of a
+# source checkout, or $FAKV_KERNELS.
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_KERNELS = os.environ.get("FAKV_KERNELS") or next(
+    p for p in (os.path.join(_HERE, "kernels"), os.path.join(os.path.dirname(os.path.dirname(_HERE)), "kernels"))
+    if os.path.isdir(p))
 if _KERNELS not in sys.path:
     sys.path.insert(0, _KERNELS)
 
