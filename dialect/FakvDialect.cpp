@@ -3,6 +3,7 @@
 #include "dialect/FakvDialect.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -52,6 +53,28 @@ LogicalResult FakvDialect::verifyOperationAttribute(Operation *op,
       return op->emitError() << "a fakv kernel argument must be a !fakv.ptr, "
                                 "an integer or a float, got "
                              << t;
+  return success();
+}
+
+LogicalResult FakvDialect::verifyRegionArgAttribute(Operation *op,
+                                                    unsigned regionIndex,
+                                                    unsigned argIndex,
+                                                    NamedAttribute attr) {
+  if (attr.getName() != getDivisibilityAttrName())
+    return op->emitError() << "unknown fakv argument attribute '"
+                           << attr.getName().getValue() << "'";
+  auto value = dyn_cast<IntegerAttr>(attr.getValue());
+  if (!value || value.getInt() <= 0 || !llvm::isPowerOf2_64(value.getInt()))
+    return op->emitError() << "'fakv.divisibility' of argument " << argIndex
+                           << " must be a positive power of two";
+  auto fn = dyn_cast<FunctionOpInterface>(op);
+  if (!fn)
+    return op->emitError() << "'fakv.divisibility' applies to function "
+                              "arguments";
+  Type t = fn.getArgumentTypes()[argIndex];
+  if (!isa<PtrType, IntegerType>(t))
+    return op->emitError() << "'fakv.divisibility' of argument " << argIndex
+                           << " applies to integers and !fakv.ptr, not " << t;
   return success();
 }
 

@@ -28,10 +28,16 @@ def Fakv_Dialect : Dialect {
     pointer arguments have type `!fakv.ptr<T>` (global memory of elements T).
     Integer operands of fakv ops are `i32` (indices, lengths, sizes) or `i64`
     (strides, in elements).
+
+    A kernel argument may carry `{fakv.divisibility = N}` (N a power of two):
+    an integer argument is a multiple of N, a pointer argument N-byte
+    aligned. The Python frontend specialises kernels on N = 16, and the GPU
+    lowering then moves vectors without checking addresses at run time.
   }];
   let useDefaultTypePrinterParser = 1;
   let hasConstantMaterializer = 1;
   let hasOperationAttrVerify = 1;
+  let hasRegionArgAttrVerify = 1;
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
     "::mlir::math::MathDialect",
@@ -41,6 +47,10 @@ def Fakv_Dialect : Dialect {
     /// The unit attribute that marks a `func.func` as a fakv kernel.
     static constexpr ::llvm::StringLiteral getKernelAttrName() {
       return ::llvm::StringLiteral("fakv.kernel");
+    }
+    /// The argument attribute: a multiple of N / N-byte aligned.
+    static constexpr ::llvm::StringLiteral getDivisibilityAttrName() {
+      return ::llvm::StringLiteral("fakv.divisibility");
     }
   }];
 }

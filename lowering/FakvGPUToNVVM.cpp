@@ -13,6 +13,7 @@
 
 #include "lowering/GPUCodegen.h"
 #include "lowering/Passes.h"
+#include "passes/Divisibility.h"
 
 #include "dialect/FakvDialect.h"
 #include "dialect/FakvGPUDialect.h"
@@ -322,8 +323,16 @@ struct MathApproxLowering : ConversionPattern {
         y = arith::MulFOp::create(rewriter, loc,
                                   call("llvm.nvvm.lg2.approx.ftz.f", x),
                                   cst(0.6931471805599453));
-      else
-        y = call("llvm.nvvm.tanh.approx.f32", x);
+      else // LLVM 22 has no NVVM tanh intrinsic: the PTX instruction.
+        y = LLVM::InlineAsmOp::create(
+                rewriter, loc, f32, ValueRange{x},
+                rewriter.getStringAttr("tanh.approx.f32 $0, $1;"),
+                rewriter.getStringAttr("=f,f"), UnitAttr(), UnitAttr(),
+                LLVM::TailCallKindAttr(),
+                LLVM::AsmDialectAttr::get(rewriter.getContext(),
+                                          LLVM::AsmDialect::AD_ATT),
+                ArrayAttr())
+                .getResult(0);
       out.push_back(y);
     }
     rewriter.replaceOp(op, fromElements(rewriter, loc, vt, out));
@@ -601,13 +610,16 @@ struct VectorGroup {
 VectorGroup vectorGroup(OpBuilder &b, Location loc, const LinearLayout &l,
                         ArrayRef<Value> base, int64_t reg, int64_t width,
                         Value ptr, Type et, ValueRange offsets,
-                        ValueRange strides, ValueRange bounds) {
+                        ValueRange strides, ValueRange bounds,
+                        bool knownAligned) {
   SmallVector<Value> c0 = elementCoords(b, loc, l, base, reg);
   auto [lin0, valid0] = stridedElement(b, loc, c0, offsets, strides, bounds);
   if (width == 1)
     return {lin0, valid0, Value()};
   SmallVector<Value> c1 = elementCoords(b, loc, l, base, reg + width - 1);
   auto [lin1, valid1] = stridedElement(b, loc, c1, offsets, strides, bounds);
+  if (knownAligned)
+    return {lin0, valid0, arith::AndIOp::create(b, loc, valid0, valid1)};
   int64_t bytes = width * et.getIntOrFloatBitWidth() / 8;
   Value addr = LLVM::PtrToIntOp::create(
       b, loc, b.getI64Type(), globalElement(b, loc, ptr, lin0, et));
@@ -618,6 +630,55 @@ VectorGroup vectorGroup(OpBuilder &b, Location loc, const LinearLayout &l,
   Value whole = arith::AndIOp::create(
       b, loc, arith::AndIOp::create(b, loc, valid0, valid1), aligned);
   return {lin0, valid0, whole};
+}
+
+/// Whether every vector of `width` elements of a strided access is
+/// aligned, whatever the run-time values: the pointer, the strides but the
+/// last (1) and the last offset are known multiples (passes/Divisibility.h),
+/// and the layout starts each group of `width` registers at a multiple of
+/// `width` in the last dimension.
+bool provablyAligned(const LinearLayout &l, int64_t width, Type et, Value ptr,
+                     ValueRange offsets, ValueRange strides) {
+  int64_t elemBytes = std::max<int64_t>(1, et.getIntOrFloatBitWidth() / 8);
+  int64_t bytes = width * elemBytes;
+  if (knownAlignment(ptr) % bytes)
+    return false;
+  unsigned last = strides.size() - 1;
+  for (unsigned d = 0; d < last; ++d)
+    if ((knownDivisor(strides[d]) * elemBytes) % bytes)
+      return false;
+  if (knownDivisor(offsets[last]) % width)
+    return false;
+  auto starts = [&](ArrayRef<fakvgpu::Coord> bases) {
+    return llvm::all_of(bases, [&](const fakvgpu::Coord &c) {
+      return c[l.rank - 1] % width == 0;
+    });
+  };
+  return starts(ArrayRef(l.regs).drop_front(llvm::Log2_64(width))) &&
+         starts(l.lanes) && starts(l.warps);
+}
+
+/// Marks the loads and stores whose vectors are provably aligned, before
+/// the conversion (which then needs no address check for them).
+void markAlignedAccesses(func::FuncOp func) {
+  auto mark = [](Operation *op, RankedTensorType tile, Value ptr,
+                 ValueRange offsets, ValueRange strides, Value mask) {
+    if (!isLinearTile(tile))
+      return;
+    LinearLayout l = layoutOf(tile);
+    int64_t width = vectorWidth(l, tile.getElementType(), strides.back(), mask);
+    if (width > 1 && provablyAligned(l, width, tile.getElementType(), ptr,
+                                     offsets, strides))
+      op->setAttr(kAlignedAttr, UnitAttr::get(op->getContext()));
+  };
+  func.walk([&](LoadOp op) {
+    mark(op, op.getType(), op.getPtr(), op.getOffsets(), op.getStrides(),
+         op.getMask());
+  });
+  func.walk([&](StoreOp op) {
+    mark(op, op.getValue().getType(), op.getPtr(), op.getOffsets(),
+         op.getStrides(), op.getMask());
+  });
 }
 
 struct LoadLowering : OpConversionPattern<LoadOp> {
@@ -660,7 +721,7 @@ struct LoadLowering : OpConversionPattern<LoadOp> {
       }
       VectorGroup g = vectorGroup(rewriter, loc, l, base, r, width, a.getPtr(),
                                   et, a.getOffsets(), a.getStrides(),
-                                  a.getBounds());
+                                  a.getBounds(), op->hasAttr(kAlignedAttr));
       auto vt = VectorType::get({width}, et);
       Value v = ifValue(
           rewriter, loc, g.whole, vt,
@@ -715,7 +776,7 @@ struct StoreLowering : OpConversionPattern<StoreOp> {
       }
       VectorGroup g = vectorGroup(rewriter, loc, l, base, r, width, a.getPtr(),
                                   et, a.getOffsets(), a.getStrides(),
-                                  a.getBounds());
+                                  a.getBounds(), op->hasAttr(kAlignedAttr));
       auto ifOp = scf::IfOp::create(rewriter, loc, g.whole, true);
       OpBuilder tb = OpBuilder::atBlockBegin(&ifOp.getThenRegion().front());
       SmallVector<int64_t> lanes;
@@ -882,6 +943,16 @@ struct ClearRowsLowering : OpConversionPattern<fakvgpu::ClearRowsOp> {
   }
 };
 
+/// A page index outside [0, num_pages) is an error (fakv.paged_load): the
+/// kernel traps, which the launch reports, rather than read another page.
+void trapOutsidePages(OpBuilder &b, Location loc, Value page, Value numPages) {
+  Value outside = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge,
+                                        page, numPages);
+  auto ifOp = scf::IfOp::create(b, loc, outside, false);
+  OpBuilder tb = OpBuilder::atBlockBegin(&ifOp.getThenRegion().front());
+  LLVM::Trap::create(tb, loc);
+}
+
 struct AsyncPagedLoadLowering : OpConversionPattern<fakvgpu::AsyncPagedLoadOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -916,6 +987,7 @@ struct AsyncPagedLoadLowering : OpConversionPattern<fakvgpu::AsyncPagedLoadOp> {
         page = LLVM::LoadOp::create(
             tb, loc, tb.getI32Type(),
             globalElement(tb, loc, a.getTable(), idx, tb.getI32Type()));
+        trapOutsidePages(tb, loc, page, a.getNumPages());
       } else {
         page = a.getPage();
         offset = pos;
@@ -976,6 +1048,7 @@ struct AsyncPagedLoadLowering : OpConversionPattern<fakvgpu::AsyncPagedLoadOp> {
                   globalElement(vb, loc, a.getTable(), idx, vb.getI32Type()));
             },
             [&](OpBuilder &eb) -> Value { return i32(eb, loc, 0); });
+        trapOutsidePages(tb, loc, page, a.getNumPages());
       } else {
         page = arith::AddIOp::create(tb, loc, a.getPage(), pageIdx);
       }
@@ -1166,6 +1239,7 @@ struct ConvertFakvGPUToNVVMPass
       func.walk([](fakvgpu::WarpSpecializeOp ws) { lowerWarpSpecialize(ws); });
       planSharedMemory(func);
       addTensorMapArguments(func);
+      markAlignedAccesses(func);
     }
 
     TypeConverter converter;

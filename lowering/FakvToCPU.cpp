@@ -946,6 +946,10 @@ struct ConvertFakvToCPUPass
     ModuleOp module = getOperation();
     MLIRContext *ctx = &getContext();
     module.walk([](func::FuncOp f) {
+      // Divisibility facts serve the GPU lowering; the converted arguments
+      // are no longer fakv types.
+      for (unsigned i = 0; i < f.getNumArguments(); ++i)
+        f.removeArgAttr(i, FakvDialect::getDivisibilityAttrName());
       if (isKernel(f))
         appendProgramIdArguments(f);
     });

@@ -25,6 +25,8 @@ constexpr llvm::StringLiteral kSmemBytesAttr = "fakvgpu.smem_bytes";
 constexpr llvm::StringLiteral kRoleAttr = "fakvgpu.role";
 constexpr llvm::StringLiteral kTmaArgsAttr = "fakvgpu.tma_args";
 constexpr llvm::StringLiteral kTmaBoxesAttr = "fakvgpu.tma_boxes";
+/// A load or store whose vectors are aligned whatever the run-time values.
+constexpr llvm::StringLiteral kAlignedAttr = "fakvgpu.aligned";
 /// The dynamic shared memory of a kernel module.
 constexpr llvm::StringLiteral kSmemSymbol = "fakv_smem";
 /// Bytes added to a kernel's shared memory so its base can be 1024-aligned.

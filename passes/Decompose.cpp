@@ -287,7 +287,10 @@ struct DecomposeAlibi : OpRewritePattern<AlibiOp> {
     Value q = arith::AddIOp::create(
         b, op.getRows(), tb.splat(op.getOffset(), op.getRows().getType().getShape()));
     auto [qg, kg] = positionGrids(tb, q, op.getCols(), shape);
-    Value dist = math::AbsIOp::create(b, arith::SubIOp::create(b, qg, kg));
+    // |q - k| as max(q - k, k - q): math.absi would become a libdevice call
+    // on the GPU.
+    Value dist = arith::MaxSIOp::create(b, arith::SubIOp::create(b, qg, kg),
+                                        arith::SubIOp::create(b, kg, qg));
     Value distF = arith::SIToFPOp::create(
         b, RankedTensorType::get(shape, b.getF32Type()), dist);
     Value slopes = tb.broadcastAlong(op.getSlopes(), 1, shape);

@@ -7,6 +7,7 @@
     def kernel(...): ...          # see kernels/ and docs/frontend.md
 
     fakv.flash_attn_with_kvcache(q, k_cache, v_cache, ...)   # FlashAttention's API
+    fakv.with_kernels(decode=my_decode)(q, k_cache, ...)     # the same, by a variant kernel
 """
 from . import language  # noqa: F401
 from .codegen import CompilationError  # noqa: F401
@@ -16,8 +17,8 @@ __version__ = "0.1.0"
 
 
 def __getattr__(name):
-    # The attention API imports torch; load it on first use.
-    if name == "flash_attn_with_kvcache":
-        from .interface import flash_attn_with_kvcache
-        return flash_attn_with_kvcache
+    # The attention API (and the kernels it imports) load on first use.
+    if name in ("flash_attn_with_kvcache", "with_kernels"):
+        from . import interface
+        return getattr(interface, name)
     raise AttributeError(name)

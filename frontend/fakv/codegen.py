@@ -103,9 +103,11 @@ class CodeGen:
 
     # ---- the kernel ---------------------------------------------------------------------
 
-    def kernel(self, name, arg_types, constexprs):
+    def kernel(self, name, arg_types, constexprs, divisibility=None):
         """Emit `func.func @name` for the given parameter types (a Type for
-        runtime parameters, absent for constexprs)."""
+        runtime parameters, absent for constexprs). `divisibility`: the
+        runtime parameters known to be multiples of 16 (integers) or 16-byte
+        aligned (pointers), marked {fakv.divisibility = 16}."""
         params, header = [], []
         for i, p in enumerate(self.f.params):
             if p in constexprs:
@@ -114,7 +116,8 @@ class CodeGen:
             t = arg_types[p]
             v = Value(f"%{p}", t)
             self.scope[p] = v
-            header.append(f"{v.name}: {t.mlir()}")
+            attr = " {fakv.divisibility = 16 : i64}" if divisibility and p in divisibility else ""
+            header.append(f"{v.name}: {t.mlir()}{attr}")
             params.append(p)
         body = self.f.node.body
         with self.b.capture() as lines:

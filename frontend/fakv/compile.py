@@ -43,9 +43,10 @@ def load_kernels(path):
     return {n: v for n, v in vars(module).items() if isinstance(v, JITFunction)}
 
 
-def attention_specialisations(config):
-    """(name -> (constexprs, types)) of the kernels one flash_attn_with_kvcache
-    call with these shapes would compile (run in compile-only mode)."""
+def attention_specialisations(config, kernels):
+    """(name -> specialisation) of the kernels one flash_attn_with_kvcache
+    call with these shapes would compile (run in compile-only mode), with
+    the file's `decode` and `combine` in place of kernels/'s."""
     import ml_dtypes
     import numpy as np
     os.environ["FAKV_COMPILE_ONLY"] = "1"
@@ -66,10 +67,11 @@ def attention_specialisations(config):
     else:
         cache = np.zeros((c["batch"], c["seqlen_k"], c["kv_heads"], c["head_dim"]), dt)
         table = None
-    decode, combine = interface._kernels()
+    default_decode, default_combine = interface._kernels()
+    decode, combine = kernels.get("decode", default_decode), kernels.get("combine", default_combine)
     decode._compiled.clear()
     combine._compiled.clear()
-    interface.flash_attn_with_kvcache(q, cache, cache, cache_seqlens=c["seqlen_k"], block_table=table,
+    interface.with_kernels(decode, combine)(q, cache, cache, cache_seqlens=c["seqlen_k"], block_table=table,
                                       causal=c["causal"], num_splits=c["num_splits"])
     out = {}
     for fn in (decode, combine):
@@ -100,7 +102,7 @@ def main(argv=None):
         raise SystemExit(f"fakv.compile: no kernel {name!r} in {args.file} (has {', '.join(kernels)})")
     fn = kernels[name]
     if args.attention is not None:
-        specs = attention_specialisations(args.attention)
+        specs = attention_specialisations(args.attention, kernels)
         if name not in specs:
             raise SystemExit(f"fakv.compile: --attention specialises decode and combine (and this call used "
                              f"{', '.join(specs)}), not {name!r}")

@@ -82,20 +82,38 @@ def _check(cond, message):
         raise ValueError("flash_attn_with_kvcache: " + message)
 
 
-def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None, rotary_sin=None,
-                            cache_seqlens=None, cache_batch_idx=None, cache_leftpad=None, block_table=None,
-                            softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0,
-                            rotary_interleaved=True, alibi_slopes=None, num_splits=0,
-                            return_softmax_lse=False):
-    """Attention of q over a KV cache (FlashAttention's contract).
+def with_kernels(decode=None, combine=None):
+    """flash_attn_with_kvcache run by other kernels: `decode` in place of
+    kernels/decode.py's (a copy with another score_mod, say; same
+    parameters) and `combine` in place of kernels/combine.py's. Returns a
+    function with flash_attn_with_kvcache's signature (kernels/README.md)."""
 
-    q: (batch, seqlen_q, heads, head_dim); k_cache, v_cache: (batch_cache,
-    seqlen_cache, kv_heads, head_dim), or (num_blocks, page_size, kv_heads,
-    head_dim) with block_table (batch, max_blocks) int32. cache_seqlens: int or
-    (batch,) int32, the keys of each sequence. Returns out (batch, seqlen_q,
-    heads, head_dim) in q's dtype, and with return_softmax_lse the natural-log
-    LSE (batch, heads, seqlen_q) float32.
-    """
+    def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None, rotary_sin=None,
+                                cache_seqlens=None, cache_batch_idx=None, cache_leftpad=None, block_table=None,
+                                softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0,
+                                rotary_interleaved=True, alibi_slopes=None, num_splits=0,
+                                return_softmax_lse=False):
+        return _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens,
+                          cache_batch_idx, cache_leftpad, block_table, softmax_scale, causal, window_size,
+                          softcap, rotary_interleaved, alibi_slopes, num_splits, return_softmax_lse)
+
+    flash_attn_with_kvcache.__doc__ = _DOC
+    return flash_attn_with_kvcache
+
+
+def _check_data():
+    """Whether to check cache_seqlens and block_table entries (a copy to the
+    host): not while a CUDA graph is captured, nor with FAKV_CHECK_DATA=0."""
+    if os.environ.get("FAKV_CHECK_DATA", "1") == "0":
+        return False
+    torch = sys.modules.get("torch")
+    return not (torch is not None and torch.cuda.is_available() and torch.cuda.is_current_stream_capturing())
+
+
+def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens,
+               cache_batch_idx, cache_leftpad, block_table, softmax_scale, causal, window_size, softcap,
+               rotary_interleaved, alibi_slopes, num_splits, return_softmax_lse):
+    # Docstring: _DOC below.
     for name, value, default in (("k", k, None), ("v", v, None), ("rotary_cos", rotary_cos, None),
                                  ("rotary_sin", rotary_sin, None), ("cache_batch_idx", cache_batch_idx, None),
                                  ("cache_leftpad", cache_leftpad, None), ("window_size", window_size, (-1, -1)),
@@ -137,6 +155,8 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     if cache_seqlens is None:
         cache_seqlens = capacity
     if isinstance(cache_seqlens, int):
+        _check(0 <= cache_seqlens <= capacity,
+               f"cache_seqlens ({cache_seqlens}) must be in [0, {capacity}] (the cache's rows)")
         seqlens = T.full_int32((batch,), cache_seqlens, q)
     else:
         _check(T.is_array(cache_seqlens) and T.dtype(cache_seqlens) == "i32"
@@ -144,12 +164,14 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
                f"`cache_seqlens` must be an int or an int32 tensor ({batch},)")
         _check(T.device(cache_seqlens) == T.device(q), "`cache_seqlens` must be on q's device")
         seqlens = cache_seqlens
-    lens = T.host(seqlens).astype("int64")
-    _check(int(lens.min()) >= 0, "cache_seqlens must not be negative")
-    max_seqlen_k = int(lens.max())
-    _check(max_seqlen_k <= capacity, f"cache_seqlens ({max_seqlen_k}) exceeds the cache ({capacity} rows)")
-    if paged:
+        if _check_data():
+            lens = T.host(seqlens).astype("int64")
+            _check(int(lens.min()) >= 0, "cache_seqlens must not be negative")
+            _check(int(lens.max()) <= capacity,
+                   f"cache_seqlens ({int(lens.max())}) exceeds the cache ({capacity} rows)")
+    if paged and _check_data():
         import numpy as np
+        lens = T.host(seqlens).astype("int64")
         used = np.arange(block_table.shape[1])[None, :] < ((lens + page_size - 1) // page_size)[:, None]
         entries = T.host(block_table)[used]
         _check(entries.size == 0 or (int(entries.min()) >= 0 and int(entries.max()) < num_pages),
@@ -157,11 +179,15 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
 
     scale = 1.0 / math.sqrt(head_dim) if softmax_scale is None else float(softmax_scale)
     num_sms, l2 = T.device_properties(q)
-    p = plan(batch, seqlen_q, heads, kv_heads, head_dim, T.dtype(q), paged, page_size, max_seqlen_k, causal,
+    # Planned on the cache's capacity, as FlashAttention does (no data needed):
+    # each program stops at its sequence's length.
+    p = plan(batch, seqlen_q, heads, kv_heads, head_dim, T.dtype(q), paged, page_size, capacity, causal,
              num_splits, num_sms, l2)
     splits = p["num_splits"]
 
-    decode, combine = _kernels()
+    if decode is None or combine is None:
+        default_decode, default_combine = _kernels()
+        decode, combine = decode or default_decode, combine or default_combine
     out = T.empty((batch, seqlen_q, heads, head_dim), T.dtype(q), q)
     lse = T.empty((batch, heads, seqlen_q), "f32", q)
     tile = p["decode"]["HEAD_DIM"]
@@ -181,3 +207,16 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
         combine[p["combine_grid"]](out_part, lse_part, out, lse, os_[0], os_[1], os_[2],
                                    splits, batch, seqlen_q, heads, head_dim, **p["combine"])
     return (out, lse) if return_softmax_lse else out
+
+
+_DOC = """Attention of q over a KV cache (FlashAttention's contract).
+
+    q: (batch, seqlen_q, heads, head_dim); k_cache, v_cache: (batch_cache,
+    seqlen_cache, kv_heads, head_dim), or (num_blocks, page_size, kv_heads,
+    head_dim) with block_table (batch, max_blocks) int32. cache_seqlens: int or
+    (batch,) int32, the keys of each sequence. Returns out (batch, seqlen_q,
+    heads, head_dim) in q's dtype, and with return_softmax_lse the natural-log
+    LSE (batch, heads, seqlen_q) float32.
+    """
+
+flash_attn_with_kvcache = with_kernels()

@@ -100,6 +100,7 @@ class JITFunction:
                            or prm.annotation == "fl.constexpr"]
         self.options = {"stages": stages, "warp_specialize": warp_specialize}
         self._compiled = {}
+        self._fast = {}   # argument kinds -> (specialisation, positions of its parameters)
         self.__name__ = fn.__name__
         self.__doc__ = fn.__doc__
 
@@ -136,20 +137,20 @@ class JITFunction:
 
     def ir(self, *args, **kwargs):
         """The fakv IR of the specialisation these arguments select."""
-        constexprs, types, _, _ = self.bind(args, kwargs)
-        return self._ir(constexprs, types)[0]
+        constexprs, types, runtime, _ = self.bind(args, kwargs)
+        return self._ir(constexprs, types, _divisible(runtime))[0]
 
-    def _ir(self, constexprs, types):
+    def _ir(self, constexprs, types, divisibility=()):
         cg = codegen.CodeGen(self.function)
-        func, params = cg.kernel(self.__name__, types, constexprs)
+        func, params = cg.kernel(self.__name__, types, constexprs, divisibility)
         return "module {\n  " + func + "\n}\n", params
 
-    def specialize(self, constexprs, types, device):
+    def specialize(self, constexprs, types, device, divisibility=()):
         key = (device, tuple(sorted((k, repr(v)) for k, v in constexprs.items())),
-               tuple((k, repr(t)) for k, t in types.items()))
+               tuple((k, repr(t)) for k, t in types.items()), tuple(divisibility))
         c = self._compiled.get(key)
         if c is None:
-            ir, params = self._ir(constexprs, types)
+            ir, params = self._ir(constexprs, types, divisibility)
             c = Compiled(self.__name__, ir, params, device)
             if dump_ir():
                 print(f"// fakv IR of {self.__name__} {dict(constexprs)}\n{ir}", file=sys.stderr)
@@ -215,27 +216,80 @@ class JITFunction:
     # ---- launching ------------------------------------------------------------------------
 
     def run(self, grid, *args, stream=None, **kwargs):
-        constexprs, types, runtime, device = self.bind(args, kwargs)
-        c = self.specialize(constexprs, types, device)
+        args = tuple(_from_dlpack(a) if hasattr(a, "__dlpack__") and _foreign(a) else a for a in args)
+        # A launch like an earlier one (same argument kinds and constexprs)
+        # skips binding and specialising: the host cost of a cached launch.
+        try:
+            key = (tuple(map(_kind, args)), tuple(kwargs.items()), os.environ.get("FAKV_DEVICE"),
+                   compile_only())
+            fast = self._fast.get(key)
+        except TypeError:               # an unhashable keyword argument
+            key, fast = None, None
+        if fast is None:
+            constexprs, types, runtime, device = self.bind(args, kwargs)
+            c = self.specialize(constexprs, types, device, _divisible(runtime))
+            names = list(self.signature.parameters)
+            positions = [names.index(p) for p in c.params]
+            if key is not None and all(i < len(args) for i in positions):
+                self._fast[key] = (c, positions)
+            values = [dict((name, value) for name, value, _ in runtime)[p] for p in c.params]
+        else:
+            c, positions = fast
+            values = [args[i] for i in positions]
         if callable(grid):
             grid = grid(dict(zip(self.signature.parameters, args), **kwargs))
         grid = (tuple(grid) + (1, 1, 1))[:3]
-        values = {name: value for name, value, _ in runtime}
-        if compile_only():
+        if c.device == "cuda" and compile_only():
             return c
-        if device == "cuda":
+        if c.device == "cuda":
             if c.kernel is None:
                 from .runtime import GPUKernel
                 c.kernel = GPUKernel(c.path, c.facts["kernels"][0])
-            c.kernel.launch(grid, [values[p] for p in c.params], stream)
+            c.kernel.launch(grid, values, stream)
         else:
             call = []
-            for p, kind in zip(c.params, c.kinds):
-                v = values[p]
+            for v, kind in zip(values, c.kinds):
                 call.append(("ptr", address(v)) if kind == "ptr" else (kind, v))
             call += [("i32", int(g)) for g in grid]
             c.cpu.call("__fakv_launch", call)
         return c
+
+
+def _foreign(value):
+    return not type(value).__module__.startswith(("torch", "numpy"))
+
+
+def _from_dlpack(value):
+    """A DLPack-capable array of another library (CuPy, JAX, ...), seen as a
+    torch tensor over the same memory."""
+    import torch
+    return torch.from_dlpack(value)
+
+
+def _divisible(runtime):
+    """The runtime arguments that are multiples of 16 (integers) or 16-byte
+    aligned (arrays), in parameter order: the kernel is specialised on them."""
+    out = []
+    for name, value, t in runtime:
+        if isinstance(t, PtrType):
+            if address(value) % 16 == 0:
+                out.append(name)
+        elif type(value) is int and value % 16 == 0:
+            out.append(name)
+    return tuple(out)
+
+
+def _kind(value):
+    """What of an argument selects a specialisation (hashable): its type,
+    dtype, device and divisibility by 16."""
+    t = type(value)
+    if t is int:
+        return (1 if -2**31 <= value < 2**31 else 2), value % 16 == 0
+    if t is float or t is bool:
+        return t
+    if hasattr(value, "data_ptr") or hasattr(value, "ctypes"):
+        return t, value.dtype, getattr(value, "is_cuda", None), address(value) % 16 == 0
+    return t                             # bind() says what is wrong with it
 
 
 def jit(fn=None, *, stages=2, warp_specialize=True):

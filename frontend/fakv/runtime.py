@@ -45,6 +45,24 @@ class GPUKernel:
         check(library().fakv_get_kernel(module, facts["name"].encode(), ctypes.byref(fn)))
         self.fn = fn
         self.nparams = len(facts["params"]) - len(facts["tensormaps"])
+        self._maps = {}
+
+    def _tensormap(self, cache, rows):
+        """The TMA descriptor of a cache tensor (encoded once per address,
+        shape and strides)."""
+        key = (cache.data_ptr(), tuple(cache.shape), tuple(cache.stride()), rows)
+        buf = self._maps.get(key)
+        if buf is None:
+            if cache.dim() != 4:
+                raise ValueError("a TMA-copied cache is (pages, rows, heads, dim)")
+            buf = (ctypes.c_uint8 * 128)()
+            check(library().fakv_encode_kv_tensormap(
+                buf, ctypes.c_void_p(cache.data_ptr()), (ctypes.c_uint64 * 4)(*cache.shape),
+                (ctypes.c_uint64 * 4)(*cache.stride()), ctypes.c_uint32(rows)))
+            if len(self._maps) > 256:
+                self._maps.clear()
+            self._maps[key] = buf
+        return buf
 
     def launch(self, grid, args, stream=None):
         if len(args) != self.nparams:
@@ -53,14 +71,7 @@ class GPUKernel:
         for value, kind in zip(args, self.facts["params"]):
             keep.append(ctypes.c_void_p(value.data_ptr()) if kind == "ptr" else _CTYPES[kind](value))
         for tm in self.facts["tensormaps"]:
-            cache = args[tm["arg"]]
-            if cache.dim() != 4:
-                raise ValueError("a TMA-copied cache is (pages, rows, heads, dim)")
-            buf = (ctypes.c_uint8 * 128)()
-            check(library().fakv_encode_kv_tensormap(
-                buf, ctypes.c_void_p(cache.data_ptr()), (ctypes.c_uint64 * 4)(*cache.shape),
-                (ctypes.c_uint64 * 4)(*cache.stride()), ctypes.c_uint32(tm["rows"])))
-            keep.append(buf)
+            keep.append(self._tensormap(args[tm["arg"]], tm["rows"]))
         params = (ctypes.c_void_p * len(keep))(*[ctypes.addressof(k) for k in keep])
         s = stream if stream is not None else _current_stream()
         gx, gy, gz = grid

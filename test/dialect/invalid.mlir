@@ -598,3 +598,24 @@ func.func @addptr_types(%p: !fakv.ptr<i32>, %o: i64) {
   %q = "fakv.addptr"(%p, %o) : (!fakv.ptr<i32>, i64) -> !fakv.ptr<f32>
   return
 }
+
+// -----
+
+// expected-error @+1 {{'fakv.divisibility' of argument 0 must be a positive power of two}}
+func.func @divisibility_not_pow2(%n: i32 {fakv.divisibility = 12 : i64}) attributes {fakv.kernel} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'fakv.divisibility' of argument 1 applies to integers and !fakv.ptr, not 'f32'}}
+func.func @divisibility_of_float(%n: i32, %x: f32 {fakv.divisibility = 16 : i64}) attributes {fakv.kernel} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{unknown fakv argument attribute 'fakv.aligned'}}
+func.func @unknown_arg_attr(%p: !fakv.ptr<f32> {fakv.aligned}) attributes {fakv.kernel} {
+  return
+}

@@ -3,6 +3,13 @@
 // RUN: fakv-opt %s | fakv-opt | FileCheck %s
 // RUN: fakv-opt %s --mlir-print-op-generic | fakv-opt | FileCheck %s
 
+// CHECK-LABEL: func.func @divisibility
+// CHECK-SAME: %{{.*}}: !fakv.ptr<bf16> {fakv.divisibility = 16 : i64}, %{{.*}}: i64 {fakv.divisibility = 8 : i64}
+func.func @divisibility(%p: !fakv.ptr<bf16> {fakv.divisibility = 16 : i64}, %s: i64 {fakv.divisibility = 8 : i64})
+    attributes {fakv.kernel} {
+  return
+}
+
 // CHECK-LABEL: func.func @program_structure
 // CHECK: fakv.program_id 0
 // CHECK: fakv.program_id 2

@@ -20,8 +20,9 @@ def gather_cache(cache, table, seqlens, page_size):
     return cache[pages, (pos % page_size)[None, :].expand(b, -1)]
 
 
-def attention_ref(q, k, v, seqlens, causal, scale, upcast=True):
-    """q (b, sq, h, d); k, v (b, s, hk, d) with s >= max seqlens.
+def attention_ref(q, k, v, seqlens, causal, scale, upcast=True, softcap=0.0):
+    """q (b, sq, h, d); k, v (b, s, hk, d) with s >= max seqlens. softcap > 0:
+    scores softcap * tanh(q.k / softcap), then scaled (kernels/README.md).
     Returns out (b, sq, h, d) in q's dtype (float32 when upcast) and the
     natural-log LSE (b, h, sq) in float32."""
     dtype = torch.float32 if upcast else q.dtype
@@ -32,7 +33,12 @@ def attention_ref(q, k, v, seqlens, causal, scale, upcast=True):
     v = v.repeat_interleave(h // hk, dim=2)
     scores = torch.einsum("bqhd,bkhd->bhqk", q * scale if not upcast else q, k)
     if upcast:
+        if softcap:
+            scores = softcap * torch.tanh(scores / softcap)
         scores = scores * scale
+    elif softcap:
+        cap = softcap * scale                        # the scores are scaled already
+        scores = cap * torch.tanh(scores / cap)
     s = k.shape[1]
     key = torch.arange(s, device=q.device)[None, None, None, :]
     qpos = torch.arange(sq, device=q.device)[None, None, :, None]

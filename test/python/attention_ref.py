@@ -19,9 +19,11 @@ def gather(cache, table, seqlens, page_size):
     return out
 
 
-def attention(q, keys, values, seqlens, causal, scale, dtype=None):
+def attention(q, keys, values, seqlens, causal, scale, dtype=None, softcap=0.0):
     """q (b, sq, h, d); keys/values: per sequence (n, hk, d). dtype=None:
-    float64; else rounded to dtype where FlashAttention's reference is."""
+    float64; else rounded to dtype where FlashAttention's reference is.
+    softcap > 0: scores softcap * tanh(q.k / softcap), then scaled (the
+    variant of kernels/README.md)."""
     rnd = (lambda x: x.astype(np.float64)) if dtype is None else (
         lambda x: x.astype(np.float32).astype(dtype).astype(np.float64))
     b, sq, h, d = q.shape
@@ -31,7 +33,11 @@ def attention(q, keys, values, seqlens, causal, scale, dtype=None):
         k, v = keys[i].astype(np.float64), values[i].astype(np.float64)
         group = h // k.shape[1]
         for head in range(h):
-            s = rnd((q[i, :, head].astype(np.float64) * scale) @ k[:, head // group].T)   # (sq, n)
+            if softcap:
+                s = q[i, :, head].astype(np.float64) @ k[:, head // group].T
+                s = rnd(softcap * np.tanh(s / softcap) * scale)
+            else:
+                s = rnd((q[i, :, head].astype(np.float64) * scale) @ k[:, head // group].T)   # (sq, n)
             if causal:
                 s = np.where(np.arange(n)[None, :] <= np.arange(sq)[:, None] + n - sq, s, -np.inf)
             for t in range(sq):

@@ -71,3 +71,24 @@ def test_block_table_shape():
     k = np.zeros((6, 16, 2, 64), bf16)
     with pytest.raises(ValueError, match="`block_table` must be an int32 tensor"):
         fakv.flash_attn_with_kvcache(q, k, k, block_table=np.zeros((3, 2), np.int32))
+
+
+def test_signature_is_flash_attentions():
+    """flash_attn_with_kvcache's parameters, order and defaults are
+    FlashAttention's (the seed's signature)."""
+    import inspect
+    expected = [("q", None), ("k_cache", None), ("v_cache", None), ("k", None), ("v", None),
+                ("rotary_cos", None), ("rotary_sin", None), ("cache_seqlens", None), ("cache_batch_idx", None),
+                ("cache_leftpad", None), ("block_table", None), ("softmax_scale", None), ("causal", False),
+                ("window_size", (-1, -1)), ("softcap", 0.0), ("rotary_interleaved", True),
+                ("alibi_slopes", None), ("num_splits", 0), ("return_softmax_lse", False)]
+    for fn in (fakv.flash_attn_with_kvcache, fakv.with_kernels()):
+        params = inspect.signature(fn).parameters
+        got = [(n, None if p.default is inspect.Parameter.empty else p.default) for n, p in params.items()]
+        assert got == expected
+
+
+def test_int_seqlens_beyond_the_cache():
+    q, k, v = tensors()
+    with pytest.raises(ValueError, match=r"cache_seqlens \(65\) must be in \[0, 64\]"):
+        fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=65)

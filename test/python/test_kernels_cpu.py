@@ -106,3 +106,23 @@ def test_combine_kernel_directly():
     ref = np.einsum("sbhq,sbqhd->bqhd", wn, np.nan_to_num(parts))
     assert np.abs(lse - ref_lse).max() < 1e-5
     assert np.abs(out - ref).max() < 1e-5
+
+
+@pytest.mark.parametrize("page,splits", [(None, 1), (16, 3)])
+def test_score_mod_variant(tmp_path, page, splits):
+    """kernels/README.md: copy decode.py, add a line to score_mod, run it
+    through fakv.with_kernels. The variant's output follows the softcapped
+    reference and differs from plain attention."""
+    import variant
+    attn = fakv.with_kernels(decode=variant.load(str(tmp_path)).decode)
+    q, k, v, seqlens, table, causal = make("bf16", (8, 2), page, (3, True), seed=7)
+    q = (q.astype(np.float32) * 4).astype(q.dtype)            # scores large enough for the cap to matter
+    d = q.shape[-1]
+    keys, values = gather(k, table, seqlens, page), gather(v, table, seqlens, page)
+    ref, _ = attention(q, keys, values, seqlens, causal, 1 / math.sqrt(d), softcap=variant.CAP)
+    pt, _ = attention(q, keys, values, seqlens, causal, 1 / math.sqrt(d), NP_DTYPES["bf16"], softcap=variant.CAP)
+    plain, _ = attention(q, keys, values, seqlens, causal, 1 / math.sqrt(d))
+    out = attn(q, k, v, cache_seqlens=seqlens, block_table=table, causal=causal, num_splits=splits)
+    ok, msg = check(out, ref, pt)
+    assert ok, msg
+    assert np.abs(out.astype(np.float64) - plain).max() > 0.1

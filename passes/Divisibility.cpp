@@ -1,0 +1,77 @@
+//===- Divisibility.cpp - what fakv IR says of an integer's divisors ------===//
+
+#include "passes/Divisibility.h"
+
+#include "dialect/FakvDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+
+using namespace mlir;
+using namespace mlir::fakv;
+
+namespace {
+
+constexpr int64_t kMax = int64_t(1) << 30;
+constexpr unsigned kMaxDepth = 32;
+
+int64_t ofConstant(int64_t c) {
+  if (c == 0)
+    return kMax;
+  return std::min<int64_t>(c & -c, kMax); // the lowest set bit
+}
+
+/// The `fakv.divisibility` of a kernel argument, or 1.
+int64_t ofArgument(BlockArgument arg) {
+  Block *block = arg.getOwner();
+  auto fn = dyn_cast_or_null<FunctionOpInterface>(block->getParentOp());
+  if (!fn || !block->isEntryBlock())
+    return 1;
+  auto attr = fn.getArgAttrOfType<IntegerAttr>(
+      arg.getArgNumber(), FakvDialect::getDivisibilityAttrName());
+  return attr ? std::min<int64_t>(attr.getInt(), kMax) : 1;
+}
+
+int64_t divisor(Value v, unsigned depth) {
+  if (depth > kMaxDepth)
+    return 1;
+  APInt c;
+  if (matchPattern(v, m_ConstantInt(&c)))
+    return ofConstant(c.getSExtValue());
+  if (auto arg = dyn_cast<BlockArgument>(v))
+    return ofArgument(arg);
+  Operation *op = v.getDefiningOp();
+  auto d = [&](unsigned i) { return divisor(op->getOperand(i), depth + 1); };
+  if (isa<arith::MulIOp>(op))
+    return std::min(kMax, d(0) * d(1));
+  if (isa<arith::AddIOp, arith::SubIOp>(op))
+    return std::min(d(0), d(1));
+  if (isa<arith::ExtSIOp, arith::ExtUIOp, arith::IndexCastOp>(op))
+    return d(0);
+  if (isa<arith::SelectOp>(op))
+    return std::min(d(1), d(2));
+  if (isa<arith::ShLIOp>(op) && matchPattern(op->getOperand(1), m_ConstantInt(&c)) &&
+      c.getZExtValue() < 30)
+    return std::min(kMax, d(0) << c.getZExtValue());
+  return 1;
+}
+
+int64_t alignment(Value ptr, unsigned depth) {
+  auto type = cast<PtrType>(ptr.getType());
+  int64_t elem = std::max<int64_t>(1, type.getElementType().getIntOrFloatBitWidth() / 8);
+  if (depth > kMaxDepth)
+    return elem;
+  if (auto arg = dyn_cast<BlockArgument>(ptr))
+    return std::max(elem, ofArgument(arg));
+  if (auto add = ptr.getDefiningOp<AddPtrOp>())
+    return std::max(elem, std::min(alignment(add.getPtr(), depth + 1),
+                                   std::min(kMax, divisor(add.getOffset(), 0) * elem)));
+  return elem;
+}
+
+} // namespace
+
+int64_t mlir::fakv::knownDivisor(Value v) { return divisor(v, 0); }
+
+int64_t mlir::fakv::knownAlignment(Value ptr) { return alignment(ptr, 0); }

@@ -1,0 +1,41 @@
+// Vector loads and stores: 16 bytes per access where a thread holds 8
+// consecutive bf16. Without divisibility facts each vector checks its
+// address at run time (ptrtoint, and, cmp) and falls back to elements;
+// with {fakv.divisibility = 16} on the pointer and the row stride the
+// lowering knows every vector is aligned and checks bounds only.
+// RUN: fakv-opt %s --split-input-file --fakv-to-fakvgpu --convert-fakvgpu-to-nvvm | FileCheck %s
+
+// CHECK-LABEL: gpu.func @copy_unknown
+// CHECK: llvm.ptrtoint
+// CHECK: llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<8xbf16>
+// CHECK: llvm.ptrtoint
+// CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 16 : i64} : vector<8xbf16>, !llvm.ptr<1>
+func.func @copy_unknown(%x: !fakv.ptr<bf16>, %y: !fakv.ptr<bf16>, %stride: i64, %n: i32)
+    attributes {fakv.kernel} {
+  %c0 = arith.constant 0 : i32
+  %s1 = arith.constant 1 : i64
+  %t = fakv.load %x[%c0, %c0] strides [%stride, %s1] bounds [%n, %n] : !fakv.ptr<bf16> -> tensor<64x64xbf16>
+  fakv.store %t, %y[%c0, %c0] strides [%stride, %s1] bounds [%n, %n] : tensor<64x64xbf16>, !fakv.ptr<bf16>
+  return
+}
+
+// -----
+
+// CHECK-LABEL: gpu.func @copy_aligned
+// CHECK-NOT: llvm.ptrtoint
+// CHECK: llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<8xbf16>
+// CHECK-NOT: llvm.ptrtoint
+// CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 16 : i64} : vector<8xbf16>, !llvm.ptr<1>
+func.func @copy_aligned(%x: !fakv.ptr<bf16> {fakv.divisibility = 16 : i64},
+                        %y: !fakv.ptr<bf16> {fakv.divisibility = 16 : i64},
+                        %stride: i64 {fakv.divisibility = 16 : i64}, %n: i32)
+    attributes {fakv.kernel} {
+  %c0 = arith.constant 0 : i32
+  %s1 = arith.constant 1 : i64
+  %row = arith.constant 3 : i64
+  %off = arith.muli %row, %stride : i64
+  %xr = fakv.addptr %x, %off : !fakv.ptr<bf16>
+  %t = fakv.load %xr[%c0, %c0] strides [%stride, %s1] bounds [%n, %n] : !fakv.ptr<bf16> -> tensor<64x64xbf16>
+  fakv.store %t, %y[%c0, %c0] strides [%stride, %s1] bounds [%n, %n] : tensor<64x64xbf16>, !fakv.ptr<bf16>
+  return
+}
