@@ -10,7 +10,14 @@ one. Effective bandwidth = bytes of K and V read / time; the copy bandwidth
 = 2 x bytes / time of a device-to-device copy of 2 GiB. Times are medians of
 CUDA-event-timed launches after warm-up; caches are ~1 GiB each, far above
 the 50 MiB L2. Peers: torch's scaled_dot_product_attention on the
-contiguous cache (and FlashAttention / FlashInfer when importable).
+contiguous cache. FlashAttention and FlashInfer are listed as not installed
+when they cannot be imported; timing them is not written yet.
+
+Then the host cost of a launch, on a small problem (batch 1, seqlen_k
+1024, pages of 256) where the GPU is not the bottleneck: microseconds of
+host time per call, for a cached kernel launch (decode[grid](...)), the
+whole API call (with and without its host-side data checks,
+FAKV_CHECK_DATA=0) and a CUDA-graph replay of the API call.
 """
 import math
 import os
@@ -22,9 +29,10 @@ sys.path.insert(0, os.path.join(ROOT, "frontend"))
 
 B, H, HK, D, S = 32, 32, 8, 128, 8192
 PAGE = 256
+SMALL_B, SMALL_S = 1, 1024
 
 
-def inputs(lib, paged):
+def inputs(lib, paged, B=B, S=S):
     import numpy as np
     if lib is np:
         import ml_dtypes
@@ -71,6 +79,8 @@ def main():
         for paged in (True, False):
             q, k, v, lens, table = inputs(np, paged)
             fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table)
+        q, k, v, lens, table = inputs(np, True, SMALL_B, SMALL_S)
+        fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table)
         print("compiled the bench kernels")
         return
     import torch
@@ -127,6 +137,52 @@ def main():
         print(f"{name:62} {t:8.3f} {bw:7.2f} {bw / copy_bw:8.1%}")
     for key, c in decode._compiled.items():
         print("cubin:", getattr(c, "path", None), c.facts["kernels"][0]["smem_bytes"], "bytes smem")
+    host_overhead()
+
+
+def host_us(fn, n=400):
+    """Host microseconds per call of `n` calls in a row (then drained)."""
+    import time
+    import torch
+    for _ in range(20):
+        fn()
+    torch.cuda.synchronize()
+    t = time.perf_counter()
+    for _ in range(n):
+        fn()
+    host = (time.perf_counter() - t) / n * 1e6
+    torch.cuda.synchronize()
+    return host
+
+
+def host_overhead():
+    import torch
+    import fakv
+    from fakv.interface import _kernels, plan
+    q, k, v, lens, table = inputs(torch, True, SMALL_B, SMALL_S)
+    api = lambda: fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table)  # noqa: E731
+    out = api()
+    p = plan(SMALL_B, 1, H, HK, D, "bf16", True, PAGE, SMALL_S, False, 1)   # one split: no partials
+    splits = plan(SMALL_B, 1, H, HK, D, "bf16", True, PAGE, SMALL_S, False, 0)["num_splits"]
+    decode, _ = _kernels()
+    lse = torch.empty((SMALL_B, H, 1), dtype=torch.float32, device="cuda")
+    args = (q, k, v, table, lens, out, lse, lse, lse, q.stride(0), q.stride(1), q.stride(2), k.stride(0),
+            k.stride(1), k.stride(2), table.stride(0), SMALL_B, 1, H, HK, D, PAGE, k.shape[0], 1 / math.sqrt(D))
+    launch = lambda: decode[p["decode_grid"]](*args, **p["decode"])  # noqa: E731
+    rows = [("cached kernel launch, decode[grid](...)", host_us(launch)),
+            ("flash_attn_with_kvcache, host checks on", host_us(api))]
+    os.environ["FAKV_CHECK_DATA"] = "0"
+    rows.append(("flash_attn_with_kvcache, FAKV_CHECK_DATA=0", host_us(api)))
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        api()
+    os.environ.pop("FAKV_CHECK_DATA")
+    rows.append(("CUDA graph replay of flash_attn_with_kvcache", host_us(graph.replay)))
+    gpu_ms, _ = time_ms(launch)
+    print(f"\nhost cost per call: bf16, batch {SMALL_B}, heads {H}/{HK}, head dim {D}, seqlen_k {SMALL_S}, "
+          f"pages of {PAGE}; the API call runs {splits} split(s); one-split decode takes {gpu_ms * 1e3:.1f} us on the GPU")
+    for name, us in rows:
+        print(f"{name:62} {us:8.1f} us")
 
 
 if __name__ == "__main__":

@@ -136,7 +136,8 @@ def FakvGPU_AsyncPagedLoadOp : FakvGPU_Op<"async_paged_load", [AttrSizedOperandS
   let extraClassDeclaration = [{
     /// True when the copy goes through TMA (one box per 64 columns): the
     /// cache is a kernel argument (its tensor map is one too), 16-bit
-    /// elements, columns a multiple of 64, and every tile inside one page
+    /// elements, columns a multiple of 64, at most 256 rows (a TMA box's
+    /// limit), and every tile inside one page
     /// (a contiguous cache; or a block table with a constant page size that
     /// is a multiple of the tile's rows, tiles starting at a multiple of
     /// their rows and no left padding). Otherwise a cp.async gather.
@@ -173,8 +174,9 @@ def FakvGPU_WarpSpecializeOp : FakvGPU_Op<"warp_specialize",
   let description = [{
     The kernel's threads split in two roles: the first `producer_warps` warps
     run `producer` (issuing copies), the next `consumer_warps` run
-    `consumer` (the math, and everything after it). Each role may resize its
-    register file (`setmaxnreg`). Values defined before the op are visible
+    `consumer` (the math, and everything after it). `registers` records the
+    per-thread register counts meant for each role (`setmaxnreg`; not
+    emitted by the lowering yet). Values defined before the op are visible
     in both regions; nothing flows out.
 
     ```mlir

@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "lowering/GPUCodegen.h"
+#include "lowering/LaunchFacts.h"
 #include "lowering/Passes.h"
 #include "tools/init/FakvInit.h"
 
@@ -92,39 +92,11 @@ std::string print(Operation *op) {
   return s;
 }
 
-/// The launch facts of the lowered kernels (what fakv-compile writes).
+/// The launch facts of the lowered kernels, as JSON (lowering/LaunchFacts.h).
 std::string launchFacts(ModuleOp module) {
-  llvm::json::Array kernels;
-  module->walk([&](LLVM::LLVMFuncOp f) {
-    auto warps = f->getAttrOfType<IntegerAttr>(fakvgpu::kNumWarpsAttr);
-    if (!warps)
-      return;
-    auto tmaArgs = f->getAttrOfType<DenseI32ArrayAttr>(fakv::codegen::kTmaArgsAttr);
-    auto tmaBoxes = f->getAttrOfType<DenseI32ArrayAttr>(fakv::codegen::kTmaBoxesAttr);
-    llvm::json::Array params, maps;
-    for (Type t : f.getArgumentTypes()) {
-      if (auto p = dyn_cast<LLVM::LLVMPointerType>(t)) {
-        params.push_back(p.getAddressSpace() == 1 ? "ptr" : "tensormap");
-        continue;
-      }
-      std::string s;
-      llvm::raw_string_ostream os(s);
-      t.print(os);
-      params.push_back(s);
-    }
-    for (auto [arg, rows] : llvm::zip(tmaArgs.asArrayRef(), tmaBoxes.asArrayRef()))
-      maps.push_back(llvm::json::Object{{"arg", arg}, {"rows", rows}, {"cols", 64}});
-    kernels.push_back(llvm::json::Object{
-        {"name", f.getName()},
-        {"threads", warps.getInt() * 32},
-        {"smem_bytes",
-         f->getAttrOfType<IntegerAttr>(fakv::codegen::kSmemBytesAttr).getInt()},
-        {"params", std::move(params)},
-        {"tensormaps", std::move(maps)}});
-  });
   std::string s;
   llvm::raw_string_ostream os(s);
-  os << llvm::json::Value(llvm::json::Object{{"kernels", std::move(kernels)}});
+  os << llvm::json::Value(llvm::json::Object{{"kernels", fakv::launchFacts(module)}});
   return s;
 }
 

@@ -4,8 +4,8 @@
 // memory (K-major when `transpose_b`, as Kᵀ in Q·Kᵀ; MN-major otherwise, as
 // V in P·V), A from shared memory (SS, nvvm.wgmma.mma_async) or from the
 // registers of a previous accumulator (RS, inline PTX: MLIR 22 has no
-// register-A op). Descriptors: ../shared/design and /tmp research notes,
-// summarised in docs/gpu-lowering.md. The accumulator registers of a tile of
+// register-A op). The shared-memory matrix descriptors follow the PTX ISA's
+// wgmma section (128-byte swizzle; docs/pipeline.md). The accumulator registers of a tile of
 // fewer than 64 rows are the 64-row ones restricted to it; the A rows in
 // shared memory repeat to match.
 //

@@ -52,11 +52,11 @@ def FakvPipeline : Pass<"fakv-pipeline", "::mlir::ModuleOp"> {
   let description = [{
     For an scf.for whose body loads tiles into shared memory with
     fakv.paged_load (at rows `iv * tile_rows`): each load gets a ring of
-    `stages` buffers and a `full` barrier per buffer; a ring-wide `empty`
-    barrier array tells the copier when the math is done with a buffer. The
-    loads become fakvgpu.async_paged_load issued `stages - 1` iterations
-    ahead (a prologue fills the ring), their uses read fakvgpu.ring_view after
-    fakvgpu.wait, and the end of each iteration arrives on `empty`.
+    `stages` buffers and a `full` barrier per buffer that the copy signals.
+    The loads become fakvgpu.async_paged_load issued `stages - 1` iterations
+    ahead (a prologue fills the ring) and their uses read fakvgpu.ring_view
+    after fakvgpu.wait on `full`. The `empty` barriers that tell a separate
+    copier when a buffer is free come with fakv-warp-specialize.
   }];
   let options = [
     Option<"stages", "stages", "unsigned", /*default=*/"2",
@@ -71,8 +71,10 @@ def FakvWarpSpecialize : Pass<"fakv-warp-specialize", "::mlir::ModuleOp"> {
     Splits a kernel whose loop fakv-pipeline has pipelined into a
     fakvgpu.warp_specialize: a producer warpgroup runs a loop that waits for
     free ring buffers and issues the async copies; the consumer warpgroup
-    runs the math loop and the rest of the kernel. Registers move from the
-    producer to the consumer (setmaxnreg).
+    runs the math loop and the rest of the kernel; `empty` barriers hand
+    consumed buffers back. The register counts are recorded on the op for a
+    `setmaxnreg` rebalancing, which the lowering does not emit yet (with one
+    256-thread block per SM every thread may already hold 255 registers).
   }];
   let options = [
     Option<"producerRegisters", "producer-registers", "unsigned", /*default=*/"40",

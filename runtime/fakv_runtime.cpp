@@ -111,4 +111,17 @@ int fakv_launch(void *kernel, unsigned gx, unsigned gy, unsigned gz,
   return 0;
 }
 
+int fakv_launch_packed(void *kernel, unsigned gx, unsigned gy, unsigned gz,
+                       unsigned threads, unsigned smem, void *stream,
+                       const char *values, const uint32_t *offsets,
+                       unsigned n) {
+  constexpr unsigned kMaxParams = 256;
+  if (n > kMaxParams)
+    return fail("fakv_launch_packed: more than 256 parameters", CUDA_SUCCESS);
+  void *params[kMaxParams];
+  for (unsigned i = 0; i < n; ++i)
+    params[i] = const_cast<char *>(values + offsets[i]);
+  return fakv_launch(kernel, gx, gy, gz, threads, smem, stream, params);
+}
+
 } // extern "C"

@@ -44,6 +44,14 @@ int fakv_launch(void *kernel, unsigned grid_x, unsigned grid_y, unsigned grid_z,
                 unsigned threads, unsigned smem_bytes, void *stream,
                 void **params);
 
+/* fakv_launch with the parameter values packed in one buffer: parameter i
+ * is at `values + offsets[i]` (n parameters). One call from Python per
+ * launch, nothing allocated. */
+int fakv_launch_packed(void *kernel, unsigned grid_x, unsigned grid_y,
+                       unsigned grid_z, unsigned threads, unsigned smem_bytes,
+                       void *stream, const char *values,
+                       const uint32_t *offsets, unsigned n);
+
 #ifdef __cplusplus
 }
 #endif

@@ -5,6 +5,7 @@ Same signature, defaults, shapes and results as flash_attn.flash_attn_with_kvcac
 (docs/api.md lists what is implemented and what we chose where FlashAttention
 is silent). Inputs are checked before anything is launched.
 """
+import functools
 import math
 import os
 import sys
@@ -44,6 +45,7 @@ def _not_yet(name, value, default):
                                   f"(got a non-default value); see docs/api.md")
 
 
+@functools.lru_cache(maxsize=4096)
 def plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, max_seqlen_k, causal,
          num_splits, num_sms=132, l2_bytes=50 * 1024 * 1024):
     """The kernel specialisations and launch grids of one call (no tensors

@@ -18,7 +18,11 @@ from . import codegen
 from . import language as fl
 from .ir import PtrType, ScalarType
 
-COMPILER_VERSION = "0.1.0"
+try:        # written by the build (cmake/BuildId.cmake): a hash of the compiler's sources
+    from ._build_id import BUILD_ID
+except ImportError:
+    BUILD_ID = "unbuilt"
+COMPILER_VERSION = "0.1.0+" + BUILD_ID
 
 _TORCH_DTYPES = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "int32": "i32", "int64": "i64",
                  "int8": "i8", "uint8": "i8"}
@@ -216,12 +220,15 @@ class JITFunction:
     # ---- launching ------------------------------------------------------------------------
 
     def run(self, grid, *args, stream=None, **kwargs):
-        args = tuple(_from_dlpack(a) if hasattr(a, "__dlpack__") and _foreign(a) else a for a in args)
         # A launch like an earlier one (same argument kinds and constexprs)
         # skips binding and specialising: the host cost of a cached launch.
         try:
-            key = (tuple(map(_kind, args)), tuple(kwargs.items()), os.environ.get("FAKV_DEVICE"),
-                   compile_only())
+            kinds = tuple(map(_kind, args))
+        except _Foreign:            # DLPack arrays of other libraries: as torch tensors
+            args = tuple(_from_dlpack(a) if _is_foreign(a) else a for a in args)
+            kinds = tuple(map(_kind, args))
+        try:
+            key = (kinds, tuple(kwargs.items()), os.environ.get("FAKV_DEVICE"), compile_only())
             fast = self._fast.get(key)
         except TypeError:               # an unhashable keyword argument
             key, fast = None, None
@@ -232,7 +239,8 @@ class JITFunction:
             positions = [names.index(p) for p in c.params]
             if key is not None and all(i < len(args) for i in positions):
                 self._fast[key] = (c, positions)
-            values = [dict((name, value) for name, value, _ in runtime)[p] for p in c.params]
+            by_name = {name: value for name, value, _ in runtime}
+            values = [by_name[p] for p in c.params]
         else:
             c, positions = fast
             values = [args[i] for i in positions]
@@ -255,8 +263,12 @@ class JITFunction:
         return c
 
 
-def _foreign(value):
-    return not type(value).__module__.startswith(("torch", "numpy"))
+class _Foreign(Exception):
+    """An argument from another array library, passed through DLPack."""
+
+
+def _is_foreign(value):
+    return hasattr(value, "__dlpack__") and not type(value).__module__.startswith(("torch", "numpy"))
 
 
 def _from_dlpack(value):
@@ -289,6 +301,8 @@ def _kind(value):
         return t
     if hasattr(value, "data_ptr") or hasattr(value, "ctypes"):
         return t, value.dtype, getattr(value, "is_cuda", None), address(value) % 16 == 0
+    if _is_foreign(value):
+        raise _Foreign()
     return t                             # bind() says what is wrong with it
 
 

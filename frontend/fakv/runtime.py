@@ -7,10 +7,9 @@ the tensor passed at the parameter it names (a KV cache) and appended.
 """
 import ctypes
 import os
+import struct
 
 _LIB = None
-_CTYPES = {"i1": ctypes.c_bool, "i8": ctypes.c_int8, "i32": ctypes.c_int32,
-           "i64": ctypes.c_int64, "f32": ctypes.c_float}
 
 
 def library():
@@ -19,6 +18,9 @@ def library():
         path = os.environ.get("FAKV_RUNTIME") or os.path.join(os.path.dirname(__file__), "libfakv_runtime.so")
         _LIB = ctypes.CDLL(path)
         _LIB.fakv_last_error.restype = ctypes.c_char_p
+        u = ctypes.c_uint
+        _LIB.fakv_launch_packed.argtypes = [ctypes.c_void_p, u, u, u, u, u, ctypes.c_void_p, ctypes.c_char_p,
+                                            ctypes.c_void_p, u]
     return _LIB
 
 
@@ -27,32 +29,41 @@ def check(rc):
         raise RuntimeError(library().fakv_last_error().decode())
 
 
-def _current_stream():
-    import torch
-    return torch.cuda.current_stream().cuda_stream
-
-
 class GPUKernel:
-    """A kernel of a cubin, with its launch facts (fakv-compile's JSON entry)."""
+    """A kernel of a cubin, with its launch facts (fakv-compile's JSON entry).
+
+    A launch packs the parameter values into one buffer (struct) and makes
+    one call into the runtime; tensor maps are encoded once per cache
+    address, shape and strides."""
 
     def __init__(self, cubin_path, facts):
         import torch
         torch.cuda.current_device()
         torch.empty(1, device="cuda")  # the primary context is current from here on
         self.facts = facts
+        lib = library()
         module, fn = ctypes.c_void_p(), ctypes.c_void_p()
-        check(library().fakv_load_module(os.path.abspath(cubin_path).encode(), ctypes.byref(module)))
-        check(library().fakv_get_kernel(module, facts["name"].encode(), ctypes.byref(fn)))
-        self.fn = fn
-        self.nparams = len(facts["params"]) - len(facts["tensormaps"])
+        check(lib.fakv_load_module(os.path.abspath(cubin_path).encode(), ctypes.byref(module)))
+        check(lib.fakv_get_kernel(module, facts["name"].encode(), ctypes.byref(fn)))
+        self.fn = fn.value
+        kinds = facts["params"][: len(facts["params"]) - len(facts["tensormaps"])]
+        self.nparams = len(kinds)
+        self._is_ptr = [k == "ptr" for k in kinds]
+        self._struct = struct.Struct("=" + "".join(_FORMATS[k] for k in kinds))
+        sizes = [struct.calcsize("=" + _FORMATS[k]) for k in kinds] + [128] * len(facts["tensormaps"])
+        offsets = [sum(sizes[:i]) for i in range(len(sizes))]
+        self._offsets = (ctypes.c_uint32 * len(offsets))(*offsets)
+        self._count = len(offsets)
         self._maps = {}
+        self._tms = [(tm["arg"], tm["rows"]) for tm in facts["tensormaps"]]
+        self._launch = lib.fakv_launch_packed
+        self._stream = _stream_getter(torch)
 
     def _tensormap(self, cache, rows):
-        """The TMA descriptor of a cache tensor (encoded once per address,
-        shape and strides)."""
+        """The TMA descriptor of a cache tensor, as 128 bytes."""
         key = (cache.data_ptr(), tuple(cache.shape), tuple(cache.stride()), rows)
-        buf = self._maps.get(key)
-        if buf is None:
+        desc = self._maps.get(key)
+        if desc is None:
             if cache.dim() != 4:
                 raise ValueError("a TMA-copied cache is (pages, rows, heads, dim)")
             buf = (ctypes.c_uint8 * 128)()
@@ -61,19 +72,30 @@ class GPUKernel:
                 (ctypes.c_uint64 * 4)(*cache.stride()), ctypes.c_uint32(rows)))
             if len(self._maps) > 256:
                 self._maps.clear()
-            self._maps[key] = buf
-        return buf
+            desc = self._maps[key] = bytes(buf)
+        return desc
 
     def launch(self, grid, args, stream=None):
         if len(args) != self.nparams:
             raise TypeError(f"{self.facts['name']} takes {self.nparams} arguments, got {len(args)}")
-        keep = []
-        for value, kind in zip(args, self.facts["params"]):
-            keep.append(ctypes.c_void_p(value.data_ptr()) if kind == "ptr" else _CTYPES[kind](value))
-        for tm in self.facts["tensormaps"]:
-            keep.append(self._tensormap(args[tm["arg"]], tm["rows"]))
-        params = (ctypes.c_void_p * len(keep))(*[ctypes.addressof(k) for k in keep])
-        s = stream if stream is not None else _current_stream()
+        try:
+            values = self._struct.pack(*[a.data_ptr() if p else a for a, p in zip(args, self._is_ptr)])
+        except struct.error as e:
+            raise TypeError(f"{self.facts['name']}: an argument does not fit its parameter ({e})") from None
+        if self._tms:
+            values += b"".join(self._tensormap(args[i], rows) for i, rows in self._tms)
         gx, gy, gz = grid
-        check(library().fakv_launch(self.fn, gx, gy, gz, self.facts["threads"], self.facts["smem_bytes"],
-                                    ctypes.c_void_p(s), params))
+        check(self._launch(self.fn, gx, gy, gz, self.facts["threads"], self.facts["smem_bytes"],
+                           stream if stream is not None else self._stream(), values, self._offsets,
+                           self._count))
+
+
+_FORMATS = {"ptr": "Q", "i1": "?", "i8": "b", "i32": "i", "i64": "q", "f32": "f"}
+
+
+def _stream_getter(torch):
+    """The current CUDA stream's handle, by torch's fastest way available."""
+    raw, get_device = getattr(torch._C, "_cuda_getCurrentRawStream", None), getattr(torch._C, "_cuda_getDevice", None)
+    if raw is not None and get_device is not None:
+        return lambda: raw(get_device())
+    return lambda: torch.cuda.current_stream().cuda_stream

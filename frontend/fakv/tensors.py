@@ -17,11 +17,18 @@ def is_array(x):
     return is_torch(x) or isinstance(x, np.ndarray)
 
 
+_DTYPE_NAMES = {}
+
+
 def dtype(x):
     """'f16', 'bf16', 'f32', 'i32', 'i64', ... or the library's own name."""
-    name = str(x.dtype).replace("torch.", "")
-    return {"float16": "f16", "bfloat16": "bf16", "float32": "f32", "int32": "i32", "int64": "i64",
-            "bool": "bool"}.get(name, name)
+    d = x.dtype
+    name = _DTYPE_NAMES.get(d)
+    if name is None:
+        name = str(d).replace("torch.", "")
+        name = _DTYPE_NAMES[d] = {"float16": "f16", "bfloat16": "bf16", "float32": "f32", "int32": "i32",
+                                  "int64": "i64", "bool": "bool"}.get(name, name)
+    return name
 
 
 def device(x):
@@ -65,10 +72,17 @@ def full_int32(shape, value, like):
     return out
 
 
+_PROPERTIES = {}
+
+
 def device_properties(x):
     """(SM count, L2 bytes) of x's GPU, or an H100/H200's for the CPU path."""
     if is_torch(x) and x.is_cuda:
-        import torch
-        p = torch.cuda.get_device_properties(x.device)
-        return p.multi_processor_count, p.L2_cache_size
+        index = x.device.index
+        props = _PROPERTIES.get(index)
+        if props is None:
+            import torch
+            p = torch.cuda.get_device_properties(x.device)
+            props = _PROPERTIES[index] = (p.multi_processor_count, p.L2_cache_size)
+        return props
     return 132, 50 * 1024 * 1024

@@ -7,10 +7,8 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import torch  # noqa: E402
 import test_flash_attn as t  # noqa: E402
 
-t.torch = torch
 CASES = [("bf16", 128, (32, 8), 256, (1, False)),      # TMA, warp-specialized, one split
          ("f16", 64, (32, 1), 16, (3, True)),          # cp.async gather, causal
          ("bf16", 96, (32, 32), None, (1, False))]     # contiguous, head dim below the tile

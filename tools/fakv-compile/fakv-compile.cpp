@@ -11,7 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "lowering/GPUCodegen.h"
+#include "lowering/LaunchFacts.h"
 #include "lowering/Passes.h"
 #include "tools/init/FakvInit.h"
 
@@ -41,15 +41,6 @@ static llvm::cl::opt<std::string> format("format", llvm::cl::desc("bin (cubin) o
 static llvm::cl::opt<std::string> chip("chip", llvm::cl::init("sm_90a"));
 static llvm::cl::opt<unsigned> stages("stages", llvm::cl::init(2));
 static llvm::cl::opt<bool> noWarpSpecialize("no-warp-specialize", llvm::cl::init(false));
-
-static std::string typeName(Type t) {
-  if (auto p = dyn_cast<LLVM::LLVMPointerType>(t))
-    return p.getAddressSpace() == 1 ? "ptr" : "tensormap";
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  t.print(os);
-  return s;
-}
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
@@ -84,25 +75,7 @@ int main(int argc, char **argv) {
     return 1;
 
   // Launch facts, read off the lowered kernels.
-  llvm::json::Array kernels;
-  module->walk([&](LLVM::LLVMFuncOp f) {
-    auto threads = f->getAttrOfType<IntegerAttr>(fakvgpu::kNumWarpsAttr);
-    if (!threads)
-      return;
-    auto tmaArgs = f->getAttrOfType<DenseI32ArrayAttr>(fakv::codegen::kTmaArgsAttr);
-    auto tmaBoxes = f->getAttrOfType<DenseI32ArrayAttr>(fakv::codegen::kTmaBoxesAttr);
-    llvm::json::Array params, maps;
-    for (Type t : f.getArgumentTypes())
-      params.push_back(typeName(t));
-    for (auto [arg, rows] : llvm::zip(tmaArgs.asArrayRef(), tmaBoxes.asArrayRef()))
-      maps.push_back(llvm::json::Object{{"arg", arg}, {"rows", rows}, {"cols", 64}});
-    kernels.push_back(llvm::json::Object{
-        {"name", f.getName()},
-        {"threads", threads.getInt() * 32},
-        {"smem_bytes", f->getAttrOfType<IntegerAttr>(fakv::codegen::kSmemBytesAttr).getInt()},
-        {"params", std::move(params)},
-        {"tensormaps", std::move(maps)}});
-  });
+  llvm::json::Array kernels = fakv::launchFacts(*module);
 
   PassManager toBinary(&ctx);
   GpuModuleToBinaryPassOptions binary;

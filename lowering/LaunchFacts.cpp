@@ -1,0 +1,41 @@
+//===- LaunchFacts.cpp - what the host needs to launch a kernel -----------===//
+
+#include "lowering/LaunchFacts.h"
+
+#include "lowering/GPUCodegen.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+
+using namespace mlir;
+
+static std::string parameterKind(Type t) {
+  if (auto p = dyn_cast<LLVM::LLVMPointerType>(t))
+    return p.getAddressSpace() == 1 ? "ptr" : "tensormap";
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  t.print(os);
+  return s;
+}
+
+llvm::json::Array mlir::fakv::launchFacts(ModuleOp module) {
+  llvm::json::Array kernels;
+  module->walk([&](LLVM::LLVMFuncOp f) {
+    auto warps = f->getAttrOfType<IntegerAttr>(fakvgpu::kNumWarpsAttr);
+    if (!warps)
+      return;
+    auto tmaArgs = f->getAttrOfType<DenseI32ArrayAttr>(codegen::kTmaArgsAttr);
+    auto tmaBoxes = f->getAttrOfType<DenseI32ArrayAttr>(codegen::kTmaBoxesAttr);
+    llvm::json::Array params, maps;
+    for (Type t : f.getArgumentTypes())
+      params.push_back(parameterKind(t));
+    for (auto [arg, rows] : llvm::zip(tmaArgs.asArrayRef(), tmaBoxes.asArrayRef()))
+      maps.push_back(llvm::json::Object{{"arg", arg}, {"rows", rows}, {"cols", 64}});
+    kernels.push_back(llvm::json::Object{
+        {"name", f.getName()},
+        {"threads", warps.getInt() * 32},
+        {"smem_bytes", f->getAttrOfType<IntegerAttr>(codegen::kSmemBytesAttr).getInt()},
+        {"params", std::move(params)},
+        {"tensormaps", std::move(maps)}});
+  });
+  return kernels;
+}

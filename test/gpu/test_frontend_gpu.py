@@ -1,0 +1,201 @@
+"""GPU tests of the frontend beyond the attention grid (skipped without a GPU):
+
+- score modifiers (softcap, ALiBi, sliding window, length) in a small
+  @fakv.jit kernel, against torch;
+- a kernel launched on CuPy arrays (DLPack);
+- the kernels/README.md variant (decode.py copied, softcap added to its
+  score_mod) through fakv.with_kernels, against the softcapped reference;
+- fakv.flash_attn_with_kvcache captured in a CUDA graph and replayed on new
+  inputs, equal to an eager call;
+- a block-table entry out of range with the host checks off: the kernel
+  traps (in a subprocess: a trap ends the CUDA context).
+
+    python -m pytest test/gpu/test_frontend_gpu.py      # on the GPU machine
+    python test/gpu/test_frontend_gpu.py --compile-only # fill the kernel cache (no GPU)
+"""
+import math
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "frontend"))
+sys.path.insert(0, os.path.join(ROOT, "test", "python"))
+sys.path.insert(0, HERE)
+
+import fakv  # noqa: E402
+import fakv.language as fl  # noqa: E402
+import variant  # noqa: E402
+
+COMPILE_ONLY = __name__ == "__main__" and "--compile-only" in sys.argv
+if COMPILE_ONLY:
+    os.environ["FAKV_COMPILE_ONLY"] = "1"
+try:
+    import torch
+except ImportError:                     # compile-only runs need no torch
+    torch = None
+pytestmark = pytest.mark.skipif(torch is None or not torch.cuda.is_available(), reason="needs torch and a GPU")
+
+ROWS, COLS, CAP, OFFSET, LEFT, RIGHT, VALID = 64, 32, 20.0, 3, 8, 0, 29
+
+
+@fakv.jit
+def score_modifiers(S, Slopes, Out, valid, offset, cap, left, right, ROWS: fl.constexpr, COLS: fl.constexpr):
+    s = fl.load(S, (ROWS, COLS), (0, 0), (COLS, 1))
+    slopes = fl.load(Slopes, (ROWS,), (0,), (1,))
+    rows, cols = fl.arange(0, ROWS), fl.arange(0, COLS)
+    s = fl.softcap(s, cap)
+    s = fl.alibi(s, rows, cols, offset, slopes)
+    s = fl.window_mask(s, rows, cols, offset, left, right)
+    s = fl.length_mask(s, cols, valid)
+    fl.store(Out, s, (0, 0), (COLS, 1))
+
+
+@fakv.jit
+def axpy(X, Y, n, alpha, BLOCK: fl.constexpr):
+    i = fl.program_id(0) * BLOCK
+    x = fl.load(X, (BLOCK,), (i,), (1,), bounds=(n,))
+    y = fl.load(Y, (BLOCK,), (i,), (1,), bounds=(n,))
+    fl.store(Y, x * alpha + y, (i,), (1,), bounds=(n,))
+
+
+def test_score_modifiers():
+    g = torch.Generator().manual_seed(1)
+    s = (torch.randn((ROWS, COLS), generator=g) * 10).cuda()
+    slopes = torch.rand((ROWS,), generator=g).cuda()
+    out = torch.empty_like(s)
+    score_modifiers[(1,)](s, slopes, out, VALID, OFFSET, CAP, LEFT, RIGHT, ROWS=ROWS, COLS=COLS)
+    q = torch.arange(ROWS, device="cuda")[:, None] + OFFSET
+    k = torch.arange(COLS, device="cuda")[None, :]
+    ref = CAP * torch.tanh(s / CAP) - slopes[:, None] * (q - k).abs()
+    visible = (k >= q - LEFT) & (k <= q + RIGHT) & (k < VALID)
+    ref = ref.masked_fill(~visible, float("-inf"))
+    assert torch.equal(torch.isneginf(out), ~visible)
+    err = (out[visible] - ref[visible]).abs().max().item()
+    assert err <= 2e-3 * CAP, f"max error {err}"                # tanh.approx.f32: ~2^-11 relative
+
+
+def test_dlpack_arrays():
+    cp = pytest.importorskip("cupy")
+    x = cp.arange(1000, dtype=cp.float32)
+    y = cp.ones(1000, dtype=cp.float32)
+    axpy[(8,)](x, y, 1000, 2.0, BLOCK=128)
+    torch.cuda.synchronize()
+    assert np.array_equal(cp.asnumpy(y), np.arange(1000, dtype=np.float32) * 2 + 1)
+
+
+def _inputs(page, seed=3):
+    """bf16, batch 3, 16 query / 4 kv heads, head dim 128, up to 320 keys."""
+    import test_flash_attn as t
+    case = ("bf16", 128, (16, 4), page, (1, False))
+    return t.make_inputs(case, np if COMPILE_ONLY else torch)
+
+
+@pytest.mark.parametrize("page,splits", [(None, 1), (256, 3), (16, 0)])
+def test_readme_variant(page, splits):
+    with tempfile.TemporaryDirectory() as d:
+        attn = fakv.with_kernels(decode=variant.load(d).decode)
+    q, k, v, lens, table = _inputs(page)
+    if COMPILE_ONLY:
+        return attn(q, k, v, cache_seqlens=lens, block_table=table, num_splits=splits)
+    from reference import attention_ref, check, gather_cache
+    q = q * 4                                                   # scores large enough for the cap to matter
+    out = attn(q, k, v, cache_seqlens=lens, block_table=table, num_splits=splits)
+    ks, vs = (k, v) if table is None else (gather_cache(k, table, lens, page), gather_cache(v, table, lens, page))
+    scale = 1 / math.sqrt(q.shape[-1])
+    ref, _ = attention_ref(q, ks, vs, lens, False, scale, upcast=True, softcap=variant.CAP)
+    pt, _ = attention_ref(q, ks, vs, lens, False, scale, upcast=False, softcap=variant.CAP)
+    plain, _ = attention_ref(q, ks, vs, lens, False, scale, upcast=True)
+    ok, msg = check(out, ref, pt, "out")
+    assert ok, msg
+    assert (out.float() - plain).abs().max().item() > 0.1      # the variant is not plain attention
+
+
+@pytest.mark.parametrize("page,splits", [(256, 1), (16, 3)])
+def test_cuda_graph_capture(page, splits):
+    q, k, v, lens, table = _inputs(page)
+    call = lambda: fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table,  # noqa: E731
+                                                num_splits=splits, return_softmax_lse=True)
+    if COMPILE_ONLY:
+        return call()
+    call()                                                      # compile and load outside the capture
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out, lse = call()
+    q.copy_(torch.randn_like(q))                               # new inputs in the captured tensors
+    # New lengths, within the pages the block table maps (it maps [1, 320, n >= 2]).
+    lens.copy_(torch.tensor([1, 200, 2], dtype=torch.int32))
+    graph.replay()
+    torch.cuda.synchronize()
+    eager_out, eager_lse = call()
+    assert torch.equal(out, eager_out) and torch.equal(lse, eager_lse)
+
+
+TRAP_SCRIPT = """
+import os, sys, torch
+sys.path[:0] = {paths!r}
+import test_frontend_gpu as t
+q, k, v, lens, table = t._inputs({page})
+table[1, 0] = k.shape[0] + 5                                    # a page that does not exist
+try:
+    t.fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table)
+    torch.cuda.synchronize()
+    print("NO ERROR")
+except RuntimeError as e:
+    print("TRAPPED:", str(e).splitlines()[0])
+"""
+
+
+@pytest.mark.parametrize("page", [16, 256])
+def test_page_out_of_range_traps(page):
+    if COMPILE_ONLY:
+        q, k, v, lens, table = _inputs(page)
+        return fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table)
+    script = TRAP_SCRIPT.format(paths=[os.path.join(ROOT, "frontend"), os.path.join(ROOT, "test", "python"), HERE],
+                                page=page)
+    env = dict(os.environ, FAKV_CHECK_DATA="0")
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300)
+    assert "TRAPPED:" in r.stdout, r.stdout + r.stderr
+
+
+def compile_all():
+    """Fill the kernel cache with every kernel these tests launch."""
+    x = np.zeros((ROWS, COLS), np.float32)
+    score_modifiers[(1,)](x, np.zeros(ROWS, np.float32), x, VALID, OFFSET, CAP, LEFT, RIGHT, ROWS=ROWS, COLS=COLS)
+    axpy[(8,)](np.zeros(1000, np.float32), np.zeros(1000, np.float32), 1000, 2.0, BLOCK=128)
+    for page, splits in [(None, 1), (256, 3), (16, 0)]:
+        test_readme_variant(page, splits)
+    for page, splits in [(256, 1), (16, 3)]:
+        test_cuda_graph_capture(page, splits)
+    for page in (16, 256):
+        test_page_out_of_range_traps(page)
+    print("compiled the kernels of test_frontend_gpu.py")
+
+
+def run_all():
+    """Without pytest: every test, a line each."""
+    cases = [(test_score_modifiers, ()), (test_dlpack_arrays, ())]
+    cases += [(test_readme_variant, c) for c in [(None, 1), (256, 3), (16, 0)]]
+    cases += [(test_cuda_graph_capture, c) for c in [(256, 1), (16, 3)]]
+    cases += [(test_page_out_of_range_traps, (p,)) for p in (16, 256)]
+    fails = 0
+    for fn, args in cases:
+        try:
+            fn(*args)
+            print(f"PASS {fn.__name__}{args}")
+        except pytest.skip.Exception as e:
+            print(f"SKIP {fn.__name__}{args}: {e}")
+        except Exception as e:  # noqa: BLE001
+            fails += 1
+            print(f"FAIL {fn.__name__}{args}: {type(e).__name__}: {e}")
+    print(f"{len(cases) - fails} passed, {fails} failed")
+
+
+if __name__ == "__main__":
+    compile_all() if COMPILE_ONLY else run_all()
