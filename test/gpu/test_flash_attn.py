@@ -72,19 +72,24 @@ def make_inputs(case, lib):
     return q, k, v, torch.from_numpy(seqlens).cuda(), None if table is None else torch.from_numpy(table).cuda()
 
 
-def run_case(case, splits):
+def run_case(case, splits, cache_seqlens=None, softmax_scale=None):
+    """One case against the reference; `cache_seqlens` an int to pass one
+    length for every sequence (else the case's per-sequence tensor)."""
     import fakv
     from reference import attention_ref, check, gather_cache
     dtype, d, (h, hk), page, (sq, causal) = case
     q, k, v, lens, table = make_inputs(case, torch)
-    out, lse = fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table, causal=causal,
+    if cache_seqlens is not None:
+        lens = torch.full_like(lens, cache_seqlens)
+    out, lse = fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens if cache_seqlens is None else cache_seqlens,
+                                           block_table=table, causal=causal, softmax_scale=softmax_scale,
                                            num_splits=splits, return_softmax_lse=True)
     torch.cuda.synchronize()
     if table is None:
         ks, vs = k, v
     else:
         ks, vs = gather_cache(k, table, lens, page), gather_cache(v, table, lens, page)
-    scale = 1 / math.sqrt(d)
+    scale = 1 / math.sqrt(d) if softmax_scale is None else softmax_scale
     ref, lse_ref = attention_ref(q, ks, vs, lens, causal, scale, upcast=True)
     pt, _ = attention_ref(q, ks, vs, lens, causal, scale, upcast=False)
     ok, msg = check(out, ref, pt, "out")
@@ -94,10 +99,27 @@ def run_case(case, splits):
     return ok, f"{msg}; lse max err {lse_err:.1e}"
 
 
+# The arguments the grid leaves at one value: cache_seqlens as an int, a
+# softmax_scale, seqlen_q > 1 without causal (case, int seqlens, scale).
+# Lengths stay within every sequence's mapped pages (the shortest maps 1 row).
+EXTRA = [(("bf16", 128, (32, 8), None, (4, False)), 200, 0.05),
+         (("f16", 64, (32, 1), None, (2, True)), 320, 0.3),
+         (("bf16", 256, (32, 32), None, (1, False)), 77, None),
+         (("f16", 128, (32, 8), 16, (5, False)), None, 0.02)]
+
+
 @pytest.mark.parametrize("splits", SPLITS)
 @pytest.mark.parametrize("case", CASES, ids=[case_id(c) for c in CASES])
 def test_flash_attn_with_kvcache(case, splits):
     ok, msg = run_case(case, splits)
+    assert ok, msg
+
+
+@pytest.mark.parametrize("splits", SPLITS)
+@pytest.mark.parametrize("extra", EXTRA, ids=[f"{case_id(c)}-len{n}-scale{sc}" for c, n, sc in EXTRA])
+def test_int_seqlens_and_scale(extra, splits):
+    case, n, scale = extra
+    ok, msg = run_case(case, splits, n, scale)
     assert ok, msg
 
 
@@ -111,7 +133,12 @@ def compile_all():
         for splits in SPLITS:
             fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table, causal=case[4][1],
                                          num_splits=splits)
-    print(f"compiled the kernels of {len(CASES)} cases x {len(SPLITS)} split settings")
+    for case, n, scale in EXTRA:
+        q, k, v, lens, table = make_inputs(case, np)
+        for splits in SPLITS:
+            fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens if n is None else n, block_table=table,
+                                         causal=case[4][1], softmax_scale=scale, num_splits=splits)
+    print(f"compiled the kernels of {len(CASES) + len(EXTRA)} cases x {len(SPLITS)} split settings")
 
 
 if __name__ == "__main__":
@@ -119,10 +146,12 @@ if __name__ == "__main__":
         compile_all()
         sys.exit(0)
     fails = 0
-    for case in CASES:
+    runs = [(c, None, None) for c in CASES] + EXTRA
+    for case, n, scale in runs:
         for splits in SPLITS:
-            ok, msg = run_case(case, splits)
+            ok, msg = run_case(case, splits, n, scale)
             fails += not ok
             if not ok or "--verbose" in sys.argv:
-                print(("PASS " if ok else "FAIL ") + f"{case_id(case)} splits={splits}: {msg}", flush=True)
-    print(f"{len(CASES) * len(SPLITS) - fails} passed, {fails} failed")
+                print(("PASS " if ok else "FAIL ") + f"{case_id(case)} len={n} scale={scale} splits={splits}: {msg}",
+                      flush=True)
+    print(f"{len(runs) * len(SPLITS) - fails} passed, {fails} failed")
