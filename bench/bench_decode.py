@@ -10,8 +10,10 @@ one. Effective bandwidth = bytes of K and V read / time; the copy bandwidth
 = 2 x bytes / time of a device-to-device copy of 2 GiB. Times are medians of
 CUDA-event-timed launches after warm-up; caches are ~1 GiB each, far above
 the 50 MiB L2. Peers: torch's scaled_dot_product_attention on the
-contiguous cache. FlashAttention and FlashInfer are listed as not installed
-when they cannot be imported; timing them is not written yet.
+contiguous cache, and FlashInfer's paged decode (CUDA-core and tensor-core
+kernels) on the same paged cache when `flashinfer` imports (the H200 image
+has none: bench/README.md says how to carry it). FlashAttention is listed
+as not installed when it cannot be imported.
 
 Then the host cost of a launch, on a small problem (batch 1, seqlen_k
 1024, pages of 256) where the GPU is not the bottleneck: microseconds of
@@ -114,6 +116,8 @@ def main():
         t_api, _ = time_ms(lambda: fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table))
         rows.append((name + " (whole API call, with input checks)", t_api, kv_bytes / (t_api * 1e-3) / 1e12))
         c = decode._compiled[next(iter(decode._compiled))]
+        if paged:
+            fakv_paged = (q, k, v, table, out)
         if not paged:
             # Peer: torch SDPA over the same contiguous cache (GQA).
             qq, kk, vv = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
@@ -125,11 +129,11 @@ def main():
                          kv_bytes / (t * 1e-3) / 1e12))
         del q, k, v
         torch.cuda.empty_cache()
-    for mod, fn in (("flash_attn", "flash_attn_with_kvcache"), ("flashinfer", None)):
-        try:
-            __import__(mod)
-        except ImportError:
-            rows.append((f"{mod}: not installed on this machine", float("nan"), float("nan")))
+    try:
+        __import__("flash_attn")
+    except ImportError:
+        rows.append(("flash_attn: not installed on this machine", float("nan"), float("nan")))
+    rows += flashinfer_rows(kv_bytes, fakv_paged)
 
     print(f"\nbf16, batch {B}, heads {H}/{HK}, head dim {D}, seqlen_k {S}; K+V = {kv_bytes / 2**30:.2f} GiB")
     print(f"{'':62} {'ms':>8} {'TB/s':>7} {'of copy':>8}")
@@ -138,6 +142,38 @@ def main():
     for key, c in decode._compiled.items():
         print("cubin:", getattr(c, "path", None), c.facts["kernels"][0]["smem_bytes"], "bytes smem")
     host_overhead()
+
+
+def flashinfer_rows(kv_bytes, paged_inputs):
+    """FlashInfer's paged decode on the same paged cache (layout NHD, the
+    same block table), when it imports: its CUDA-core and its tensor-core
+    decode kernels, with their max difference from fakv's output."""
+    import torch
+    nan = float("nan")
+    try:
+        import flashinfer
+    except Exception as e:  # noqa: BLE001  (not installed, or a missing dependency)
+        return [(f"flashinfer: not importable here ({type(e).__name__})", nan, nan)]
+    q, k, v, table, out = paged_inputs
+    rows = []
+    for tensor_cores in (False, True):
+        name = f"FlashInfer {flashinfer.__version__} decode{' (tensor cores)' if tensor_cores else ''}, paged 256"
+        try:
+            workspace = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+            w = flashinfer.BatchDecodeWithPagedKVCacheWrapper(workspace, "NHD", use_tensor_cores=tensor_cores)
+            pages = table.shape[1]
+            w.plan(torch.arange(B + 1, dtype=torch.int32, device="cuda") * pages, table.flatten().contiguous(),
+                   torch.full((B,), PAGE, dtype=torch.int32, device="cuda"), H, HK, D, PAGE,
+                   q_data_type=torch.bfloat16, kv_data_type=torch.bfloat16)
+            q2 = q[:, 0].contiguous()
+            o = w.run(q2, (k, v))
+            err = (o.float() - out[:, 0].float()).abs().max().item()
+            t, _ = time_ms(lambda: w.run(q2, (k, v)))
+            rows.append((f"{name}  [max |fi - fakv| = {err:.2e}]", t, kv_bytes / (t * 1e-3) / 1e12))
+        except Exception as e:  # noqa: BLE001
+            print(f"{name}: {type(e).__name__}: {e}", file=sys.stderr)
+            rows.append((f"{name}: failed ({type(e).__name__})", nan, nan))
+    return rows
 
 
 def host_us(fn, n=400):

@@ -59,9 +59,10 @@ def plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, ma
                                   f"fakv handles ({MAX_ROWS})")
     sq_block = max(1, min(_pow2(seqlen_q), MAX_ROWS // group_tile))
     m_blocks = math.ceil(seqlen_q / sq_block)
-    block_n = 64 if head_tile > 128 else 128
-    if paged and page_size % 64 == 0 and page_size < block_n:
-        block_n = page_size                     # tiles inside one page: TMA
+    # Keys per block: 32 reads the cache fastest on the H200 for head dims up
+    # to 128 (bench/sweep_decode.py: small tiles, several blocks per SM); 64
+    # above. Pages that hold whole blocks are copied by TMA, others gathered.
+    block_n = 32 if head_tile <= 128 else 64
     n_blocks = math.ceil(max(max_seqlen_k, 1) / block_n)
     if num_splits <= 0:
         size_one_kv_head = max_seqlen_k * head_dim * 2 * 2
