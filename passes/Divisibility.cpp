@@ -16,10 +16,10 @@ namespace {
 constexpr int64_t kMax = int64_t(1) << 30;
 constexpr unsigned kMaxDepth = 32;
 
-int64_t ofConstant(int64_t c) {
-  if (c == 0)
+int64_t ofConstant(const APInt &c) {
+  if (c.isZero())
     return kMax;
-  return std::min<int64_t>(c & -c, kMax); // the lowest set bit
+  return int64_t(1) << std::min(30u, c.countr_zero()); // the lowest set bit
 }
 
 /// The `fakv.divisibility` of a kernel argument, or 1.
@@ -33,16 +33,18 @@ int64_t ofArgument(BlockArgument arg) {
   return attr ? std::min<int64_t>(attr.getInt(), kMax) : 1;
 }
 
-int64_t divisor(Value v, unsigned depth) {
-  if (depth > kMaxDepth)
-    return 1;
+/// Memoised per query: shared subexpressions are visited once.
+int64_t divisor(Value v, unsigned depth, llvm::DenseMap<Value, int64_t> &memo);
+
+int64_t divisorUncached(Value v, unsigned depth,
+                        llvm::DenseMap<Value, int64_t> &memo) {
   APInt c;
   if (matchPattern(v, m_ConstantInt(&c)))
-    return ofConstant(c.getSExtValue());
+    return ofConstant(c);
   if (auto arg = dyn_cast<BlockArgument>(v))
     return ofArgument(arg);
   Operation *op = v.getDefiningOp();
-  auto d = [&](unsigned i) { return divisor(op->getOperand(i), depth + 1); };
+  auto d = [&](unsigned i) { return divisor(op->getOperand(i), depth + 1, memo); };
   if (isa<arith::MulIOp>(op))
     return std::min(kMax, d(0) * d(1));
   if (isa<arith::AddIOp, arith::SubIOp>(op))
@@ -52,9 +54,20 @@ int64_t divisor(Value v, unsigned depth) {
   if (isa<arith::SelectOp>(op))
     return std::min(d(1), d(2));
   if (isa<arith::ShLIOp>(op) && matchPattern(op->getOperand(1), m_ConstantInt(&c)) &&
-      c.getZExtValue() < 30)
+      c.ult(30))
     return std::min(kMax, d(0) << c.getZExtValue());
   return 1;
+}
+
+int64_t divisor(Value v, unsigned depth, llvm::DenseMap<Value, int64_t> &memo) {
+  if (depth > kMaxDepth)
+    return 1;
+  auto it = memo.find(v);
+  if (it != memo.end())
+    return it->second;
+  int64_t result = divisorUncached(v, depth, memo);
+  memo[v] = result;
+  return result;
 }
 
 int64_t alignment(Value ptr, unsigned depth) {
@@ -66,12 +79,15 @@ int64_t alignment(Value ptr, unsigned depth) {
     return std::max(elem, ofArgument(arg));
   if (auto add = ptr.getDefiningOp<AddPtrOp>())
     return std::max(elem, std::min(alignment(add.getPtr(), depth + 1),
-                                   std::min(kMax, divisor(add.getOffset(), 0) * elem)));
+                                   std::min(kMax, knownDivisor(add.getOffset()) * elem)));
   return elem;
 }
 
 } // namespace
 
-int64_t mlir::fakv::knownDivisor(Value v) { return divisor(v, 0); }
+int64_t mlir::fakv::knownDivisor(Value v) {
+  llvm::DenseMap<Value, int64_t> memo;
+  return divisor(v, 0, memo);
+}
 
 int64_t mlir::fakv::knownAlignment(Value ptr) { return alignment(ptr, 0); }

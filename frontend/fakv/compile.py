@@ -69,8 +69,8 @@ def attention_specialisations(config, kernels):
         table = None
     default_decode, default_combine = interface._kernels()
     decode, combine = kernels.get("decode", default_decode), kernels.get("combine", default_combine)
-    decode._compiled.clear()
-    combine._compiled.clear()
+    decode.clear()
+    combine.clear()
     interface.with_kernels(decode, combine)(q, cache, cache, cache_seqlens=c["seqlen_k"], block_table=table,
                                       causal=c["causal"], num_splits=c["num_splits"])
     out = {}

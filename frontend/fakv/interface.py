@@ -45,8 +45,14 @@ def _not_yet(name, value, default):
                                   f"(got a non-default value); see docs/api.md")
 
 
+def plan(*args, **kwargs):
+    """The kernel specialisations and launch grids of one call (no tensors
+    needed: shapes and options only); see _plan. Returns fresh dicts."""
+    return {k: dict(v) if isinstance(v, dict) else v for k, v in _plan(*args, **kwargs).items()}
+
+
 @functools.lru_cache(maxsize=4096)
-def plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, max_seqlen_k, causal,
+def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, max_seqlen_k, causal,
          num_splits, num_sms=132, l2_bytes=50 * 1024 * 1024):
     """The kernel specialisations and launch grids of one call (no tensors
     needed: shapes and options only). Returns a dict with the decode and
@@ -104,13 +110,15 @@ def with_kernels(decode=None, combine=None):
     return flash_attn_with_kvcache
 
 
-def _check_data():
+def _check_data(q):
     """Whether to check cache_seqlens and block_table entries (a copy to the
     host): not while a CUDA graph is captured, nor with FAKV_CHECK_DATA=0."""
     if os.environ.get("FAKV_CHECK_DATA", "1") == "0":
         return False
-    torch = sys.modules.get("torch")
-    return not (torch is not None and torch.cuda.is_available() and torch.cuda.is_current_stream_capturing())
+    if T.device(q) != "cuda":
+        return True
+    import torch
+    return not torch.cuda.is_current_stream_capturing()
 
 
 def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens,
@@ -167,14 +175,14 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
                f"`cache_seqlens` must be an int or an int32 tensor ({batch},)")
         _check(T.device(cache_seqlens) == T.device(q), "`cache_seqlens` must be on q's device")
         seqlens = cache_seqlens
-        if _check_data():
+        if _check_data(q):
             lens = T.host(seqlens).astype("int64")
             _check(int(lens.min()) >= 0, "cache_seqlens must not be negative")
             _check(int(lens.max()) <= capacity,
                    f"cache_seqlens ({int(lens.max())}) exceeds the cache ({capacity} rows)")
-    if paged and _check_data():
+    if paged and _check_data(q):
         import numpy as np
-        lens = T.host(seqlens).astype("int64")
+        lens = np.full(batch, cache_seqlens) if isinstance(cache_seqlens, int) else T.host(seqlens).astype("int64")
         used = np.arange(block_table.shape[1])[None, :] < ((lens + page_size - 1) // page_size)[:, None]
         entries = T.host(block_table)[used]
         _check(entries.size == 0 or (int(entries.min()) >= 0 and int(entries.max()) < num_pages),

@@ -1,7 +1,6 @@
 """@fakv.jit: kernels compiled on first call, specialised on their argument
 types and constexprs, cached in memory and on disk, launched on the GPU
-(CUDA tensors) or on the CPU path (numpy arrays and CPU tensors, or
-FAKV_DEVICE=cpu).
+(CUDA tensors) or on the CPU path (numpy arrays and CPU tensors).
 
     @fakv.jit
     def kernel(X, Y, n, BLOCK: fl.constexpr): ...
@@ -91,7 +90,8 @@ class Compiled:
 
     def __init__(self, name, ir, params, device):
         self.name, self.ir, self.params, self.device = name, ir, params, device
-        self.binary = self.facts = self.kernel = self.cpu = None
+        self.binary = self.facts = self.cpu = None
+        self.kernels = {}   # CUDA device index -> runtime.GPUKernel
 
 
 class JITFunction:
@@ -103,10 +103,18 @@ class JITFunction:
                            if prm.annotation is fl.constexpr or isinstance(prm.annotation, fl.constexpr)
                            or prm.annotation == "fl.constexpr"]
         self.options = {"stages": stages, "warp_specialize": warp_specialize}
+        names = list(self.signature.parameters)
+        self._constexpr_positions = frozenset(i for i, n in enumerate(names) if n in self.constexprs)
         self._compiled = {}
         self._fast = {}   # argument kinds -> (specialisation, positions of its parameters)
         self.__name__ = fn.__name__
         self.__doc__ = fn.__doc__
+
+    def clear(self):
+        """Forget every specialisation compiled in this process (the disk
+        cache stays)."""
+        self._compiled.clear()
+        self._fast.clear()
 
     def __getitem__(self, grid):
         return lambda *args, **kwargs: self.run(grid, *args, **kwargs)
@@ -133,8 +141,6 @@ class JITFunction:
         if len(on_gpu) > 1:
             raise ValueError(f"{self.__name__}: tensors on the GPU and the CPU in one launch")
         device = "cuda" if on_gpu == {True} else "cpu"
-        if os.environ.get("FAKV_DEVICE") == "cpu":
-            device = "cpu"
         if compile_only():
             device = "cuda"
         return constexprs, types, runtime, device
@@ -219,25 +225,40 @@ class JITFunction:
 
     # ---- launching ------------------------------------------------------------------------
 
+    def _key(self, args, kwargs):
+        """The fast-path key: the kind of each runtime argument, the value of
+        each constexpr, and the environment that selects the device. None when
+        a value cannot be keyed (the launch then takes the slow path)."""
+        cpos = self._constexpr_positions
+        try:
+            kinds = tuple(_constexpr_key(a) if i in cpos else _kind(a) for i, a in enumerate(args))
+            kw = tuple((k, _constexpr_key(v) if k in self.constexprs else _kind(v)) for k, v in kwargs.items())
+            key = (kinds, kw, compile_only())
+            hash(key)
+            return key
+        except TypeError:
+            return None
+
     def run(self, grid, *args, stream=None, **kwargs):
-        # A launch like an earlier one (same argument kinds and constexprs)
-        # skips binding and specialising: the host cost of a cached launch.
+        # A launch like an earlier one (same argument kinds and constexpr
+        # values) skips binding and specialising: the host cost of a cached
+        # launch.
         try:
-            kinds = tuple(map(_kind, args))
-        except _Foreign:            # DLPack arrays of other libraries: as torch tensors
-            args = tuple(_from_dlpack(a) if _is_foreign(a) else a for a in args)
-            kinds = tuple(map(_kind, args))
-        try:
-            key = (kinds, tuple(kwargs.items()), os.environ.get("FAKV_DEVICE"), compile_only())
-            fast = self._fast.get(key)
-        except TypeError:               # an unhashable keyword argument
-            key, fast = None, None
+            key = self._key(args, kwargs)
+        except _Normalize:          # numpy scalars, int subclasses, DLPack arrays of other libraries
+            args = tuple(map(_normalized, args))
+            kwargs = {k: _normalized(v) for k, v in kwargs.items()}
+            key = self._key(args, kwargs)
+        fast = self._fast.get(key) if key is not None else None
         if fast is None:
             constexprs, types, runtime, device = self.bind(args, kwargs)
-            c = self.specialize(constexprs, types, device, _divisible(runtime))
+            # The CPU lowering has no use for divisibility: one module serves all.
+            c = self.specialize(constexprs, types, device, _divisible(runtime) if device == "cuda" else ())
             names = list(self.signature.parameters)
             positions = [names.index(p) for p in c.params]
             if key is not None and all(i < len(args) for i in positions):
+                if len(self._fast) >= 1024:
+                    self._fast.clear()
                 self._fast[key] = (c, positions)
             by_name = {name: value for name, value, _ in runtime}
             values = [by_name[p] for p in c.params]
@@ -250,10 +271,8 @@ class JITFunction:
         if c.device == "cuda" and compile_only():
             return c
         if c.device == "cuda":
-            if c.kernel is None:
-                from .runtime import GPUKernel
-                c.kernel = GPUKernel(c.path, c.facts["kernels"][0])
-            c.kernel.launch(grid, values, stream)
+            from .runtime import GPUKernel
+            GPUKernel.for_device(c, values).launch(grid, values, stream)
         else:
             call = []
             for v, kind in zip(values, c.kinds):
@@ -263,19 +282,40 @@ class JITFunction:
         return c
 
 
-class _Foreign(Exception):
-    """An argument from another array library, passed through DLPack."""
+class _Normalize(Exception):
+    """An argument to convert before keying: see _normalized."""
 
 
 def _is_foreign(value):
     return hasattr(value, "__dlpack__") and not type(value).__module__.startswith(("torch", "numpy"))
 
 
-def _from_dlpack(value):
-    """A DLPack-capable array of another library (CuPy, JAX, ...), seen as a
-    torch tensor over the same memory."""
-    import torch
-    return torch.from_dlpack(value)
+def _normalized(value):
+    """numpy scalars and int/float subclasses as Python numbers; a DLPack
+    array of another library (CuPy, JAX, ...) as a torch tensor over the same
+    memory."""
+    import numbers
+    import numpy as np
+    if isinstance(value, np.generic) or (isinstance(value, np.ndarray) and value.ndim == 0):
+        return _normalized(value.item())
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        return float(value)
+    if _is_foreign(value):
+        import torch
+        return torch.from_dlpack(value)
+    return value
+
+
+def _constexpr_key(value):
+    """A constexpr's value, keyed as specialize() keys it (1, 1.0 and True
+    differ)."""
+    if isinstance(value, fl.constexpr):
+        value = value.value
+    return type(value), repr(value)
 
 
 def _divisible(runtime):
@@ -299,10 +339,14 @@ def _kind(value):
         return (1 if -2**31 <= value < 2**31 else 2), value % 16 == 0
     if t is float or t is bool:
         return t
-    if hasattr(value, "data_ptr") or hasattr(value, "ctypes"):
-        return t, value.dtype, getattr(value, "is_cuda", None), address(value) % 16 == 0
-    if _is_foreign(value):
-        raise _Foreign()
+    if hasattr(value, "data_ptr"):       # torch
+        return t, value.dtype, value.device, value.data_ptr() % 16 == 0
+    if t.__module__.startswith("numpy"):
+        if getattr(value, "ndim", 0) == 0 or not hasattr(value, "ctypes"):
+            raise _Normalize()           # a numpy scalar
+        return t, value.dtype, address(value) % 16 == 0
+    if isinstance(value, (int, float)) or _is_foreign(value):
+        raise _Normalize()
     return t                             # bind() says what is wrong with it
 
 

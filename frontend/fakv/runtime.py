@@ -36,10 +36,26 @@ class GPUKernel:
     one call into the runtime; tensor maps are encoded once per cache
     address, shape and strides."""
 
+    @staticmethod
+    def for_device(compiled, values):
+        """The GPUKernel of a specialisation on the device of its tensor
+        arguments (one module per device), which must be the current one."""
+        import torch
+        device = next((v.get_device() for v in values if getattr(v, "is_cuda", False)), None)
+        current = torch.cuda.current_device()
+        if device is None:
+            device = current
+        elif device != current:
+            raise ValueError(f"{compiled.name}: the tensors are on cuda:{device} but the current device is "
+                             f"cuda:{current}; launch inside `with torch.cuda.device({device}):`")
+        kernel = compiled.kernels.get(device)
+        if kernel is None:
+            kernel = compiled.kernels[device] = GPUKernel(compiled.path, compiled.facts["kernels"][0])
+        return kernel
+
     def __init__(self, cubin_path, facts):
         import torch
-        torch.cuda.current_device()
-        torch.empty(1, device="cuda")  # the primary context is current from here on
+        torch.empty(1, device="cuda")  # the current device's primary context is current from here on
         self.facts = facts
         lib = library()
         module, fn = ctypes.c_void_p(), ctypes.c_void_p()

@@ -2,7 +2,7 @@
 
 - score modifiers (softcap, ALiBi, sliding window, length) in a small
   @fakv.jit kernel, against torch;
-- a kernel launched on CuPy arrays (DLPack);
+- a kernel launched on CuPy arrays (DLPack), positionally and by keyword;
 - the kernels/README.md variant (decode.py copied, softcap added to its
   score_mod) through fakv.with_kernels, against the softcapped reference;
 - fakv.flash_attn_with_kvcache captured in a CUDA graph and replayed on new
@@ -85,8 +85,9 @@ def test_dlpack_arrays():
     x = cp.arange(1000, dtype=cp.float32)
     y = cp.ones(1000, dtype=cp.float32)
     axpy[(8,)](x, y, 1000, 2.0, BLOCK=128)
+    axpy[(8,)](x, Y=y, n=1000, alpha=1.0, BLOCK=128)          # by keyword too
     torch.cuda.synchronize()
-    assert np.array_equal(cp.asnumpy(y), np.arange(1000, dtype=np.float32) * 2 + 1)
+    assert np.array_equal(cp.asnumpy(y), np.arange(1000, dtype=np.float32) * 3 + 1)
 
 
 def _inputs(page, seed=3):
@@ -161,7 +162,7 @@ def test_page_out_of_range_traps(page):
                                 page=page)
     env = dict(os.environ, FAKV_CHECK_DATA="0")
     r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300)
-    assert "TRAPPED:" in r.stdout, r.stdout + r.stderr
+    assert "TRAPPED:" in r.stdout and "launch failure" in r.stdout, r.stdout + r.stderr
 
 
 def compile_all():

@@ -23,6 +23,8 @@ func.func @copy_unknown(%x: !fakv.ptr<bf16>, %y: !fakv.ptr<bf16>, %stride: i64, 
 
 // CHECK-LABEL: gpu.func @copy_aligned
 // CHECK-NOT: llvm.ptrtoint
+// CHECK: arith.cmpi slt, %{{.*}}, %arg3 : i32
+// CHECK-NOT: llvm.ptrtoint
 // CHECK: llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<8xbf16>
 // CHECK-NOT: llvm.ptrtoint
 // CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 16 : i64} : vector<8xbf16>, !llvm.ptr<1>
@@ -37,5 +39,39 @@ func.func @copy_aligned(%x: !fakv.ptr<bf16> {fakv.divisibility = 16 : i64},
   %xr = fakv.addptr %x, %off : !fakv.ptr<bf16>
   %t = fakv.load %xr[%c0, %c0] strides [%stride, %s1] bounds [%n, %n] : !fakv.ptr<bf16> -> tensor<64x64xbf16>
   fakv.store %t, %y[%c0, %c0] strides [%stride, %s1] bounds [%n, %n] : tensor<64x64xbf16>, !fakv.ptr<bf16>
+  return
+}
+
+// -----
+
+// An aligned pointer is not enough: the row stride's divisibility is unknown.
+// CHECK-LABEL: gpu.func @stride_unknown
+// CHECK: llvm.ptrtoint
+// CHECK: llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<8xbf16>
+func.func @stride_unknown(%x: !fakv.ptr<bf16> {fakv.divisibility = 16 : i64},
+                          %y: !fakv.ptr<bf16> {fakv.divisibility = 16 : i64}, %stride: i64, %n: i32)
+    attributes {fakv.kernel} {
+  %c0 = arith.constant 0 : i32
+  %s1 = arith.constant 1 : i64
+  %t = fakv.load %x[%c0, %c0] strides [%stride, %s1] bounds [%n, %n] : !fakv.ptr<bf16> -> tensor<64x64xbf16>
+  fakv.store %t, %y[%c0, %c0] strides [%s1, %s1] bounds [%n, %n] : tensor<64x64xbf16>, !fakv.ptr<bf16>
+  return
+}
+
+// -----
+
+// Nor with divisible strides when the column offset (3) is not a multiple
+// of the vector width; the bounds are still checked in the aligned case.
+// CHECK-LABEL: gpu.func @column_offset
+// CHECK: llvm.ptrtoint
+// CHECK: llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<8xbf16>
+func.func @column_offset(%x: !fakv.ptr<bf16> {fakv.divisibility = 16 : i64},
+                         %stride: i64 {fakv.divisibility = 16 : i64}, %n: i32)
+    attributes {fakv.kernel} {
+  %c0 = arith.constant 0 : i32
+  %c3 = arith.constant 3 : i32
+  %s1 = arith.constant 1 : i64
+  %t = fakv.load %x[%c0, %c3] strides [%stride, %s1] bounds [%n, %n] : !fakv.ptr<bf16> -> tensor<64x64xbf16>
+  fakv.store %t, %x[%c0, %c0] strides [%stride, %s1] bounds [%n, %n] : tensor<64x64xbf16>, !fakv.ptr<bf16>
   return
 }

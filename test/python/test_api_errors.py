@@ -66,6 +66,31 @@ def test_block_table_out_of_range():
     fakv.flash_attn_with_kvcache(q, k, k, cache_seqlens=np.array([20, 64], np.int32), block_table=table)
 
 
+def test_negative_seqlens():
+    q, k, v = tensors(s=64)
+    with pytest.raises(ValueError, match="cache_seqlens must not be negative"):
+        fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=np.array([10, -1], np.int32))
+
+
+def test_check_data_off_leaves_the_kernel_to_stop(tmp_path):
+    """FAKV_CHECK_DATA=0 skips the host-side block-table check; the kernel's
+    own page check then stops the CPU path with a message (on the GPU it
+    traps: test/gpu/test_frontend_gpu.py)."""
+    import os
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    script = ("import numpy as np, ml_dtypes, fakv\n"
+              "q = np.zeros((2, 1, 8, 64), ml_dtypes.bfloat16); k = np.zeros((6, 16, 2, 64), ml_dtypes.bfloat16)\n"
+              "table = np.array([[0, 1, 7, -1], [2, 3, 4, 5]], np.int32)\n"
+              "fakv.flash_attn_with_kvcache(q, k, k, cache_seqlens=np.array([40, 64], np.int32), block_table=table)\n"
+              "print('no error')\n")
+    env = dict(os.environ, FAKV_CHECK_DATA="0", PYTHONPATH=os.path.join(root, "frontend"))
+    r = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode != 0 and "no error" not in r.stdout
+    assert "page index outside [0, num_pages)" in r.stderr
+
+
 def test_block_table_shape():
     q = np.zeros((2, 1, 8, 64), bf16)
     k = np.zeros((6, 16, 2, 64), bf16)
