@@ -340,7 +340,7 @@ def _kind(value):
     if t is float or t is bool:
         return t
     if hasattr(value, "data_ptr"):       # torch
-        return t, value.dtype, value.device, value.data_ptr() % 16 == 0
+        return t, value.dtype, value.get_device(), value.data_ptr() % 16 == 0
     if t.__module__.startswith("numpy"):
         if getattr(value, "ndim", 0) == 0 or not hasattr(value, "ctypes"):
             raise _Normalize()           # a numpy scalar

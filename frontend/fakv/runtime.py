@@ -42,7 +42,7 @@ class GPUKernel:
         arguments (one module per device), which must be the current one."""
         import torch
         device = next((v.get_device() for v in values if getattr(v, "is_cuda", False)), None)
-        current = torch.cuda.current_device()
+        current = torch._C._cuda_getDevice()
         if device is None:
             device = current
         elif device != current:
