@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """The decode kernel of bench_decode.py's configuration under other key-block
-sizes and pipeline depths: which (BLOCK_N, stages) reads the cache fastest.
+sizes, pipeline depths and with or without warp specialisation: which
+(BLOCK_N, stages, warp_specialize) reads the cache fastest.
 
     python bench/sweep_decode.py [--compile-only]
 
@@ -15,15 +16,16 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_decode import B, D, H, HK, PAGE, S, inputs, time_ms  # noqa: E402
 
-VARIANTS = [(128, 2), (64, 2), (64, 1), (32, 2), (32, 3), (32, 4), (16, 4)]
+VARIANTS = [(128, 2, True), (64, 2, True), (32, 2, True), (32, 3, True), (32, 4, True), (16, 4, True),
+            (64, 2, False), (64, 3, False), (32, 2, False), (32, 3, False), (32, 4, False)]
 
 
-def kernel(stages):
+def kernel(stages, warp_specialize):
     """kernels/decode.py's decode compiled with `stages` buffers per ring."""
     import fakv
     from fakv.interface import _kernels
     decode, _ = _kernels()
-    return fakv.jit(decode.fn, stages=stages)
+    return fakv.jit(decode.fn, stages=stages, warp_specialize=warp_specialize)
 
 
 def launches(lib, paged):
@@ -38,10 +40,10 @@ def launches(lib, paged):
     qs, ks = stride(q), stride(k)
     args = (q, k, v, table if paged else lens, lens, out, lse, lse, lse, qs[0], qs[1], qs[2], ks[0], ks[1], ks[2],
             stride(table)[0] if paged else 0, B, 1, H, HK, D, k.shape[1], k.shape[0], 1 / math.sqrt(D))
-    for block_n, stages in VARIANTS:
-        fn = kernel(stages)
+    for block_n, stages, ws in VARIANTS:
+        fn = kernel(stages, ws)
         constexprs = dict(p["decode"], BLOCK_N=block_n)
-        yield (block_n, stages), (lambda fn=fn, c=constexprs: fn[p["decode_grid"]](*args, **c)), out
+        yield (block_n, stages, ws), (lambda fn=fn, c=constexprs: fn[p["decode_grid"]](*args, **c)), out
 
 
 def main():
@@ -63,14 +65,15 @@ def main():
     print(f"copy {copy_bw:.2f} TB/s; bf16, batch {B}, heads {H}/{HK}, head dim {D}, seqlen_k {S}")
     for paged in (True, False):
         ref = None
-        for (block_n, stages), launch, out in launches(torch, paged):
+        for (block_n, stages, ws), launch, out in launches(torch, paged):
             launch()
             torch.cuda.synchronize()
             ref = out.clone() if ref is None else ref
             err = (out.float() - ref.float()).abs().max().item()
             t, _ = time_ms(launch)
             bw = kv_bytes / (t * 1e-3) / 1e12
-            print(f"{'paged 256' if paged else 'contiguous':10} BLOCK_N {block_n:3} stages {stages}: "
+            print(f"{'paged 256' if paged else 'contiguous':10} BLOCK_N {block_n:3} stages {stages} "
+                  f"{'warp-specialized' if ws else 'one role        '}: "
                   f"{t:.3f} ms {bw:.2f} TB/s {bw / copy_bw:6.1%} of copy  (max diff to the first {err:.1e})")
         torch.cuda.empty_cache()
 

@@ -240,9 +240,16 @@ bool AsyncPagedLoadOp::usesTMA(RankedTensorType tile, Value cache, Value page,
 LogicalResult WarpSpecializeOp::verify() {
   if (getProducerWarps() % 4 || getConsumerWarps() % 4)
     return emitOpError() << "roles are whole warpgroups (multiples of 4 warps)";
-  for (int32_t r : {getProducerRegisters(), getConsumerRegisters()})
+  int32_t p = getProducerRegisters(), c = getConsumerRegisters();
+  if (p == 0 && c == 0)
+    return success(); // both roles keep the launch allocation
+  for (int32_t r : {p, c})
     if (r < 24 || r > 256 || r % 8)
-      return emitOpError() << "register counts are multiples of 8 in [24, 256], got "
+      return emitOpError() << "register counts are 0, 0 (no setmaxnreg) or "
+                              "multiples of 8 in [24, 256], got "
                            << r;
+  if (p > c)
+    return emitOpError() << "the producer gives registers to the consumer: "
+                            "producer count " << p << " above consumer count " << c;
   return success();
 }

@@ -174,13 +174,15 @@ def FakvGPU_WarpSpecializeOp : FakvGPU_Op<"warp_specialize",
   let description = [{
     The kernel's threads split in two roles: the first `producer_warps` warps
     run `producer` (issuing copies), the next `consumer_warps` run
-    `consumer` (the math, and everything after it). `registers` records the
-    per-thread register counts meant for each role (`setmaxnreg`; not
-    emitted by the lowering yet). Values defined before the op are visible
+    `consumer` (the math, and everything after it). `registers P, C`: each
+    producer thread keeps P registers and each consumer thread gets C
+    (`setmaxnreg`); the kernel is compiled for the average, so the two
+    balance. `registers 0, 0` leaves every thread the launch allocation.
+    Values defined before the op are visible
     in both regions; nothing flows out.
 
     ```mlir
-    fakvgpu.warp_specialize producer_warps 4 consumer_warps 4 registers 40, 232 {
+    fakvgpu.warp_specialize producer_warps 4 consumer_warps 4 registers 24, 168 {
       scf.for ... { fakvgpu.async_paged_load ... }
     }, {
       scf.for ... { fakvgpu.wait ... fakv.dot ... fakvgpu.arrive ... }

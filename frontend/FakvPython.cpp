@@ -100,14 +100,18 @@ std::string launchFacts(ModuleOp module) {
   return s;
 }
 
-/// compile(ir, emit, stages, warp_specialize, chip) -> (payload, facts)
+/// compile(ir, emit, stages, warp_specialize, chip, producer_registers,
+/// consumer_registers) -> (payload, facts)
 /// emit: fakv (verified, canonicalized), fakvgpu, llvm, ptx, cubin.
 py::tuple compile(const std::string &ir, const std::string &emit,
-                  unsigned stages, bool warpSpecialize, const std::string &chip) {
+                  unsigned stages, bool warpSpecialize, const std::string &chip,
+                  unsigned producerRegisters, unsigned consumerRegisters) {
   fakv::FakvToCubinOptions o;
   o.stages = stages;
   o.warpSpecialize = warpSpecialize;
   o.chip = chip;
+  o.producerRegisters = producerRegisters;
+  o.consumerRegisters = consumerRegisters;
   o.format = emit == "ptx" ? "isa" : "bin";
   if (emit == "fakv") {
     auto m = run(ir, [](PassManager &pm) { pm.addPass(createCanonicalizerPass()); });
@@ -210,6 +214,7 @@ PYBIND11_MODULE(_fakv, m) {
   m.doc() = "The fakv compiler (MLIR) for the fakv Python package";
   m.def("compile", &compile, py::arg("ir"), py::arg("emit"), py::arg("stages") = 2,
         py::arg("warp_specialize") = true, py::arg("chip") = "sm_90a",
+        py::arg("producer_registers") = 0, py::arg("consumer_registers") = 0,
         "Compile fakv IR; returns (payload, launch facts as JSON or None)");
   py::class_<CpuModule>(m, "CpuModule")
       .def(py::init<const std::string &, const std::vector<std::string> &>(),

@@ -1172,6 +1172,14 @@ void lowerWarpSpecialize(fakvgpu::WarpSpecializeOp ws) {
   producer->setAttr(kRoleAttr, b.getDenseI64ArrayAttr({0, producerThreads, 1}));
   Block &pb = producer.getThenRegion().front();
   pb.getOperations().splice(pb.begin(), ws.getProducer().front().getOperations());
+  int32_t producerRegs = ws.getProducerRegisters();
+  int32_t consumerRegs = ws.getConsumerRegisters();
+  bool rebalance = producerRegs > 0 && consumerRegs > 0;
+  if (rebalance) {
+    OpBuilder pbb = OpBuilder::atBlockBegin(&pb);
+    NVVM::SetMaxRegisterOp::create(pbb, loc, producerRegs,
+                                   NVVM::SetMaxRegisterAction::decrease);
+  }
   Value isConsumer = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, tid,
                                            i32(b, loc, producerThreads));
   auto consumer = scf::IfOp::create(b, loc, isConsumer, false);
@@ -1179,6 +1187,17 @@ void lowerWarpSpecialize(fakvgpu::WarpSpecializeOp ws) {
                     b.getDenseI64ArrayAttr({producerThreads, consumerThreads, 2}));
   Block &cb = consumer.getThenRegion().front();
   cb.getOperations().splice(cb.begin(), ws.getConsumer().front().getOperations());
+  if (rebalance) {
+    OpBuilder cbb = OpBuilder::atBlockBegin(&cb);
+    NVVM::SetMaxRegisterOp::create(cbb, loc, consumerRegs,
+                                   NVVM::SetMaxRegisterAction::increase);
+    // The kernel is compiled for the average, rounded down to a multiple of
+    // 8: what the producer gives up, the consumer takes.
+    int64_t average = (producerRegs * producerThreads + consumerRegs * consumerThreads) /
+                      (producerThreads + consumerThreads);
+    auto func = ws->getParentOfType<func::FuncOp>();
+    func->setAttr(kMaxRegistersAttr, b.getI32IntegerAttr(average / 8 * 8));
+  }
   ws.erase();
 }
 
@@ -1206,6 +1225,8 @@ void outlineKernels(ModuleOp module, SmallVectorImpl<func::FuncOp> &kernels) {
         DenseI32ArrayAttr::get(ctx, {int32_t(threads), 1, 1}));
     for (StringRef name : {kSmemBytesAttr, kTmaArgsAttr, kTmaBoxesAttr})
       gpuFunc->setAttr(name, func->getAttr(name));
+    if (Attribute regs = func->getAttr(kMaxRegistersAttr))
+      gpuFunc->setAttr(kMaxRegistersAttr, regs);
     gpuFunc->setAttr(fakvgpu::kNumWarpsAttr, func->getAttr(fakvgpu::kNumWarpsAttr));
     gpuFunc.getBody().front().erase();
     gpuFunc.getBody().takeBody(func.getBody());

@@ -25,6 +25,9 @@ constexpr llvm::StringLiteral kSmemBytesAttr = "fakvgpu.smem_bytes";
 constexpr llvm::StringLiteral kRoleAttr = "fakvgpu.role";
 constexpr llvm::StringLiteral kTmaArgsAttr = "fakvgpu.tma_args";
 constexpr llvm::StringLiteral kTmaBoxesAttr = "fakvgpu.tma_boxes";
+/// The per-thread register count a kernel is compiled for (`.maxnreg`) when
+/// its roles rebalance registers with setmaxnreg.
+constexpr llvm::StringLiteral kMaxRegistersAttr = "fakvgpu.max_registers";
 /// A load or store whose vectors are aligned whatever the run-time values.
 constexpr llvm::StringLiteral kAlignedAttr = "fakvgpu.aligned";
 /// The dynamic shared memory of a kernel module.

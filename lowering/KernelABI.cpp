@@ -3,7 +3,8 @@
 // convert-gpu-to-nvvm drops argument attributes it does not know, so the
 // lowering marks kernels with `fakvgpu.tma_args` and this pass, run after
 // it, puts the by-value/grid-constant attributes on the llvm.func
-// arguments (pitfall 4 of ../shared/design/toolchain.md).
+// arguments (pitfall 4 of ../shared/design/toolchain.md); and turns
+// `fakvgpu.max_registers` into `nvvm.maxnreg`.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,6 +25,9 @@ struct FakvKernelABIPass
     : public fakv::impl::FakvKernelABIBase<FakvKernelABIPass> {
   void runOnOperation() override {
     getOperation().walk([](LLVM::LLVMFuncOp f) {
+      // Roles that rebalance registers: compile for the average (.maxnreg).
+      if (auto regs = f->getAttrOfType<IntegerAttr>(fakv::codegen::kMaxRegistersAttr))
+        f->setAttr(NVVM::NVVMDialect::getMaxnregAttrName(), regs);
       auto tma = f->getAttrOfType<DenseI32ArrayAttr>(fakv::codegen::kTmaArgsAttr);
       if (!tma)
         return;

@@ -44,6 +44,14 @@ struct FakvToCubinOptions : public PassPipelineOptions<FakvToCubinOptions> {
       *this, "warp-specialize",
       llvm::cl::desc("give the copies to a producer warpgroup"),
       llvm::cl::init(true)};
+  Option<unsigned> producerRegisters{
+      *this, "producer-registers",
+      llvm::cl::desc("registers per producer thread (setmaxnreg; 0: none)"),
+      llvm::cl::init(0)};
+  Option<unsigned> consumerRegisters{
+      *this, "consumer-registers",
+      llvm::cl::desc("registers per consumer thread (setmaxnreg; 0: none)"),
+      llvm::cl::init(0)};
 };
 
 /// fakv IR -> tiles with layouts, pipelined and warp-specialized

@@ -67,8 +67,12 @@ void fakv::buildFakvToFakvGPUPipeline(OpPassManager &pm,
   FakvPipelineOptions pipeline;
   pipeline.stages = o.stages;
   pm.addPass(createFakvPipeline(pipeline));
-  if (o.warpSpecialize)
-    pm.addPass(createFakvWarpSpecialize());
+  if (o.warpSpecialize) {
+    FakvWarpSpecializeOptions ws;
+    ws.producerRegisters = o.producerRegisters;
+    ws.consumerRegisters = o.consumerRegisters;
+    pm.addPass(createFakvWarpSpecialize(ws));
+  }
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
 }

@@ -72,15 +72,17 @@ def FakvWarpSpecialize : Pass<"fakv-warp-specialize", "::mlir::ModuleOp"> {
     fakvgpu.warp_specialize: a producer warpgroup runs a loop that waits for
     free ring buffers and issues the async copies; the consumer warpgroup
     runs the math loop and the rest of the kernel; `empty` barriers hand
-    consumed buffers back. The register counts are recorded on the op for a
-    `setmaxnreg` rebalancing, which the lowering does not emit yet (with one
-    256-thread block per SM every thread may already hold 255 registers).
+    consumed buffers back. With register counts (multiples of 8 in
+    [24, 256]), the lowering moves registers from the producer to the
+    consumer with `setmaxnreg` and compiles the kernel for the average
+    (`.maxnreg`), so that more blocks fit on an SM; 0, 0 (the default)
+    leaves every thread what ptxas allocates.
   }];
   let options = [
-    Option<"producerRegisters", "producer-registers", "unsigned", /*default=*/"40",
-           "registers per thread left to the producer">,
-    Option<"consumerRegisters", "consumer-registers", "unsigned", /*default=*/"232",
-           "registers per thread given to the consumer">,
+    Option<"producerRegisters", "producer-registers", "unsigned", /*default=*/"0",
+           "registers per producer thread (0: no setmaxnreg)">,
+    Option<"consumerRegisters", "consumer-registers", "unsigned", /*default=*/"0",
+           "registers per consumer thread (0: no setmaxnreg)">,
   ];
   let dependentDialects = ["::mlir::fakvgpu::FakvGPUDialect", "::mlir::scf::SCFDialect"];
 }

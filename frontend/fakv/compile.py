@@ -91,6 +91,8 @@ def main(argv=None):
     ap.add_argument("--attention", help="shapes of a flash_attn_with_kvcache call (see above)")
     ap.add_argument("--stages", type=int, default=2)
     ap.add_argument("--no-warp-specialize", action="store_true")
+    ap.add_argument("--registers", default="0,0",
+                    help="P,C: registers per producer / consumer thread moved with setmaxnreg (0,0: none)")
     ap.add_argument("-o", "--output", help="output file (required for cubin)")
     args = ap.parse_args(argv)
 
@@ -125,7 +127,9 @@ def main(argv=None):
         payload = ir
     else:
         from . import _fakv
-        payload, facts = _fakv.compile(ir, args.emit, args.stages, not args.no_warp_specialize, "sm_90a")
+        producer, consumer = (int(x) for x in args.registers.split(","))
+        payload, facts = _fakv.compile(ir, args.emit, args.stages, not args.no_warp_specialize, "sm_90a",
+                                       producer, consumer)
     if args.emit == "cubin":
         if not args.output:
             raise SystemExit("fakv.compile: --emit cubin needs -o FILE")

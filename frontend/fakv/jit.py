@@ -95,7 +95,7 @@ class Compiled:
 
 
 class JITFunction:
-    def __init__(self, fn, stages=2, warp_specialize=True):
+    def __init__(self, fn, stages=2, warp_specialize=True, registers=(0, 0)):
         self.fn = fn
         self.function = codegen.Function(fn)
         self.signature = inspect.signature(fn)
@@ -103,6 +103,8 @@ class JITFunction:
                            if prm.annotation is fl.constexpr or isinstance(prm.annotation, fl.constexpr)
                            or prm.annotation == "fl.constexpr"]
         self.options = {"stages": stages, "warp_specialize": warp_specialize}
+        if tuple(registers) != (0, 0):      # setmaxnreg: (producer, consumer) registers per thread
+            self.options["registers"] = list(registers)
         names = list(self.signature.parameters)
         self._constexpr_positions = frozenset(i for i, n in enumerate(names) if n in self.constexprs)
         self._compiled = {}
@@ -187,11 +189,12 @@ class JITFunction:
             ext = _ext()
             if dump_ir():
                 for stage in ("fakvgpu", "llvm", "ptx"):
-                    text, _ = ext.compile(c.ir, stage, opts["stages"], opts["warp_specialize"], opts["chip"])
+                    text, _ = ext.compile(c.ir, stage, opts["stages"], opts["warp_specialize"], opts["chip"],
+                                          *opts.get("registers", (0, 0)))
                     print(f"// {stage} of {self.__name__}\n{text}", file=sys.stderr)
             try:
                 binary, facts = ext.compile(c.ir, "cubin", opts["stages"], opts["warp_specialize"],
-                                            opts["chip"])
+                                            opts["chip"], *opts.get("registers", (0, 0)))
             except RuntimeError as e:
                 raise codegen.CompilationError(f"{self.__name__} does not compile for the GPU:\n{e}") from None
             c.binary, c.facts = binary, json.loads(facts)
@@ -350,8 +353,11 @@ def _kind(value):
     return t                             # bind() says what is wrong with it
 
 
-def jit(fn=None, *, stages=2, warp_specialize=True):
-    """Make `fn` a fakv kernel (see the module docstring)."""
+def jit(fn=None, *, stages=2, warp_specialize=True, registers=(0, 0)):
+    """Make `fn` a fakv kernel (see the module docstring). GPU options:
+    `stages` (K/V ring depth), `warp_specialize` (a producer warpgroup issues
+    the copies), `registers` ((producer, consumer) registers per thread moved
+    with setmaxnreg; (0, 0): none)."""
     if fn is None:
-        return lambda f: JITFunction(f, stages, warp_specialize)
-    return JITFunction(fn, stages, warp_specialize)
+        return lambda f: JITFunction(f, stages, warp_specialize, registers)
+    return JITFunction(fn, stages, warp_specialize, registers)

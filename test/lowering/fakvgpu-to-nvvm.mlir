@@ -2,6 +2,15 @@
 // becomes a gpu.func of NVVM: TMA into rings, mbarrier handshakes, wgmma
 // (A from shared memory for Q.Kᵀ, from registers for P.V), butterfly
 // shuffles for row reductions, and its launch facts.
+// Registers moved from the producer to the consumer: setmaxnreg in each
+// role, and the kernel compiled for the average ((24 + 168) / 2 = 96).
+// RUN: fakv-opt %S/../passes/Inputs/attention.mlir \
+// RUN:   --fakv-to-fakvgpu="producer-registers=24 consumer-registers=168" --fakvgpu-to-llvm \
+// RUN:   | FileCheck %s --check-prefix=REGS
+// REGS: llvm.func @attention(
+// REGS-SAME: nvvm.maxnreg = 96 : i32
+// REGS: nvvm.setmaxregister  decrease 24
+// REGS: nvvm.setmaxregister  increase 168
 // RUN: fakv-opt %S/../passes/Inputs/attention.mlir --fakv-to-fakvgpu --convert-fakvgpu-to-nvvm | FileCheck %s
 
 // CHECK: module attributes {gpu.container_module}

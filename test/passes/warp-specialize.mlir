@@ -2,13 +2,19 @@
 // paced by `empty` barriers; the consumer does the math and the rest.
 // RUN: fakv-opt %S/Inputs/attention.mlir --fakv-decompose --canonicalize --fakv-assign-layouts \
 // RUN:   --loop-invariant-code-motion --fakv-pipeline --fakv-warp-specialize --canonicalize | FileCheck %s
+// With register counts, the op records them (the lowering emits setmaxnreg):
+// RUN: fakv-opt %S/Inputs/attention.mlir --fakv-decompose --canonicalize --fakv-assign-layouts \
+// RUN:   --loop-invariant-code-motion --fakv-pipeline \
+// RUN:   --fakv-warp-specialize="producer-registers=24 consumer-registers=168" \
+// RUN:   | FileCheck %s --check-prefix=REGS
+// REGS: fakvgpu.warp_specialize producer_warps 4 consumer_warps 4 registers 24, 168 {
 
 // CHECK-LABEL: func.func @attention(
 // CHECK-SAME: fakvgpu.num_warps = 8 : i32
 // CHECK-DAG: %[[KR:.*]] = fakvgpu.alloc_ring : !fakvgpu.ring<2, tensor<32x64xbf16, #shared>>
 // CHECK-DAG: %[[KF:.*]] = fakvgpu.alloc_barriers arrivals 1 : !fakvgpu.barriers<2>
 // CHECK-DAG: %[[EMPTY:.*]] = fakvgpu.alloc_barriers arrivals 128 : !fakvgpu.barriers<2>
-// CHECK: fakvgpu.warp_specialize producer_warps 4 consumer_warps 4 registers 40, 232 {
+// CHECK: fakvgpu.warp_specialize producer_warps 4 consumer_warps 4 registers 0, 0 {
 // The producer: every iteration; from the third on, wait for the consumer
 // to free the slot (phase of the previous use).
 // CHECK:   scf.for

@@ -263,3 +263,30 @@ def test_cli_generic_kernel(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "fakv.compile", str(src), "--emit", "fakv"], env=env,
                          capture_output=True, text=True)
     assert bad.returncode != 0 and "give --arg NAME=TYPE or --const NAME=VALUE for: X, n, B" in bad.stderr
+
+
+@pytest.mark.skipif(not HAS_PTXAS, reason="needs ptxas")
+def test_register_split_option(monkeypatch, tmp_path):
+    """@fakv.jit(registers=(P, C)) reaches the lowering: setmaxnreg in the
+    PTX, and a different cache entry from the default."""
+    from fakv.interface import _kernels
+    monkeypatch.setenv("FAKV_COMPILE_ONLY", "1")
+    monkeypatch.setenv("FAKV_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("PATH", "/usr/local/cuda/bin:" + os.environ.get("PATH", ""))
+    decode = _kernels()[0]
+    decode.clear()
+    split = fakv.jit(decode.fn, registers=(24, 168))
+    q = np.zeros((1, 1, 8, 128), NP_BF16)
+    k = np.zeros((4, 64, 2, 128), NP_BF16)
+    table = np.arange(4, dtype=np.int32).reshape(1, 4)
+    for fn in (decode, split):
+        fakv.with_kernels(decode=fn)(q, k, k, cache_seqlens=200, block_table=table, num_splits=1)
+    default = next(iter(decode._compiled.values()))
+    moved = next(iter(split._compiled.values()))
+    assert default.path != moved.path
+    from fakv import _fakv
+    ptx, _ = _fakv.compile(moved.ir, "ptx", 2, True, "sm_90a", 24, 168)
+    assert re.search(r"setmaxnreg\.dec\.sync\.aligned\.u32\s+24;", ptx)
+    assert re.search(r"setmaxnreg\.inc\.sync\.aligned\.u32\s+168;", ptx)
+    assert ".maxnreg 96" in ptx
+    decode.clear()
