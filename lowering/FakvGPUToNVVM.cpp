@@ -13,6 +13,7 @@
 
 #include "lowering/GPUCodegen.h"
 #include "lowering/Passes.h"
+#include "lowering/PointerLowering.h"
 #include "passes/Divisibility.h"
 
 #include "dialect/FakvDialect.h"
@@ -105,32 +106,6 @@ struct NumProgramsLowering : OpConversionPattern<NumProgramsOp> {
     auto dim = static_cast<gpu::Dimension>(op.getAxis());
     Value n = gpu::GridDimOp::create(rewriter, op.getLoc(), dim);
     rewriter.replaceOpWithNewOp<arith::IndexCastOp>(op, rewriter.getI32Type(), n);
-    return success();
-  }
-};
-
-struct AddPtrLowering : OpConversionPattern<AddPtrOp> {
-  using OpConversionPattern::OpConversionPattern;
-  LogicalResult
-  matchAndRewrite(AddPtrOp op, OpAdaptor a,
-                  ConversionPatternRewriter &rewriter) const override {
-    rewriter.replaceOp(op, globalElement(rewriter, op.getLoc(), a.getPtr(),
-                                         a.getOffset(),
-                                         op.getType().getElementType()));
-    return success();
-  }
-};
-
-struct LoadScalarLowering : OpConversionPattern<LoadScalarOp> {
-  using OpConversionPattern::OpConversionPattern;
-  LogicalResult
-  matchAndRewrite(LoadScalarOp op, OpAdaptor a,
-                  ConversionPatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
-    Value idx = arith::ExtSIOp::create(rewriter, loc, rewriter.getI64Type(),
-                                       a.getIndex());
-    Value addr = globalElement(rewriter, loc, a.getPtr(), idx, op.getType());
-    rewriter.replaceOpWithNewOp<LLVM::LoadOp>(op, op.getType(), addr);
     return success();
   }
 };
@@ -1289,8 +1264,7 @@ struct ConvertFakvGPUToNVVMPass
     });
 
     RewritePatternSet patterns(ctx);
-    patterns.add<ProgramIdLowering, NumProgramsLowering, AddPtrLowering,
-                 LoadScalarLowering, ArangeLowering, SplatLowering,
+    patterns.add<ProgramIdLowering, NumProgramsLowering, ArangeLowering, SplatLowering,
                  TileConstantLowering, IdentityLowering<ExpandDimsOp>,
                  IdentityLowering<ReshapeOp>, BroadcastLowering, CastLowering,
                  ReduceLowering, ConvertLayoutLowering, LoadLowering,
@@ -1298,6 +1272,7 @@ struct ConvertFakvGPUToNVVMPass
                  AllocBarriersLowering, RingViewLowering, WaitLowering,
                  ArriveLowering, ClearRowsLowering, AsyncPagedLoadLowering>(
         converter, ctx);
+    populatePointerLoweringPatterns(converter, patterns);
     patterns.add<ElementwiseLowering, MathApproxLowering>(converter, ctx);
     populateDotToNVVMPatterns(converter, patterns);
     populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns,

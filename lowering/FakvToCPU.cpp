@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "lowering/Passes.h"
+#include "lowering/PointerLowering.h"
 
 #include "dialect/FakvDialect.h"
 
@@ -345,32 +346,6 @@ struct CastLowering : OpConversionPattern<CastOp> {
 //===----------------------------------------------------------------------===//
 // Memory
 //===----------------------------------------------------------------------===//
-
-struct AddPtrLowering : OpConversionPattern<AddPtrOp> {
-  using OpConversionPattern::OpConversionPattern;
-  LogicalResult
-  matchAndRewrite(AddPtrOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-    rewriter.replaceOp(op, elementAddress(b, adaptor.getPtr(),
-                                          adaptor.getOffset(),
-                                          op.getType().getElementType()));
-    return success();
-  }
-};
-
-struct LoadScalarLowering : OpConversionPattern<LoadScalarOp> {
-  using OpConversionPattern::OpConversionPattern;
-  LogicalResult
-  matchAndRewrite(LoadScalarOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-    Value addr = elementAddress(b, adaptor.getPtr(),
-                                i32ToI64(b, adaptor.getIndex()), op.getType());
-    rewriter.replaceOpWithNewOp<LLVM::LoadOp>(op, op.getType(), addr);
-    return success();
-  }
-};
 
 /// Linear element index and validity of tile index `ivs` of a strided access.
 std::pair<Value, Value> stridedIndex(ImplicitLocOpBuilder &b, ValueRange ivs,
@@ -972,12 +947,13 @@ struct ConvertFakvToCPUPass
     RewritePatternSet patterns(ctx);
     patterns.add<ArangeLowering, SplatLowering, BroadcastLowering,
                  ExpandDimsLowering, ReshapeLowering, CastLowering,
-                 AddPtrLowering, LoadScalarLowering, LoadLowering,
+                 LoadLowering,
                  StoreLowering, PagedLoadLowering, DotLowering, ReduceLowering,
                  OnlineSoftmaxLowering, LseCombineLowering, LengthMaskLowering,
                  CausalMaskLowering, WindowMaskLowering, SoftcapLowering,
                  AlibiLowering, RotaryLowering, PtrOfLowering, LaunchLowering>(
         converter, ctx);
+    populatePointerLoweringPatterns(converter, patterns);
     populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns,
                                                                    converter);
     populateCallOpTypeConversionPattern(patterns, converter);

@@ -174,22 +174,18 @@ void LayoutAssigner::propagate(Operation *op) {
       assign(red.getResult(), linear(l->sliced(red.getAxis())));
     return;
   }
-  if (auto load = dyn_cast<LoadOp>(op)) {
-    if (load.getMask()) {
-      assign(load.getMask(), get(load.getResult()));
-      if (auto l = linearOf(load.getMask()))
-        assign(load.getResult(), linear(*l));
-    }
-    return;
-  }
-  if (auto store = dyn_cast<StoreOp>(op)) {
-    if (store.getMask()) {
-      assign(store.getMask(), get(store.getValue()));
-      if (auto l = linearOf(store.getMask()))
-        assign(store.getValue(), linear(*l));
-    }
-    return;
-  }
+  // A load's or store's mask takes the layout of its data, and back.
+  auto tieMask = [&](Value mask, Value data) {
+    if (!mask)
+      return;
+    assign(mask, get(data));
+    if (auto l = linearOf(mask))
+      assign(data, linear(*l));
+  };
+  if (auto load = dyn_cast<LoadOp>(op))
+    return tieMask(load.getMask(), load.getResult());
+  if (auto store = dyn_cast<StoreOp>(op))
+    return tieMask(store.getMask(), store.getValue());
   if (auto forOp = dyn_cast<scf::ForOp>(op)) {
     auto yield = cast<scf::YieldOp>(forOp.getBody()->getTerminator());
     for (unsigned i = 0; i < forOp.getNumResults(); ++i) {

@@ -188,11 +188,17 @@ struct DecomposeLseCombine : OpRewritePattern<LseCombineOp> {
 // Score modifiers
 //===----------------------------------------------------------------------===//
 
+/// Each row's query position in keys: rows + offset (bottom-right alignment).
+Value queryPositions(ImplicitLocOpBuilder &b, TileBuilder &tb, Value rows,
+                     Value offset) {
+  auto shape = cast<RankedTensorType>(rows.getType()).getShape();
+  return arith::AddIOp::create(b, rows, tb.splat(offset, shape));
+}
+
 /// The (rows x cols) grids of row and column positions, as i32 tiles.
 std::pair<Value, Value> positionGrids(TileBuilder &tb, Value rows, Value cols,
                                       ArrayRef<int64_t> shape) {
-  return {rows ? tb.broadcastAlong(rows, 1, shape) : Value(),
-          tb.broadcastAlong(cols, 0, shape)};
+  return {tb.broadcastAlong(rows, 1, shape), tb.broadcastAlong(cols, 0, shape)};
 }
 
 struct DecomposeLengthMask : OpRewritePattern<LengthMaskOp> {
@@ -217,8 +223,7 @@ struct DecomposeCausalMask : OpRewritePattern<CausalMaskOp> {
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     TileBuilder tb{b};
     ArrayRef<int64_t> shape = op.getType().getShape();
-    Value q = arith::AddIOp::create(
-        b, op.getRows(), tb.splat(op.getOffset(), op.getRows().getType().getShape()));
+    Value q = queryPositions(b, tb, op.getRows(), op.getOffset());
     auto [qg, kg] = positionGrids(tb, q, op.getCols(), shape);
     Value visible = arith::CmpIOp::create(b, arith::CmpIPredicate::sle, kg, qg);
     rewriter.replaceOp(op, tb.maskScores(op.getScores(), visible));
@@ -235,8 +240,7 @@ struct DecomposeWindowMask : OpRewritePattern<WindowMaskOp> {
     using P = arith::CmpIPredicate;
     ArrayRef<int64_t> shape = op.getType().getShape();
     ArrayRef<int64_t> rowShape = op.getRows().getType().getShape();
-    Value q = arith::AddIOp::create(b, op.getRows(),
-                                    tb.splat(op.getOffset(), rowShape));
+    Value q = queryPositions(b, tb, op.getRows(), op.getOffset());
     // Per row: the first and last visible key; a negative bound is open.
     Value zero = arith::ConstantIntOp::create(b, 0, 32);
     Value leftOpen = arith::CmpIOp::create(b, P::slt, op.getLeft(), zero);
@@ -284,8 +288,7 @@ struct DecomposeAlibi : OpRewritePattern<AlibiOp> {
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     TileBuilder tb{b};
     ArrayRef<int64_t> shape = op.getType().getShape();
-    Value q = arith::AddIOp::create(
-        b, op.getRows(), tb.splat(op.getOffset(), op.getRows().getType().getShape()));
+    Value q = queryPositions(b, tb, op.getRows(), op.getOffset());
     auto [qg, kg] = positionGrids(tb, q, op.getCols(), shape);
     // |q - k| as max(q - k, k - q): math.absi would become a libdevice call
     // on the GPU.

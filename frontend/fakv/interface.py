@@ -165,24 +165,28 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
 
     if cache_seqlens is None:
         cache_seqlens = capacity
+    check_data = _check_data(q)
+    lens = None                                           # cache_seqlens on the host, when checked
     if isinstance(cache_seqlens, int):
         _check(0 <= cache_seqlens <= capacity,
                f"cache_seqlens ({cache_seqlens}) must be in [0, {capacity}] (the cache's rows)")
         seqlens = T.full_int32((batch,), cache_seqlens, q)
+        if paged and check_data:
+            import numpy as np
+            lens = np.full(batch, cache_seqlens)
     else:
         _check(T.is_array(cache_seqlens) and T.dtype(cache_seqlens) == "i32"
                and tuple(cache_seqlens.shape) == (batch,),
                f"`cache_seqlens` must be an int or an int32 tensor ({batch},)")
         _check(T.device(cache_seqlens) == T.device(q), "`cache_seqlens` must be on q's device")
         seqlens = cache_seqlens
-        if _check_data(q):
+        if check_data:
             lens = T.host(seqlens).astype("int64")
             _check(int(lens.min()) >= 0, "cache_seqlens must not be negative")
             _check(int(lens.max()) <= capacity,
                    f"cache_seqlens ({int(lens.max())}) exceeds the cache ({capacity} rows)")
-    if paged and _check_data(q):
+    if paged and check_data:
         import numpy as np
-        lens = np.full(batch, cache_seqlens) if isinstance(cache_seqlens, int) else T.host(seqlens).astype("int64")
         used = np.arange(block_table.shape[1])[None, :] < ((lens + page_size - 1) // page_size)[:, None]
         entries = T.host(block_table)[used]
         _check(entries.size == 0 or (int(entries.min()) >= 0 and int(entries.max()) < num_pages),

@@ -16,6 +16,7 @@ import sys
 from . import codegen
 from . import language as fl
 from .ir import PtrType, ScalarType
+from .runtime import GPUKernel
 
 try:        # written by the build (cmake/BuildId.cmake): a hash of the compiler's sources
     from ._build_id import BUILD_ID
@@ -228,15 +229,15 @@ class JITFunction:
 
     # ---- launching ------------------------------------------------------------------------
 
-    def _key(self, args, kwargs):
+    def _key(self, args, kwargs, compiling):
         """The fast-path key: the kind of each runtime argument, the value of
-        each constexpr, and the environment that selects the device. None when
-        a value cannot be keyed (the launch then takes the slow path)."""
+        each constexpr, and whether launches only compile. None when a value
+        cannot be keyed (the launch then takes the slow path)."""
         cpos = self._constexpr_positions
         try:
             kinds = tuple(_constexpr_key(a) if i in cpos else _kind(a) for i, a in enumerate(args))
             kw = tuple((k, _constexpr_key(v) if k in self.constexprs else _kind(v)) for k, v in kwargs.items())
-            key = (kinds, kw, compile_only())
+            key = (kinds, kw, compiling)
             hash(key)
             return key
         except TypeError:
@@ -246,12 +247,13 @@ class JITFunction:
         # A launch like an earlier one (same argument kinds and constexpr
         # values) skips binding and specialising: the host cost of a cached
         # launch.
+        compiling = compile_only()
         try:
-            key = self._key(args, kwargs)
+            key = self._key(args, kwargs, compiling)
         except _Normalize:          # numpy scalars, int subclasses, DLPack arrays of other libraries
             args = tuple(map(_normalized, args))
             kwargs = {k: _normalized(v) for k, v in kwargs.items()}
-            key = self._key(args, kwargs)
+            key = self._key(args, kwargs, compiling)
         fast = self._fast.get(key) if key is not None else None
         if fast is None:
             constexprs, types, runtime, device = self.bind(args, kwargs)
@@ -271,10 +273,9 @@ class JITFunction:
         if callable(grid):
             grid = grid(dict(zip(self.signature.parameters, args), **kwargs))
         grid = (tuple(grid) + (1, 1, 1))[:3]
-        if c.device == "cuda" and compile_only():
-            return c
         if c.device == "cuda":
-            from .runtime import GPUKernel
+            if compiling:
+                return c
             GPUKernel.for_device(c, values).launch(grid, values, stream)
         else:
             call = []

@@ -1,0 +1,21 @@
+//===- PointerLowering.h - fakv pointers to LLVM, CPU and GPU ---*- C++ -*-===//
+//
+// fakv.addptr and fakv.load_scalar become the same LLVM on both paths (a GEP
+// on the converted pointer, whatever its address space, and a load); the CPU
+// and GPU conversions add these patterns.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FAKV_LOWERING_POINTERLOWERING_H
+#define FAKV_LOWERING_POINTERLOWERING_H
+
+#include "mlir/Transforms/DialectConversion.h"
+
+namespace mlir::fakv {
+
+void populatePointerLoweringPatterns(const TypeConverter &converter,
+                                     RewritePatternSet &patterns);
+
+} // namespace mlir::fakv
+
+#endif // FAKV_LOWERING_POINTERLOWERING_H
