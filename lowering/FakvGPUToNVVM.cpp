@@ -75,13 +75,6 @@ Value ifValue(OpBuilder &b, Location loc, Value cond, Type t,
   return ifOp.getResult(0);
 }
 
-/// Global address of element `index` (i64) of a `!llvm.ptr<1>` array.
-Value globalElement(OpBuilder &b, Location loc, Value base, Value index,
-                    Type elementType) {
-  return LLVM::GEPOp::create(b, loc, base.getType(), elementType, base,
-                             ValueRange{index});
-}
-
 //===----------------------------------------------------------------------===//
 // Program structure and scalars
 //===----------------------------------------------------------------------===//
@@ -597,7 +590,7 @@ VectorGroup vectorGroup(OpBuilder &b, Location loc, const LinearLayout &l,
     return {lin0, valid0, arith::AndIOp::create(b, loc, valid0, valid1)};
   int64_t bytes = width * et.getIntOrFloatBitWidth() / 8;
   Value addr = LLVM::PtrToIntOp::create(
-      b, loc, b.getI64Type(), globalElement(b, loc, ptr, lin0, et));
+      b, loc, b.getI64Type(), elementAddress(b, loc, ptr, lin0, et));
   Value aligned = arith::CmpIOp::create(
       b, loc, arith::CmpIPredicate::eq,
       arith::AndIOp::create(b, loc, addr, i64(b, loc, bytes - 1)),
@@ -684,7 +677,7 @@ struct LoadLowering : OpConversionPattern<LoadOp> {
           sb, loc, valid, et,
           [&](OpBuilder &tb) -> Value {
             return LLVM::LoadOp::create(
-                tb, loc, et, globalElement(tb, loc, a.getPtr(), lin, et));
+                tb, loc, et, elementAddress(tb, loc, a.getPtr(), lin, et));
           },
           otherValue);
     };
@@ -702,7 +695,7 @@ struct LoadLowering : OpConversionPattern<LoadOp> {
           rewriter, loc, g.whole, vt,
           [&](OpBuilder &tb) -> Value {
             return LLVM::LoadOp::create(
-                tb, loc, vt, globalElement(tb, loc, a.getPtr(), g.first, et),
+                tb, loc, vt, elementAddress(tb, loc, a.getPtr(), g.first, et),
                 width * et.getIntOrFloatBitWidth() / 8);
           },
           [&](OpBuilder &eb) -> Value {
@@ -742,7 +735,7 @@ struct StoreLowering : OpConversionPattern<StoreOp> {
       auto ifOp = scf::IfOp::create(sb, loc, valid, false);
       OpBuilder tb = OpBuilder::atBlockBegin(&ifOp.getThenRegion().front());
       LLVM::StoreOp::create(tb, loc, vecElement(tb, loc, a.getValue(), r),
-                            globalElement(tb, loc, a.getPtr(), lin, et));
+                            elementAddress(tb, loc, a.getPtr(), lin, et));
     };
     for (int64_t r = 0; r < l.numRegs(); r += width) {
       if (width == 1) {
@@ -758,7 +751,7 @@ struct StoreLowering : OpConversionPattern<StoreOp> {
       for (int64_t j = 0; j < width; ++j)
         lanes.push_back(r + j);
       Value v = vector::ShuffleOp::create(tb, loc, a.getValue(), a.getValue(), lanes);
-      LLVM::StoreOp::create(tb, loc, v, globalElement(tb, loc, a.getPtr(), g.first, et),
+      LLVM::StoreOp::create(tb, loc, v, elementAddress(tb, loc, a.getPtr(), g.first, et),
                             width * et.getIntOrFloatBitWidth() / 8);
       OpBuilder eb = OpBuilder::atBlockBegin(&ifOp.getElseRegion().front());
       for (int64_t j = 0; j < width; ++j)
@@ -961,7 +954,7 @@ struct AsyncPagedLoadLowering : OpConversionPattern<fakvgpu::AsyncPagedLoadOp> {
         Value idx = arith::ExtSIOp::create(tb, loc, tb.getI64Type(), pageIdx);
         page = LLVM::LoadOp::create(
             tb, loc, tb.getI32Type(),
-            globalElement(tb, loc, a.getTable(), idx, tb.getI32Type()));
+            elementAddress(tb, loc, a.getTable(), idx, tb.getI32Type()));
         trapOutsidePages(tb, loc, page, a.getNumPages());
       } else {
         page = a.getPage();
@@ -1020,7 +1013,7 @@ struct AsyncPagedLoadLowering : OpConversionPattern<fakvgpu::AsyncPagedLoadOp> {
             [&](OpBuilder &vb) -> Value {
               return LLVM::LoadOp::create(
                   vb, loc, vb.getI32Type(),
-                  globalElement(vb, loc, a.getTable(), idx, vb.getI32Type()));
+                  elementAddress(vb, loc, a.getTable(), idx, vb.getI32Type()));
             },
             [&](OpBuilder &eb) -> Value { return i32(eb, loc, 0); });
         trapOutsidePages(tb, loc, page, a.getNumPages());
@@ -1037,7 +1030,7 @@ struct AsyncPagedLoadLowering : OpConversionPattern<fakvgpu::AsyncPagedLoadOp> {
           tb, loc, elem, arith::MulIOp::create(tb, loc, ext(a.getHead()), a.getHeadStride()));
       elem = arith::AddIOp::create(tb, loc, elem, ext(col));
       elem = arith::SelectOp::create(tb, loc, valid, elem, i64(tb, loc, 0));
-      Value src = globalElement(tb, loc, a.getCache(), elem, et);
+      Value src = elementAddress(tb, loc, a.getCache(), elem, et);
       Value dst = addBytes(tb, loc, slot, swizzledOffset(tb, loc, r, col, rows));
       Value srcSize = arith::SelectOp::create(tb, loc, valid, i32(tb, loc, 16),
                                               i32(tb, loc, 0));

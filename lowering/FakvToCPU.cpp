@@ -76,8 +76,7 @@ Value isNegInf(ImplicitLocOpBuilder &b, Value v) {
 /// Element `idx` (i64, in elements) of the array at `base`.
 Value elementAddress(ImplicitLocOpBuilder &b, Value base, Value idx,
                      Type elementType) {
-  return LLVM::GEPOp::create(b, LLVM::LLVMPointerType::get(b.getContext()),
-                             elementType, base, ValueRange{idx});
+  return fakv::elementAddress(b, b.getLoc(), base, idx, elementType);
 }
 
 /// `scf.if cond { then() } else { otherwise() }` yielding one value of `t`.

@@ -10,14 +10,13 @@
 using namespace mlir;
 using namespace mlir::fakv;
 
-namespace {
-
-/// &base[index] for elements of `elementType`, in base's address space.
-Value elementAddress(OpBuilder &b, Location loc, Value base, Value index,
-                     Type elementType) {
+Value mlir::fakv::elementAddress(OpBuilder &b, Location loc, Value base,
+                                 Value index, Type elementType) {
   return LLVM::GEPOp::create(b, loc, base.getType(), elementType, base,
                              ValueRange{index});
 }
+
+namespace {
 
 struct AddPtrLowering : OpConversionPattern<AddPtrOp> {
   using OpConversionPattern::OpConversionPattern;

@@ -13,6 +13,10 @@
 
 namespace mlir::fakv {
 
+/// &base[index] for elements of `elementType`, in base's address space.
+Value elementAddress(OpBuilder &b, Location loc, Value base, Value index,
+                     Type elementType);
+
 void populatePointerLoweringPatterns(const TypeConverter &converter,
                                      RewritePatternSet &patterns);
 
