@@ -10,7 +10,9 @@ one. Effective bandwidth = bytes of K and V read / time; the copy bandwidth
 = 2 x bytes / time of a device-to-device copy of 2 GiB. Times are medians of
 CUDA-event-timed replays of a CUDA graph of 10 calls, after warm-up (GPU
 time only), except the two whole-API-call rows, timed as launched with
-their host-side checks; caches are ~1 GiB each, far above
+their host-side checks. Next to kernels/decode.py (written per query head,
+packed by fakv-pack-gqa) runs bench/kernels/decode_packed_by_hand.py, the
+same kernel packed in the source. Caches are ~1 GiB each, far above
 the 50 MiB L2. Peers: torch's scaled_dot_product_attention on the
 contiguous cache, and FlashInfer's paged decode (CUDA-core and tensor-core
 kernels) on the same paged cache when `flashinfer` imports (the H200 image
@@ -30,6 +32,7 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "frontend"))
+sys.path.insert(0, os.path.join(ROOT, "bench", "kernels"))
 
 B, H, HK, D, S = 32, 32, 8, 128, 8192
 PAGE = 256
@@ -98,6 +101,7 @@ def main():
         for paged in (True, False):
             q, k, v, lens, table = inputs(np, paged)
             fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table)
+            hand_packed(np, paged, q, k, v, lens, table)()
         q, k, v, lens, table = inputs(np, True, SMALL_B, SMALL_S)
         fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table)
         print("compiled the bench kernels")
@@ -130,6 +134,8 @@ def main():
         t, tmin = time_ms(launch)
         name = f"fakv decode, {'paged 256' if paged else 'contiguous'}"
         rows.append((name, t, kv_bytes / (t * 1e-3) / 1e12))
+        t, _ = time_ms(hand_packed(torch, paged, q, k, v, lens, table))
+        rows.append((name + ", packed by hand", t, kv_bytes / (t * 1e-3) / 1e12))
         t_api, _ = time_ms(lambda: fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table),
                            graph=False)
         rows.append((name + " (whole API call, with input checks)", t_api, kv_bytes / (t_api * 1e-3) / 1e12))
@@ -160,6 +166,26 @@ def main():
     for key, c in decode._compiled.items():
         print("cubin:", getattr(c, "path", None), c.facts["kernels"][0]["smem_bytes"], "bytes smem")
     host_overhead()
+
+
+def hand_packed(lib, paged, q, k, v, lens, table):
+    """A launch of bench/kernels/decode_packed_by_hand.py on the bench's
+    inputs (one split), writing a fresh output."""
+    from fakv.interface import plan
+    from decode_packed_by_hand import decode, hand_packed_launch
+    p = plan(B, 1, H, HK, D, "bf16", paged, k.shape[1], S, False, 1)
+    grid, constexprs = hand_packed_launch(p, HK, H // HK)
+    if lib.__name__ == "numpy":
+        import numpy as np
+        out, lse = np.zeros(q.shape, q.dtype), np.zeros((B, H, 1), np.float32)
+        stride = lambda t: tuple(s // t.itemsize for s in t.strides)  # noqa: E731
+    else:
+        out, lse = lib.empty_like(q), lib.empty((B, H, 1), dtype=lib.float32, device="cuda")
+        stride = lambda t: t.stride()  # noqa: E731
+    qs, ks = stride(q), stride(k)
+    args = (q, k, v, table if paged else lens, lens, out, lse, lse, lse, qs[0], qs[1], qs[2], ks[0], ks[1], ks[2],
+            stride(table)[0] if paged else 0, B, 1, H, HK, D, k.shape[1], k.shape[0], 1 / math.sqrt(D))
+    return lambda: decode[grid](*args, **constexprs)
 
 
 def flashinfer_rows(kv_bytes, paged_inputs):

@@ -25,7 +25,7 @@ def kernel(stages, warp_specialize):
     import fakv
     from fakv.interface import _kernels
     decode, _ = _kernels()
-    return fakv.jit(decode.fn, stages=stages, warp_specialize=warp_specialize)
+    return fakv.jit(decode.fn, stages=stages, warp_specialize=warp_specialize, pack_gqa=decode.pack_gqa)
 
 
 def launches(lib, paged):

@@ -37,6 +37,24 @@ Operation *FakvDialect::materializeConstant(OpBuilder &builder, Attribute value,
 
 LogicalResult FakvDialect::verifyOperationAttribute(Operation *op,
                                                     NamedAttribute attr) {
+  if (attr.getName() == getPackGQAAttrName()) {
+    auto axis = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!axis || !axis.getType().isInteger(32) || axis.getInt() < 0 ||
+        axis.getInt() > 2)
+      return op->emitError() << "'fakv.pack_gqa' must be a grid axis: an i32 "
+                                "in [0, 2]";
+    if (!isKernel(dyn_cast<func::FuncOp>(op)))
+      return op->emitError() << "'fakv.pack_gqa' applies to fakv kernels";
+    return success();
+  }
+  if (attr.getName() == getGridPackingAttrName()) {
+    auto packing = dyn_cast<DenseI32ArrayAttr>(attr.getValue());
+    if (!packing || packing.size() != 3 ||
+        llvm::any_of(packing.asArrayRef(), [](int32_t n) { return n < 1; }))
+      return op->emitError() << "'fakv.grid_packing' must be an array<i32> "
+                                "of 3 positive counts";
+    return success();
+  }
   if (attr.getName() != getKernelAttrName())
     return op->emitError() << "unknown fakv attribute '"
                            << attr.getName().getValue() << "'";

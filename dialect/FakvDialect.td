@@ -29,6 +29,12 @@ def Fakv_Dialect : Dialect {
     Integer operands of fakv ops are `i32` (indices, lengths, sizes) or `i64`
     (strides, in elements).
 
+    A kernel may carry `fakv.pack_gqa = N : i32`: it is written with
+    program_id(N) a query head, and fakv-pack-gqa runs the query heads that
+    share a kv head in one program. The packed kernel carries `fakv.grid_packing =
+    array<i32: ...>`: a launch over the written grid runs grid[i] /
+    grid_packing[i] programs along axis i.
+
     A kernel argument may carry `{fakv.divisibility = N}` (N a power of two):
     an integer argument is a multiple of N, a pointer argument N-byte
     aligned. The Python frontend specialises kernels on N = 16, and the GPU
@@ -47,6 +53,15 @@ def Fakv_Dialect : Dialect {
     /// The unit attribute that marks a `func.func` as a fakv kernel.
     static constexpr ::llvm::StringLiteral getKernelAttrName() {
       return ::llvm::StringLiteral("fakv.kernel");
+    }
+    /// Asks fakv-pack-gqa to pack the query heads along grid axis N (i32).
+    static constexpr ::llvm::StringLiteral getPackGQAAttrName() {
+      return ::llvm::StringLiteral("fakv.pack_gqa");
+    }
+    /// Written by fakv-pack-gqa: per grid axis, how many programs of the
+    /// written kernel one program of the packed kernel runs (i32 array of 3).
+    static constexpr ::llvm::StringLiteral getGridPackingAttrName() {
+      return ::llvm::StringLiteral("fakv.grid_packing");
     }
     /// The argument attribute: a multiple of N / N-byte aligned.
     static constexpr ::llvm::StringLiteral getDivisibilityAttrName() {

@@ -9,6 +9,7 @@
 
 #include "lowering/LaunchFacts.h"
 #include "lowering/Passes.h"
+#include "passes/Passes.h"
 #include "tools/init/FakvInit.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -27,7 +28,9 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <map>
 #include <memory>
+#include <variant>
 
 namespace py = pybind11;
 using namespace mlir;
@@ -58,9 +61,9 @@ std::string where(Location loc) {
   return s;
 }
 
-/// Parses `ir` and runs `build`'s passes on it; throws with the collected
-/// diagnostics on failure.
-OwningOpRef<ModuleOp> run(const std::string &ir,
+/// Runs `build`'s passes on `ir` (parsed from text, or a module); throws
+/// with the collected diagnostics on failure.
+OwningOpRef<ModuleOp> run(std::variant<const std::string *, OwningOpRef<ModuleOp>> ir,
                           llvm::function_ref<void(PassManager &)> build) {
   MLIRContext &ctx = context();
   std::string diagnostics;
@@ -74,7 +77,11 @@ OwningOpRef<ModuleOp> run(const std::string &ir,
         os << where(note.getLocation()) << ": note: " << note << "\n";
     return success();
   });
-  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(ir, &ctx);
+  OwningOpRef<ModuleOp> module;
+  if (auto *text = std::get_if<const std::string *>(&ir))
+    module = parseSourceString<ModuleOp>(**text, &ctx);
+  else
+    module = std::move(std::get<OwningOpRef<ModuleOp>>(ir));
   if (!module)
     throw std::runtime_error(diagnostics.empty() ? "cannot parse the kernel IR"
                                                  : diagnostics);
@@ -83,6 +90,11 @@ OwningOpRef<ModuleOp> run(const std::string &ir,
   if (failed(pm.run(*module)))
     throw std::runtime_error(diagnostics);
   return module;
+}
+
+OwningOpRef<ModuleOp> run(const std::string &ir,
+                          llvm::function_ref<void(PassManager &)> build) {
+  return run(&ir, build);
 }
 
 std::string print(Operation *op) {
@@ -166,7 +178,16 @@ public:
       return true;
     }();
     (void)init;
-    module = run(ir, [](PassManager &pm) { fakv::buildFakvToLLVMCPUPipeline(pm); });
+    // Packing first, to read each kernel's grid packing off (the launcher
+    // checks grids against it before calling).
+    auto packedModule = run(ir, [](PassManager &pm) { pm.addPass(fakv::createFakvPackGQA()); });
+    packedModule->walk([&](func::FuncOp f) {
+      if (auto p = f->getAttrOfType<DenseI32ArrayAttr>(
+              fakv::FakvDialect::getGridPackingAttrName()))
+        gridPacking[f.getName().str()] = std::vector<int>(p.asArrayRef().begin(), p.asArrayRef().end());
+    });
+    module = run(std::move(packedModule),
+                 [](PassManager &pm) { fakv::buildFakvToLLVMCPUPipeline(pm); });
     ExecutionEngineOptions options;
     options.transformer = makeOptimizingTransformer(2, 0, nullptr);
     std::vector<llvm::StringRef> paths(libs.begin(), libs.end());
@@ -203,6 +224,10 @@ public:
       throw std::runtime_error("cannot call " + name + ": " + llvm::toString(std::move(e)));
   }
 
+  /// Kernel name -> programs of the written grid per program, per axis
+  /// (fakv-pack-gqa); kernels it did not pack are absent.
+  std::map<std::string, std::vector<int>> gridPacking;
+
 private:
   OwningOpRef<ModuleOp> module;
   std::unique_ptr<ExecutionEngine> engine;
@@ -219,6 +244,7 @@ PYBIND11_MODULE(_fakv, m) {
   py::class_<CpuModule>(m, "CpuModule")
       .def(py::init<const std::string &, const std::vector<std::string> &>(),
            py::arg("ir"), py::arg("shared_libs") = std::vector<std::string>())
-      .def("call", &CpuModule::call);
+      .def("call", &CpuModule::call)
+      .def_readonly("grid_packing", &CpuModule::gridPacking);
   m.attr("version") = "0.1.0";
 }

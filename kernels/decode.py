@@ -1,10 +1,13 @@
 """Split-KV decode attention over a paged or contiguous KV cache, in fakv.
 
-One program per (split, kv head x query block, sequence). The query heads
-that share a kv head, times the query positions, are the rows of one tile
-(GQA packing); the program streams its share of the keys BLOCK_N at a time
-through the online softmax, and writes the output and its LSE (one split) or
-f32 partials for combine.py (several).
+Written for one program per (split x query block, query head, sequence):
+the program streams its share of the keys of kv head h // GROUP, BLOCK_N at
+a time, through the online softmax, and writes the output and its LSE (one
+split) or f32 partials for combine.py (several). `pack_gqa=1` has the
+compiler (fakv-pack-gqa) run the GROUP query heads of a kv head in one
+program, stacked in the rows of its tiles, so that each K/V block is read
+once per kv head and the heads times the query positions are the M of the
+matmuls; the launch keeps the per-head grid.
 """
 import fakv
 import fakv.language as fl
@@ -33,18 +36,18 @@ def load_kv(Cache, Table, kvh, b, n0, seqlen, head_dim, page_size, num_pages, st
                          page=b, channels=head_dim)
 
 
-@fakv.jit
+@fakv.jit(pack_gqa=1)
 def decode(Q, K, V, Table, Seqlens, Out, Lse, OutPart, LsePart,
            q_batch_stride, q_seq_stride, q_head_stride,
            page_stride, row_stride, head_stride, table_stride,
            batch, seqlen_q, heads, kv_heads, head_dim, page_size, num_pages, scale,
            HEAD_DIM: fl.constexpr, BLOCK_N: fl.constexpr, GROUP: fl.constexpr, SQ_BLOCK: fl.constexpr,
            PAGE_SIZE: fl.constexpr, CAUSAL: fl.constexpr):
-    ROWS: fl.constexpr = SQ_BLOCK * GROUP
-    split, kvh_mb, b = fl.program_id(0), fl.program_id(1), fl.program_id(2)
-    num_splits = fl.num_programs(0)
+    split_mb, h, b = fl.program_id(0), fl.program_id(1), fl.program_id(2)
     m_blocks = (seqlen_q + SQ_BLOCK - 1) // SQ_BLOCK
-    kvh, q0 = kvh_mb // m_blocks, (kvh_mb % m_blocks) * SQ_BLOCK
+    split, q0 = split_mb // m_blocks, (split_mb % m_blocks) * SQ_BLOCK
+    num_splits = fl.num_programs(0) // m_blocks
+    kvh = h // GROUP
     seqlen = Seqlens[b]
 
     # This split's blocks of keys: [first, last).
@@ -53,21 +56,16 @@ def decode(Q, K, V, Table, Seqlens, Out, Lse, OutPart, LsePart,
     first = split * per_split
     last = fl.minimum(first + per_split, n_blocks)
 
-    # Q: row GROUP * i + j is query position q0 + i of head kvh * group + j
-    # (GROUP, the tile's, is a power of two at least the group's size).
-    group = heads // kv_heads
-    head0 = kvh * group
-    q_ptr = Q + b * q_batch_stride
-    q = fl.load(q_ptr, (SQ_BLOCK, GROUP, HEAD_DIM), (q0, head0, 0), (q_seq_stride, q_head_stride, 1),
-                bounds=(seqlen_q, head0 + group, head_dim))
-    q = q.reshape((ROWS, HEAD_DIM))
-    q_pos = q0 + fl.arange(0, ROWS) // GROUP
+    # Query positions [q0, q0 + SQ_BLOCK) of head h.
+    q = fl.load(Q + b * q_batch_stride + h * q_head_stride, (SQ_BLOCK, HEAD_DIM), (q0, 0), (q_seq_stride, 1),
+                bounds=(seqlen_q, head_dim))
+    q_pos = q0 + fl.arange(0, SQ_BLOCK)
 
     table = Table + b * table_stride
     strides = (page_stride, row_stride, head_stride)
-    m = fl.full((ROWS,), float("-inf"))
-    l = fl.zeros((ROWS,))
-    acc = fl.zeros((ROWS, HEAD_DIM))
+    m = fl.full((SQ_BLOCK,), float("-inf"))
+    l = fl.zeros((SQ_BLOCK,))
+    acc = fl.zeros((SQ_BLOCK, HEAD_DIM))
     for blk in fl.range(first, last):
         n0 = blk * BLOCK_N
         k = load_kv(K, table, kvh, b, n0, seqlen, head_dim, page_size, num_pages, strides,
@@ -83,17 +81,13 @@ def decode(Q, K, V, Table, Seqlens, Out, Lse, OutPart, LsePart,
     empty = l == 0.0
     out = acc * fl.where(empty, 0.0, 1.0 / l)[:, None]
     lse = fl.where(empty, float("-inf"), m + fl.log(l))
-    out = out.reshape((SQ_BLOCK, GROUP, HEAD_DIM))
-    lse = lse.reshape((SQ_BLOCK, GROUP))
-    lse_offset = b * heads * seqlen_q
     if num_splits == 1:
-        fl.store(Out + b * q_batch_stride, out, (q0, head0, 0), (q_seq_stride, q_head_stride, 1),
-                 bounds=(seqlen_q, head0 + group, head_dim))
-        fl.store(Lse + lse_offset, lse, (q0, head0), (1, seqlen_q), bounds=(seqlen_q, head0 + group))
+        fl.store(Out + b * q_batch_stride + h * q_head_stride, out, (q0, 0), (q_seq_stride, 1),
+                 bounds=(seqlen_q, head_dim))
+        fl.store(Lse + (b * heads + h) * seqlen_q, lse, (q0,), (1,), bounds=(seqlen_q,))
     else:
         # Partials: (splits, batch, seqlen_q, heads, HEAD_DIM) and (splits, batch, heads, seqlen_q).
         part = split * batch + b
-        fl.store(OutPart + part * seqlen_q * heads * HEAD_DIM, out, (q0, head0, 0),
-                 (heads * HEAD_DIM, HEAD_DIM, 1), bounds=(seqlen_q, head0 + group, head_dim))
-        fl.store(LsePart + part * heads * seqlen_q, lse, (q0, head0), (1, seqlen_q),
-                 bounds=(seqlen_q, head0 + group))
+        fl.store(OutPart + (part * seqlen_q * heads + h) * HEAD_DIM, out, (q0, 0), (heads * HEAD_DIM, 1),
+                 bounds=(seqlen_q, head_dim))
+        fl.store(LsePart + (part * heads + h) * seqlen_q, lse, (q0,), (1,), bounds=(seqlen_q,))

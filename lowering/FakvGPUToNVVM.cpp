@@ -1196,6 +1196,8 @@ void outlineKernels(ModuleOp module, SmallVectorImpl<func::FuncOp> &kernels) {
     if (Attribute regs = func->getAttr(kMaxRegistersAttr))
       gpuFunc->setAttr(kMaxRegistersAttr, regs);
     gpuFunc->setAttr(fakvgpu::kNumWarpsAttr, func->getAttr(fakvgpu::kNumWarpsAttr));
+    if (Attribute packing = func->getAttr(fakv::FakvDialect::getGridPackingAttrName()))
+      gpuFunc->setAttr(fakv::FakvDialect::getGridPackingAttrName(), packing);
     gpuFunc.getBody().front().erase();
     gpuFunc.getBody().takeBody(func.getBody());
     gpuFunc.walk([&](func::ReturnOp ret) {

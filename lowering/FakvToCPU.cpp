@@ -869,9 +869,28 @@ struct LaunchLowering : OpConversionPattern<LaunchOp> {
   matchAndRewrite(LaunchOp op, OpAdaptor a,
                   ConversionPatternRewriter &rewriter) const override {
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-    SmallVector<Value> lbs(3, cstIndex(b, 0)), steps(3, cstIndex(b, 1)), ubs;
-    for (Value g : a.getGrid())
+    // A kernel packed by fakv-pack-gqa runs grid[i] / packing[i] programs.
+    auto module = op->getParentOfType<ModuleOp>();
+    auto callee = module.lookupSymbol<func::FuncOp>(op.getCallee());
+    DenseI32ArrayAttr packing =
+        callee ? callee->getAttrOfType<DenseI32ArrayAttr>(
+                     FakvDialect::getGridPackingAttrName())
+               : DenseI32ArrayAttr();
+    SmallVector<Value> lbs(3, cstIndex(b, 0)), steps(3, cstIndex(b, 1)), ubs, grid;
+    for (auto [i, g] : llvm::enumerate(a.getGrid())) {
+      if (packing && packing[i] != 1) {
+        Value n = arith::ConstantIntOp::create(b, packing[i], 32);
+        Value rem = arith::RemSIOp::create(b, g, n);
+        emitRuntimeCheck(b, module,
+                         arith::CmpIOp::create(b, arith::CmpIPredicate::eq, rem,
+                                               arith::ConstantIntOp::create(b, 0, 32)),
+                         "the grid of a kernel packed by fakv-pack-gqa must be a multiple of "
+                         "its grid packing along every axis");
+        g = arith::DivSIOp::create(b, g, n);
+      }
+      grid.push_back(g);
       ubs.push_back(arith::IndexCastOp::create(b, b.getIndexType(), g));
+    }
     scf::buildLoopNest(
         b, b.getLoc(), lbs, ubs, steps,
         [&](OpBuilder &ob, Location loc, ValueRange ivs) {
@@ -879,7 +898,7 @@ struct LaunchLowering : OpConversionPattern<LaunchOp> {
           SmallVector<Value> args(a.getArgs());
           for (Value iv : ivs)
             args.push_back(indexToI32(ib, iv));
-          llvm::append_range(args, a.getGrid());
+          llvm::append_range(args, grid);
           func::CallOp::create(ib, op.getCallee(), TypeRange{}, args);
         });
     rewriter.eraseOp(op);
@@ -959,7 +978,11 @@ struct ConvertFakvToCPUPass
     populateReturnOpTypeConversionPattern(patterns, converter);
     scf::populateSCFStructuralTypeConversions(converter, patterns);
     if (failed(applyPartialConversion(module, target, std::move(patterns))))
-      signalPassFailure();
+      return signalPassFailure();
+    // The launches have divided their grids.
+    module.walk([](func::FuncOp f) {
+      f->removeAttr(FakvDialect::getGridPackingAttrName());
+    });
   }
 };
 } // namespace

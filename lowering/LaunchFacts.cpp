@@ -4,6 +4,8 @@
 
 #include "lowering/GPUCodegen.h"
 
+#include "dialect/FakvDialect.h"
+
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 
 using namespace mlir;
@@ -25,7 +27,10 @@ llvm::json::Array mlir::fakv::launchFacts(ModuleOp module) {
       return;
     auto tmaArgs = f->getAttrOfType<DenseI32ArrayAttr>(codegen::kTmaArgsAttr);
     auto tmaBoxes = f->getAttrOfType<DenseI32ArrayAttr>(codegen::kTmaBoxesAttr);
-    llvm::json::Array params, maps;
+    llvm::json::Array params, maps, packing{1, 1, 1};
+    if (auto p = f->getAttrOfType<DenseI32ArrayAttr>(
+            fakv::FakvDialect::getGridPackingAttrName()))
+      packing = llvm::json::Array(p.asArrayRef());
     for (Type t : f.getArgumentTypes())
       params.push_back(parameterKind(t));
     for (auto [arg, rows] : llvm::zip(tmaArgs.asArrayRef(), tmaBoxes.asArrayRef()))
@@ -35,7 +40,8 @@ llvm::json::Array mlir::fakv::launchFacts(ModuleOp module) {
         {"threads", warps.getInt() * 32},
         {"smem_bytes", f->getAttrOfType<IntegerAttr>(codegen::kSmemBytesAttr).getInt()},
         {"params", std::move(params)},
-        {"tensormaps", std::move(maps)}});
+        {"tensormaps", std::move(maps)},
+        {"grid_packing", std::move(packing)}});
   });
   return kernels;
 }

@@ -23,6 +23,7 @@
 using namespace mlir;
 
 void fakv::buildFakvToLLVMCPUPipeline(OpPassManager &pm) {
+  pm.addPass(createFakvPackGQA());
   pm.addPass(createConvertFakvToCPU());
   pm.addPass(createCanonicalizerPass());
   // Tiles: arith/math on tensors -> linalg, then one-shot bufferization with
@@ -58,6 +59,7 @@ void fakv::buildFakvToLLVMCPUPipeline(OpPassManager &pm) {
 
 void fakv::buildFakvToFakvGPUPipeline(OpPassManager &pm,
                                       const FakvToCubinOptions &o) {
+  pm.addPass(createFakvPackGQA());
   pm.addPass(createFakvDecompose());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());

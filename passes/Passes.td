@@ -11,6 +11,28 @@
 
 include "mlir/Pass/PassBase.td"
 
+def FakvPackGQA : Pass<"fakv-pack-gqa", "::mlir::ModuleOp"> {
+  let summary = "Pack the query heads that share a kv head into the rows of one program's tiles";
+  let description = [{
+    For each kernel carrying `fakv.pack_gqa = axis`: the kernel is written
+    for one query head h = program_id(axis) per program and reads K/V of kv
+    head h / GROUP (GROUP a constant). The pass vectorises it over the GROUP
+    heads of a kv head: program_id(axis) becomes the kv head, every tile
+    that depends on the head holds the GROUP heads' copies stacked in its
+    rows (so the query heads, times the query positions, are the M of the
+    matmuls), loads and stores through head-dependent pointers gain a
+    leading head dimension, and tiles that do not depend on the head are
+    replicated where they meet ones that do. GROUP is padded to a power of
+    two (the padding heads read and write nothing). The kernel then carries
+    `fakv.grid_packing` (array<i32>: GROUP at `axis`, 1 elsewhere): a
+    launch over the written grid runs grid[axis] / GROUP programs. What the
+    pass cannot pack (a float scalar of the head, a branch on it, K/V rows
+    or key positions that depend on it, a store every head makes to one
+    address) is an error naming the op.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::scf::SCFDialect"];
+}
+
 def FakvDecompose : Pass<"fakv-decompose", "::mlir::ModuleOp"> {
   let summary = "Expand the composite fakv ops into reductions and elementwise math on tiles";
   let description = [{

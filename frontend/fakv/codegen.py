@@ -103,11 +103,12 @@ class CodeGen:
 
     # ---- the kernel ---------------------------------------------------------------------
 
-    def kernel(self, name, arg_types, constexprs, divisibility=None):
+    def kernel(self, name, arg_types, constexprs, divisibility=None, attributes=()):
         """Emit `func.func @name` for the given parameter types (a Type for
         runtime parameters, absent for constexprs). `divisibility`: the
         runtime parameters known to be multiples of 16 (integers) or 16-byte
-        aligned (pointers), marked {fakv.divisibility = 16}."""
+        aligned (pointers), marked {fakv.divisibility = 16}. `attributes`:
+        more function attributes, as MLIR text."""
         params, header = [], []
         for i, p in enumerate(self.f.params):
             if p in constexprs:
@@ -127,7 +128,7 @@ class CodeGen:
                 if r.value is not None:
                     raise self.error(self.f.node, "a kernel returns nothing; write results with fl.store")
         loc = f'loc("{self.f.filename}":{self.f.node.lineno + self.f.first_line - 1}:1)'
-        text = [f"func.func @{name}({', '.join(header)}) attributes {{fakv.kernel}} {{"]
+        text = [f"func.func @{name}({', '.join(header)}) attributes {{{', '.join(('fakv.kernel',) + tuple(attributes))}}} {{"]
         text += lines
         text += ["    return " + loc, "  } " + loc]
         return "\n".join(text), params

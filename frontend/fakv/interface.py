@@ -77,9 +77,11 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
     num_splits = max(1, min(num_splits, MAX_SPLITS, n_blocks))
     head_block = max(1, min(_pow2(heads), 16384 // (_pow2(num_splits) * head_tile)))
     return {
-        "decode": dict(HEAD_DIM=head_tile, BLOCK_N=block_n, GROUP=group_tile, SQ_BLOCK=sq_block,
+        # decode.py is written per query head; fakv-pack-gqa runs the GROUP
+        # heads of a kv head (padded to group_tile rows) in one program.
+        "decode": dict(HEAD_DIM=head_tile, BLOCK_N=block_n, GROUP=group, SQ_BLOCK=sq_block,
                        PAGE_SIZE=page_size if paged else 0, CAUSAL=bool(causal) and seqlen_q > 1),
-        "decode_grid": (num_splits, kv_heads * m_blocks, batch),
+        "decode_grid": (num_splits * m_blocks, heads, batch),
         "combine": dict(HEAD_DIM=head_tile, HEAD_BLOCK=head_block, MAX_SPLITS=_pow2(num_splits)),
         "combine_grid": (math.ceil(heads / head_block), seqlen_q, batch),
         "num_splits": num_splits,

@@ -16,7 +16,7 @@ import sys
 from . import codegen
 from . import language as fl
 from .ir import PtrType, ScalarType
-from .runtime import GPUKernel
+from .runtime import GPUKernel, check_packing
 
 try:        # written by the build (cmake/BuildId.cmake): a hash of the compiler's sources
     from ._build_id import BUILD_ID
@@ -96,8 +96,11 @@ class Compiled:
 
 
 class JITFunction:
-    def __init__(self, fn, stages=2, warp_specialize=True, registers=(0, 0)):
+    def __init__(self, fn, stages=2, warp_specialize=True, registers=(0, 0), pack_gqa=None):
         self.fn = fn
+        if pack_gqa not in (None, 0, 1, 2):
+            raise ValueError(f"{fn.__name__}: pack_gqa is a grid axis (0, 1 or 2) or None, got {pack_gqa!r}")
+        self.pack_gqa = pack_gqa
         self.function = codegen.Function(fn)
         self.signature = inspect.signature(fn)
         self.constexprs = [p for p, prm in self.signature.parameters.items()
@@ -155,7 +158,8 @@ class JITFunction:
 
     def _ir(self, constexprs, types, divisibility=()):
         cg = codegen.CodeGen(self.function)
-        func, params = cg.kernel(self.__name__, types, constexprs, divisibility)
+        attrs = () if self.pack_gqa is None else (f"fakv.pack_gqa = {self.pack_gqa} : i32",)
+        func, params = cg.kernel(self.__name__, types, constexprs, divisibility, attrs)
         return "module {\n  " + func + "\n}\n", params
 
     def specialize(self, constexprs, types, device, divisibility=()):
@@ -281,6 +285,7 @@ class JITFunction:
             call = []
             for v, kind in zip(values, c.kinds):
                 call.append(("ptr", address(v)) if kind == "ptr" else (kind, v))
+            check_packing(self.__name__, grid, c.cpu.grid_packing.get(self.__name__, (1, 1, 1)))
             call += [("i32", int(g)) for g in grid]
             c.cpu.call("__fakv_launch", call)
         return c
@@ -354,11 +359,14 @@ def _kind(value):
     return t                             # bind() says what is wrong with it
 
 
-def jit(fn=None, *, stages=2, warp_specialize=True, registers=(0, 0)):
-    """Make `fn` a fakv kernel (see the module docstring). GPU options:
+def jit(fn=None, *, stages=2, warp_specialize=True, registers=(0, 0), pack_gqa=None):
+    """Make `fn` a fakv kernel (see the module docstring). `pack_gqa=axis`:
+    the kernel is written per query head h = program_id(axis) with kv head
+    h // GROUP (GROUP a constexpr); fakv-pack-gqa packs the GROUP heads of a
+    kv head into one program (launch it over the per-head grid). GPU options:
     `stages` (K/V ring depth), `warp_specialize` (a producer warpgroup issues
     the copies), `registers` ((producer, consumer) registers per thread moved
     with setmaxnreg; (0, 0): none)."""
-    if fn is None:
-        return lambda f: JITFunction(f, stages, warp_specialize, registers)
-    return JITFunction(fn, stages, warp_specialize, registers)
+    def make(f):
+        return JITFunction(f, stages, warp_specialize, registers, pack_gqa)
+    return make if fn is None else make(fn)

@@ -29,6 +29,14 @@ def check(rc):
         raise RuntimeError(library().fakv_last_error().decode())
 
 
+def check_packing(name, grid, packing):
+    """A kernel packed by fakv-pack-gqa runs grid[i] / packing[i] programs."""
+    for axis, (g, p) in enumerate(zip(grid, packing)):
+        if g % p:
+            raise ValueError(f"{name}: grid axis {axis} is {g}, not a multiple of the {p} query heads "
+                             f"that fakv-pack-gqa packs into one program")
+
+
 class GPUKernel:
     """A kernel of a cubin, with its launch facts (fakv-compile's JSON entry).
 
@@ -73,6 +81,7 @@ class GPUKernel:
         self._maps = {}
         self._tms = [(tm["arg"], tm["rows"]) for tm in facts["tensormaps"]]
         self._launch = lib.fakv_launch_packed
+        self._packing = tuple(facts.get("grid_packing", (1, 1, 1)))
         self._stream = _stream_getter(torch)
 
     def _tensormap(self, cache, rows):
@@ -100,6 +109,9 @@ class GPUKernel:
             raise TypeError(f"{self.facts['name']}: an argument does not fit its parameter ({e})") from None
         if self._tms:
             values += b"".join(self._tensormap(args[i], rows) for i, rows in self._tms)
+        if self._packing != (1, 1, 1):
+            check_packing(self.facts["name"], grid, self._packing)
+            grid = [g // p for g, p in zip(grid, self._packing)]
         gx, gy, gz = grid
         check(self._launch(self.fn, gx, gy, gz, self.facts["threads"], self.facts["smem_bytes"],
                            stream if stream is not None else self._stream(), values, self._offsets,

@@ -275,7 +275,7 @@ def test_register_split_option(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", "/usr/local/cuda/bin:" + os.environ.get("PATH", ""))
     decode = _kernels()[0]
     decode.clear()
-    split = fakv.jit(decode.fn, registers=(24, 168))
+    split = fakv.jit(decode.fn, registers=(24, 168), pack_gqa=decode.pack_gqa)
     q = np.zeros((1, 1, 8, 128), NP_BF16)
     k = np.zeros((4, 64, 2, 128), NP_BF16)
     table = np.arange(4, dtype=np.int32).reshape(1, 4)

@@ -1,0 +1,99 @@
+// fakv-pack-gqa: what it cannot pack is an error that names the op.
+// RUN: fakv-opt %s --fakv-pack-gqa --split-input-file -verify-diagnostics
+
+// expected-error @+1 {{never divides program_id(1) by the constant number of query heads per kv head}}
+func.func @no_group(%out: !fakv.ptr<f32>) attributes {fakv.kernel, fakv.pack_gqa = 1 : i32} {
+  %h = fakv.program_id 1
+  return
+}
+
+// -----
+
+func.func @runtime_group(%out: !fakv.ptr<f32>, %group: i32) attributes {fakv.kernel, fakv.pack_gqa = 1 : i32} {
+  %h = fakv.program_id 1
+  // expected-error @+1 {{the query heads of a kv head must be a positive constant}}
+  %kvh = arith.divsi %h, %group : i32
+  return
+}
+
+// -----
+
+// K/V rows that depend on the query head itself, not on h / GROUP.
+func.func @kv_of_the_head(%k: !fakv.ptr<bf16>, %n: i32) attributes {fakv.kernel, fakv.pack_gqa = 1 : i32} {
+  %h = fakv.program_id 1
+  %c2 = arith.constant 2 : i32
+  %kvh = arith.divsi %h, %c2 : i32
+  %s = arith.constant 64 : i64
+  // expected-error @+1 {{the K/V rows a program loads may depend on its query head only through the kv head}}
+  %t = fakv.paged_load %k[%h, %n] page %n valid %n page_size %n num_pages %n strides [%s, %s, %s]
+         : !fakv.ptr<bf16> -> tensor<32x64xbf16>
+  return
+}
+
+// -----
+
+func.func @branch_on_the_head(%out: !fakv.ptr<f32>) attributes {fakv.kernel, fakv.pack_gqa = 1 : i32} {
+  %h = fakv.program_id 1
+  %c2 = arith.constant 2 : i32
+  %kvh = arith.divsi %h, %c2 : i32
+  %c0 = arith.constant 0 : i32
+  // expected-error @+1 {{a scalar of type 'i1' depends on the query head}}
+  %first = arith.cmpi eq, %h, %c0 : i32
+  scf.if %first {
+  }
+  return
+}
+
+// -----
+
+func.func @float_of_the_head(%out: !fakv.ptr<f32>) attributes {fakv.kernel, fakv.pack_gqa = 1 : i32} {
+  %h = fakv.program_id 1
+  %c2 = arith.constant 2 : i32
+  %kvh = arith.divsi %h, %c2 : i32
+  // expected-error @+1 {{a scalar of type 'f32' depends on the query head}}
+  %slope = arith.sitofp %h : i32 to f32
+  return
+}
+
+// -----
+
+func.func @one_address(%out: !fakv.ptr<f32>) attributes {fakv.kernel, fakv.pack_gqa = 1 : i32} {
+  %h = fakv.program_id 1
+  %c2 = arith.constant 2 : i32
+  %kvh = arith.divsi %h, %c2 : i32
+  %c0 = arith.constant 0 : i32
+  %s1 = arith.constant 1 : i64
+  %hs = fakv.splat %h : i32 -> tensor<4xi32>
+  %hf = arith.sitofp %hs : tensor<4xi32> to tensor<4xf32>
+  // expected-error @+1 {{every query head would store to the same address}}
+  fakv.store %hf, %out[%c0] strides [%s1] : tensor<4xf32>, !fakv.ptr<f32>
+  return
+}
+
+// -----
+
+// Keys shared by the rows may not depend on the head.
+func.func @key_positions(%n: i32) attributes {fakv.kernel, fakv.pack_gqa = 1 : i32} {
+  %h = fakv.program_id 1
+  %zero = arith.constant 0.0 : f32
+  %s = fakv.splat %zero : f32 -> tensor<4x8xf32>
+  %c2 = arith.constant 2 : i32
+  %kvh = arith.divsi %h, %c2 : i32
+  %cols = fakv.splat %h : i32 -> tensor<8xi32>
+  // expected-error @+1 {{operand #1 is shared by the rows (keys or B) and must not depend on the query head}}
+  %m = fakv.length_mask %s, %cols, %n : tensor<4x8xf32>, tensor<8xi32>
+  return
+}
+
+// -----
+
+func.func @rows_reduced(%out: !fakv.ptr<f32>) attributes {fakv.kernel, fakv.pack_gqa = 1 : i32} {
+  %h = fakv.program_id 1
+  %c2 = arith.constant 2 : i32
+  %kvh = arith.divsi %h, %c2 : i32
+  %hs = fakv.splat %h : i32 -> tensor<4x8xi32>
+  %hf = arith.sitofp %hs : tensor<4x8xi32> to tensor<4x8xf32>
+  // expected-error @+1 {{a reduction over the rows mixes the query heads}}
+  %r = fakv.reduce sum %hf, 0 : tensor<4x8xf32> -> tensor<8xf32>
+  return
+}

@@ -1,0 +1,180 @@
+// fakv-pack-gqa: a kernel written per query head becomes one per kv head
+// whose tiles stack the heads of the group in their rows.
+// RUN: fakv-opt %s --fakv-pack-gqa --cse --split-input-file | FileCheck %s
+// RUN: fakv-opt %s --fakv-pack-gqa --split-input-file --fakv-to-cubin="format=isa" | FileCheck %s --check-prefix=PTX
+
+// Decode of one query head h = program_id(1) over the keys of kv head
+// h / 3 (two query positions, head dim 64, 32 keys a block). Packed: the 3
+// heads (padded to 4) times 2 positions are the 8 rows of every tile.
+// CHECK-LABEL: func.func @decode(
+// CHECK-SAME: attributes {fakv.grid_packing = array<i32: 1, 3, 1>, fakv.kernel}
+// CHECK-NOT: fakv.pack_gqa
+// The program id is the kv head; h is kvh * 3 + j.
+// CHECK: %[[KVH:.*]] = fakv.program_id 1
+// CHECK: %[[H0:.*]] = arith.muli %[[KVH]], %[[C3:.*]] : i32
+// Q of the group: a leading head dimension of stride q_head_stride and
+// bound 3, folded into the rows.
+// CHECK: %[[QP:.*]] = fakv.addptr %{{.*}}, %{{.*}} : !fakv.ptr<bf16>
+// CHECK: %[[Q3:.*]] = fakv.load %[[QP]][%{{.*}}, %{{.*}}, %{{.*}}] strides [%{{.*}}, %{{.*}}, %{{.*}}] bounds [%[[C3]], %{{.*}}, %{{.*}}] : !fakv.ptr<bf16> -> tensor<4x2x64xbf16>
+// CHECK: %[[Q:.*]] = fakv.reshape %[[Q3]] : tensor<4x2x64xbf16> -> tensor<8x64xbf16>
+// The query positions, the same for every head, recomputed for 8 rows.
+// CHECK: %[[R:.*]] = fakv.arange 0 to 8 : tensor<8xi32>
+// CHECK: arith.remsi %[[R]], %{{.*}} : tensor<8xi32>
+// Loop-carried running max, sum and accumulator have 8 rows; K/V stay shared.
+// CHECK: scf.for {{.*}} -> (tensor<8xf32>, tensor<8xf32>, tensor<8x64xf32>)
+// CHECK: %[[K:.*]] = fakv.paged_load %{{.*}}[%[[KVH]], %{{.*}}] {{.*}} -> tensor<32x64xbf16>
+// CHECK: fakv.dot %[[Q]], %[[K]], %{{.*}} {transpose_b} : tensor<8x64xbf16>, tensor<32x64xbf16> -> tensor<8x32xf32>
+// CHECK: fakv.causal_mask %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : tensor<8x32xf32>, tensor<8xi32>, tensor<32xi32>
+// CHECK: fakv.online_softmax %{{.*}} : tensor<8x32xf32>, tensor<8xf32>
+// CHECK: fakv.dot %{{.*}}, %{{.*}}, %{{.*}} : tensor<8x32xbf16>, tensor<32x64xbf16> -> tensor<8x64xf32>
+// The output and the LSE of the group: unfolded, stored through a leading
+// head dimension of bound 3 (the padding head writes nothing).
+// CHECK: %[[O:.*]] = fakv.reshape %{{.*}} : tensor<8x64xbf16> -> tensor<4x2x64xbf16>
+// CHECK: fakv.store %[[O]], %{{.*}} bounds [%[[C3]], %{{.*}}, %{{.*}}] : tensor<4x2x64xbf16>
+// CHECK: %[[L:.*]] = fakv.reshape %{{.*}} : tensor<8xf32> -> tensor<4x2xf32>
+// CHECK: fakv.store %[[L]], %{{.*}} bounds [%[[C3]], %{{.*}}] : tensor<4x2xf32>
+// The packed kernel goes all the way to wgmma with M = 64.
+// PTX: wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16
+// PTX: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16
+func.func @decode(%q: !fakv.ptr<bf16>, %k_cache: !fakv.ptr<bf16>, %v_cache: !fakv.ptr<bf16>,
+                  %block_table: !fakv.ptr<i32>, %seqlens: !fakv.ptr<i32>,
+                  %out: !fakv.ptr<bf16>, %lse: !fakv.ptr<f32>,
+                  %seqlen_q: i32, %heads: i32, %kv_heads: i32,
+                  %page_size: i32, %num_pages: i32, %max_pages: i32, %scale: f32)
+    attributes {fakv.kernel, fakv.pack_gqa = 1 : i32} {
+  %h = fakv.program_id 1
+  %b = fakv.program_id 2
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %c3 = arith.constant 3 : i32
+  %c32 = arith.constant 32 : i32
+  %c64 = arith.constant 64 : i32
+  %d64 = arith.constant 64 : i64
+  %s1 = arith.constant 1 : i64
+  %kvh = arith.divsi %h, %c3 : i32
+  %seqlen = fakv.load_scalar %seqlens[%b] : !fakv.ptr<i32> -> i32
+  %n_blocks = arith.ceildivsi %seqlen, %c32 : i32
+
+  // q[b, :, h, :]: (batch, seqlen_q, heads, 64).
+  %heads64 = arith.extsi %heads : i32 to i64
+  %row = arith.muli %heads64, %d64 : i64
+  %sq64 = arith.extsi %seqlen_q : i32 to i64
+  %b64 = arith.extsi %b : i32 to i64
+  %batch_stride = arith.muli %sq64, %row : i64
+  %q_b_off = arith.muli %b64, %batch_stride : i64
+  %h64 = arith.extsi %h : i32 to i64
+  %q_h_off = arith.muli %h64, %d64 : i64
+  %q_off = arith.addi %q_b_off, %q_h_off : i64
+  %q_bh = fakv.addptr %q, %q_off : !fakv.ptr<bf16>
+  %qt = fakv.load %q_bh[%c0, %c0] strides [%row, %s1] bounds [%seqlen_q, %c64]
+          : !fakv.ptr<bf16> -> tensor<2x64xbf16>
+  %qpos = fakv.arange 0 to 2 : tensor<2xi32>
+  %diag = arith.subi %seqlen, %seqlen_q : i32
+
+  %mp64 = arith.extsi %max_pages : i32 to i64
+  %bt_off = arith.muli %b64, %mp64 : i64
+  %bt = fakv.addptr %block_table, %bt_off : !fakv.ptr<i32>
+  %ps64 = arith.extsi %page_size : i32 to i64
+  %kvh64 = arith.extsi %kv_heads : i32 to i64
+  %kv_row = arith.muli %kvh64, %d64 : i64
+  %page_stride = arith.muli %ps64, %kv_row : i64
+
+  %ninf = arith.constant 0xFF800000 : f32
+  %zero = arith.constant 0.0 : f32
+  %m0 = fakv.splat %ninf : f32 -> tensor<2xf32>
+  %l0 = fakv.splat %zero : f32 -> tensor<2xf32>
+  %acc0 = fakv.splat %zero : f32 -> tensor<2x64xf32>
+  %s_zero = fakv.splat %zero : f32 -> tensor<2x32xf32>
+  %key_cols = fakv.arange 0 to 32 : tensor<32xi32>
+  %m, %l, %acc = scf.for %blk = %c0 to %n_blocks step %c1
+      iter_args(%m_i = %m0, %l_i = %l0, %acc_i = %acc0)
+      -> (tensor<2xf32>, tensor<2xf32>, tensor<2x64xf32>) : i32 {
+    %n0 = arith.muli %blk, %c32 : i32
+    %k = fakv.paged_load %k_cache[%kvh, %n0] table %bt valid %seqlen
+           page_size %page_size num_pages %num_pages strides [%page_stride, %kv_row, %d64]
+           : !fakv.ptr<bf16> -> tensor<32x64xbf16>
+    %v = fakv.paged_load %v_cache[%kvh, %n0] table %bt valid %seqlen
+           page_size %page_size num_pages %num_pages strides [%page_stride, %kv_row, %d64]
+           : !fakv.ptr<bf16> -> tensor<32x64xbf16>
+    %s = fakv.dot %qt, %k, %s_zero {transpose_b} : tensor<2x64xbf16>, tensor<32x64xbf16> -> tensor<2x32xf32>
+    %n0s = fakv.splat %n0 : i32 -> tensor<32xi32>
+    %cols = arith.addi %key_cols, %n0s : tensor<32xi32>
+    %s1_ = fakv.length_mask %s, %cols, %seqlen : tensor<2x32xf32>, tensor<32xi32>
+    %s2_ = fakv.causal_mask %s1_, %qpos, %cols, %diag : tensor<2x32xf32>, tensor<2xi32>, tensor<32xi32>
+    %m_n, %l_n, %p, %alpha = fakv.online_softmax %s2_, %m_i, %l_i scale %scale
+                               : tensor<2x32xf32>, tensor<2xf32>
+    %alpha_c = fakv.expand_dims %alpha, 1 : tensor<2xf32> -> tensor<2x1xf32>
+    %alpha_b = fakv.broadcast %alpha_c : tensor<2x1xf32> -> tensor<2x64xf32>
+    %acc_s = arith.mulf %acc_i, %alpha_b : tensor<2x64xf32>
+    %pk = fakv.cast %p : tensor<2x32xf32> -> tensor<2x32xbf16>
+    %acc_n = fakv.dot %pk, %v, %acc_s : tensor<2x32xbf16>, tensor<32x64xbf16> -> tensor<2x64xf32>
+    scf.yield %m_n, %l_n, %acc_n : tensor<2xf32>, tensor<2xf32>, tensor<2x64xf32>
+  }
+
+  %l_c = fakv.expand_dims %l, 1 : tensor<2xf32> -> tensor<2x1xf32>
+  %l_b = fakv.broadcast %l_c : tensor<2x1xf32> -> tensor<2x64xf32>
+  %o = arith.divf %acc, %l_b : tensor<2x64xf32>
+  %ob = fakv.cast %o : tensor<2x64xf32> -> tensor<2x64xbf16>
+  %o_bh = fakv.addptr %out, %q_off : !fakv.ptr<bf16>
+  fakv.store %ob, %o_bh[%c0, %c0] strides [%row, %s1] bounds [%seqlen_q, %c64]
+    : tensor<2x64xbf16>, !fakv.ptr<bf16>
+  // lse[b, h, :]: (batch, heads, seqlen_q).
+  %log_l = math.log %l : tensor<2xf32>
+  %lse_t = arith.addf %m, %log_l : tensor<2xf32>
+  %bh = arith.muli %b, %heads : i32
+  %bh_h = arith.addi %bh, %h : i32
+  %lse_row = arith.muli %bh_h, %seqlen_q : i32
+  %lse_off = arith.extsi %lse_row : i32 to i64
+  %lse_bh = fakv.addptr %lse, %lse_off : !fakv.ptr<f32>
+  fakv.store %lse_t, %lse_bh[%c0] strides [%s1] bounds [%seqlen_q] : tensor<2xf32>, !fakv.ptr<f32>
+  return
+}
+
+// -----
+
+// num_programs along the packed axis is the written grid's; h % GROUP is the
+// head's index j in the group, a tile where it meets tiles.
+// CHECK-LABEL: func.func @grid_and_index(
+// CHECK-SAME: fakv.grid_packing = array<i32: 1, 1, 4>
+// CHECK: %[[P:.*]] = fakv.program_id 2
+// CHECK: %[[N:.*]] = fakv.num_programs 2
+// CHECK: arith.muli %[[N]], %{{.*}} : i32
+// CHECK: %[[J:.*]] = fakv.arange 0 to 4 : tensor<4xi32>
+// CHECK: arith.muli %[[J]], %{{.*}} : tensor<4xi32>
+// CHECK: fakv.store %{{.*}} : tensor<4x1xi32>, !fakv.ptr<i32>
+func.func @grid_and_index(%out: !fakv.ptr<i32>) attributes {fakv.kernel, fakv.pack_gqa = 2 : i32} {
+  %h = fakv.program_id 2
+  %c4 = arith.constant 4 : i32
+  %c0 = arith.constant 0 : i32
+  %s1 = arith.constant 1 : i64
+  %g = arith.divsi %h, %c4 : i32
+  %j = arith.remsi %h, %c4 : i32
+  %n = fakv.num_programs 2
+  %x = arith.addi %j, %n : i32
+  %t = fakv.splat %x : i32 -> tensor<1xi32>
+  %h64 = arith.extsi %h : i32 to i64
+  %p = fakv.addptr %out, %h64 : !fakv.ptr<i32>
+  fakv.store %t, %p[%c0] strides [%s1] : tensor<1xi32>, !fakv.ptr<i32>
+  return
+}
+
+// -----
+
+// One query head per kv head: nothing to pack.
+// CHECK-LABEL: func.func @mha(
+// CHECK-SAME: fakv.grid_packing = array<i32: 1, 1, 1>
+// CHECK: fakv.load {{.*}} -> tensor<2x64xf32>
+func.func @mha(%q: !fakv.ptr<f32>) attributes {fakv.kernel, fakv.pack_gqa = 1 : i32} {
+  %h = fakv.program_id 1
+  %c1 = arith.constant 1 : i32
+  %c0 = arith.constant 0 : i32
+  %s = arith.constant 64 : i64
+  %s1 = arith.constant 1 : i64
+  %kvh = arith.divsi %h, %c1 : i32
+  %h64 = arith.extsi %h : i32 to i64
+  %off = arith.muli %h64, %s : i64
+  %p = fakv.addptr %q, %off : !fakv.ptr<f32>
+  %t = fakv.load %p[%c0, %c0] strides [%s, %s1] : !fakv.ptr<f32> -> tensor<2x64xf32>
+  fakv.store %t, %p[%c0, %c0] strides [%s, %s1] : tensor<2x64xf32>, !fakv.ptr<f32>
+  return
+}
