@@ -65,6 +65,9 @@ def main():
     for splits in (1, 3):
         out, lse = fakv.flash_attn_with_kvcache(*args, cache_seqlens=lens_t, block_table=table_t, causal=True,
                                                num_splits=splits, return_softmax_lse=True)
+        if os.environ.get("FAKV_COMPILE_ONLY"):
+            print(f"[demo] num_splits={splits}: compiled only (FAKV_COMPILE_ONLY): nothing ran")
+            continue
         if gpu:
             out = out.float().cpu().numpy()
             lse = lse.cpu().numpy()
