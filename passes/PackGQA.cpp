@@ -95,7 +95,6 @@ private:
   DenseMap<Value, Affine> affine; // affine scalars
   DenseMap<Value, Value> packed;  // packed tiles: old -> new (storage)
   DenseMap<Value, Value> replicated;
-  Value kvHead;                   // the new program_id(axis)
 
   InFlightDiagnostic fail(Operation *op, const Twine &why) {
     return op->emitError() << "fakv-pack-gqa: " << why;
@@ -210,6 +209,8 @@ void Packer::analyse() {
                               [&](Value v) { return dependent.contains(v); });
       if (auto yield = dyn_cast<scf::YieldOp>(op)) {
         Operation *parent = op->getParentOp();
+        if (!isa<scf::ForOp, scf::IfOp>(parent))
+          return; // another region op: rejected when rewritten
         for (auto [i, v] : llvm::enumerate(yield.getOperands()))
           if (dependent.contains(v)) {
             mark(parent->getResult(i));
@@ -241,6 +242,10 @@ void Packer::analyse() {
     if (auto loop = dyn_cast<scf::ForOp>(op))
       for (Value a : loop.getRegionIterArgs())
         t |= dependent.contains(a);
+    // A yield into packed results packs (or replicates) what it yields.
+    if (isa<scf::YieldOp>(op) && isa<scf::ForOp, scf::IfOp>(op->getParentOp()))
+      t |= llvm::any_of(op->getParentOp()->getResults(),
+                        [&](Value v) { return dependent.contains(v); });
     if (t)
       touched.insert(op);
   });
@@ -299,8 +304,11 @@ Value Packer::recompute(Value old, ImplicitLocOpBuilder &b) {
   if (auto splat = dyn_cast<SplatOp>(def))
     return SplatOp::create(b, storage, uniform(splat.getValue()));
   DenseElementsAttr dense;
-  if (matchPattern(old, m_Constant(&dense)) && dense.isSplat())
-    return arith::ConstantOp::create(b, storage, dense.resizeSplat(storage));
+  if (def->hasTrait<OpTrait::ConstantLike>())
+    return matchPattern(old, m_Constant(&dense)) && dense.isSplat()
+               ? arith::ConstantOp::create(b, storage, dense.resizeSplat(storage)).getResult()
+               : Value(); // a constant of distinct rows: copied
+
   if (auto range = dyn_cast<ArangeOp>(def)) {
     // arange(a, b) of length S, repeated: (arange(0, P * S) % S) + a.
     int64_t len = type.getDimSize(0);
@@ -315,8 +323,8 @@ Value Packer::recompute(Value old, ImplicitLocOpBuilder &b) {
   if (!isRowWise(def) || def->getNumRegions() || isa<DotOp, LoadOp>(def))
     return {};
   IRMapping m;
-  for (Value operand : def->getOperands()) {
-    if (!isa<RankedTensorType>(operand.getType())) {
+  for (auto [i, operand] : llvm::enumerate(def->getOperands())) {
+    if (!isa<RankedTensorType>(operand.getType()) || isColumnOperand(def, i)) {
       m.map(operand, uniform(operand));
       continue;
     }
@@ -377,10 +385,16 @@ LogicalResult Packer::rewriteBlock(Block &from, ImplicitLocOpBuilder &b) {
 }
 
 LogicalResult Packer::rewriteOp(Operation *op, ImplicitLocOpBuilder &b) {
+  for (Value r : op->getResults())
+    if (auto t = dyn_cast<RankedTensorType>(r.getType());
+        t && dependent.contains(r) && (t.getRank() == 0 || t.getElementType().isIndex()))
+      return fail(op, "a rank-0 or index tile depends on the query head");
   if (auto loop = dyn_cast<scf::ForOp>(op))
     return rewriteFor(loop, b);
   if (auto branch = dyn_cast<scf::IfOp>(op))
     return rewriteIf(branch, b);
+  if (op->getNumRegions())
+    return fail(op, "only scf.for and scf.if may hold ops of the query head");
   if (auto yield = dyn_cast<scf::YieldOp>(op)) {
     SmallVector<Value> values;
     Operation *parent = op->getParentOp();
@@ -399,7 +413,7 @@ LogicalResult Packer::rewriteOp(Operation *op, ImplicitLocOpBuilder &b) {
     Operation *clone = b.clone(*op, map);
     if (pid.getAxis() != axis)
       return success();
-    kvHead = clone->getResult(0);
+    Value kvHead = clone->getResult(0);
     Value base = arith::MulIOp::create(b, kvHead, cst(b, b.getI32Type(), group));
     affine[pid.getResult()] = Affine{base, cst(b, b.getI32Type(), 1), true};
     return success();
@@ -507,7 +521,10 @@ LogicalResult Packer::rewriteScalar(Operation *op, ImplicitLocOpBuilder &b) {
       return fail(op, "a product of two values of the query head");
     r.base = apply(x.base, y.base);
     r.coef = x.coef ? apply(x.coef, y.base) : apply(x.base, y.coef);
-  } else if (isa<arith::ExtSIOp, arith::ExtUIOp, arith::IndexCastOp>(op)) {
+  } else if (isa<arith::ExtSIOp, arith::IndexCastOp>(op)) {
+    // Linear as long as the i32 value base + j * coef does not wrap, as for
+    // any address arithmetic of the written kernel. (zero extension is not
+    // linear for negative coefficients: not packed.)
     Affine x = operand(0);
     r.base = apply(x.base, {});
     r.coef = apply(x.coef, {});
@@ -523,7 +540,7 @@ LogicalResult Packer::rewriteScalar(Operation *op, ImplicitLocOpBuilder &b) {
       r.base = cst(b, t, 0);
       r.coef = cst(b, t, 1);
     } else {
-      map.map(result, kvHead);
+      map.map(result, uniform(op->getOperand(0))); // the new program_id: the kv head
       return success();
     }
   } else if (auto addptr = dyn_cast<AddPtrOp>(op)) {
@@ -656,7 +673,7 @@ LogicalResult Packer::rewriteFor(scf::ForOp op, ImplicitLocOpBuilder &b) {
     }
   }
   auto loop = scf::ForOp::create(b, uniform(op.getLowerBound()), uniform(op.getUpperBound()),
-                                 uniform(op.getStep()), inits);
+                                 uniform(op.getStep()), inits, nullptr, op.getUnsignedCmp());
   Block *body = loop.getBody();
   if (!body->empty())
     body->getTerminator()->erase();

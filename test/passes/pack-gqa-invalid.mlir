@@ -97,3 +97,33 @@ func.func @rows_reduced(%out: !fakv.ptr<f32>) attributes {fakv.kernel, fakv.pack
   %r = fakv.reduce sum %hf, 0 : tensor<4x8xf32> -> tensor<8xf32>
   return
 }
+
+// -----
+
+func.func @zero_extension(%out: !fakv.ptr<f32>) attributes {fakv.kernel, fakv.pack_gqa = 1 : i32} {
+  %h = fakv.program_id 1
+  %c2 = arith.constant 2 : i32
+  %c100 = arith.constant 100 : i32
+  %kvh = arith.divsi %h, %c2 : i32
+  %r = arith.subi %c100, %h : i32
+  // expected-error @+1 {{cannot pack this scalar op over the query heads}}
+  %r64 = arith.extui %r : i32 to i64
+  return
+}
+
+// -----
+
+func.func @while_loop(%n: i32) attributes {fakv.kernel, fakv.pack_gqa = 1 : i32} {
+  %h = fakv.program_id 1
+  %c2 = arith.constant 2 : i32
+  %kvh = arith.divsi %h, %c2 : i32
+  // expected-error @+1 {{only scf.for and scf.if may hold ops of the query head}}
+  %r = scf.while (%i = %h) : (i32) -> i32 {
+    %go = arith.cmpi slt, %i, %n : i32
+    scf.condition(%go) %i : i32
+  } do {
+  ^bb0(%i: i32):
+    scf.yield %i : i32
+  }
+  return
+}

@@ -1,7 +1,8 @@
 // fakv-pack-gqa: a kernel written per query head becomes one per kv head
 // whose tiles stack the heads of the group in their rows.
 // RUN: fakv-opt %s --fakv-pack-gqa --cse --split-input-file | FileCheck %s
-// RUN: fakv-opt %s --fakv-pack-gqa --split-input-file --fakv-to-cubin="format=isa" | FileCheck %s --check-prefix=PTX
+// The first kernel (up to the first separator), down to ptx as well.
+// RUN: sed '/^\/\/ -----/,$d' %s | fakv-opt --fakv-to-cubin="format=isa" | FileCheck %s --check-prefix=PTX
 
 // Decode of one query head h = program_id(1) over the keys of kv head
 // h / 3 (two query positions, head dim 64, 32 keys a block). Packed: the 3
@@ -176,5 +177,53 @@ func.func @mha(%q: !fakv.ptr<f32>) attributes {fakv.kernel, fakv.pack_gqa = 1 : 
   %p = fakv.addptr %q, %off : !fakv.ptr<f32>
   %t = fakv.load %p[%c0, %c0] strides [%s, %s1] : !fakv.ptr<f32> -> tensor<2x64xf32>
   fakv.store %t, %p[%c0, %c0] strides [%s, %s1] : tensor<2x64xf32>, !fakv.ptr<f32>
+  return
+}
+
+// -----
+
+// A branch that yields a uniform tile on one side and a packed one on the
+// other: the uniform side is replicated. A constant of distinct rows meeting
+// a packed tile is copied per head; key columns of a uniform mask stay
+// unpacked when the mask is recomputed.
+// CHECK-LABEL: func.func @uniform_sides(
+// CHECK: scf.if %{{.*}} -> (tensor<8xf32>)
+// CHECK: scf.yield %{{.*}} : tensor<8xf32>
+// CHECK: } else {
+// CHECK: scf.yield %{{.*}} : tensor<8xf32>
+// CHECK: %[[W:.*]] = arith.constant dense<[1.000000e+00, 2.000000e+00, 3.000000e+00, 4.000000e+00]> : tensor<4xf32>
+// CHECK: %[[W1:.*]] = fakv.expand_dims %[[W]], 0 : tensor<4xf32> -> tensor<1x4xf32>
+// CHECK: %[[W2:.*]] = fakv.broadcast %[[W1]] : tensor<1x4xf32> -> tensor<2x4xf32>
+// CHECK: fakv.reshape %[[W2]] : tensor<2x4xf32> -> tensor<8xf32>
+// CHECK: fakv.length_mask %{{.*}}, %{{.*}}, %{{.*}} : tensor<8x32xf32>, tensor<32xi32>
+func.func @uniform_sides(%out: !fakv.ptr<f32>, %c: i1, %len: i32) attributes {fakv.kernel, fakv.pack_gqa = 1 : i32} {
+  %h = fakv.program_id 1
+  %c2 = arith.constant 2 : i32
+  %c0 = arith.constant 0 : i32
+  %s1 = arith.constant 1 : i64
+  %kvh = arith.divsi %h, %c2 : i32
+  %z = arith.constant 0.0 : f32
+  %u = fakv.splat %z : f32 -> tensor<4xf32>
+  %hs = fakv.splat %h : i32 -> tensor<4xi32>
+  %hf = arith.sitofp %hs : tensor<4xi32> to tensor<4xf32>
+  %x = scf.if %c -> tensor<4xf32> {
+    scf.yield %hf : tensor<4xf32>
+  } else {
+    scf.yield %u : tensor<4xf32>
+  }
+  %w = arith.constant dense<[1.0, 2.0, 3.0, 4.0]> : tensor<4xf32>
+  %y = arith.mulf %x, %w : tensor<4xf32>
+  %zs = fakv.splat %z : f32 -> tensor<4x32xf32>
+  %cols = fakv.arange 0 to 32 : tensor<32xi32>
+  %bias = fakv.length_mask %zs, %cols, %len : tensor<4x32xf32>, tensor<32xi32>
+  %yc = fakv.expand_dims %y, 1 : tensor<4xf32> -> tensor<4x1xf32>
+  %yb = fakv.broadcast %yc : tensor<4x1xf32> -> tensor<4x32xf32>
+  %t = arith.addf %yb, %bias : tensor<4x32xf32>
+  %h64 = arith.extsi %h : i32 to i64
+  %c128 = arith.constant 128 : i64
+  %off = arith.muli %h64, %c128 : i64
+  %p = fakv.addptr %out, %off : !fakv.ptr<f32>
+  %c32 = arith.constant 32 : i64
+  fakv.store %t, %p[%c0, %c0] strides [%c32, %s1] : tensor<4x32xf32>, !fakv.ptr<f32>
   return
 }
