@@ -124,7 +124,7 @@ def main():
         out = fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table)
         # Time the kernel launches themselves (the API checks inputs on the host).
         p = plan(B, 1, H, HK, D, "bf16", paged, k.shape[1], S, False, 0)
-        decode, _ = _kernels()
+        decode = _kernels()[0].with_options(**p["decode_options"])
         lse = torch.empty((B, H, 1), dtype=torch.float32, device="cuda")
         args = (q, k, v, table if paged else lens, lens, out, lse, lse, lse,
                 q.stride(0), q.stride(1), q.stride(2), k.stride(0), k.stride(1), k.stride(2),
@@ -185,7 +185,8 @@ def hand_packed(lib, paged, q, k, v, lens, table):
     qs, ks = stride(q), stride(k)
     args = (q, k, v, table if paged else lens, lens, out, lse, lse, lse, qs[0], qs[1], qs[2], ks[0], ks[1], ks[2],
             stride(table)[0] if paged else 0, B, 1, H, HK, D, k.shape[1], k.shape[0], 1 / math.sqrt(D))
-    return lambda: decode[grid](*args, **constexprs)
+    kernel = decode.with_options(**p["decode_options"])
+    return lambda: kernel[grid](*args, **constexprs)
 
 
 def flashinfer_rows(kv_bytes, paged_inputs):
@@ -244,7 +245,7 @@ def host_overhead():
     out = api()
     p = plan(SMALL_B, 1, H, HK, D, "bf16", True, PAGE, SMALL_S, False, 1)   # one split: no partials
     splits = plan(SMALL_B, 1, H, HK, D, "bf16", True, PAGE, SMALL_S, False, 0)["num_splits"]
-    decode, _ = _kernels()
+    decode = _kernels()[0].with_options(**p["decode_options"])
     lse = torch.empty((SMALL_B, H, 1), dtype=torch.float32, device="cuda")
     args = (q, k, v, table, lens, out, lse, lse, lse, q.stride(0), q.stride(1), q.stride(2), k.stride(0),
             k.stride(1), k.stride(2), table.stride(0), SMALL_B, 1, H, HK, D, PAGE, k.shape[0], 1 / math.sqrt(D))

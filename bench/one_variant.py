@@ -4,8 +4,14 @@
     ncu --kernel-name decode --launch-skip 2 --launch-count 1 \\
         python3 bench/one_variant.py BLOCK_N STAGES WS PAGED
 
-(BLOCK_N, STAGES: ints; WS, PAGED: 0 or 1). Compile first with
-`python bench/one_variant.py ... --compile-only` (or the sweep's)."""
+(BLOCK_N, STAGES: ints; WS, PAGED: 0 or 1); with --time, also times it
+(graph replays) next to a device copy. Compile first with
+`python bench/one_variant.py ... --compile-only` (or the sweep's).
+
+    python3 bench/one_variant.py flashinfer
+
+runs FlashInfer's tensor-core decode on the bench's paged cache instead
+(when it imports; bench/README.md says how to carry it)."""
 import os
 import sys
 
@@ -13,7 +19,27 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import sweep_decode  # noqa: E402
 
 
+def flashinfer():
+    import flashinfer as fi
+    import torch
+    from bench_decode import B, D, H, HK, PAGE, inputs
+    q, k, v, _, table = inputs(torch, True)
+    workspace = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+    w = fi.BatchDecodeWithPagedKVCacheWrapper(workspace, "NHD", use_tensor_cores=True)
+    pages = table.shape[1]
+    w.plan(torch.arange(B + 1, dtype=torch.int32, device="cuda") * pages, table.flatten().contiguous(),
+           torch.full((B,), PAGE, dtype=torch.int32, device="cuda"), H, HK, D, PAGE,
+           q_data_type=torch.bfloat16, kv_data_type=torch.bfloat16)
+    q2 = q[:, 0].contiguous()
+    for _ in range(4):
+        w.run(q2, (k, v))
+    torch.cuda.synchronize()
+    print("launched flashinfer")
+
+
 def main():
+    if sys.argv[1] == "flashinfer":
+        return flashinfer()
     block_n, stages, ws, paged = (int(a) for a in sys.argv[1:5])
     if "--compile-only" in sys.argv:
         import numpy as np
@@ -26,9 +52,19 @@ def main():
     for _, launch, _ in sweep_decode.launches(lib, bool(paged)):
         for _ in range(4):
             launch()
+        if "--time" in sys.argv:          # graph-timed, next to the copy, as the sweep does
+            from bench_decode import B, D, HK, S, time_ms
+            src = lib.empty(2**30, dtype=lib.bfloat16, device="cuda")
+            dst = lib.empty_like(src)
+            t, _ = time_ms(lambda: dst.copy_(src), iters=10, reps=5, graph=False)
+            copy_bw = 2 * src.numel() * 2 / (t * 1e-3) / 1e12
+            t, _ = time_ms(launch)
+            bw = 2 * B * S * HK * D * 2 / (t * 1e-3) / 1e12
+            print(f"BLOCK_N {block_n} stages {stages} ws {ws} paged {paged}: {t:.4f} ms {bw:.2f} TB/s {bw / copy_bw:.1%} of copy ({copy_bw:.2f} TB/s)")
     if lib.__name__ == "torch":
         lib.cuda.synchronize()
-    print("launched", block_n, stages, ws, paged)
+    if "--time" not in sys.argv:
+        print("launched", block_n, stages, ws, paged)
 
 
 if __name__ == "__main__":

@@ -22,10 +22,8 @@ VARIANTS = [(128, 2, True), (64, 2, True), (32, 2, True), (32, 3, True), (32, 4,
 
 def kernel(stages, warp_specialize):
     """kernels/decode.py's decode compiled with `stages` buffers per ring."""
-    import fakv
     from fakv.interface import _kernels
-    decode, _ = _kernels()
-    return fakv.jit(decode.fn, stages=stages, warp_specialize=warp_specialize, pack_gqa=decode.pack_gqa)
+    return _kernels()[0].with_options(stages=stages, warp_specialize=warp_specialize)
 
 
 def launches(lib, paged):

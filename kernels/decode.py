@@ -7,7 +7,8 @@ split) or f32 partials for combine.py (several). `pack_gqa=1` has the
 compiler (fakv-pack-gqa) run the GROUP query heads of a kv head in one
 program, stacked in the rows of its tiles, so that each K/V block is read
 once per kv head and the heads times the query positions are the M of the
-matmuls; the launch keeps the per-head grid.
+matmuls; the launch keeps the per-head grid. `stages=3`: three blocks of K
+and V in flight (fakv.interface.plan lowers it to 2 for head dims above 128).
 """
 import fakv
 import fakv.language as fl
@@ -36,7 +37,7 @@ def load_kv(Cache, Table, kvh, b, n0, seqlen, head_dim, page_size, num_pages, st
                          page=b, channels=head_dim)
 
 
-@fakv.jit(pack_gqa=1)
+@fakv.jit(pack_gqa=1, stages=3)
 def decode(Q, K, V, Table, Seqlens, Out, Lse, OutPart, LsePart,
            q_batch_stride, q_seq_stride, q_head_stride,
            page_stride, row_stride, head_stride, table_stride,

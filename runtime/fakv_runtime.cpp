@@ -82,7 +82,7 @@ int fakv_encode_kv_tensormap(void *out128, const void *base,
       static_cast<CUtensorMap *>(out128), CU_TENSOR_MAP_DATA_TYPE_UINT16, 4,
       const_cast<void *>(base), globalDim, globalStrides, box, elementStrides,
       CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-      CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+      CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS)
     return fail("fakv_encode_kv_tensormap: cuTensorMapEncodeTiled rejected the "
                 "cache (16-byte aligned base and strides, at most 256 rows per box)",

@@ -82,6 +82,10 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
         "decode": dict(HEAD_DIM=head_tile, BLOCK_N=block_n, GROUP=group, SQ_BLOCK=sq_block,
                        PAGE_SIZE=page_size if paged else 0, CAUSAL=bool(causal) and seqlen_q > 1),
         "decode_grid": (num_splits * m_blocks, heads, batch),
+        # Ring depth (docs/gpu-results.md): three K/V blocks in flight read
+        # the cache fastest at head dims up to 128 (decode.py's own stages=3);
+        # above, two (shared memory).
+        "decode_options": dict(stages=3 if head_tile <= 128 else 2),
         "combine": dict(HEAD_DIM=head_tile, HEAD_BLOCK=head_block, MAX_SPLITS=_pow2(num_splits)),
         "combine_grid": (math.ceil(heads / head_block), seqlen_q, batch),
         "num_splits": num_splits,
@@ -216,7 +220,7 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
     table = block_table if paged else seqlens            # any int32 tensor when unused
     q = T.contiguous(q)                                   # out is written with q's strides
     qs, ks, os_ = T.strides(q), T.strides(k_cache), T.strides(out)
-    decode[p["decode_grid"]](
+    decode.with_options(**p["decode_options"])[p["decode_grid"]](
         q, k_cache, v_cache, table, seqlens, out, lse, out_part, lse_part,
         qs[0], qs[1], qs[2], ks[0], ks[1], ks[2], T.strides(block_table)[0] if paged else 0,
         batch, seqlen_q, heads, kv_heads, head_dim, page_size, num_pages, scale, **p["decode"])

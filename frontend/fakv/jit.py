@@ -101,6 +101,9 @@ class JITFunction:
         if pack_gqa not in (None, 0, 1, 2):
             raise ValueError(f"{fn.__name__}: pack_gqa is a grid axis (0, 1 or 2) or None, got {pack_gqa!r}")
         self.pack_gqa = pack_gqa
+        self._jit_options = dict(stages=stages, warp_specialize=warp_specialize, registers=tuple(registers),
+                                 pack_gqa=pack_gqa)
+        self._variants = {}
         self.function = codegen.Function(fn)
         self.signature = inspect.signature(fn)
         self.constexprs = [p for p, prm in self.signature.parameters.items()
@@ -115,6 +118,22 @@ class JITFunction:
         self._fast = {}   # argument kinds -> (specialisation, positions of its parameters)
         self.__name__ = fn.__name__
         self.__doc__ = fn.__doc__
+
+    def with_options(self, **options):
+        """This kernel with other `@fakv.jit` options (stages=3, say): the
+        same function, compiled and cached separately; one object per set
+        of options (self when nothing changes)."""
+        unknown = set(options) - set(self._jit_options)
+        if unknown:
+            raise TypeError(f"{self.__name__}.with_options: unknown option(s) {sorted(unknown)}")
+        merged = dict(self._jit_options, **options)
+        if merged == self._jit_options:
+            return self
+        key = tuple(sorted(merged.items(), key=lambda kv: kv[0]))
+        variant = self._variants.get(key)
+        if variant is None:
+            variant = self._variants[key] = JITFunction(self.fn, **merged)
+        return variant
 
     def clear(self):
         """Forget every specialisation compiled in this process (the disk

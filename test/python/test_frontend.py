@@ -275,18 +275,20 @@ def test_register_split_option(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", "/usr/local/cuda/bin:" + os.environ.get("PATH", ""))
     decode = _kernels()[0]
     decode.clear()
-    split = fakv.jit(decode.fn, registers=(24, 168), pack_gqa=decode.pack_gqa)
+    split = decode.with_options(registers=(24, 168))
+    assert split.pack_gqa == decode.pack_gqa and split is decode.with_options(registers=(24, 168))
     q = np.zeros((1, 1, 8, 128), NP_BF16)
     k = np.zeros((4, 64, 2, 128), NP_BF16)
     table = np.arange(4, dtype=np.int32).reshape(1, 4)
     for fn in (decode, split):
         fakv.with_kernels(decode=fn)(q, k, k, cache_seqlens=200, block_table=table, num_splits=1)
-    default = next(iter(decode._compiled.values()))
-    moved = next(iter(split._compiled.values()))
+    # The API launches the ring depth fakv.interface.plan picks (3 here).
+    default = next(iter(decode.with_options(stages=3)._compiled.values()))
+    moved = next(iter(split.with_options(stages=3)._compiled.values()))
     assert default.path != moved.path
     from fakv import _fakv
-    ptx, _ = _fakv.compile(moved.ir, "ptx", 2, True, "sm_90a", 24, 168)
+    ptx, _ = _fakv.compile(moved.ir, "ptx", 3, True, "sm_90a", 24, 168)
     assert re.search(r"setmaxnreg\.dec\.sync\.aligned\.u32\s+24;", ptx)
     assert re.search(r"setmaxnreg\.inc\.sync\.aligned\.u32\s+168;", ptx)
     assert ".maxnreg 96" in ptx
-    decode.clear()
+    decode.with_options(stages=3).clear()

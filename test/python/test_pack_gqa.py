@@ -43,7 +43,7 @@ def run_decode(kernel, q, k, v, seqlens, table, causal, splits, group_tile=None)
 ])
 def test_packed_equals_unpacked(heads, page, query, splits):
     q, k, v, seqlens, table, causal = make("bf16", heads, page, query, seed=11)
-    unpacked = fakv.jit(decode.fn)                  # the same kernel, one program per query head
+    unpacked = decode.with_options(pack_gqa=None)   # the same kernel, one program per query head
     assert unpacked.pack_gqa is None and decode.pack_gqa == 1
     got = run_decode(decode, q, k, v, seqlens, table, causal, splits)
     want = run_decode(unpacked, q, k, v, seqlens, table, causal, splits)
@@ -97,3 +97,13 @@ def test_unpackable_kernel_names_its_line():
 def test_pack_gqa_is_a_grid_axis():
     with pytest.raises(ValueError, match="pack_gqa is a grid axis"):
         fakv.jit(pack_gqa=3)(copy_heads.fn)
+
+
+def test_with_options():
+    """One object per set of options; unchanged options give the kernel back."""
+    assert copy_heads.with_options(pack_gqa=1) is copy_heads
+    v = copy_heads.with_options(stages=3)
+    assert v is copy_heads.with_options(stages=3) and v.fn is copy_heads.fn and v.pack_gqa == 1
+    assert v.options["stages"] == 3 and copy_heads.options["stages"] == 2
+    with pytest.raises(TypeError, match=r"unknown option\(s\) \['num_warps'\]"):
+        copy_heads.with_options(num_warps=8)
