@@ -189,6 +189,20 @@ def hand_packed(lib, paged, q, k, v, lens, table):
     return lambda: kernel[grid](*args, **constexprs)
 
 
+def flashinfer_decode(flashinfer, q, k, v, table, tensor_cores):
+    """FlashInfer's paged decode of q over (k, v) through `table` (NHD,
+    pages of PAGE, every sequence full), planned: a callable that runs it."""
+    import torch
+    workspace = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+    w = flashinfer.BatchDecodeWithPagedKVCacheWrapper(workspace, "NHD", use_tensor_cores=tensor_cores)
+    pages = table.shape[1]
+    w.plan(torch.arange(B + 1, dtype=torch.int32, device="cuda") * pages, table.flatten().contiguous(),
+           torch.full((B,), PAGE, dtype=torch.int32, device="cuda"), H, HK, D, PAGE,
+           q_data_type=torch.bfloat16, kv_data_type=torch.bfloat16)
+    q2 = q[:, 0].contiguous()
+    return lambda: w.run(q2, (k, v))
+
+
 def flashinfer_rows(kv_bytes, paged_inputs):
     """FlashInfer's paged decode on the same paged cache (layout NHD, the
     same block table), when it imports: its CUDA-core and its tensor-core
@@ -204,16 +218,9 @@ def flashinfer_rows(kv_bytes, paged_inputs):
     for tensor_cores in (False, True):
         name = f"FlashInfer {flashinfer.__version__} decode{' (tensor cores)' if tensor_cores else ''}, paged 256"
         try:
-            workspace = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
-            w = flashinfer.BatchDecodeWithPagedKVCacheWrapper(workspace, "NHD", use_tensor_cores=tensor_cores)
-            pages = table.shape[1]
-            w.plan(torch.arange(B + 1, dtype=torch.int32, device="cuda") * pages, table.flatten().contiguous(),
-                   torch.full((B,), PAGE, dtype=torch.int32, device="cuda"), H, HK, D, PAGE,
-                   q_data_type=torch.bfloat16, kv_data_type=torch.bfloat16)
-            q2 = q[:, 0].contiguous()
-            o = w.run(q2, (k, v))
-            err = (o.float() - out[:, 0].float()).abs().max().item()
-            t, _ = time_ms(lambda: w.run(q2, (k, v)))
+            run = flashinfer_decode(flashinfer, q, k, v, table, tensor_cores)
+            err = (run().float() - out[:, 0].float()).abs().max().item()
+            t, _ = time_ms(run)
             rows.append((f"{name}  [max |fi - fakv| = {err:.2e}]", t, kv_bytes / (t * 1e-3) / 1e12))
         except Exception as e:  # noqa: BLE001
             print(f"{name}: {type(e).__name__}: {e}", file=sys.stderr)

@@ -22,17 +22,11 @@ import sweep_decode  # noqa: E402
 def flashinfer():
     import flashinfer as fi
     import torch
-    from bench_decode import B, D, H, HK, PAGE, inputs
+    from bench_decode import flashinfer_decode, inputs
     q, k, v, _, table = inputs(torch, True)
-    workspace = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
-    w = fi.BatchDecodeWithPagedKVCacheWrapper(workspace, "NHD", use_tensor_cores=True)
-    pages = table.shape[1]
-    w.plan(torch.arange(B + 1, dtype=torch.int32, device="cuda") * pages, table.flatten().contiguous(),
-           torch.full((B,), PAGE, dtype=torch.int32, device="cuda"), H, HK, D, PAGE,
-           q_data_type=torch.bfloat16, kv_data_type=torch.bfloat16)
-    q2 = q[:, 0].contiguous()
+    run = flashinfer_decode(fi, q, k, v, table, tensor_cores=True)
     for _ in range(4):
-        w.run(q2, (k, v))
+        run()
     torch.cuda.synchronize()
     print("launched flashinfer")
 
