@@ -108,7 +108,7 @@ def main():
         return
     import torch
     import fakv
-    from fakv.interface import _kernels, plan
+    from fakv.interface import _kernels, plain_extras, plan
 
     kv_bytes = 2 * B * S * HK * D * 2
     rows = []
@@ -128,7 +128,8 @@ def main():
         lse = torch.empty((B, H, 1), dtype=torch.float32, device="cuda")
         args = (q, k, v, table if paged else lens, lens, out, lse, lse, lse,
                 q.stride(0), q.stride(1), q.stride(2), k.stride(0), k.stride(1), k.stride(2),
-                table.stride(0) if paged else 0, B, 1, H, HK, D, k.shape[1], k.shape[0], 1 / math.sqrt(D))
+                table.stride(0) if paged else 0, B, 1, H, HK, D, k.shape[1], k.shape[0], 1 / math.sqrt(D),
+                *plain_extras(lens, lse))
         assert p["num_splits"] == 1
         launch = lambda: decode[p["decode_grid"]](*args, **p["decode"])  # noqa: E731
         t, tmin = time_ms(launch)
@@ -246,7 +247,7 @@ def host_us(fn, n=400):
 def host_overhead():
     import torch
     import fakv
-    from fakv.interface import _kernels, plan
+    from fakv.interface import _kernels, plain_extras, plan
     q, k, v, lens, table = inputs(torch, True, SMALL_B, SMALL_S)
     api = lambda: fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table)  # noqa: E731
     out = api()
@@ -255,7 +256,8 @@ def host_overhead():
     decode = _kernels()[0].with_options(**p["decode_options"])
     lse = torch.empty((SMALL_B, H, 1), dtype=torch.float32, device="cuda")
     args = (q, k, v, table, lens, out, lse, lse, lse, q.stride(0), q.stride(1), q.stride(2), k.stride(0),
-            k.stride(1), k.stride(2), table.stride(0), SMALL_B, 1, H, HK, D, PAGE, k.shape[0], 1 / math.sqrt(D))
+            k.stride(1), k.stride(2), table.stride(0), SMALL_B, 1, H, HK, D, PAGE, k.shape[0], 1 / math.sqrt(D),
+            *plain_extras(lens, lse))
     launch = lambda: decode[p["decode_grid"]](*args, **p["decode"])  # noqa: E731
     rows = [("cached kernel launch, decode[grid](...)", host_us(launch)),
             ("flash_attn_with_kvcache, host checks on", host_us(api))]

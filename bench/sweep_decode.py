@@ -28,7 +28,7 @@ def kernel(stages, warp_specialize):
 
 def launches(lib, paged):
     import numpy as np
-    from fakv.interface import plan
+    from fakv.interface import plain_extras, plan
     q, k, v, lens, table = inputs(lib, paged)
     zeros = (lambda *shape: np.zeros(shape, np.float32)) if lib is np else \
         (lambda *shape: __import__("torch").zeros(shape, device="cuda"))
@@ -37,7 +37,8 @@ def launches(lib, paged):
     stride = (lambda t: tuple(s // t.itemsize for s in t.strides)) if lib is np else (lambda t: t.stride())
     qs, ks = stride(q), stride(k)
     args = (q, k, v, table if paged else lens, lens, out, lse, lse, lse, qs[0], qs[1], qs[2], ks[0], ks[1], ks[2],
-            stride(table)[0] if paged else 0, B, 1, H, HK, D, k.shape[1], k.shape[0], 1 / math.sqrt(D))
+            stride(table)[0] if paged else 0, B, 1, H, HK, D, k.shape[1], k.shape[0], 1 / math.sqrt(D),
+            *plain_extras(lens, lse))
     for block_n, stages, ws in VARIANTS:
         fn = kernel(stages, ws)
         constexprs = dict(p["decode"], BLOCK_N=block_n)

@@ -15,11 +15,17 @@ import fakv.language as fl
 
 
 @fakv.jit
-def score_mod(s, q_pos, k_pos, seqlen_k, seqlen_q, CAUSAL: fl.constexpr):
-    """Scores of one block of keys: invalid keys out, then the causal mask
-    (aligned bottom-right). Copy this kernel and change this to make a variant."""
+def score_mod(s, q_pos, k_pos, seqlen_k, seqlen_q, left, right, slopes,
+              CAUSAL: fl.constexpr, WINDOW: fl.constexpr, ALIBI: fl.constexpr):
+    """Scores of one block of keys: invalid keys out, the ALiBi bias, then the
+    sliding window or the causal mask (both aligned bottom-right). Copy this
+    kernel and change this to make a variant."""
     s = fl.length_mask(s, k_pos, seqlen_k)
-    if CAUSAL:
+    if ALIBI:
+        s = fl.alibi(s, q_pos, k_pos, seqlen_k - seqlen_q, slopes)
+    if WINDOW:
+        s = fl.window_mask(s, q_pos, k_pos, seqlen_k - seqlen_q, left, right)
+    elif CAUSAL:
         s = fl.causal_mask(s, q_pos, k_pos, seqlen_k - seqlen_q)
     return s
 
@@ -42,14 +48,19 @@ def decode(Q, K, V, Table, Seqlens, Out, Lse, OutPart, LsePart,
            q_batch_stride, q_seq_stride, q_head_stride,
            page_stride, row_stride, head_stride, table_stride,
            batch, seqlen_q, heads, kv_heads, head_dim, page_size, num_pages, scale,
+           BatchIdx, softcap, left, right, Slopes, slopes_batch_stride,
            HEAD_DIM: fl.constexpr, BLOCK_N: fl.constexpr, GROUP: fl.constexpr, SQ_BLOCK: fl.constexpr,
-           PAGE_SIZE: fl.constexpr, CAUSAL: fl.constexpr):
+           PAGE_SIZE: fl.constexpr, CAUSAL: fl.constexpr, BATCH_IDX: fl.constexpr, SOFTCAP: fl.constexpr,
+           WINDOW: fl.constexpr, ALIBI: fl.constexpr):
     split_mb, h, b = fl.program_id(0), fl.program_id(1), fl.program_id(2)
     m_blocks = (seqlen_q + SQ_BLOCK - 1) // SQ_BLOCK
     split, q0 = split_mb // m_blocks, (split_mb % m_blocks) * SQ_BLOCK
     num_splits = fl.num_programs(0) // m_blocks
     kvh = h // GROUP
     seqlen = Seqlens[b]
+    cache_row = b
+    if BATCH_IDX:                          # contiguous cache rows picked by cache_batch_idx
+        cache_row = BatchIdx[b]
 
     # This split's blocks of keys: [first, last).
     n_blocks = (seqlen + BLOCK_N - 1) // BLOCK_N
@@ -61,6 +72,12 @@ def decode(Q, K, V, Table, Seqlens, Out, Lse, OutPart, LsePart,
     q = fl.load(Q + b * q_batch_stride + h * q_head_stride, (SQ_BLOCK, HEAD_DIM), (q0, 0), (q_seq_stride, 1),
                 bounds=(seqlen_q, head_dim))
     q_pos = q0 + fl.arange(0, SQ_BLOCK)
+    sm_scale = scale
+    if SOFTCAP:                            # FlashAttention's: softcap * tanh(scale * q.k / softcap)
+        scale = 1.0
+    slopes = fl.zeros((SQ_BLOCK,))
+    if ALIBI:                              # this head's slope on every row, in units of the scores
+        slopes = fl.load(Slopes + b * slopes_batch_stride + h, (SQ_BLOCK,), (0,), (0,)) / scale
 
     table = Table + b * table_stride
     strides = (page_stride, row_stride, head_stride)
@@ -69,12 +86,15 @@ def decode(Q, K, V, Table, Seqlens, Out, Lse, OutPart, LsePart,
     acc = fl.zeros((SQ_BLOCK, HEAD_DIM))
     for blk in fl.range(first, last):
         n0 = blk * BLOCK_N
-        k = load_kv(K, table, kvh, b, n0, seqlen, head_dim, page_size, num_pages, strides,
+        k = load_kv(K, table, kvh, cache_row, n0, seqlen, head_dim, page_size, num_pages, strides,
                     BLOCK_N, HEAD_DIM, PAGE_SIZE)
-        v = load_kv(V, table, kvh, b, n0, seqlen, head_dim, page_size, num_pages, strides,
+        v = load_kv(V, table, kvh, cache_row, n0, seqlen, head_dim, page_size, num_pages, strides,
                     BLOCK_N, HEAD_DIM, PAGE_SIZE)
         s = fl.dot(q, k, trans_b=True)
-        s = score_mod(s, q_pos, n0 + fl.arange(0, BLOCK_N), seqlen, seqlen_q, CAUSAL)
+        if SOFTCAP:
+            s = fl.softcap(s * sm_scale, softcap)
+        s = score_mod(s, q_pos, n0 + fl.arange(0, BLOCK_N), seqlen, seqlen_q, left, right, slopes,
+                      CAUSAL, WINDOW, ALIBI)
         m, l, p, alpha = fl.online_softmax(s, m, l, scale)
         acc = fl.dot(p.to(q.dtype), v, acc * alpha[:, None])
 
@@ -82,6 +102,8 @@ def decode(Q, K, V, Table, Seqlens, Out, Lse, OutPart, LsePart,
     empty = l == 0.0
     out = acc * fl.where(empty, 0.0, 1.0 / l)[:, None]
     lse = fl.where(empty, float("-inf"), m + fl.log(l))
+    if ALIBI and CAUSAL and not WINDOW:    # FlashAttention biases causal rows by slope * key (its LSE)
+        lse = lse + slopes * scale * (q_pos + seqlen - seqlen_q)
     if num_splits == 1:
         fl.store(Out + b * q_batch_stride + h * q_head_stride, out, (q0, 0), (q_seq_stride, 1),
                  bounds=(seqlen_q, head_dim))

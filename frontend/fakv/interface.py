@@ -80,7 +80,8 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
         # decode.py is written per query head; fakv-pack-gqa runs the GROUP
         # heads of a kv head (padded to group_tile rows) in one program.
         "decode": dict(HEAD_DIM=head_tile, BLOCK_N=block_n, GROUP=group, SQ_BLOCK=sq_block,
-                       PAGE_SIZE=page_size if paged else 0, CAUSAL=bool(causal) and seqlen_q > 1),
+                       PAGE_SIZE=page_size if paged else 0, CAUSAL=bool(causal) and seqlen_q > 1,
+                       BATCH_IDX=False, SOFTCAP=False, WINDOW=False, ALIBI=False),
         "decode_grid": (num_splits * m_blocks, heads, batch),
         # Ring depth (docs/gpu-results.md): three K/V blocks in flight read
         # the cache fastest at head dims up to 128 (decode.py's own stages=3);
@@ -90,6 +91,13 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
         "combine_grid": (math.ceil(heads / head_block), seqlen_q, batch),
         "num_splits": num_splits,
     }
+
+
+def plain_extras(seqlens, lse):
+    """decode.py's arguments after `scale` when cache_batch_idx, softcap,
+    window_size and alibi_slopes are not used: (BatchIdx, softcap, left,
+    right, Slopes, slopes_batch_stride), pointers to tensors never read."""
+    return seqlens, 0.0, -1, -1, lse, 0
 
 
 def _check(cond, message):
@@ -132,9 +140,7 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
                rotary_interleaved, alibi_slopes, num_splits, return_softmax_lse):
     # Docstring: _DOC below.
     for name, value, default in (("k", k, None), ("v", v, None), ("rotary_cos", rotary_cos, None),
-                                 ("rotary_sin", rotary_sin, None), ("cache_batch_idx", cache_batch_idx, None),
-                                 ("cache_leftpad", cache_leftpad, None), ("window_size", window_size, (-1, -1)),
-                                 ("softcap", softcap, 0.0), ("alibi_slopes", alibi_slopes, None)):
+                                 ("rotary_sin", rotary_sin, None), ("cache_leftpad", cache_leftpad, None)):
         _not_yet(name, value, default)
 
     # ---- shapes, dtypes, devices --------------------------------------------------------------
@@ -165,7 +171,8 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
         num_pages, page_size = k_cache.shape[0], k_cache.shape[1]
         capacity = block_table.shape[1] * page_size
     else:
-        _check(k_cache.shape[0] >= batch, f"k_cache holds {k_cache.shape[0]} sequences, q has {batch}")
+        _check(cache_batch_idx is not None or k_cache.shape[0] >= batch,
+               f"k_cache holds {k_cache.shape[0]} sequences, q has {batch}")
         num_pages, page_size = k_cache.shape[0], k_cache.shape[1]
         capacity = page_size
 
@@ -198,6 +205,42 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
         _check(entries.size == 0 or (int(entries.min()) >= 0 and int(entries.max()) < num_pages),
                f"block_table entries used by cache_seqlens must be in [0, {num_pages})")
 
+    # ---- cache_batch_idx, softcap, window_size, alibi_slopes -------------------------------------
+    extras = dict(BATCH_IDX=cache_batch_idx is not None, SOFTCAP=False, WINDOW=False, ALIBI=alibi_slopes is not None)
+    batch_idx = seqlens                                   # any int32 tensor when unused
+    if cache_batch_idx is not None:
+        _check(not paged, "cache_batch_idx is for a contiguous cache (FlashAttention: not with block_table)")
+        _check(T.is_array(cache_batch_idx) and T.dtype(cache_batch_idx) == "i32"
+               and tuple(cache_batch_idx.shape) == (batch,),
+               f"`cache_batch_idx` must be an int32 tensor ({batch},)")
+        _check(T.device(cache_batch_idx) == T.device(q), "`cache_batch_idx` must be on q's device")
+        if check_data:
+            rows = T.host(cache_batch_idx)
+            _check(int(rows.min()) >= 0 and int(rows.max()) < k_cache.shape[0],
+                   f"cache_batch_idx entries must be in [0, {k_cache.shape[0]}) (the cache's sequences)")
+        batch_idx = cache_batch_idx
+    _check(isinstance(softcap, (int, float)) and softcap >= 0, f"`softcap` must be a number >= 0, got {softcap!r}")
+    extras["SOFTCAP"] = softcap > 0
+    _check(isinstance(window_size, (tuple, list)) and len(window_size) == 2
+           and all(isinstance(w, int) for w in window_size),
+           f"`window_size` must be a pair of ints (left, right), got {window_size!r}")
+    left, right = (-1 if w < 0 else int(w) for w in window_size)
+    if causal:
+        right = 0                                         # FlashAttention: causal is the window (left, 0)
+    extras["WINDOW"] = (left, right) != (-1, -1) and not (causal and left < 0)
+    slopes, slopes_stride = None, 0
+    if alibi_slopes is not None:
+        _check(T.is_array(alibi_slopes) and T.dtype(alibi_slopes) == "f32"
+               and tuple(alibi_slopes.shape) in ((heads,), (batch, heads)),
+               f"`alibi_slopes` must be a float32 tensor ({heads},) or ({batch}, {heads})")
+        _check(T.device(alibi_slopes) == T.device(q), "`alibi_slopes` must be on q's device")
+        _check(T.strides(alibi_slopes)[-1] == 1, "`alibi_slopes` must be contiguous in its last dimension")
+        slopes = alibi_slopes
+        slopes_stride = T.strides(alibi_slopes)[0] if len(alibi_slopes.shape) == 2 else 0
+        # FlashAttention keeps a one-query causal call causal with ALiBi: its
+        # causal bias (slope * key) shifts the LSE.
+        extras["CAUSAL"] = bool(causal)
+
     scale = 1.0 / math.sqrt(head_dim) if softmax_scale is None else float(softmax_scale)
     num_sms, l2 = T.device_properties(q)
     # Planned on the cache's capacity, as FlashAttention does (no data needed):
@@ -223,7 +266,9 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
     decode.with_options(**p["decode_options"])[p["decode_grid"]](
         q, k_cache, v_cache, table, seqlens, out, lse, out_part, lse_part,
         qs[0], qs[1], qs[2], ks[0], ks[1], ks[2], T.strides(block_table)[0] if paged else 0,
-        batch, seqlen_q, heads, kv_heads, head_dim, page_size, num_pages, scale, **p["decode"])
+        batch, seqlen_q, heads, kv_heads, head_dim, page_size, num_pages, scale,
+        batch_idx, float(softcap), left, right, lse if slopes is None else slopes, slopes_stride,
+        **dict(p["decode"], **extras))
     if splits > 1:
         combine[p["combine_grid"]](out_part, lse_part, out, lse, os_[0], os_[1], os_[2],
                                    splits, batch, seqlen_q, heads, head_dim, **p["combine"])

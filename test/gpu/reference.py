@@ -20,9 +20,15 @@ def gather_cache(cache, table, seqlens, page_size):
     return cache[pages, (pos % page_size)[None, :].expand(b, -1)]
 
 
-def attention_ref(q, k, v, seqlens, causal, scale, upcast=True, softcap=0.0):
+def attention_ref(q, k, v, seqlens, causal, scale, upcast=True, softcap=0.0, fa_softcap=0.0,
+                  window=(-1, -1), alibi=None):
     """q (b, sq, h, d); k, v (b, s, hk, d) with s >= max seqlens. softcap > 0:
     scores softcap * tanh(q.k / softcap), then scaled (kernels/README.md).
+    FlashAttention's options: fa_softcap > 0: fa_softcap * tanh(scale * q.k /
+    fa_softcap); window (left, right) (negative: unbounded; causal makes
+    right 0); alibi (b, h) slopes: minus slope * |i + n - sq - j|, plus
+    slope * (i + n - sq) on causal rows without a window (FlashAttention's
+    causal bias is slope * j).
     Returns out (b, sq, h, d) in q's dtype (float32 when upcast) and the
     natural-log LSE (b, h, sq) in float32."""
     dtype = torch.float32 if upcast else q.dtype
@@ -39,13 +45,26 @@ def attention_ref(q, k, v, seqlens, causal, scale, upcast=True, softcap=0.0):
     elif softcap:
         cap = softcap * scale                        # the scores are scaled already
         scores = cap * torch.tanh(scores / cap)
+    if fa_softcap:                                   # the scores are scaled here in both modes
+        scores = fa_softcap * torch.tanh(scores / fa_softcap)
     s = k.shape[1]
     key = torch.arange(s, device=q.device)[None, None, None, :]
     qpos = torch.arange(sq, device=q.device)[None, None, :, None]
     n = seqlens.to(q.device)[:, None, None, None]
     visible = key < n
+    end = qpos + n - sq                              # each query's position in the cache
+    if alibi is not None:
+        slope = alibi.to(q.device).float()[:, :, None, None]
+        scores = scores - (slope * (end - key).abs()).to(scores.dtype)
+        if causal and tuple(window) == (-1, -1):
+            scores = scores + (slope * end).to(scores.dtype)
+    left, right = window
     if causal:
-        visible = visible & (key <= qpos + n - sq)
+        right = 0
+    if left >= 0:
+        visible = visible & (key >= end - left)
+    if right >= 0:
+        visible = visible & (key <= end + right)
     scores = scores.masked_fill(~visible, float("-inf"))
     lse = torch.logsumexp(scores.float(), dim=-1)
     p = torch.softmax(scores.float(), dim=-1)

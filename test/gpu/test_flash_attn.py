@@ -5,7 +5,9 @@ Skipped without a GPU.
 The grid: bf16 and f16; head dims 64, 96, 128, 192, 256; GQA 32/8, MQA 32/1,
 MHA 32/32; a contiguous cache and pages of 1, 16, 64 and 256 rows;
 seqlen_q 1 and 3 (causal); num_splits 1, 3 and 0 (the heuristic); sequence
-lengths 1, the full cache and one in between.
+lengths 1, the full cache and one in between. Then OPTIONS: softcap,
+window_size, alibi_slopes ((heads,) and (batch, heads)) and cache_batch_idx,
+alone and together, on a few of those cases.
 
     python -m pytest test/gpu/test_flash_attn.py         # on the GPU machine
     python test/gpu/test_flash_attn.py [--compile-only]  # a summary table / fill the kernel cache
@@ -72,26 +74,55 @@ def make_inputs(case, lib):
     return q, k, v, torch.from_numpy(seqlens).cuda(), None if table is None else torch.from_numpy(table).cuda()
 
 
-def run_case(case, splits, cache_seqlens=None, softmax_scale=None):
+def option_kwargs(option, case, lib):
+    """FlashAttention options of an OPTIONS case: (API kwargs, reference
+    kwargs, cache rows picked by cache_batch_idx or None), as `lib` arrays."""
+    import numpy as np
+    dtype, d, (h, hk), page, (sq, causal) = case
+    rng = np.random.default_rng(zlib.crc32(option.encode()))
+    kw, ref = {}, {}
+    if option in ("softcap", "all"):
+        kw["softcap"] = ref["fa_softcap"] = 5.0
+    if option in ("window", "all"):
+        kw["window_size"] = ref["window"] = (37, 5) if not causal else (20, -1)
+    if option in ("alibi", "all", "alibi_batch"):
+        slopes = rng.uniform(0.01, 0.5, (3, h) if option == "alibi_batch" else h).astype(np.float32)
+        full = np.broadcast_to(slopes, (3, h)).copy()
+        kw["alibi_slopes"] = slopes if lib is np else torch.from_numpy(slopes).cuda()
+        ref["alibi"] = None if lib is np else torch.from_numpy(full)
+    rows = None
+    if option in ("batch_idx", "all") and page is None:
+        rows = np.array([2, 0, 1], np.int32)
+        kw["cache_batch_idx"] = rows if lib is np else torch.from_numpy(rows).cuda()
+    return kw, ref, rows
+
+
+def run_case(case, splits, cache_seqlens=None, softmax_scale=None, option=None):
     """One case against the reference; `cache_seqlens` an int to pass one
-    length for every sequence (else the case's per-sequence tensor)."""
+    length for every sequence (else the case's per-sequence tensor);
+    `option` one of OPTIONS' FlashAttention options."""
     import fakv
     from reference import attention_ref, check, gather_cache
     dtype, d, (h, hk), page, (sq, causal) = case
     q, k, v, lens, table = make_inputs(case, torch)
     if cache_seqlens is not None:
         lens = torch.full_like(lens, cache_seqlens)
+    kw, ref_kw, rows = option_kwargs(option, case, torch) if option else ({}, {}, None)
+    if "softcap" in kw:
+        q = q * 2                                   # scores large enough for the cap to matter
     out, lse = fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens if cache_seqlens is None else cache_seqlens,
                                            block_table=table, causal=causal, softmax_scale=softmax_scale,
-                                           num_splits=splits, return_softmax_lse=True)
+                                           num_splits=splits, return_softmax_lse=True, **kw)
     torch.cuda.synchronize()
+    if rows is not None:
+        k, v = k[torch.from_numpy(rows).long().cuda()], v[torch.from_numpy(rows).long().cuda()]
     if table is None:
         ks, vs = k, v
     else:
         ks, vs = gather_cache(k, table, lens, page), gather_cache(v, table, lens, page)
     scale = 1 / math.sqrt(d) if softmax_scale is None else softmax_scale
-    ref, lse_ref = attention_ref(q, ks, vs, lens, causal, scale, upcast=True)
-    pt, _ = attention_ref(q, ks, vs, lens, causal, scale, upcast=False)
+    ref, lse_ref = attention_ref(q, ks, vs, lens, causal, scale, upcast=True, **ref_kw)
+    pt, _ = attention_ref(q, ks, vs, lens, causal, scale, upcast=False, **ref_kw)
     ok, msg = check(out, ref, pt, "out")
     finite = torch.isfinite(lse_ref)
     lse_err = (lse[finite] - lse_ref[finite]).abs().max().item()
@@ -106,6 +137,22 @@ EXTRA = [(("bf16", 128, (32, 8), None, (4, False)), 200, 0.05),
          (("f16", 64, (32, 1), None, (2, True)), 320, 0.3),
          (("bf16", 256, (32, 32), None, (1, False)), 77, None),
          (("f16", 128, (32, 8), 16, (5, False)), None, 0.02)]
+
+
+# FlashAttention's options (softcap, window_size, alibi_slopes, cache_batch_idx).
+OPTIONS = [(("bf16", 128, (32, 8), 256, (1, False)), o) for o in ("softcap", "window", "alibi", "alibi_batch", "all")]
+OPTIONS += [(("f16", 64, (32, 1), 16, (3, True)), o) for o in ("window", "alibi", "all")]
+OPTIONS += [(("bf16", 128, (32, 8), None, (1, False)), o) for o in ("batch_idx", "all")]
+OPTIONS += [(("bf16", 256, (32, 32), None, (3, True)), o) for o in ("alibi", "softcap")]
+OPTIONS += [(("f16", 96, (32, 8), 1, (2, False)), "all")]
+
+
+@pytest.mark.parametrize("splits", SPLITS)
+@pytest.mark.parametrize("option", OPTIONS, ids=[f"{case_id(c)}-{o}" for c, o in OPTIONS])
+def test_options(option, splits):
+    case, name = option
+    ok, msg = run_case(case, splits, option=name)
+    assert ok, msg
 
 
 @pytest.mark.parametrize("splits", SPLITS)
@@ -138,6 +185,12 @@ def compile_all():
         for splits in SPLITS:
             fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens if n is None else n, block_table=table,
                                          causal=case[4][1], softmax_scale=scale, num_splits=splits)
+    for case, option in OPTIONS:
+        q, k, v, lens, table = make_inputs(case, np)
+        kw, _, _ = option_kwargs(option, case, np)
+        for splits in SPLITS:
+            fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table, causal=case[4][1],
+                                         num_splits=splits, **kw)
     print(f"compiled the kernels of {len(CASES) + len(EXTRA)} cases x {len(SPLITS)} split settings")
 
 
@@ -146,12 +199,12 @@ if __name__ == "__main__":
         compile_all()
         sys.exit(0)
     fails = 0
-    runs = [(c, None, None) for c in CASES] + EXTRA
-    for case, n, scale in runs:
+    runs = [(c, None, None, None) for c in CASES] + [e + (None,) for e in EXTRA] + [(c, None, None, o) for c, o in OPTIONS]
+    for case, n, scale, option in runs:
         for splits in SPLITS:
-            ok, msg = run_case(case, splits, n, scale)
+            ok, msg = run_case(case, splits, n, scale, option)
             fails += not ok
             if not ok or "--verbose" in sys.argv:
-                print(("PASS " if ok else "FAIL ") + f"{case_id(case)} len={n} scale={scale} splits={splits}: {msg}",
-                      flush=True)
+                print(("PASS " if ok else "FAIL ") + f"{case_id(case)} len={n} scale={scale} option={option} "
+                      f"splits={splits}: {msg}", flush=True)
     print(f"{len(runs) * len(SPLITS) - fails} passed, {fails} failed")

@@ -19,11 +19,16 @@ def gather(cache, table, seqlens, page_size):
     return out
 
 
-def attention(q, keys, values, seqlens, causal, scale, dtype=None, softcap=0.0):
+def attention(q, keys, values, seqlens, causal, scale, dtype=None, softcap=0.0, fa_softcap=0.0,
+              window=(-1, -1), alibi=None):
     """q (b, sq, h, d); keys/values: per sequence (n, hk, d). dtype=None:
     float64; else rounded to dtype where FlashAttention's reference is.
     softcap > 0: scores softcap * tanh(q.k / softcap), then scaled (the
-    variant of kernels/README.md)."""
+    variant of kernels/README.md). FlashAttention's arguments:
+    fa_softcap > 0: scores fa_softcap * tanh(scale * q.k / fa_softcap);
+    window (left, right), negative: unbounded, causal making right 0;
+    alibi (b, h) slopes: minus slope * |i + n - sq - j| (plus slope * (i + n
+    - sq) on causal rows, FlashAttention's bias there being slope * j)."""
     rnd = (lambda x: x.astype(np.float64)) if dtype is None else (
         lambda x: x.astype(np.float32).astype(dtype).astype(np.float64))
     b, sq, h, d = q.shape
@@ -36,10 +41,25 @@ def attention(q, keys, values, seqlens, causal, scale, dtype=None, softcap=0.0):
             if softcap:
                 s = q[i, :, head].astype(np.float64) @ k[:, head // group].T
                 s = rnd(softcap * np.tanh(s / softcap) * scale)
+            elif fa_softcap:
+                s = q[i, :, head].astype(np.float64) @ k[:, head // group].T
+                s = rnd(fa_softcap * np.tanh(s * scale / fa_softcap))
             else:
                 s = rnd((q[i, :, head].astype(np.float64) * scale) @ k[:, head // group].T)   # (sq, n)
+            qpos = np.arange(sq)[:, None] + n - sq
+            kpos = np.arange(n)[None, :]
+            if alibi is not None:
+                slope = float(alibi[i, head])
+                s = s - slope * np.abs(qpos - kpos)
+                if causal and window == (-1, -1):
+                    s = s + slope * qpos
+            left, right = window
             if causal:
-                s = np.where(np.arange(n)[None, :] <= np.arange(sq)[:, None] + n - sq, s, -np.inf)
+                right = 0
+            if left >= 0:
+                s = np.where(kpos >= qpos - left, s, -np.inf)
+            if right >= 0:
+                s = np.where(kpos <= qpos + right, s, -np.inf)
             for t in range(sq):
                 if n == 0 or not np.isfinite(s[t]).any():
                     continue

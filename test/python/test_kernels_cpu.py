@@ -126,3 +126,65 @@ def test_score_mod_variant(tmp_path, page, splits):
     ok, msg = check(out, ref, pt)
     assert ok, msg
     assert np.abs(out.astype(np.float64) - plain).max() > 0.1
+
+
+@pytest.mark.parametrize("heads,page,query,splits", [((8, 2), 16, (3, True), 1), ((4, 1), None, (1, False), 3),
+                                                      ((6, 3), 64, (2, False), 0)])
+@pytest.mark.parametrize("option", ["softcap", "window", "causal_window", "alibi", "alibi_causal", "alibi_batch",
+                                    "batch_idx", "all"])
+def test_flash_attn_options_cpu(heads, page, query, splits, option):
+    """softcap, window_size, alibi_slopes and cache_batch_idx against the
+    float64 reference, by FlashAttention's rule."""
+    q, k, v, seqlens, table, causal = make("bf16", heads, page, query, seed=zlib.crc32(option.encode()))
+    b, sq, h, d = q.shape
+    rng = np.random.default_rng(5)
+    kw, ref_kw = {}, {}
+    if option in ("softcap", "all"):
+        q = (q.astype(np.float32) * 4).astype(q.dtype)           # scores large enough for the cap to matter
+        kw["softcap"] = ref_kw["fa_softcap"] = 5.0
+    if option in ("window", "all"):
+        kw["window_size"] = ref_kw["window"] = (37, 5)
+    if option == "causal_window":
+        causal, kw["window_size"], ref_kw["window"] = True, (20, -1), (20, -1)
+    if option in ("alibi", "alibi_causal", "all"):
+        slopes = rng.uniform(0.01, 0.5, h).astype(np.float32)
+        kw["alibi_slopes"], ref_kw["alibi"] = slopes, np.broadcast_to(slopes, (b, h))
+        causal = causal or option == "alibi_causal"
+    if option == "alibi_batch":
+        slopes = rng.uniform(0.01, 0.5, (b, h)).astype(np.float32)
+        kw["alibi_slopes"], ref_kw["alibi"] = slopes, slopes
+    rows = None
+    if option in ("batch_idx", "all") and page is None:
+        rows = np.array([2, 0, 1], np.int32)
+        kw["cache_batch_idx"] = rows
+    if option == "batch_idx" and page is not None:
+        pytest.skip("cache_batch_idx is for contiguous caches")
+    kc, vc = (k, v) if rows is None else (k[rows], v[rows])
+    keys, values = gather(kc, table, seqlens, page), gather(vc, table, seqlens, page)
+    ref, lse_ref = attention(q, keys, values, seqlens, causal, 1 / math.sqrt(d), **ref_kw)
+    pt, _ = attention(q, keys, values, seqlens, causal, 1 / math.sqrt(d), NP_DTYPES["bf16"], **ref_kw)
+    out, lse = fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=seqlens, block_table=table, causal=causal,
+                                           num_splits=splits, return_softmax_lse=True, **kw)
+    ok, msg = check(out, ref, pt)
+    assert ok, msg
+    finite = np.isfinite(lse_ref)
+    assert np.array_equal(np.isneginf(lse), ~finite)
+    assert np.abs(lse[finite] - lse_ref[finite]).max() <= 1e-3
+    plain = fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=seqlens, block_table=table, causal=causal)
+    assert not np.array_equal(out, plain)                        # the option changed something
+
+
+def test_flash_attn_options_errors():
+    q, k, v, seqlens, table, _ = make("bf16", (4, 2), 16, (1, False))
+    call = lambda **kw: fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=seqlens, block_table=table, **kw)  # noqa: E731
+    with pytest.raises(ValueError, match="cache_batch_idx is for a contiguous cache"):
+        call(cache_batch_idx=np.arange(3, dtype=np.int32))
+    with pytest.raises(ValueError, match="`softcap` must be a number >= 0"):
+        call(softcap=-1.0)
+    with pytest.raises(ValueError, match="`window_size` must be a pair of ints"):
+        call(window_size=(3,))
+    with pytest.raises(ValueError, match=r"`alibi_slopes` must be a float32 tensor \(4,\) or \(3, 4\)"):
+        call(alibi_slopes=np.zeros(3, np.float32))
+    q, k, v, seqlens, _, _ = make("bf16", (4, 2), None, (1, False))
+    with pytest.raises(ValueError, match=r"cache_batch_idx entries must be in \[0, 3\)"):
+        fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=seqlens, cache_batch_idx=np.array([0, 3, 1], np.int32))

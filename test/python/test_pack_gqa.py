@@ -17,7 +17,7 @@ from decode import decode
 
 def run_decode(kernel, q, k, v, seqlens, table, causal, splits, group_tile=None):
     """kernels/decode.py's launch, as fakv.interface plans it, by `kernel`."""
-    from fakv.interface import plan
+    from fakv.interface import plain_extras, plan
     batch, sq, heads, d = q.shape
     kv_heads = k.shape[2]
     p = plan(batch, sq, heads, kv_heads, d, "bf16", table is not None, k.shape[1],
@@ -32,7 +32,8 @@ def run_decode(kernel, q, k, v, seqlens, table, causal, splits, group_tile=None)
         q, k, v, bt, seqlens, out, lse, out_part, lse_part,
         sq * heads * d, heads * d, d, k.shape[1] * kv_heads * d, kv_heads * d, d,
         bt.shape[1] if table is not None else 0,
-        batch, sq, heads, kv_heads, d, k.shape[1], k.shape[0], 1 / math.sqrt(d), **p["decode"])
+        batch, sq, heads, kv_heads, d, k.shape[1], k.shape[0], 1 / math.sqrt(d), *plain_extras(seqlens, lse),
+        **p["decode"])
     return (out, lse) if n == 1 else (out_part, lse_part)
 
 
@@ -59,8 +60,10 @@ def test_packed_ir_has_the_group_in_its_rows():
     """The IR decode.py writes is per head; the pass (run by the pipelines)
     is asked for with the kernel attribute."""
     q, k, v, seqlens, table, causal = make("bf16", (8, 2), 16, (1, False))
+    from fakv.interface import plain_extras
     ir = decode.ir(q, k, v, table, seqlens, q, q, q, q, 1, 1, 1, 1, 1, 1, 1, 3, 1, 8, 2, 64, 16, 10, 0.1,
-                   HEAD_DIM=64, BLOCK_N=32, GROUP=4, SQ_BLOCK=1, PAGE_SIZE=16, CAUSAL=False)
+                   *plain_extras(seqlens, q), HEAD_DIM=64, BLOCK_N=32, GROUP=4, SQ_BLOCK=1, PAGE_SIZE=16,
+                   CAUSAL=False, BATCH_IDX=False, SOFTCAP=False, WINDOW=False, ALIBI=False)
     assert "fakv.pack_gqa = 1 : i32" in ir
     assert "tensor<1x64xbf16>" in ir and "tensor<4x64xbf16>" not in ir
 
