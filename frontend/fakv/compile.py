@@ -69,12 +69,14 @@ def attention_specialisations(config, kernels):
         table = None
     default_decode, default_combine = interface._kernels()
     decode, combine = kernels.get("decode", default_decode), kernels.get("combine", default_combine)
-    decode.clear()
-    combine.clear()
+    # The variant (ring depth) the call launches is one of decode's.
+    kernels_used = [decode, *decode._variants.values(), combine]
+    for fn in kernels_used:
+        fn.clear()
     interface.with_kernels(decode, combine)(q, cache, cache, cache_seqlens=c["seqlen_k"], block_table=table,
                                       causal=c["causal"], num_splits=c["num_splits"])
     out = {}
-    for fn in (decode, combine):
+    for fn in [decode, *decode._variants.values(), combine]:
         for compiled in fn._compiled.values():
             out[fn.__name__] = compiled
     return out
