@@ -10,7 +10,9 @@ one. Effective bandwidth = bytes of K and V read / time; the copy bandwidth
 = 2 x bytes / time of a device-to-device copy of 2 GiB. Times are medians of
 CUDA-event-timed replays of a CUDA graph of 10 calls, after warm-up (GPU
 time only), except the two whole-API-call rows, timed as launched with
-their host-side checks. Next to kernels/decode.py (written per query head,
+their host-side checks, and a sliding-window call (window_size
+(1023, 0): its bandwidth counts the 1024 keys it reads per sequence). Next
+to kernels/decode.py (written per query head,
 packed by fakv-pack-gqa) runs bench/kernels/decode_packed_by_hand.py, the
 same kernel packed in the source. Caches are ~1 GiB each, far above
 the 50 MiB L2. Peers: torch's scaled_dot_product_attention on the
@@ -37,6 +39,7 @@ sys.path.insert(0, os.path.join(ROOT, "bench", "kernels"))
 B, H, HK, D, S = 32, 32, 8, 128, 8192
 PAGE = 256
 SMALL_B, SMALL_S = 1, 1024
+WINDOW = 1024                                  # keys of the sliding-window row
 
 
 def inputs(lib, paged, B=B, S=S):
@@ -101,6 +104,7 @@ def main():
         for paged in (True, False):
             q, k, v, lens, table = inputs(np, paged)
             fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table)
+            fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table, window_size=(WINDOW - 1, 0))
             hand_packed(np, paged, q, k, v, lens, table)()
         q, k, v, lens, table = inputs(np, True, SMALL_B, SMALL_S)
         fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table)
@@ -140,6 +144,12 @@ def main():
         t_api, _ = time_ms(lambda: fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table),
                            graph=False)
         rows.append((name + " (whole API call, with input checks)", t_api, kv_bytes / (t_api * 1e-3) / 1e12))
+        # A sliding window of WINDOW keys: the blocks outside it are skipped,
+        # so the bandwidth counts the window's bytes (graph-timed API call).
+        t, _ = time_ms(lambda: fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table,
+                                                            window_size=(WINDOW - 1, 0)))
+        win_bytes = 2 * B * WINDOW * HK * D * 2
+        rows.append((f"{name}, window_size=({WINDOW - 1}, 0), API call", t, win_bytes / (t * 1e-3) / 1e12))
         c = decode._compiled[next(iter(decode._compiled))]
         if paged:
             fakv_paged = (q, k, v, table, out)

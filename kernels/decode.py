@@ -62,11 +62,16 @@ def decode(Q, K, V, Table, Seqlens, Out, Lse, OutPart, LsePart,
     if BATCH_IDX:                          # contiguous cache rows picked by cache_batch_idx
         cache_row = BatchIdx[b]
 
-    # This split's blocks of keys: [first, last).
-    n_blocks = (seqlen + BLOCK_N - 1) // BLOCK_N
-    per_split = (n_blocks + num_splits - 1) // num_splits
-    first = split * per_split
-    last = fl.minimum(first + per_split, n_blocks)
+    # The blocks of keys these queries may see, [lo, hi) (a window skips the
+    # rest), and this split's share of them, [first, last).
+    lo, hi = 0, (seqlen + BLOCK_N - 1) // BLOCK_N
+    if WINDOW:
+        pos = q0 + seqlen - seqlen_q       # the first query's position in the cache
+        lo = fl.where(left < 0, 0, fl.maximum(pos - left, 0) // BLOCK_N)
+        hi = fl.where(right < 0, hi, fl.minimum(hi, (pos + SQ_BLOCK - 1 + right) // BLOCK_N + 1))
+    per_split = (hi - lo + num_splits - 1) // num_splits
+    first = lo + split * per_split
+    last = fl.minimum(first + per_split, hi)
 
     # Query positions [q0, q0 + SQ_BLOCK) of head h.
     q = fl.load(Q + b * q_batch_stride + h * q_head_stride, (SQ_BLOCK, HEAD_DIM), (q0, 0), (q_seq_stride, 1),
