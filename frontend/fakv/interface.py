@@ -7,6 +7,7 @@ is silent). Inputs are checked before anything is launched.
 """
 import functools
 import math
+import numbers
 import os
 import sys
 
@@ -189,8 +190,8 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
             lens = np.full(batch, cache_seqlens)
     else:
         _check(T.is_array(cache_seqlens) and T.dtype(cache_seqlens) == "i32"
-               and tuple(cache_seqlens.shape) == (batch,),
-               f"`cache_seqlens` must be an int or an int32 tensor ({batch},)")
+               and tuple(cache_seqlens.shape) == (batch,) and T.strides(cache_seqlens)[0] == 1,
+               f"`cache_seqlens` must be an int or a contiguous int32 tensor ({batch},)")
         _check(T.device(cache_seqlens) == T.device(q), "`cache_seqlens` must be on q's device")
         seqlens = cache_seqlens
         if check_data:
@@ -211,23 +212,30 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
     if cache_batch_idx is not None:
         _check(not paged, "cache_batch_idx is for a contiguous cache (FlashAttention: not with block_table)")
         _check(T.is_array(cache_batch_idx) and T.dtype(cache_batch_idx) == "i32"
-               and tuple(cache_batch_idx.shape) == (batch,),
-               f"`cache_batch_idx` must be an int32 tensor ({batch},)")
+               and tuple(cache_batch_idx.shape) == (batch,) and T.strides(cache_batch_idx)[0] == 1,
+               f"`cache_batch_idx` must be a contiguous int32 tensor ({batch},)")
         _check(T.device(cache_batch_idx) == T.device(q), "`cache_batch_idx` must be on q's device")
         if check_data:
             rows = T.host(cache_batch_idx)
             _check(int(rows.min()) >= 0 and int(rows.max()) < k_cache.shape[0],
                    f"cache_batch_idx entries must be in [0, {k_cache.shape[0]}) (the cache's sequences)")
         batch_idx = cache_batch_idx
-    _check(isinstance(softcap, (int, float)) and softcap >= 0, f"`softcap` must be a number >= 0, got {softcap!r}")
+    _check(isinstance(softcap, numbers.Real) and not isinstance(softcap, bool) and math.isfinite(softcap)
+           and softcap >= 0, f"`softcap` must be a finite number >= 0, got {softcap!r}")
+    softcap = float(softcap)
     extras["SOFTCAP"] = softcap > 0
     _check(isinstance(window_size, (tuple, list)) and len(window_size) == 2
-           and all(isinstance(w, int) for w in window_size),
+           and all(isinstance(w, numbers.Integral) and not isinstance(w, bool) for w in window_size),
            f"`window_size` must be a pair of ints (left, right), got {window_size!r}")
-    left, right = (-1 if w < 0 else int(w) for w in window_size)
+    # FlashAttention's normalisation: causal is the window (left, 0); a bound
+    # of at least the cache's capacity is no bound; "causal" is then
+    # (unbounded, 0), whatever `causal` said (it selects ALiBi's causal form).
+    left, right = (-1 if w < 0 or w >= capacity else int(w) for w in window_size)
     if causal:
-        right = 0                                         # FlashAttention: causal is the window (left, 0)
-    extras["WINDOW"] = (left, right) != (-1, -1) and not (causal and left < 0)
+        right = 0
+    fa_causal = left < 0 and right == 0
+    extras["WINDOW"] = (left, right) != (-1, -1) and not fa_causal
+    extras["CAUSAL"] = fa_causal and (seqlen_q > 1 or alibi_slopes is not None)
     slopes, slopes_stride = None, 0
     if alibi_slopes is not None:
         _check(T.is_array(alibi_slopes) and T.dtype(alibi_slopes) == "f32"
@@ -237,9 +245,8 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
         _check(T.strides(alibi_slopes)[-1] == 1, "`alibi_slopes` must be contiguous in its last dimension")
         slopes = alibi_slopes
         slopes_stride = T.strides(alibi_slopes)[0] if len(alibi_slopes.shape) == 2 else 0
-        # FlashAttention keeps a one-query causal call causal with ALiBi: its
-        # causal bias (slope * key) shifts the LSE.
-        extras["CAUSAL"] = bool(causal)
+        # (A one-query causal call stays causal with ALiBi, as in
+        # FlashAttention: its causal bias, slope * key, shifts the LSE.)
 
     scale = 1.0 / math.sqrt(head_dim) if softmax_scale is None else float(softmax_scale)
     num_sms, l2 = T.device_properties(q)
@@ -267,7 +274,7 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
         q, k_cache, v_cache, table, seqlens, out, lse, out_part, lse_part,
         qs[0], qs[1], qs[2], ks[0], ks[1], ks[2], T.strides(block_table)[0] if paged else 0,
         batch, seqlen_q, heads, kv_heads, head_dim, page_size, num_pages, scale,
-        batch_idx, float(softcap), left, right, lse if slopes is None else slopes, slopes_stride,
+        batch_idx, softcap, left, right, lse if slopes is None else slopes, slopes_stride,
         **dict(p["decode"], **extras))
     if splits > 1:
         combine[p["combine_grid"]](out_part, lse_part, out, lse, os_[0], os_[1], os_[2],

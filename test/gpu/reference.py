@@ -21,14 +21,16 @@ def gather_cache(cache, table, seqlens, page_size):
 
 
 def attention_ref(q, k, v, seqlens, causal, scale, upcast=True, softcap=0.0, fa_softcap=0.0,
-                  window=(-1, -1), alibi=None):
+                  window=(-1, -1), alibi=None, capacity=1 << 30):
     """q (b, sq, h, d); k, v (b, s, hk, d) with s >= max seqlens. softcap > 0:
     scores softcap * tanh(q.k / softcap), then scaled (kernels/README.md).
     FlashAttention's options: fa_softcap > 0: fa_softcap * tanh(scale * q.k /
     fa_softcap); window (left, right) (negative: unbounded; causal makes
     right 0); alibi (b, h) slopes: minus slope * |i + n - sq - j|, plus
-    slope * (i + n - sq) on causal rows without a window (FlashAttention's
-    causal bias is slope * j).
+    slope * (i + n - sq) when the call is causal (FlashAttention's causal
+    bias is slope * j). As FlashAttention: causal makes right 0, bounds >=
+    capacity are unbounded, and the call is causal iff the window is then
+    (unbounded, 0).
     Returns out (b, sq, h, d) in q's dtype (float32 when upcast) and the
     natural-log LSE (b, h, sq) in float32."""
     dtype = torch.float32 if upcast else q.dtype
@@ -53,14 +55,14 @@ def attention_ref(q, k, v, seqlens, causal, scale, upcast=True, softcap=0.0, fa_
     n = seqlens.to(q.device)[:, None, None, None]
     visible = key < n
     end = qpos + n - sq                              # each query's position in the cache
+    left, right = (-1 if w < 0 or w >= capacity else w for w in window)
+    if causal:
+        right = 0
     if alibi is not None:
         slope = alibi.to(q.device).float()[:, :, None, None]
         scores = scores - (slope * (end - key).abs()).to(scores.dtype)
-        if causal and tuple(window) == (-1, -1):
+        if left < 0 and right == 0:
             scores = scores + (slope * end).to(scores.dtype)
-    left, right = window
-    if causal:
-        right = 0
     if left >= 0:
         visible = visible & (key >= end - left)
     if right >= 0:

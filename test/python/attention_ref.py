@@ -20,7 +20,7 @@ def gather(cache, table, seqlens, page_size):
 
 
 def attention(q, keys, values, seqlens, causal, scale, dtype=None, softcap=0.0, fa_softcap=0.0,
-              window=(-1, -1), alibi=None):
+              window=(-1, -1), alibi=None, capacity=1 << 30):
     """q (b, sq, h, d); keys/values: per sequence (n, hk, d). dtype=None:
     float64; else rounded to dtype where FlashAttention's reference is.
     softcap > 0: scores softcap * tanh(q.k / softcap), then scaled (the
@@ -28,7 +28,14 @@ def attention(q, keys, values, seqlens, causal, scale, dtype=None, softcap=0.0, 
     fa_softcap > 0: scores fa_softcap * tanh(scale * q.k / fa_softcap);
     window (left, right), negative: unbounded, causal making right 0;
     alibi (b, h) slopes: minus slope * |i + n - sq - j| (plus slope * (i + n
-    - sq) on causal rows, FlashAttention's bias there being slope * j)."""
+    - sq) when the call is causal, FlashAttention's bias there being slope *
+    j). As FlashAttention: causal makes right 0, bounds >= capacity (the
+    cache's rows) are unbounded, and the call is causal iff the window is
+    then (unbounded, 0)."""
+    left, right = (-1 if w < 0 or w >= capacity else w for w in window)
+    if causal:
+        right = 0
+    fa_causal = left < 0 and right == 0
     rnd = (lambda x: x.astype(np.float64)) if dtype is None else (
         lambda x: x.astype(np.float32).astype(dtype).astype(np.float64))
     b, sq, h, d = q.shape
@@ -51,11 +58,8 @@ def attention(q, keys, values, seqlens, causal, scale, dtype=None, softcap=0.0, 
             if alibi is not None:
                 slope = float(alibi[i, head])
                 s = s - slope * np.abs(qpos - kpos)
-                if causal and window == (-1, -1):
+                if fa_causal:
                     s = s + slope * qpos
-            left, right = window
-            if causal:
-                right = 0
             if left >= 0:
                 s = np.where(kpos >= qpos - left, s, -np.inf)
             if right >= 0:

@@ -51,7 +51,7 @@ def test_seqlens_beyond_cache():
     q, k, v = tensors(s=64)
     with pytest.raises(ValueError, match=r"cache_seqlens \(65\) exceeds the cache \(64 rows\)"):
         fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=np.array([10, 65], np.int32))
-    with pytest.raises(ValueError, match="must be an int or an int32 tensor"):
+    with pytest.raises(ValueError, match="must be an int or a contiguous int32 tensor"):
         fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=np.array([10, 20], np.int64))
 
 

@@ -179,12 +179,69 @@ def test_flash_attn_options_errors():
     call = lambda **kw: fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=seqlens, block_table=table, **kw)  # noqa: E731
     with pytest.raises(ValueError, match="cache_batch_idx is for a contiguous cache"):
         call(cache_batch_idx=np.arange(3, dtype=np.int32))
-    with pytest.raises(ValueError, match="`softcap` must be a number >= 0"):
-        call(softcap=-1.0)
-    with pytest.raises(ValueError, match="`window_size` must be a pair of ints"):
-        call(window_size=(3,))
+    for bad in (-1.0, float("inf"), True, "3"):
+        with pytest.raises(ValueError, match="`softcap` must be a finite number >= 0"):
+            call(softcap=bad)
+    for bad in ((3,), (True, False), (2.0, 0)):
+        with pytest.raises(ValueError, match="`window_size` must be a pair of ints"):
+            call(window_size=bad)
     with pytest.raises(ValueError, match=r"`alibi_slopes` must be a float32 tensor \(4,\) or \(3, 4\)"):
         call(alibi_slopes=np.zeros(3, np.float32))
     q, k, v, seqlens, _, _ = make("bf16", (4, 2), None, (1, False))
     with pytest.raises(ValueError, match=r"cache_batch_idx entries must be in \[0, 3\)"):
         fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=seqlens, cache_batch_idx=np.array([0, 3, 1], np.int32))
+    with pytest.raises(ValueError, match=r"`cache_batch_idx` must be a contiguous int32 tensor"):
+        fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=seqlens,
+                                     cache_batch_idx=np.array([0, 9, 1, 9, 2, 9], np.int32)[::2])
+
+
+def _run_window_case(heads, sq, seqlens, window, causal, alibi, splits, capacity=160, rows=None, cache_rows=None):
+    """One call against the reference, with explicit sequence lengths."""
+    rng = np.random.default_rng(len(seqlens) * 1000 + sum(seqlens))
+    (h, hk), b, d = heads, len(seqlens), 64
+    nd = NP_DTYPES["bf16"]
+    q = rng.standard_normal((b, sq, h, d)).astype(nd)
+    k = rng.standard_normal((cache_rows or b, capacity, hk, d)).astype(nd)
+    v = rng.standard_normal((cache_rows or b, capacity, hk, d)).astype(nd)
+    lens = np.array(seqlens, np.int32)
+    kw, ref_kw = {"window_size": window}, {"window": window, "capacity": capacity}
+    if alibi:
+        slopes = rng.uniform(0.01, 0.5, h).astype(np.float32)
+        kw["alibi_slopes"], ref_kw["alibi"] = slopes, np.broadcast_to(slopes, (b, h))
+    if rows is not None:
+        kw["cache_batch_idx"] = np.array(rows, np.int32)
+    kc, vc = (k, v) if rows is None else (k[rows], v[rows])
+    keys, values = gather(kc, None, lens, None), gather(vc, None, lens, None)
+    ref, lse_ref = attention(q, keys, values, lens, causal, 1 / math.sqrt(d), **ref_kw)
+    pt, _ = attention(q, keys, values, lens, causal, 1 / math.sqrt(d), NP_DTYPES["bf16"], **ref_kw)
+    out, lse = fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, causal=causal, num_splits=splits,
+                                           return_softmax_lse=True, **kw)
+    ok, msg = check(out, ref, pt)
+    assert ok, msg
+    finite = np.isfinite(lse_ref)
+    assert np.array_equal(np.isneginf(lse), ~finite)
+    assert np.abs(lse[finite] - lse_ref[finite]).max() <= 1e-3
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("splits", [1, 3])
+def test_window_blocks_of_several_query_blocks(causal, splits):
+    """64 query heads per 2 kv heads: 32 heads a program, so 3 queries make
+    two query blocks (q0 = 0 and 2). Sequence lengths put the window's left
+    edge of the first and the last query of a block on either side of a
+    32-key block boundary (103 - 3 - 37 = 63 = 2 * 32 - 1), and one sequence
+    is shorter than the queries."""
+    _run_window_case((64, 2), 3, [103, 71, 2], (37, 4), causal, False, splits)
+
+
+@pytest.mark.parametrize("window,causal", [((-1, 0), False), ((10 ** 6, 3), True), ((5, 2 ** 31 - 1), False),
+                                           ((200, 200), False)])
+def test_window_normalisation(window, causal):
+    """FlashAttention's: (-1, 0) is causal (ALiBi's causal form, which moves
+    the LSE); bounds of at least the capacity, up to 2**31 - 1, are none."""
+    _run_window_case((8, 2), 2, [150, 40, 1], window, causal, True, 1)
+
+
+def test_cache_batch_idx_with_a_bigger_cache():
+    """cache_batch_idx into a cache with more sequences than the batch."""
+    _run_window_case((8, 2), 1, [120, 33, 7], (-1, -1), False, False, 3, rows=[4, 0, 2], cache_rows=5)
