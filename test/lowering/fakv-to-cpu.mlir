@@ -93,3 +93,29 @@ func.func @softmax(%s: tensor<4x8xf32>, %m: tensor<4xf32>, %l: tensor<4xf32>) ->
   %m1, %l1, %p, %a = fakv.online_softmax %s, %m, %l : tensor<4x8xf32>, tensor<4xf32>
   return %p : tensor<4x8xf32>
 }
+
+// -----
+
+// A kernel packed by fakv-pack-gqa (grid_packing 1, 4, 1): the launch checks
+// that the written grid's y is a multiple of 4 (else it stops with a message)
+// and runs y / 4 programs along it, passing the divided grid on.
+// CHECK-LABEL: func.func @packed(
+// CHECK-NOT: fakv.grid_packing
+// CHECK-LABEL: func.func @launch_packed(
+// CHECK-SAME: %{{.*}}: memref<4xf32>, %[[G:.*]]: i32)
+// CHECK: %[[C4:.*]] = arith.constant 4 : i32
+// CHECK: %[[REM:.*]] = arith.remsi %[[G]], %[[C4]] : i32
+// CHECK: arith.cmpi eq, %[[REM]]
+// CHECK: llvm.call @write
+// CHECK: llvm.call @abort
+// CHECK: %[[Y:.*]] = arith.divsi %[[G]], %[[C4]] : i32
+// CHECK: %[[UB:.*]] = arith.index_cast %[[Y]] : i32 to index
+// CHECK: func.call @packed(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[G]], %[[Y]], %[[G]])
+func.func @packed(%p: !fakv.ptr<f32>) attributes {fakv.kernel, fakv.grid_packing = array<i32: 1, 4, 1>} {
+  return
+}
+func.func @launch_packed(%m: memref<4xf32>, %g: i32) {
+  %p = fakv.ptr_of %m : memref<4xf32> -> !fakv.ptr<f32>
+  fakv.launch @packed[%g, %g, %g](%p) : (!fakv.ptr<f32>)
+  return
+}
