@@ -3,6 +3,15 @@
 // RUN: fakv-opt %s --fakv-pack-gqa --cse --split-input-file | FileCheck %s
 // The first kernel (up to the first separator), down to ptx as well.
 // RUN: sed '/^\/\/ -----/,$d' %s | fakv-opt --fakv-to-cubin="format=isa" | FileCheck %s --check-prefix=PTX
+// and through fakv-compile, whose launch facts carry the grid packing:
+// RUN: sed '/^\/\/ -----/,$d' %s > %t.decode.mlir
+// RUN: fakv-compile %t.decode.mlir -o %t.decode --format=isa
+// RUN: FileCheck %s --check-prefix=FACTS < %t.decode.json
+// FACTS: "grid_packing": [
+// FACTS-NEXT: 1,
+// FACTS-NEXT: 3,
+// FACTS-NEXT: 1
+// FACTS-NEXT: ],
 
 // Decode of one query head h = program_id(1) over the keys of kv head
 // h / 3 (two query positions, head dim 64, 32 keys a block). Packed: the 3
