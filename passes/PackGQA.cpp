@@ -45,11 +45,9 @@ using namespace mlir::fakv;
 
 namespace {
 
-/// A scalar of the head: base + j * coef (coef null: 0). `isHead` marks h
-/// itself (base = kvh * GROUP, coef = 1), the only value divided by GROUP.
+/// A scalar of the head: base + j * coef (coef null: 0).
 struct Affine {
   Value base, coef;
-  bool isHead = false;
 };
 
 /// The tile operands of an op that are indexed by key columns, not by rows:
@@ -75,7 +73,13 @@ static bool isRowWise(Operation *op) {
          op->getNumResults() == 1 && isa<RankedTensorType>(op->getResult(0).getType());
 }
 
-static void eraseBlock(Block *block);
+/// Erases a block whose values are used only inside it.
+static void eraseBlock(Block *block) {
+  for (Operation &op : *block)
+    op.dropAllReferences();
+  block->dropAllDefinedValueUses();
+  block->erase();
+}
 
 class Packer {
 public:
@@ -100,7 +104,10 @@ private:
     return op->emitError() << "fakv-pack-gqa: " << why;
   }
   LogicalResult findGroup();
-  bool isKvHead(Operation *op);
+  bool splitsHead(Operation *op);
+  bool isKvHead(Operation *op) {
+    return isa<arith::DivSIOp, arith::DivUIOp, arith::FloorDivSIOp>(op) && splitsHead(op);
+  }
   void analyse();
   LogicalResult rewriteBlock(Block &from, ImplicitLocOpBuilder &b);
   LogicalResult rewriteOp(Operation *op, ImplicitLocOpBuilder &b);
@@ -183,14 +190,15 @@ LogicalResult Packer::findGroup() {
   return success();
 }
 
-/// program_id(axis) / GROUP: the kv head, the same for the packed heads.
-bool Packer::isKvHead(Operation *op) {
+/// Whether `op` takes program_id(axis) and the constant GROUP: h / GROUP
+/// (the kv head, the same for the packed heads) or h % GROUP (the head's
+/// index j) when it divides.
+bool Packer::splitsHead(Operation *op) {
   APInt g;
   auto pid = op->getNumOperands() == 2
                  ? op->getOperand(0).getDefiningOp<ProgramIdOp>()
                  : ProgramIdOp();
-  return isa<arith::DivSIOp, arith::DivUIOp, arith::FloorDivSIOp>(op) && pid &&
-         pid.getAxis() == axis &&
+  return pid && pid.getAxis() == axis &&
          matchPattern(op->getOperand(1), m_ConstantInt(&g)) &&
          g.getSExtValue() == group;
 }
@@ -363,14 +371,6 @@ LogicalResult Packer::run() {
   return success(ok);
 }
 
-/// Erases a block whose values are used only inside it.
-static void eraseBlock(Block *block) {
-  for (Operation &op : *block)
-    op.dropAllReferences();
-  block->dropAllDefinedValueUses();
-  block->erase();
-}
-
 LogicalResult Packer::rewriteBlock(Block &from, ImplicitLocOpBuilder &b) {
   for (Operation &op : from) {
     b.setLoc(op.getLoc());
@@ -415,7 +415,7 @@ LogicalResult Packer::rewriteOp(Operation *op, ImplicitLocOpBuilder &b) {
       return success();
     Value kvHead = clone->getResult(0);
     Value base = arith::MulIOp::create(b, kvHead, cst(b, b.getI32Type(), group));
-    affine[pid.getResult()] = Affine{base, cst(b, b.getI32Type(), 1), true};
+    affine[pid.getResult()] = Affine{base, cst(b, b.getI32Type(), 1)};
     return success();
   }
   if (auto np = dyn_cast<NumProgramsOp>(op)) {
@@ -530,10 +530,7 @@ LogicalResult Packer::rewriteScalar(Operation *op, ImplicitLocOpBuilder &b) {
     r.coef = apply(x.coef, {});
   } else if (isa<arith::DivSIOp, arith::DivUIOp, arith::FloorDivSIOp,
                  arith::RemSIOp, arith::RemUIOp>(op)) {
-    Affine x = operand(0);
-    APInt g;
-    if (!x.isHead || !matchPattern(op->getOperand(1), m_ConstantInt(&g)) ||
-        g.getSExtValue() != group)
+    if (!splitsHead(op))
       return fail(op, "only program_id(")
              << axis << ") itself may be divided by GROUP = " << group;
     if (isa<arith::RemSIOp, arith::RemUIOp>(op)) {
