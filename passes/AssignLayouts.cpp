@@ -69,6 +69,16 @@ private:
     changed = true;
   }
   Attribute get(Value v) { return layout.lookup(v); }
+  /// Values that must share one layout (a loop's or branch's init, block
+  /// argument, result and yields): the first one decided, for all.
+  void assignTogether(ArrayRef<Value> group) {
+    Attribute a;
+    for (Value v : group)
+      if (!a)
+        a = get(v);
+    for (Value v : group)
+      assign(v, a);
+  }
 
   LogicalResult checkShapes();
   void anchor();
@@ -189,14 +199,8 @@ void LayoutAssigner::propagate(Operation *op) {
   if (auto forOp = dyn_cast<scf::ForOp>(op)) {
     auto yield = cast<scf::YieldOp>(forOp.getBody()->getTerminator());
     for (unsigned i = 0; i < forOp.getNumResults(); ++i) {
-      Value group[] = {forOp.getInitArgs()[i], forOp.getRegionIterArgs()[i],
-                       forOp.getResult(i), yield.getOperand(i)};
-      Attribute a;
-      for (Value v : group)
-        if (!a)
-          a = get(v);
-      for (Value v : group)
-        assign(v, a);
+      assignTogether({forOp.getInitArgs()[i], forOp.getRegionIterArgs()[i],
+                      forOp.getResult(i), yield.getOperand(i)});
     }
     return;
   }
@@ -205,14 +209,7 @@ void LayoutAssigner::propagate(Operation *op) {
       return;
     auto thenYield = ifOp.thenYield(), elseYield = ifOp.elseYield();
     for (unsigned i = 0; i < ifOp.getNumResults(); ++i) {
-      Value group[] = {ifOp.getResult(i), thenYield.getOperand(i),
-                       elseYield.getOperand(i)};
-      Attribute a;
-      for (Value v : group)
-        if (!a)
-          a = get(v);
-      for (Value v : group)
-        assign(v, a);
+      assignTogether({ifOp.getResult(i), thenYield.getOperand(i), elseYield.getOperand(i)});
     }
   }
 }
