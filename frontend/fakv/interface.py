@@ -207,7 +207,6 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
                f"block_table entries used by cache_seqlens must be in [0, {num_pages})")
 
     # ---- cache_batch_idx, softcap, window_size, alibi_slopes -------------------------------------
-    extras = dict(BATCH_IDX=cache_batch_idx is not None, SOFTCAP=False, WINDOW=False, ALIBI=alibi_slopes is not None)
     batch_idx = seqlens                                   # any int32 tensor when unused
     if cache_batch_idx is not None:
         _check(not paged, "cache_batch_idx is for a contiguous cache (FlashAttention: not with block_table)")
@@ -223,7 +222,6 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
     _check(isinstance(softcap, numbers.Real) and not isinstance(softcap, bool) and math.isfinite(softcap)
            and softcap >= 0, f"`softcap` must be a finite number >= 0, got {softcap!r}")
     softcap = float(softcap)
-    extras["SOFTCAP"] = softcap > 0
     _check(isinstance(window_size, (tuple, list)) and len(window_size) == 2
            and all(isinstance(w, numbers.Integral) and not isinstance(w, bool) for w in window_size),
            f"`window_size` must be a pair of ints (left, right), got {window_size!r}")
@@ -234,8 +232,6 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
     if causal:
         right = 0
     fa_causal = left < 0 and right == 0
-    extras["WINDOW"] = (left, right) != (-1, -1) and not fa_causal
-    extras["CAUSAL"] = fa_causal and (seqlen_q > 1 or alibi_slopes is not None)
     slopes, slopes_stride = None, 0
     if alibi_slopes is not None:
         _check(T.is_array(alibi_slopes) and T.dtype(alibi_slopes) == "f32"
@@ -245,8 +241,12 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
         _check(T.strides(alibi_slopes)[-1] == 1, "`alibi_slopes` must be contiguous in its last dimension")
         slopes = alibi_slopes
         slopes_stride = T.strides(alibi_slopes)[0] if len(alibi_slopes.shape) == 2 else 0
-        # (A one-query causal call stays causal with ALiBi, as in
-        # FlashAttention: its causal bias, slope * key, shifts the LSE.)
+    # decode.py's flags for this call (plan() gives those of a call without
+    # these options). A one-query causal call stays causal with ALiBi, as in
+    # FlashAttention: its causal bias, slope * key, shifts the LSE.
+    extras = dict(BATCH_IDX=cache_batch_idx is not None, SOFTCAP=softcap > 0, ALIBI=slopes is not None,
+                  WINDOW=(left, right) != (-1, -1) and not fa_causal,
+                  CAUSAL=fa_causal and (seqlen_q > 1 or slopes is not None))
 
     scale = 1.0 / math.sqrt(head_dim) if softmax_scale is None else float(softmax_scale)
     num_sms, l2 = T.device_properties(q)

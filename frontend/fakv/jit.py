@@ -100,7 +100,6 @@ class JITFunction:
         self.fn = fn
         if pack_gqa not in (None, 0, 1, 2):
             raise ValueError(f"{fn.__name__}: pack_gqa is a grid axis (0, 1 or 2) or None, got {pack_gqa!r}")
-        self.pack_gqa = pack_gqa
         self._jit_options = dict(stages=stages, warp_specialize=warp_specialize, registers=tuple(registers),
                                  pack_gqa=pack_gqa)
         self._variants = {}
@@ -119,16 +118,22 @@ class JITFunction:
         self.__name__ = fn.__name__
         self.__doc__ = fn.__doc__
 
+    @property
+    def pack_gqa(self):
+        """The grid axis fakv-pack-gqa packs, or None."""
+        return self._jit_options["pack_gqa"]
+
     def with_options(self, **options):
         """This kernel with other `@fakv.jit` options (stages=3, say): the
         same function, compiled and cached separately; one object per set
         of options (self when nothing changes)."""
-        unknown = set(options) - set(self._jit_options)
+        current = self._jit_options
+        if all(k in current and current[k] == v for k, v in options.items()):
+            return self                  # the API's common case, once per call
+        unknown = set(options) - set(current)
         if unknown:
             raise TypeError(f"{self.__name__}.with_options: unknown option(s) {sorted(unknown)}")
-        merged = dict(self._jit_options, **options)
-        if merged == self._jit_options:
-            return self
+        merged = dict(current, **options)
         key = tuple(sorted(merged.items(), key=lambda kv: kv[0]))
         variant = self._variants.get(key)
         if variant is None:

@@ -81,7 +81,8 @@ class GPUKernel:
         self._maps = {}
         self._tms = [(tm["arg"], tm["rows"]) for tm in facts["tensormaps"]]
         self._launch = lib.fakv_launch_packed
-        self._packing = tuple(facts.get("grid_packing", (1, 1, 1)))
+        packing = tuple(facts.get("grid_packing", (1, 1, 1)))
+        self._packing = packing if packing != (1, 1, 1) else None     # fakv-pack-gqa's
         self._stream = _stream_getter(torch)
 
     def _tensormap(self, cache, rows):
@@ -109,7 +110,7 @@ class GPUKernel:
             raise TypeError(f"{self.facts['name']}: an argument does not fit its parameter ({e})") from None
         if self._tms:
             values += b"".join(self._tensormap(args[i], rows) for i, rows in self._tms)
-        if self._packing != (1, 1, 1):
+        if self._packing:
             check_packing(self.facts["name"], grid, self._packing)
             grid = [g // p for g, p in zip(grid, self._packing)]
         gx, gy, gz = grid
