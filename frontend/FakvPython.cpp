@@ -37,9 +37,11 @@ using namespace mlir;
 
 namespace {
 
-/// One context for the process; dialects and interfaces registered once.
+/// One context per thread, so that threads compile in parallel (the GIL is
+/// released while they do). Never freed: a CpuModule made in a thread keeps
+/// using its context after the thread ends.
 MLIRContext &context() {
-  static MLIRContext *ctx = [] {
+  thread_local MLIRContext *ctx = [] {
     DialectRegistry registry;
     fakv::registerFakvDialects(registry);
     auto *c = new MLIRContext(registry, MLIRContext::Threading::DISABLED);
@@ -112,36 +114,28 @@ std::string launchFacts(ModuleOp module) {
   return s;
 }
 
-/// compile(ir, emit, stages, warp_specialize, chip, producer_registers,
-/// consumer_registers) -> (payload, facts)
-/// emit: fakv (verified, canonicalized), fakvgpu, llvm, ptx, cubin.
-py::tuple compile(const std::string &ir, const std::string &emit,
-                  unsigned stages, bool warpSpecialize, const std::string &chip,
-                  unsigned producerRegisters, unsigned consumerRegisters) {
-  fakv::FakvToCubinOptions o;
-  o.stages = stages;
-  o.warpSpecialize = warpSpecialize;
-  o.chip = chip;
-  o.producerRegisters = producerRegisters;
-  o.consumerRegisters = consumerRegisters;
-  o.format = emit == "ptx" ? "isa" : "bin";
+/// The payload of one stage of the GPU pipeline, and the launch facts (JSON)
+/// from the llvm stage on; throws with the diagnostics.
+std::pair<std::string, std::string> compileStage(const std::string &ir, const std::string &emit,
+                                                 const fakv::FakvToCubinOptions &o) {
   if (emit == "fakv") {
     auto m = run(ir, [](PassManager &pm) { pm.addPass(createCanonicalizerPass()); });
-    return py::make_tuple(print(*m), py::none());
+    return {print(*m), ""};
   }
   if (emit == "fakvgpu") {
     auto m = run(ir, [&](PassManager &pm) { fakv::buildFakvToFakvGPUPipeline(pm, o); });
-    return py::make_tuple(print(*m), py::none());
+    return {print(*m), ""};
   }
+  if (emit != "llvm" && emit != "ptx")
+    throw std::invalid_argument("emit must be fakv, fakvgpu, llvm or ptx, got " + emit +
+                                " (fakv.ptx assembles PTX into a cubin)");
   auto m = run(ir, [&](PassManager &pm) {
     fakv::buildFakvToFakvGPUPipeline(pm, o);
     fakv::buildFakvGPUToLLVMPipeline(pm, o);
   });
   std::string facts = launchFacts(*m);
   if (emit == "llvm")
-    return py::make_tuple(print(*m), facts);
-  if (emit != "ptx" && emit != "cubin")
-    throw std::invalid_argument("emit must be fakv, fakvgpu, llvm, ptx or cubin, got " + emit);
+    return {print(*m), facts};
   ModuleOp module = *m;
   std::string diagnostics;
   {
@@ -152,26 +146,48 @@ py::tuple compile(const std::string &ir, const std::string &emit,
     });
     PassManager pm(&context());
     GpuModuleToBinaryPassOptions binary;
-    binary.compilationTarget = o.format;
+    binary.compilationTarget = "isa";
     pm.addPass(createGpuModuleToBinaryPass(binary));
     if (failed(pm.run(module)))
-      throw std::runtime_error("binary generation failed (is ptxas on PATH or "
-                               "CUDA_HOME set?): " + diagnostics);
+      throw std::runtime_error("PTX generation failed: " + diagnostics);
   }
   std::string object;
   module->walk([&](gpu::BinaryOp bin) {
     for (Attribute a : bin.getObjects())
       object = cast<gpu::ObjectAttr>(a).getObject().getValue().str();
   });
-  if (emit == "ptx")
-    return py::make_tuple(object, facts);
-  return py::make_tuple(py::bytes(object), facts);
+  return {object, facts};
+}
+
+/// compile(ir, emit, stages, warp_specialize, chip, producer_registers,
+/// consumer_registers) -> (payload, facts or None)
+/// emit: fakv (verified, canonicalized), fakvgpu, llvm, ptx. The GIL is
+/// released while it runs.
+py::tuple compile(const std::string &ir, const std::string &emit,
+                  unsigned stages, bool warpSpecialize, const std::string &chip,
+                  unsigned producerRegisters, unsigned consumerRegisters) {
+  fakv::FakvToCubinOptions o;
+  o.stages = stages;
+  o.warpSpecialize = warpSpecialize;
+  o.chip = chip;
+  o.producerRegisters = producerRegisters;
+  o.consumerRegisters = consumerRegisters;
+  o.format = "isa";
+  std::pair<std::string, std::string> out;
+  {
+    py::gil_scoped_release release;
+    out = compileStage(ir, emit, o);
+  }
+  if (out.second.empty())
+    return py::make_tuple(out.first, py::none());
+  return py::make_tuple(out.first, out.second);
 }
 
 /// A kernel module JIT-compiled for the host (the CPU path).
 class CpuModule {
 public:
   explicit CpuModule(const std::string &ir, const std::vector<std::string> &libs) {
+    py::gil_scoped_release release;   // compiles without Python
     static bool init = [] {
       llvm::InitializeNativeTarget();
       llvm::InitializeNativeTargetAsmPrinter();

@@ -2,8 +2,10 @@
 
 #include "runtime/fakv_runtime.h"
 
-#include <cuda.h>
+#include "runtime/CudaDriver.h"
 
+#include <cstdlib>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <string>
@@ -15,15 +17,23 @@ int fail(const std::string &what, CUresult r = CUDA_SUCCESS) {
   lastError = what;
   if (r != CUDA_SUCCESS) {
     const char *msg = nullptr;
-    cuGetErrorString(r, &msg);
+    if (const fakv::cuda::Driver *d = fakv::cuda::driver(nullptr))
+      d->getErrorString(r, &msg);
     lastError += std::string(": ") + (msg ? msg : "unknown CUDA error");
   }
   return 1;
 }
 
-std::mutex cacheMutex;
-/// (context, path) -> module: a process loads each cubin once per context.
-std::map<std::pair<CUcontext, std::string>, CUmodule> moduleCache;
+/// The driver, or a failure naming `what` (no libcuda.so.1, cuInit failed).
+const fakv::cuda::Driver *cuda(const char *what) {
+  std::string why;
+  const fakv::cuda::Driver *d = fakv::cuda::driver(&why);
+  if (!d)
+    fail(std::string(what) + ": " + why);
+  return d;
+}
+
+std::mutex smemMutex;
 /// Kernels whose dynamic shared-memory limit was raised, and to what.
 std::map<CUfunction, unsigned> smemLimit;
 } // namespace
@@ -32,36 +42,37 @@ extern "C" {
 
 const char *fakv_last_error(void) { return lastError.c_str(); }
 
-int fakv_load_module(const char *path, void **module) {
+int fakv_current_context(void **context) {
+  auto *d = cuda("fakv_current_context");
+  if (!d)
+    return 1;
   CUcontext ctx = nullptr;
-  if (CUresult r = cuCtxGetCurrent(&ctx); r != CUDA_SUCCESS || !ctx)
-    return fail("fakv_load_module: no current CUDA context", r);
-  std::lock_guard<std::mutex> lock(cacheMutex);
-  auto key = std::make_pair(ctx, std::string(path));
-  auto it = moduleCache.find(key);
-  if (it != moduleCache.end()) {
-    *module = it->second;
-    return 0;
-  }
-  CUmodule m;
-  if (CUresult r = cuModuleLoad(&m, path); r != CUDA_SUCCESS)
-    return fail(std::string("fakv_load_module: cannot load ") + path, r);
-  moduleCache[key] = m;
-  *module = m;
+  if (CUresult r = d->ctxGetCurrent(&ctx); r != CUDA_SUCCESS)
+    return fail("fakv_current_context", r);
+  *context = ctx;
   return 0;
 }
 
 int fakv_load_module_data(const void *image, void **module) {
+  auto *d = cuda("fakv_load_module_data");
+  if (!d)
+    return 1;
+  CUcontext ctx = nullptr;
+  if (CUresult r = d->ctxGetCurrent(&ctx); r != CUDA_SUCCESS || !ctx)
+    return fail("fakv_load_module_data: no current CUDA context", r);
   CUmodule m;
-  if (CUresult r = cuModuleLoadData(&m, image); r != CUDA_SUCCESS)
-    return fail("fakv_load_module_data", r);
+  if (CUresult r = d->moduleLoadData(&m, image); r != CUDA_SUCCESS)
+    return fail("fakv_load_module_data: cannot load the cubin", r);
   *module = m;
   return 0;
 }
 
 int fakv_get_kernel(void *module, const char *name, void **kernel) {
+  auto *d = cuda("fakv_get_kernel");
+  if (!d)
+    return 1;
   CUfunction f;
-  if (CUresult r = cuModuleGetFunction(&f, static_cast<CUmodule>(module), name);
+  if (CUresult r = d->moduleGetFunction(&f, static_cast<CUmodule>(module), name);
       r != CUDA_SUCCESS)
     return fail(std::string("fakv_get_kernel: no kernel ") + name, r);
   *kernel = f;
@@ -71,6 +82,9 @@ int fakv_get_kernel(void *module, const char *name, void **kernel) {
 int fakv_encode_kv_tensormap(void *out128, const void *base,
                              const uint64_t dims[4], const uint64_t strides[4],
                              uint32_t box_rows) {
+  auto *d = cuda("fakv_encode_kv_tensormap");
+  if (!d)
+    return 1;
   if (strides[3] != 1)
     return fail("fakv_encode_kv_tensormap: the channel dimension must be contiguous");
   // TMA lists dimensions innermost first, strides in bytes (dims 1..3).
@@ -78,7 +92,7 @@ int fakv_encode_kv_tensormap(void *out128, const void *base,
   cuuint64_t globalStrides[3] = {strides[2] * 2, strides[1] * 2, strides[0] * 2};
   cuuint32_t box[4] = {64, 1, box_rows, 1};
   cuuint32_t elementStrides[4] = {1, 1, 1, 1};
-  CUresult r = cuTensorMapEncodeTiled(
+  CUresult r = d->tensorMapEncodeTiled(
       static_cast<CUtensorMap *>(out128), CU_TENSOR_MAP_DATA_TYPE_UINT16, 4,
       const_cast<void *>(base), globalDim, globalStrides, box, elementStrides,
       CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
@@ -92,36 +106,68 @@ int fakv_encode_kv_tensormap(void *out128, const void *base,
 
 int fakv_launch(void *kernel, unsigned gx, unsigned gy, unsigned gz,
                 unsigned threads, unsigned smem, void *stream, void **params) {
+  auto *d = cuda("fakv_launch");
+  if (!d)
+    return 1;
   auto f = static_cast<CUfunction>(kernel);
-  {
-    std::lock_guard<std::mutex> lock(cacheMutex);
+  if (smem > 48 * 1024) {
+    std::lock_guard<std::mutex> lock(smemMutex);
     unsigned &limit = smemLimit[f];
-    if (smem > 48 * 1024 && limit < smem) {
-      if (CUresult r = cuFuncSetAttribute(
+    if (limit < smem) {
+      if (CUresult r = d->funcSetAttribute(
               f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem);
           r != CUDA_SUCCESS)
         return fail("fakv_launch: cannot raise the shared-memory limit", r);
       limit = smem;
     }
   }
-  if (CUresult r = cuLaunchKernel(f, gx, gy, gz, threads, 1, 1, smem,
-                                  static_cast<CUstream>(stream), params, nullptr);
+  if (CUresult r = d->launchKernel(f, gx, gy, gz, threads, 1, 1, smem,
+                                   static_cast<CUstream>(stream), params, nullptr);
       r != CUDA_SUCCESS)
     return fail("fakv_launch", r);
   return 0;
 }
 
-int fakv_launch_packed(void *kernel, unsigned gx, unsigned gy, unsigned gz,
-                       unsigned threads, unsigned smem, void *stream,
-                       const char *values, const uint32_t *offsets,
-                       unsigned n) {
-  constexpr unsigned kMaxParams = 256;
-  if (n > kMaxParams)
-    return fail("fakv_launch_packed: more than 256 parameters", CUDA_SUCCESS);
-  void *params[kMaxParams];
-  for (unsigned i = 0; i < n; ++i)
-    params[i] = const_cast<char *>(values + offsets[i]);
-  return fakv_launch(kernel, gx, gy, gz, threads, smem, stream, params);
+int fakv_host_mapped(size_t bytes, void **host) {
+  auto *d = cuda("fakv_host_mapped");
+  if (!d)
+    return 1;
+  void *p = nullptr;
+  if (CUresult r = d->memHostAlloc(
+          &p, bytes, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP);
+      r != CUDA_SUCCESS)
+    return fail("fakv_host_mapped: cuMemHostAlloc", r);
+  std::memset(p, 0, bytes);
+  *host = p;
+  return 0;
+}
+
+int fakv_link_ptx(const char *ptx, size_t size, void **cubin, size_t *cubinSize) {
+  auto *d = cuda("fakv_link_ptx");
+  if (!d)
+    return 1;
+  char log[8192] = {0};
+  CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER,
+                            CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+  void *values[] = {log, reinterpret_cast<void *>(sizeof(log) - 1)};
+  CUlinkState state;
+  if (CUresult r = d->linkCreate(2, options, values, &state); r != CUDA_SUCCESS)
+    return fail("fakv_link_ptx: cuLinkCreate", r);
+  CUresult r = d->linkAddData(state, CU_JIT_INPUT_PTX, const_cast<char *>(ptx),
+                              size, "fakv.ptx", 0, nullptr, nullptr);
+  void *image = nullptr;
+  size_t imageSize = 0;
+  if (r == CUDA_SUCCESS)
+    r = d->linkComplete(state, &image, &imageSize);
+  if (r == CUDA_SUCCESS) {
+    *cubin = std::malloc(imageSize);
+    std::memcpy(*cubin, image, imageSize);
+    *cubinSize = imageSize;
+  }
+  d->linkDestroy(state);
+  if (r != CUDA_SUCCESS)
+    return fail(std::string("fakv_link_ptx: the driver's PTX JIT failed: ") + log, r);
+  return 0;
 }
 
 } // extern "C"

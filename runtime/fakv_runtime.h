@@ -1,18 +1,20 @@
 /*===- fakv_runtime.h - launching fakv kernels through the CUDA driver -===*
  *
- * A small C API (usable from C++, Python ctypes, or the frontend's
- * extension) over the CUDA driver API: load a cubin produced by
- * fakv-compile (cached by path), find a kernel, encode the tensor maps of
- * its TMA copies, launch it on a stream. What to pass for a kernel (threads,
- * shared memory, parameters, tensor maps) is in the .json that fakv-compile
- * writes next to the cubin. All functions return 0 on success; on failure
- * fakv_last_error() says why.
+ * A small C API over the CUDA driver (loaded at run time from libcuda.so.1;
+ * runtime/CudaDriver.h): load a cubin, find a kernel, encode the tensor maps
+ * of its TMA copies, launch it on a stream; page-locked host memory the
+ * kernels report bad data in; PTX to a cubin by the driver's own JIT. What to
+ * pass for a kernel (threads, shared memory, parameters, tensor maps) is in
+ * its launch facts (lowering/LaunchFacts.h). All functions return 0 on
+ * success; on failure fakv_last_error() says why. The Python extension
+ * fakv._runtime (RuntimePython.cpp) is built on it.
  *
  *===----------------------------------------------------------------------===*/
 
 #ifndef FAKV_RUNTIME_H
 #define FAKV_RUNTIME_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -22,9 +24,10 @@ extern "C" {
 /* The message of the last failure in this thread. */
 const char *fakv_last_error(void);
 
-/* Loads (once per path, in the current context) the cubin at `path`. */
-int fakv_load_module(const char *path, void **module);
-/* Loads a cubin image from memory (not cached). */
+/* The current CUDA context (null when there is none). */
+int fakv_current_context(void **context);
+
+/* Loads a cubin image from memory into the current context. */
 int fakv_load_module_data(const void *image, void **module);
 /* The kernel `name` of a loaded module. */
 int fakv_get_kernel(void *module, const char *name, void **kernel);
@@ -44,13 +47,13 @@ int fakv_launch(void *kernel, unsigned grid_x, unsigned grid_y, unsigned grid_z,
                 unsigned threads, unsigned smem_bytes, void *stream,
                 void **params);
 
-/* fakv_launch with the parameter values packed in one buffer: parameter i
- * is at `values + offsets[i]` (n parameters). One call from Python per
- * launch, nothing allocated. */
-int fakv_launch_packed(void *kernel, unsigned grid_x, unsigned grid_y,
-                       unsigned grid_z, unsigned threads, unsigned smem_bytes,
-                       void *stream, const char *values,
-                       const uint32_t *offsets, unsigned n);
+/* `bytes` of zeroed page-locked host memory that kernels on every device can
+ * write at the same address (portable, mapped; unified addressing). */
+int fakv_host_mapped(size_t bytes, void **host);
+
+/* Assembles PTX for the current context's device with the driver's JIT
+ * (no CUDA toolkit needed). `*cubin` is malloc'ed: free() it. */
+int fakv_link_ptx(const char *ptx, size_t size, void **cubin, size_t *cubin_size);
 
 #ifdef __cplusplus
 }

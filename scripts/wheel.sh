@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Builds self-contained fakv wheels into dist/, one per CPython version:
+# LLVM/MLIR linked into fakv._fakv statically (symbols hidden, no RPATH),
+# fakv._runtime (which loads the CUDA driver at run time), the kernels and
+# everything `import fakv` needs. The platform tag is the one auditwheel
+# finds true of the extensions (their glibc symbol versions; no library
+# outside the manylinux set). Installs what it needs that is missing (the
+# Debian packages of scripts/bootstrap.sh, ccache; pinned build tools in a
+# venv per Python).
+#
+#   scripts/wheel.sh                 # CPython 3.11 and 3.12 (pyenv's, or python3.X on PATH)
+#   FAKV_WHEEL_PYTHONS="3.12" scripts/wheel.sh
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+PYTHONS="${FAKV_WHEEL_PYTHONS:-3.11 3.12}"
+DIST="$ROOT/dist"
+TOOLS=(scikit-build-core==1.1.2 pybind11==3.1.0 wheel==0.48.0 auditwheel==6.8.2)
+
+APT_PACKAGES=(llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools libzstd-dev zlib1g-dev
+              cmake ninja-build g++ python3-venv ccache)
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "[wheel] installing Debian packages: ${missing[*]}"
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+interpreter() {  # the python of version $1
+  local v=$1 p
+  for p in "$HOME"/.pyenv/versions/"$v".*/bin/python"$v" "$(command -v "python$v" || true)"; do
+    [ -x "$p" ] && { echo "$p"; return; }
+  done
+  echo "[wheel] no Python $v (pyenv or python$v on PATH)" >&2
+  return 1
+}
+
+mkdir -p "$DIST"
+for v in $PYTHONS; do
+  py=$(interpreter "$v")
+  tag="cp${v/./}"
+  venv="$ROOT/build/wheel-venv-$tag"
+  [ -x "$venv/bin/python" ] || "$py" -m venv "$venv"
+  "$venv/bin/python" -m pip install -q "${TOOLS[@]}"
+  out="$ROOT/build/wheel-$tag"
+  rm -rf "$out/dist"
+  echo "[wheel] building for $("$venv/bin/python" --version) in $out"
+  CMAKE_GENERATOR=Ninja "$venv/bin/python" -m pip wheel "$ROOT" --no-deps --no-build-isolation -w "$out/dist" \
+    -C build-dir="$out/build" \
+    -C cmake.define.FAKV_STATIC=ON \
+    -C cmake.define.FAKV_PYTHON_PACKAGE_DIR="$out/package" \
+    -C cmake.define.Python3_EXECUTABLE="$venv/bin/python"
+  raw=$(ls "$out"/dist/fakv-*-"$tag"-*.whl)
+  # The most compatible tag auditwheel finds true of the wheel, then that tag.
+  plat=$("$venv/bin/python" -m auditwheel show "$raw" | tr -d '\n' |
+         grep -oE 'consistent with the following platform tag: "[a-z0-9_]+"' | grep -oE '"[a-z0-9_]+"' | tr -d '"')
+  [ -n "$plat" ] || { "$venv/bin/python" -m auditwheel show "$raw"; echo "[wheel] auditwheel found no manylinux tag" >&2; exit 1; }
+  "$venv/bin/python" -m wheel tags --remove --platform-tag "$plat" "$raw" >/dev/null
+  rm -f "$DIST"/fakv-*-"$tag"-*.whl
+  mv "$out"/dist/fakv-*-"$tag"-*"$plat"*.whl "$DIST/"
+  echo "[wheel] $(ls "$DIST"/fakv-*-"$tag"-*.whl) ($(du -h "$DIST"/fakv-*-"$tag"-*.whl | cut -f1))"
+done
