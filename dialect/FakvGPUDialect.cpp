@@ -205,6 +205,8 @@ LogicalResult AsyncPagedLoadOp::verify() {
                          << tile.getElementType();
   if (!getTable() == !getPage())
     return emitOpError() << "expects exactly one of 'table' and 'page'";
+  if (!getError() != !getErrorCode())
+    return emitOpError() << "'report' takes an error pointer and a code";
   if (getSignal().getType().getCount() != getRing().getType().getStages())
     return emitOpError() << "needs one barrier per ring slot";
   return success();

@@ -105,7 +105,9 @@ def FakvGPU_AsyncPagedLoadOp : FakvGPU_Op<"async_paged_load", [AttrSizedOperandS
     The tile `fakv.paged_load` with the same operands would return, copied
     asynchronously into slot `slot` of `ring`; barrier `slot` of `signal`
     completes its phase when the data has landed (rows past `valid` are
-    zero). Lowered to TMA when every tile lies inside one page (page size a
+    zero; a page outside `[0, num_pages)` reads nothing, its rows are zero and
+    it reports `error_code`, as `fakv.paged_load` says). Lowered to TMA when
+    every tile lies inside one page (page size a
     compile-time multiple of the tile's rows), else to a `cp.async` gather.
     Issued by all threads of the calling warps; the lowering elects the
     issuing thread for TMA.
@@ -122,6 +124,7 @@ def FakvGPU_AsyncPagedLoadOp : FakvGPU_Op<"async_paged_load", [AttrSizedOperandS
                        Optional<I32>:$channels,
                        I32:$page_size, I32:$num_pages,
                        I64:$page_stride, I64:$row_stride, I64:$head_stride,
+                       Optional<Fakv_I32Ptr>:$error, Optional<I32>:$error_code,
                        FakvGPU_RingType:$ring, I32:$slot,
                        FakvGPU_BarriersType:$signal);
   let assemblyFormat = [{
@@ -129,6 +132,7 @@ def FakvGPU_AsyncPagedLoadOp : FakvGPU_Op<"async_paged_load", [AttrSizedOperandS
     `valid` $valid (`leftpad` $leftpad^)? (`channels` $channels^)?
     `page_size` $page_size `num_pages` $num_pages
     `strides` ` ` `[` $page_stride `,` $row_stride `,` $head_stride `]`
+    (`report` $error^ `,` $error_code)?
     `into` $ring `[` $slot `]` `signal` $signal attr-dict
     `:` qualified(type($cache)) `,` qualified(type($ring)) `,` qualified(type($signal))
   }];

@@ -236,6 +236,8 @@ LogicalResult PagedLoadOp::verify() {
   if (!getTable() == !getPage())
     return emitOpError() << "expects exactly one of 'table' (paged cache) and "
                             "'page' (contiguous cache)";
+  if (!getError() != !getErrorCode())
+    return emitOpError() << "'report' takes an error pointer and a code";
   return success();
 }
 

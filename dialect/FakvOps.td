@@ -195,6 +195,24 @@ def Fakv_LoadScalarOp : Fakv_Op<"load_scalar", [MemoryEffects<[MemRead]>]> {
   let hasVerifier = 1;
 }
 
+def Fakv_ReportOp : Fakv_Op<"report", [MemoryEffects<[MemWrite]>]> {
+  let summary = "record bad data: store a code when a condition holds";
+  let description = [{
+    When `cond` holds, stores `code` to `error[0]`. Kernels meet bad data (a
+    length past the cache, an index outside a table) by masking it and
+    reporting it this way instead of trapping: the host reads the word (in
+    page-locked memory the device writes) after the launch, without
+    stopping the device. Several reports may race: one of their codes is
+    left.
+
+    ```mlir
+    fakv.report %errors, %bad, %code : !fakv.ptr<i32>
+    ```
+  }];
+  let arguments = (ins Fakv_I32Ptr:$error, I1:$cond, I32:$code);
+  let assemblyFormat = "$error `,` $cond `,` $code attr-dict `:` qualified(type($error))";
+}
+
 // The mask of a load or store is an i1 tile shaped like the data tile.
 class Fakv_MaskMatches<string tile> : OptionalTypesMatchWith<
     "mask is an i1 tile shaped like the " # tile, tile, "mask",
@@ -285,7 +303,9 @@ def Fakv_PagedLoadOp : Fakv_Op<"paged_load", [AttrSizedOperandSegments,
     page indices) and `page` (the cache row of this sequence; the cache is then
     `(batch, seqlen, heads, D)` seen as `batch` pages of `seqlen` rows) is
     given, so that one kernel description serves both layouts. A page index
-    outside `[0, num_pages)` is an error (the CPU path aborts with a message).
+    outside `[0, num_pages)` (bad data: a block-table entry, or a cache row
+    past the cache) reads nothing: its rows are zero. With `report %err,
+    %code`, such a page also stores `code` to `err[0]`, as `fakv.report` does.
 
     ```mlir
     %k = fakv.paged_load %k_cache[%kvh, %n0] table %bt valid %len
@@ -305,13 +325,16 @@ def Fakv_PagedLoadOp : Fakv_Op<"paged_load", [AttrSizedOperandSegments,
                        I32:$num_pages,
                        I64:$page_stride,
                        I64:$row_stride,
-                       I64:$head_stride);
+                       I64:$head_stride,
+                       Optional<Fakv_I32Ptr>:$error,
+                       Optional<I32>:$error_code);
   let results = (outs Fakv_Tile:$result);
   let assemblyFormat = [{
     $cache `[` $head `,` $row `]` (`table` $table^)? (`page` $page^)?
     `valid` $valid (`leftpad` $leftpad^)? (`channels` $channels^)?
     `page_size` $page_size `num_pages` $num_pages
     `strides` ` ` `[` $page_stride `,` $row_stride `,` $head_stride `]`
+    (`report` $error^ `,` $error_code)?
     attr-dict `:` qualified(type($cache)) `->` type($result)
   }];
   let hasVerifier = 1;

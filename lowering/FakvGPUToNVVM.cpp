@@ -911,14 +911,21 @@ struct ClearRowsLowering : OpConversionPattern<fakvgpu::ClearRowsOp> {
   }
 };
 
-/// A page index outside [0, num_pages) is an error (fakv.paged_load): the
-/// kernel traps, which the launch reports, rather than read another page.
-void trapOutsidePages(OpBuilder &b, Location loc, Value page, Value numPages) {
+/// A page outside [0, num_pages) is bad data (fakv.paged_load): it is
+/// reported when the op says where; the copy reads nothing of it (TMA fills
+/// out-of-range boxes with zeros; the gather masks it). Only pages of rows
+/// that are read (`live`, or every row when null) are reported. Returns
+/// whether the page is inside.
+Value checkPage(OpBuilder &b, Location loc, fakvgpu::AsyncPagedLoadOp::Adaptor a,
+                Value page, Value live = Value()) {
   Value outside = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge,
-                                        page, numPages);
-  auto ifOp = scf::IfOp::create(b, loc, outside, false);
-  OpBuilder tb = OpBuilder::atBlockBegin(&ifOp.getThenRegion().front());
-  LLVM::Trap::create(tb, loc);
+                                        page, a.getNumPages());
+  if (a.getError())
+    reportIf(b, loc, a.getError(),
+             live ? arith::AndIOp::create(b, loc, outside, live).getResult() : outside,
+             a.getErrorCode());
+  return arith::XOrIOp::create(b, loc, outside,
+                               arith::ConstantIntOp::create(b, loc, 1, 1));
 }
 
 struct AsyncPagedLoadLowering : OpConversionPattern<fakvgpu::AsyncPagedLoadOp> {
@@ -955,11 +962,11 @@ struct AsyncPagedLoadLowering : OpConversionPattern<fakvgpu::AsyncPagedLoadOp> {
         page = LLVM::LoadOp::create(
             tb, loc, tb.getI32Type(),
             elementAddress(tb, loc, a.getTable(), idx, tb.getI32Type()));
-        trapOutsidePages(tb, loc, page, a.getNumPages());
       } else {
         page = a.getPage();
         offset = pos;
       }
+      checkPage(tb, loc, a, page);
       NVVM::MBarrierArriveExpectTxOp::create(
           tb, loc, TypeRange{}, bar, i32(tb, loc, rows * cols * elemBytes),
           NVVM::MemScopeKind::CTA, false, Value());
@@ -1016,10 +1023,10 @@ struct AsyncPagedLoadLowering : OpConversionPattern<fakvgpu::AsyncPagedLoadOp> {
                   elementAddress(vb, loc, a.getTable(), idx, vb.getI32Type()));
             },
             [&](OpBuilder &eb) -> Value { return i32(eb, loc, 0); });
-        trapOutsidePages(tb, loc, page, a.getNumPages());
       } else {
         page = arith::AddIOp::create(tb, loc, a.getPage(), pageIdx);
       }
+      valid = arith::AndIOp::create(tb, loc, valid, checkPage(tb, loc, a, page, rowValid));
       auto ext = [&](Value v) {
         return arith::ExtSIOp::create(tb, loc, tb.getI64Type(), v);
       };

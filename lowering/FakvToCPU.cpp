@@ -467,24 +467,23 @@ struct PagedLoadLowering : OpConversionPattern<PagedLoadOp> {
                                  tb.getI32Type()));
             else
               page = arith::AddIOp::create(tb, a.getPage(), pageIdx);
-            Value lo = arith::CmpIOp::create(tb, arith::CmpIPredicate::sge,
-                                             page, cstI32(tb, 0));
-            Value hi = arith::CmpIOp::create(tb, arith::CmpIPredicate::slt,
-                                             page, a.getNumPages());
-            emitRuntimeCheck(tb, op->getParentOfType<ModuleOp>(),
-                             arith::AndIOp::create(tb, lo, hi),
-                             "fakv.paged_load: page index outside [0, "
-                             "num_pages)");
+            // A page outside the cache reads nothing (rows of zeros) and
+            // is reported.
+            Value outside = arith::CmpIOp::create(tb, arith::CmpIPredicate::uge,
+                                                  page, a.getNumPages());
+            if (a.getError())
+              reportIf(tb, tb.getLoc(), a.getError(), outside, a.getErrorCode());
             Value base = arith::MulIOp::create(tb, i32ToI64(tb, page),
                                                a.getPageStride());
             base = arith::AddIOp::create(
                 tb, base,
                 arith::MulIOp::create(tb, i32ToI64(tb, offset),
                                       a.getRowStride()));
-            return arith::AddIOp::create(
+            base = arith::AddIOp::create(
                 tb, base,
                 arith::MulIOp::create(tb, i32ToI64(tb, a.getHead()),
                                       a.getHeadStride()));
+            return arith::SelectOp::create(tb, outside, cstI64(tb, -1), base);
           },
           [&](ImplicitLocOpBuilder &eb) -> Value { return cstI64(eb, -1); });
     });

@@ -6,6 +6,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 
 using namespace mlir;
 using namespace mlir::fakv;
@@ -14,6 +15,13 @@ Value mlir::fakv::elementAddress(OpBuilder &b, Location loc, Value base,
                                  Value index, Type elementType) {
   return LLVM::GEPOp::create(b, loc, base.getType(), elementType, base,
                              ValueRange{index});
+}
+
+void mlir::fakv::reportIf(OpBuilder &b, Location loc, Value error, Value cond,
+                          Value code) {
+  auto ifOp = scf::IfOp::create(b, loc, cond, /*withElseRegion=*/false);
+  OpBuilder tb = OpBuilder::atBlockBegin(&ifOp.getThenRegion().front());
+  LLVM::StoreOp::create(tb, loc, code, error, /*alignment=*/4, /*isVolatile=*/true);
 }
 
 namespace {
@@ -44,10 +52,21 @@ struct LoadScalarLowering : OpConversionPattern<LoadScalarOp> {
   }
 };
 
+struct ReportLowering : OpConversionPattern<ReportOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(ReportOp op, OpAdaptor a,
+                  ConversionPatternRewriter &rewriter) const override {
+    reportIf(rewriter, op.getLoc(), a.getError(), a.getCond(), a.getCode());
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::fakv::populatePointerLoweringPatterns(const TypeConverter &converter,
                                                  RewritePatternSet &patterns) {
-  patterns.add<AddPtrLowering, LoadScalarLowering>(converter,
-                                                   patterns.getContext());
+  patterns.add<AddPtrLowering, LoadScalarLowering, ReportLowering>(
+      converter, patterns.getContext());
 }

@@ -1,8 +1,8 @@
 //===- PointerLowering.h - fakv pointers to LLVM, CPU and GPU ---*- C++ -*-===//
 //
-// fakv.addptr and fakv.load_scalar become the same LLVM on both paths (a GEP
-// on the converted pointer, whatever its address space, and a load); the CPU
-// and GPU conversions add these patterns.
+// fakv.addptr, fakv.load_scalar and fakv.report become the same LLVM on both
+// paths (a GEP on the converted pointer, whatever its address space, a load,
+// a guarded store); the CPU and GPU conversions add these patterns.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,6 +16,10 @@ namespace mlir::fakv {
 /// &base[index] for elements of `elementType`, in base's address space.
 Value elementAddress(OpBuilder &b, Location loc, Value base, Value index,
                      Type elementType);
+
+/// `if (cond) error[0] = code` (fakv.report; paged loads that meet a page
+/// outside the cache). `error` is the converted i32 pointer.
+void reportIf(OpBuilder &b, Location loc, Value error, Value cond, Value code);
 
 void populatePointerLoweringPatterns(const TypeConverter &converter,
                                      RewritePatternSet &patterns);

@@ -83,7 +83,7 @@ AsyncPagedLoadOp mlir::fakv::issueLoad(OpBuilder &b, scf::ForOp loop,
       m(load.getLeftpad()), m(load.getChannels()), m(load.getPageSize()),
       m(load.getNumPages()),
       m(load.getPageStride()), m(load.getRowStride()), m(load.getHeadStride()),
-      ring, slot, full);
+      m(load.getError()), m(load.getErrorCode()), ring, slot, full);
 }
 
 namespace {

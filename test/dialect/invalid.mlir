@@ -266,8 +266,27 @@ func.func @paged_neither(%c: !fakv.ptr<bf16>, %i: i32, %s: i64) {
 func.func @paged_table_type(%c: !fakv.ptr<bf16>, %t: !fakv.ptr<i64>, %i: i32, %s: i64) {
   // expected-error @+1 {{operand #3 must be pointer to i32, but got '!fakv.ptr<i64>'}}
   %k = "fakv.paged_load"(%c, %i, %i, %t, %i, %i, %i, %s, %s, %s)
-         <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 1, 0, 0, 1, 1, 1, 1, 1>}>
+         <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 1, 0, 0, 1, 1, 1, 1, 1, 0, 0>}>
          : (!fakv.ptr<bf16>, i32, i32, !fakv.ptr<i64>, i32, i32, i32, i64, i64, i64) -> tensor<4x4xbf16>
+  return
+}
+
+// -----
+
+func.func @paged_report_without_code(%c: !fakv.ptr<bf16>, %t: !fakv.ptr<i32>, %i: i32, %s: i64) {
+  // expected-error @+1 {{'report' takes an error pointer and a code}}
+  %k = "fakv.paged_load"(%c, %i, %i, %t, %i, %i, %i, %s, %s, %s, %t)
+         <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 1, 0, 0, 1, 1, 1, 1, 1, 1, 0>}>
+         : (!fakv.ptr<bf16>, i32, i32, !fakv.ptr<i32>, i32, i32, i32, i64, i64, i64, !fakv.ptr<i32>)
+         -> tensor<4x4xbf16>
+  return
+}
+
+// -----
+
+func.func @report_pointer_type(%e: !fakv.ptr<f32>, %c: i1, %i: i32) {
+  // expected-error @+1 {{operand #0 must be pointer to i32}}
+  fakv.report %e, %c, %i : !fakv.ptr<f32>
   return
 }
 

@@ -48,7 +48,8 @@ func.func @construction(%f: f32, %t: tensor<4x16x128xbf16>, %p: tensor<64x128xf3
 // CHECK: fakv.store %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}] strides [%{{.*}}, %{{.*}}] bounds [%{{.*}}, %{{.*}}] : tensor<64x128xf32>, !fakv.ptr<f32>
 // CHECK: fakv.store %{{.*}}, %{{.*}}[%{{.*}}] strides [%{{.*}}] mask %{{.*}} : tensor<64xf32>, !fakv.ptr<f32>
 // CHECK: fakv.paged_load %{{.*}}[%{{.*}}, %{{.*}}] table %{{.*}} valid %{{.*}} leftpad %{{.*}} page_size %{{.*}} num_pages %{{.*}} strides [%{{.*}}, %{{.*}}, %{{.*}}] : !fakv.ptr<bf16> -> tensor<128x128xbf16>
-// CHECK: fakv.paged_load %{{.*}}[%{{.*}}, %{{.*}}] page %{{.*}} valid %{{.*}} channels %{{.*}} page_size %{{.*}} num_pages %{{.*}} strides [%{{.*}}, %{{.*}}, %{{.*}}] : !fakv.ptr<f16> -> tensor<64x64xf16>
+// CHECK: fakv.paged_load %{{.*}}[%{{.*}}, %{{.*}}] page %{{.*}} valid %{{.*}} channels %{{.*}} page_size %{{.*}} num_pages %{{.*}} strides [%{{.*}}, %{{.*}}, %{{.*}}] report %{{.*}}, %{{.*}} : !fakv.ptr<f16> -> tensor<64x64xf16>
+// CHECK: fakv.report %{{.*}}, %{{.*}}, %{{.*}} : !fakv.ptr<i32>
 func.func @memory(%q: !fakv.ptr<bf16>, %o: !fakv.ptr<f32>, %kc: !fakv.ptr<bf16>, %vc: !fakv.ptr<f16>,
                   %bt: !fakv.ptr<i32>, %i: i32, %s: i64, %m: tensor<64x128xi1>, %m1: tensor<64xi1>,
                   %f: f32, %t: tensor<64x128xf32>, %t1: tensor<64xf32>) {
@@ -62,7 +63,9 @@ func.func @memory(%q: !fakv.ptr<bf16>, %o: !fakv.ptr<f32>, %kc: !fakv.ptr<bf16>,
   %k = fakv.paged_load %kc[%i, %i] table %row valid %len leftpad %i page_size %i num_pages %i
          strides [%s, %s, %s] : !fakv.ptr<bf16> -> tensor<128x128xbf16>
   %v = fakv.paged_load %vc[%i, %i] page %i valid %len channels %i page_size %i num_pages %i
-         strides [%s, %s, %s] : !fakv.ptr<f16> -> tensor<64x64xf16>
+         strides [%s, %s, %s] report %bt, %i : !fakv.ptr<f16> -> tensor<64x64xf16>
+  %bad = arith.cmpi slt, %len, %i : i32
+  fakv.report %bt, %bad, %i : !fakv.ptr<i32>
   return
 }
 

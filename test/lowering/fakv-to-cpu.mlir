@@ -32,8 +32,9 @@ func.func @host(%m: memref<4xf32>, %g: i32) {
 
 // -----
 
-// A paged load looks each row's page up once (checked against num_pages),
-// then reads the row's elements; rows past `valid` are zero.
+// A paged load looks each row's page up once, then reads the row's
+// elements; rows past `valid`, and rows of a page outside [0, num_pages)
+// (which `report` stores its code for), are zero.
 // CHECK-LABEL: func.func @paged(
 // CHECK: %[[ROWS:.*]] = tensor.generate {
 // CHECK:   arith.cmpi slt
@@ -41,19 +42,32 @@ func.func @host(%m: memref<4xf32>, %g: i32) {
 // CHECK:     arith.divsi
 // CHECK:     arith.remsi
 // CHECK:     llvm.getelementptr %{{.*}} : (!llvm.ptr, i64) -> !llvm.ptr, i32
-// CHECK:     llvm.load %{{.*}} : !llvm.ptr -> i32
-// CHECK:     scf.if
-// CHECK:       llvm.call @write
-// CHECK:       llvm.call @abort
+// CHECK:     %[[PAGE:.*]] = llvm.load %{{.*}} : !llvm.ptr -> i32
+// CHECK:     %[[OUT:.*]] = arith.cmpi uge, %[[PAGE]], %{{.*}} : i32
+// CHECK:     scf.if %[[OUT]] {
+// CHECK:       llvm.store volatile %{{.*}}, %{{.*}} {alignment = 4 : i64} : i32, !llvm.ptr
+// CHECK:     arith.select %[[OUT]], %{{.*}}, %{{.*}} : i64
 // CHECK: } : tensor<16xi64>
 // CHECK: tensor.generate {
 // CHECK:   tensor.extract %[[ROWS]]
 // CHECK:   llvm.load %{{.*}} : !llvm.ptr -> bf16
 // CHECK: } : tensor<16x8xbf16>
-func.func @paged(%c: !fakv.ptr<bf16>, %t: !fakv.ptr<i32>, %i: i32, %s: i64) -> tensor<16x8xbf16> {
+func.func @paged(%c: !fakv.ptr<bf16>, %t: !fakv.ptr<i32>, %i: i32, %s: i64,
+                 %e: !fakv.ptr<i32>) -> tensor<16x8xbf16> {
   %k = fakv.paged_load %c[%i, %i] table %t valid %i page_size %i num_pages %i strides [%s, %s, %s]
-         : !fakv.ptr<bf16> -> tensor<16x8xbf16>
+         report %e, %i : !fakv.ptr<bf16> -> tensor<16x8xbf16>
   return %k : tensor<16x8xbf16>
+}
+
+// -----
+
+// fakv.report: a store guarded by the condition.
+// CHECK-LABEL: func.func @report(
+// CHECK: scf.if %{{.*}} {
+// CHECK:   llvm.store volatile %{{.*}}, %{{.*}} {alignment = 4 : i64} : i32, !llvm.ptr
+func.func @report(%e: !fakv.ptr<i32>, %bad: i1, %code: i32) {
+  fakv.report %e, %bad, %code : !fakv.ptr<i32>
+  return
 }
 
 // -----
