@@ -13,6 +13,10 @@ and V in flight (fakv.interface.plan lowers it to 2 for head dims above 128).
 import fakv
 import fakv.language as fl
 
+# Codes a program reports bad data with (fl.report; fakv.runtime.ERROR_KINDS),
+# plus the batch row.
+SEQLENS_ERROR, BLOCK_TABLE_ERROR, BATCH_IDX_ERROR = 1 << 24, 2 << 24, 3 << 24
+
 
 @fakv.jit
 def score_mod(s, q_pos, k_pos, seqlen_k, seqlen_q, left, right, slopes,
@@ -31,16 +35,17 @@ def score_mod(s, q_pos, k_pos, seqlen_k, seqlen_q, left, right, slopes,
 
 
 @fakv.jit
-def load_kv(Cache, Table, kvh, b, n0, seqlen, head_dim, page_size, num_pages, strides,
+def load_kv(Cache, Table, kvh, row, b, n0, seqlen, head_dim, page_size, num_pages, strides, Errors,
             BLOCK_N: fl.constexpr, HEAD_DIM: fl.constexpr, PAGE_SIZE: fl.constexpr):
     """Rows [n0, n0 + BLOCK_N) of kv head kvh of sequence b: through the block
-    table (a compile-time PAGE_SIZE), or from cache row b (PAGE_SIZE 0: a
-    contiguous cache, `page_size` rows per sequence)."""
+    table (a compile-time PAGE_SIZE), or from cache row `row` (PAGE_SIZE 0: a
+    contiguous cache, `page_size` rows per sequence). A page outside the
+    cache reads as zeros and is reported."""
     if PAGE_SIZE:
         return fl.paged_load(Cache, kvh, n0, BLOCK_N, HEAD_DIM, seqlen, PAGE_SIZE, num_pages, strides,
-                             table=Table, channels=head_dim)
+                             table=Table, channels=head_dim, report=(Errors, BLOCK_TABLE_ERROR + b))
     return fl.paged_load(Cache, kvh, n0, BLOCK_N, HEAD_DIM, seqlen, page_size, num_pages, strides,
-                         page=b, channels=head_dim)
+                         page=row, channels=head_dim, report=(Errors, BATCH_IDX_ERROR + b))
 
 
 @fakv.jit(pack_gqa=1, stages=3)
@@ -48,7 +53,7 @@ def decode(Q, K, V, Table, Seqlens, Out, Lse, OutPart, LsePart,
            q_batch_stride, q_seq_stride, q_head_stride,
            page_stride, row_stride, head_stride, table_stride,
            batch, seqlen_q, heads, kv_heads, head_dim, page_size, num_pages, scale,
-           BatchIdx, softcap, left, right, Slopes, slopes_batch_stride,
+           BatchIdx, softcap, left, right, Slopes, slopes_batch_stride, Errors, capacity,
            HEAD_DIM: fl.constexpr, BLOCK_N: fl.constexpr, GROUP: fl.constexpr, SQ_BLOCK: fl.constexpr,
            PAGE_SIZE: fl.constexpr, CAUSAL: fl.constexpr, BATCH_IDX: fl.constexpr, SOFTCAP: fl.constexpr,
            WINDOW: fl.constexpr, ALIBI: fl.constexpr):
@@ -57,7 +62,11 @@ def decode(Q, K, V, Table, Seqlens, Out, Lse, OutPart, LsePart,
     split, q0 = split_mb // m_blocks, (split_mb % m_blocks) * SQ_BLOCK
     num_splits = fl.num_programs(0) // m_blocks
     kvh = h // GROUP
+    # A length outside [0, capacity] (the rows a sequence's cache holds) is
+    # bad data: reported, and clamped so that nothing is read out of bounds.
     seqlen = Seqlens[b]
+    fl.report(Errors, (seqlen < 0) | (seqlen > capacity), SEQLENS_ERROR + b)
+    seqlen = fl.minimum(fl.maximum(seqlen, 0), capacity)
     cache_row = b
     if BATCH_IDX:                          # contiguous cache rows picked by cache_batch_idx
         cache_row = BatchIdx[b]
@@ -91,9 +100,9 @@ def decode(Q, K, V, Table, Seqlens, Out, Lse, OutPart, LsePart,
     acc = fl.zeros((SQ_BLOCK, HEAD_DIM))
     for blk in fl.range(first, last):
         n0 = blk * BLOCK_N
-        k = load_kv(K, table, kvh, cache_row, n0, seqlen, head_dim, page_size, num_pages, strides,
+        k = load_kv(K, table, kvh, cache_row, b, n0, seqlen, head_dim, page_size, num_pages, strides, Errors,
                     BLOCK_N, HEAD_DIM, PAGE_SIZE)
-        v = load_kv(V, table, kvh, cache_row, n0, seqlen, head_dim, page_size, num_pages, strides,
+        v = load_kv(V, table, kvh, cache_row, b, n0, seqlen, head_dim, page_size, num_pages, strides, Errors,
                     BLOCK_N, HEAD_DIM, PAGE_SIZE)
         s = fl.dot(q, k, trans_b=True)
         if SOFTCAP:

@@ -11,9 +11,25 @@
 """
 from . import language  # noqa: F401
 from .codegen import CompilationError  # noqa: F401
+from .errors import DataError, FakvError  # noqa: F401
 from .jit import JITFunction, jit  # noqa: F401
 
 __version__ = "0.1.0"
+
+
+def synchronize():
+    """Waits for the current CUDA device, then raises DataError if a fakv
+    kernel found bad data (a cache length past the cache, a block-table
+    entry outside it) since the last check."""
+    from .runtime import synchronize as sync
+    sync()
+
+
+def check_errors():
+    """Raises DataError if a finished fakv kernel found bad data since the
+    last check (does not wait for the GPU; every API call checks too)."""
+    from .runtime import raise_pending
+    raise_pending()
 
 
 def __getattr__(name):

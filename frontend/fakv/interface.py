@@ -11,7 +11,10 @@ import numbers
 import os
 import sys
 
+from . import jit
+from . import runtime
 from . import tensors as T
+from .errors import DataError, FakvError
 from .heuristics import num_splits_heuristic
 
 # The kernels: installed with the package (fakv/kernels), or kernels/ of a
@@ -94,16 +97,28 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
     }
 
 
-def plain_extras(seqlens, lse):
+def plain_extras(seqlens, lse, capacity, errors=None):
     """decode.py's arguments after `scale` when cache_batch_idx, softcap,
     window_size and alibi_slopes are not used: (BatchIdx, softcap, left,
-    right, Slopes, slopes_batch_stride), pointers to tensors never read."""
-    return seqlens, 0.0, -1, -1, lse, 0
+    right, Slopes, slopes_batch_stride, Errors, capacity); pointers to
+    tensors never read, the error word (errors_for(seqlens) when not given)
+    and the rows a sequence's cache holds."""
+    return (seqlens, 0.0, -1, -1, lse, 0, errors_for(seqlens) if errors is None else errors, capacity)
+
+
+def errors_for(like):
+    """Where a kernel launched on `like`'s device reports bad data: the
+    process's error word (a runtime.Pointer) on the GPU, a fresh int32 array
+    on the CPU path."""
+    if T.device(like) == "cuda":
+        return runtime.Pointer(runtime.error_word(), "i32", T.device_index(like))
+    import numpy as np
+    return np.zeros(1, np.int32)
 
 
 def _check(cond, message):
     if not cond:
-        raise ValueError("flash_attn_with_kvcache: " + message)
+        raise FakvError("flash_attn_with_kvcache: " + message)
 
 
 def with_kernels(decode=None, combine=None):
@@ -117,6 +132,14 @@ def with_kernels(decode=None, combine=None):
                                 softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0,
                                 rotary_interleaved=True, alibi_slopes=None, num_splits=0,
                                 return_softmax_lse=False):
+        runtime.raise_pending()              # a kernel of an earlier call found bad data
+        if type(q) is _Tensor and k is None and v is None and rotary_cos is None and cache_leftpad is None:
+            key, ptrs = _call_key(decode, combine, q, k_cache, v_cache, cache_seqlens, cache_batch_idx,
+                                  block_table, softmax_scale, causal, window_size, softcap, alibi_slopes,
+                                  num_splits, return_softmax_lse)
+            call = _CALLS.get(key)
+            if call is not None:
+                return call(ptrs, q, cache_seqlens)
         return _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens,
                           cache_batch_idx, cache_leftpad, block_table, softmax_scale, causal, window_size,
                           softcap, rotary_interleaved, alibi_slopes, num_splits, return_softmax_lse)
@@ -125,21 +148,203 @@ def with_kernels(decode=None, combine=None):
     return flash_attn_with_kvcache
 
 
-def _check_data(q):
-    """Whether to check cache_seqlens and block_table entries (a copy to the
-    host): not while a CUDA graph is captured, nor with FAKV_CHECK_DATA=0."""
-    if os.environ.get("FAKV_CHECK_DATA", "1") == "0":
-        return False
-    if T.device(q) != "cuda":
-        return True
+def _check_data():
+    """FAKV_CHECK_DATA: "1" checks cache_seqlens, block_table and
+    cache_batch_idx on the host before every GPU launch (a copy to the host
+    that waits for the GPU; not while a CUDA graph is captured); "0" skips
+    these checks on the CPU path too. Kernels check and report bad data
+    whatever it says."""
+    return os.environ.get("FAKV_CHECK_DATA", "")
+
+
+def _capturing():
     import torch
-    return not torch.cuda.is_current_stream_capturing()
+    return torch.cuda.is_current_stream_capturing()
+
+
+# ---- the fast path: one prepared call per signature ----------------------------------------
+# A torch call whose arguments have the shapes, strides, dtypes, devices,
+# alignment and options of an earlier one reuses that call's checks, plan
+# and kernels: only addresses, the outputs and an int cache_seqlens change.
+
+_Tensor = None          # torch.Tensor, once a call has seen torch
+_CALLS = {}
+_MAX_CALLS = 256
+
+
+def _sig(t):
+    """What of a tensor argument the checks and the kernels depend on."""
+    if t is None or type(t) is int:
+        return type(t)
+    if type(t) is not _Tensor:
+        return t                       # not keyable unless hashable; then checked on the slow path
+    return t.shape, t.stride(), t.dtype, t.get_device(), t.data_ptr() & 15 == 0
+
+
+def _call_key(decode, combine, q, k_cache, v_cache, cache_seqlens, cache_batch_idx, block_table, softmax_scale,
+              causal, window_size, softcap, alibi_slopes, num_splits, return_softmax_lse):
+    """(key, addresses): the signature of a call with torch tensors (None
+    when it cannot be keyed), and the addresses of q, k_cache, v_cache,
+    cache_seqlens, block_table, cache_batch_idx and alibi_slopes (0 when not
+    tensors)."""
+    tensors = (q, k_cache, v_cache, cache_seqlens, block_table, cache_batch_idx, alibi_slopes)
+    ptrs = tuple(t.data_ptr() if type(t) is _Tensor else 0 for t in tensors)
+    key = (decode, combine, tuple(map(_sig, tensors)), softmax_scale, causal,
+           tuple(window_size) if type(window_size) in (tuple, list) else window_size, softcap, num_splits,
+           return_softmax_lse, _check_data())
+    try:
+        hash(key)
+    except TypeError:
+        return None, ptrs
+    return key, ptrs
+
+
+class _Call:
+    """A checked and planned call on the GPU: its two kernels (fakv._runtime
+    launchers) and their arguments, of which the addresses, the outputs and
+    the workspace are filled in at each call."""
+
+    # Positions in decode.py's runtime parameters.
+    Q, K, V, TABLE, SEQLENS, OUT, LSE, OUT_PART, LSE_PART, BATCH_IDX, SLOPES = 0, 1, 2, 3, 4, 5, 6, 7, 8, 24, 28
+
+    def __init__(self, decode, decode_grid, decode_args, combine, combine_grid, combine_args, out_shape,
+                 lse_shape, part_out, part_lse, return_lse, capacity, copy_q):
+        import torch
+        self.torch, self.copy_q = torch, copy_q
+        self.decode, self.decode_grid, self.decode_args = decode, decode_grid, decode_args
+        self.combine, self.combine_grid, self.combine_args = combine, combine_grid, combine_args
+        self.out_shape, self.lse_shape = out_shape, lse_shape
+        self.part_out, self.part_lse = part_out, part_lse
+        # Workspace (float32): out partials, lse partials, and the lse when it is not returned.
+        self.ws_floats = max(1, part_out + part_lse + (0 if return_lse else lse_shape[0] * lse_shape[1] *
+                                                     lse_shape[2]))
+        self.return_lse, self.capacity = return_lse, capacity
+        self.stream = runtime.stream_getter()
+        self._seqlens = {}
+
+    def __call__(self, ptrs, q, cache_seqlens):
+        torch = self.torch
+        qp, kp, vp, sp, tp, bp, ap = ptrs
+        if type(cache_seqlens) is not _Tensor:
+            sp = self._seqlens_tensor(q, self.capacity if cache_seqlens is None else cache_seqlens)
+        if self.copy_q:
+            q = q.contiguous()
+            qp = q.data_ptr()
+        device = q.device
+        out = torch.empty(self.out_shape, dtype=q.dtype, device=device)
+        ws = torch.empty(self.ws_floats, dtype=torch.float32, device=device)
+        wp = ws.data_ptr()
+        lse_part = wp + 4 * self.part_out
+        if self.return_lse:
+            lse = torch.empty(self.lse_shape, dtype=torch.float32, device=device)
+            lp = lse.data_ptr()
+        else:
+            lse, lp = None, lse_part + 4 * self.part_lse
+        op = out.data_ptr()
+        stream = self.stream()
+        a = self.decode_args
+        a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8] = qp, kp, vp, tp or sp, sp, op, lp, wp, lse_part
+        a[24] = bp or sp
+        a[28] = ap or lp
+        gx, gy, gz = self.decode_grid
+        self.decode(gx, gy, gz, stream, *a)
+        if self.combine is not None:
+            c = self.combine_args
+            c[0], c[1], c[2], c[3] = wp, lse_part, op, lp
+            gx, gy, gz = self.combine_grid
+            self.combine(gx, gy, gz, stream, *c)
+        return (out, lse) if self.return_lse else out
+
+    def _seqlens_tensor(self, q, value):
+        """An int cache_seqlens as a (batch,) int32 tensor's address (one
+        tensor per value, kept: a call captured in a CUDA graph reads it at
+        every replay)."""
+        t = self._seqlens.get(value)
+        if t is None:
+            _check(type(value) is int and 0 <= value <= self.capacity,
+                   f"cache_seqlens ({value}) must be in [0, {self.capacity}] (the cache's rows)")
+            if len(self._seqlens) >= 64 and not _capturing():
+                self._seqlens.clear()
+            t = self._seqlens[value] = self.torch.full((self.out_shape[0],), value, dtype=self.torch.int32,
+                                                       device=q.device)
+        return t.data_ptr()
+
+
+def _prepare(decode, decode_args, decode_consts, decode_grid, combine, combine_args, combine_consts,
+             combine_grid, q, lse_shape, part_out, part_lse, return_lse, capacity, copy_q):
+    """The _Call of a checked GPU call: decode and combine specialised and
+    compiled (in parallel threads when both compile), their launchers made."""
+    ptr = runtime.Pointer
+    dev = q.get_device()
+    # Stand-ins (16-byte aligned, as torch's allocations are) for what each call allocates.
+    decode_args = list(decode_args)
+    decode_args[5:9] = [ptr(0, T.dtype(q), dev), ptr(0, "f32", dev), ptr(0, "f32", dev), ptr(0, "f32", dev)]
+    if decode_args[28] is None:
+        decode_args[28] = ptr(0, "f32", dev)
+    if copy_q:
+        decode_args[0] = ptr(0, T.dtype(q), dev)
+    jobs = [(decode, decode_args, decode_consts)]
+    if combine is not None:
+        combine_args = [ptr(0, "f32", dev), ptr(0, "f32", dev), ptr(0, T.dtype(q), dev), ptr(0, "f32", dev),
+                        *combine_args[4:]]
+        jobs.append((combine, combine_args, combine_consts))
+
+    if len(jobs) > 1:
+        from concurrent.futures import ThreadPoolExecutor
+        with ThreadPoolExecutor(len(jobs)) as pool:
+            compiled = list(pool.map(lambda job: job[0].specialize_for(job[1], job[2]), jobs))
+    else:
+        compiled = [fn.specialize_for(args, consts) for fn, args, consts in jobs]
+    launchers = [runtime.GPUKernel.for_device(c, args).launch_raw for c, (_, args, _) in zip(compiled, jobs)]
+
+    def template(args):
+        # Addresses are filled in per call; the error word's stays.
+        return [v.data_ptr() if isinstance(v, runtime.Pointer) else v if isinstance(v, (int, float)) else 0
+                for v in args]
+    return _Call(launchers[0], decode_grid, template(decode_args), launchers[1] if combine is not None else None,
+                 combine_grid, template(combine_args) if combine is not None else None, tuple(q.shape),
+                 lse_shape, part_out, part_lse, return_lse, capacity, copy_q)
+
+
+def _check_contents(seqlens, block_table, cache_batch_idx, batch, capacity, page_size, num_pages,
+                    cache_batch):
+    """The host checks of the data (FAKV_CHECK_DATA; always on the CPU
+    path unless it is 0): reads the tensors on the host."""
+    import numpy as np
+    lens = None if seqlens is None else T.host(seqlens).astype("int64")
+    if lens is not None and lens.size:
+        bad = np.nonzero((lens < 0) | (lens > capacity))[0]
+        if bad.size:
+            r = int(bad[0])
+            raise DataError(f"flash_attn_with_kvcache: cache_seqlens[{r}] = {int(lens[r])} is outside "
+                            f"[0, {capacity}] (the rows the cache holds for a sequence)"
+                            + ("; cache_seqlens must not be negative" if lens[r] < 0 else
+                               f"; cache_seqlens ({int(lens[r])}) exceeds the cache ({capacity} rows)"))
+    if block_table is not None and lens is not None:
+        used = np.arange(block_table.shape[1])[None, :] < ((lens + page_size - 1) // page_size)[:, None]
+        entries = T.host(block_table)
+        bad = used & ((entries < 0) | (entries >= num_pages))
+        if bad.any():
+            r, c = (int(x[0]) for x in np.nonzero(bad))
+            raise DataError(f"flash_attn_with_kvcache: block_table[{r}, {c}] = {int(entries[r, c])}: "
+                            f"block_table entries used by cache_seqlens must be in [0, {num_pages})")
+    if cache_batch_idx is not None:
+        rows = T.host(cache_batch_idx)
+        bad = np.nonzero((rows < 0) | (rows >= cache_batch))[0]
+        if bad.size:
+            r = int(bad[0])
+            raise DataError(f"flash_attn_with_kvcache: cache_batch_idx[{r}] = {int(rows[r])}: cache_batch_idx "
+                            f"entries must be in [0, {cache_batch}) (the cache's sequences)")
 
 
 def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens,
                cache_batch_idx, cache_leftpad, block_table, softmax_scale, causal, window_size, softcap,
                rotary_interleaved, alibi_slopes, num_splits, return_softmax_lse):
-    # Docstring: _DOC below.
+    # Docstring: _DOC below. Checks every argument and plans; runs the CPU
+    # path through the JIT, or prepares the GPU call (_Call) and keeps it for
+    # calls of the same signature.
+    global _Tensor
+    kernels, given_seqlens = (decode, combine), cache_seqlens
     for name, value, default in (("k", k, None), ("v", v, None), ("rotary_cos", rotary_cos, None),
                                  ("rotary_sin", rotary_sin, None), ("cache_leftpad", cache_leftpad, None)):
         _not_yet(name, value, default)
@@ -149,10 +354,12 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
         _check(T.is_array(t), f"`{name}` must be a torch.Tensor (or a numpy array on the CPU path)")
         _check(len(t.shape) == 4, f"`{name}` must be 4-D, got shape {tuple(t.shape)}")
         _check(T.dtype(t) in _DTYPES, f"`{name}` must be float16 or bfloat16, got {t.dtype}")
+        _check(t.shape[3] >= 1, f"`{name}` has head_dim 0")
         _check(T.strides(t)[-1] == 1, f"`{name}` must be contiguous in its last dimension")
     _check(T.dtype(k_cache) == T.dtype(q) and T.dtype(v_cache) == T.dtype(q),
            f"q, k_cache and v_cache must share one dtype, got {q.dtype}, {k_cache.dtype}, {v_cache.dtype}")
-    _check(T.device(k_cache) == T.device(q) and T.device(v_cache) == T.device(q),
+    _check(T.device(k_cache) == T.device(q) and T.device(v_cache) == T.device(q)
+           and T.device_index(k_cache) == T.device_index(q) and T.device_index(v_cache) == T.device_index(q),
            "q, k_cache and v_cache must be on one device")
     _check(tuple(k_cache.shape) == tuple(v_cache.shape),
            f"k_cache {tuple(k_cache.shape)} and v_cache {tuple(v_cache.shape)} must have one shape")
@@ -162,13 +369,15 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
     _check(seqlen_q >= 1, "seqlen_q must be at least 1")
     _check(k_cache.shape[3] == head_dim, f"head_dim of q ({head_dim}) and of the cache ({k_cache.shape[3]}) differ")
     _check(head_dim % 8 == 0 and head_dim <= 256, f"head_dim must be a multiple of 8 up to 256, got {head_dim}")
-    _check(heads % kv_heads == 0, f"heads ({heads}) must be a multiple of kv heads ({kv_heads})")
+    _check(kv_heads >= 1 and heads % kv_heads == 0, f"heads ({heads}) must be a multiple of kv heads ({kv_heads})")
     paged = block_table is not None
     if paged:
         _check(T.is_array(block_table) and T.dtype(block_table) == "i32"
                and len(block_table.shape) == 2 and block_table.shape[0] == batch,
                f"`block_table` must be an int32 tensor (batch={batch}, max_blocks)")
         _check(T.device(block_table) == T.device(q), "`block_table` must be on q's device")
+        _check(block_table.shape[1] == 0 or T.strides(block_table)[1] == 1,
+               "`block_table` must be contiguous in its last dimension")
         num_pages, page_size = k_cache.shape[0], k_cache.shape[1]
         capacity = block_table.shape[1] * page_size
     else:
@@ -177,47 +386,31 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
         num_pages, page_size = k_cache.shape[0], k_cache.shape[1]
         capacity = page_size
 
+    on_gpu = T.device(q) == "cuda"
+    mode = _check_data()
+    host_checks = (mode == "1") if on_gpu else (mode != "0")
+    seqlens_int = cache_seqlens is None or type(cache_seqlens) is int
     if cache_seqlens is None:
         cache_seqlens = capacity
-    check_data = _check_data(q)
-    lens = None                                           # cache_seqlens on the host, when checked
-    if isinstance(cache_seqlens, int):
+    if seqlens_int:
         _check(0 <= cache_seqlens <= capacity,
                f"cache_seqlens ({cache_seqlens}) must be in [0, {capacity}] (the cache's rows)")
         seqlens = T.full_int32((batch,), cache_seqlens, q)
-        if paged and check_data:
-            import numpy as np
-            lens = np.full(batch, cache_seqlens)
     else:
         _check(T.is_array(cache_seqlens) and T.dtype(cache_seqlens) == "i32"
-               and tuple(cache_seqlens.shape) == (batch,) and T.strides(cache_seqlens)[0] == 1,
+               and tuple(cache_seqlens.shape) == (batch,) and (batch <= 1 or T.strides(cache_seqlens)[0] == 1),
                f"`cache_seqlens` must be an int or a contiguous int32 tensor ({batch},)")
         _check(T.device(cache_seqlens) == T.device(q), "`cache_seqlens` must be on q's device")
         seqlens = cache_seqlens
-        if check_data:
-            lens = T.host(seqlens).astype("int64")
-            _check(int(lens.min()) >= 0, "cache_seqlens must not be negative")
-            _check(int(lens.max()) <= capacity,
-                   f"cache_seqlens ({int(lens.max())}) exceeds the cache ({capacity} rows)")
-    if paged and check_data:
-        import numpy as np
-        used = np.arange(block_table.shape[1])[None, :] < ((lens + page_size - 1) // page_size)[:, None]
-        entries = T.host(block_table)[used]
-        _check(entries.size == 0 or (int(entries.min()) >= 0 and int(entries.max()) < num_pages),
-               f"block_table entries used by cache_seqlens must be in [0, {num_pages})")
 
     # ---- cache_batch_idx, softcap, window_size, alibi_slopes -------------------------------------
     batch_idx = seqlens                                   # any int32 tensor when unused
     if cache_batch_idx is not None:
         _check(not paged, "cache_batch_idx is for a contiguous cache (FlashAttention: not with block_table)")
         _check(T.is_array(cache_batch_idx) and T.dtype(cache_batch_idx) == "i32"
-               and tuple(cache_batch_idx.shape) == (batch,) and T.strides(cache_batch_idx)[0] == 1,
+               and tuple(cache_batch_idx.shape) == (batch,) and (batch <= 1 or T.strides(cache_batch_idx)[0] == 1),
                f"`cache_batch_idx` must be a contiguous int32 tensor ({batch},)")
         _check(T.device(cache_batch_idx) == T.device(q), "`cache_batch_idx` must be on q's device")
-        if check_data:
-            rows = T.host(cache_batch_idx)
-            _check(int(rows.min()) >= 0 and int(rows.max()) < k_cache.shape[0],
-                   f"cache_batch_idx entries must be in [0, {k_cache.shape[0]}) (the cache's sequences)")
         batch_idx = cache_batch_idx
     _check(isinstance(softcap, numbers.Real) and not isinstance(softcap, bool) and math.isfinite(softcap)
            and softcap >= 0, f"`softcap` must be a finite number >= 0, got {softcap!r}")
@@ -247,39 +440,76 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
     extras = dict(BATCH_IDX=cache_batch_idx is not None, SOFTCAP=softcap > 0, ALIBI=slopes is not None,
                   WINDOW=(left, right) != (-1, -1) and not fa_causal,
                   CAUSAL=fa_causal and (seqlen_q > 1 or slopes is not None))
-
+    _check(isinstance(num_splits, numbers.Integral) and not isinstance(num_splits, bool),
+           f"`num_splits` must be an int, got {num_splits!r}")
+    _check(softmax_scale is None or (isinstance(softmax_scale, numbers.Real) and not isinstance(softmax_scale, bool)),
+           f"`softmax_scale` must be a number or None, got {softmax_scale!r}")
     scale = 1.0 / math.sqrt(head_dim) if softmax_scale is None else float(softmax_scale)
     num_sms, l2 = T.device_properties(q)
     # Planned on the cache's capacity, as FlashAttention does (no data needed):
     # each program stops at its sequence's length.
     p = plan(batch, seqlen_q, heads, kv_heads, head_dim, T.dtype(q), paged, page_size, capacity, causal,
-             num_splits, num_sms, l2)
+             int(num_splits), num_sms, l2)
     splits = p["num_splits"]
+
+    capturing = on_gpu and _capturing()
+    if host_checks and not capturing:
+        _check_contents(None if seqlens_int else seqlens, block_table, cache_batch_idx, batch, capacity,
+                        page_size, num_pages, k_cache.shape[0])
 
     if decode is None or combine is None:
         default_decode, default_combine = _kernels()
         decode, combine = decode or default_decode, combine or default_combine
-    out = T.empty((batch, seqlen_q, heads, head_dim), T.dtype(q), q)
-    lse = T.empty((batch, heads, seqlen_q), "f32", q)
+    decode = decode.with_options(**p["decode_options"])
     tile = p["decode"]["HEAD_DIM"]
-    if splits > 1:
-        out_part = T.empty((splits, batch, seqlen_q, heads, tile), "f32", q)
-        lse_part = T.empty((splits, batch, heads, seqlen_q), "f32", q)
-    else:
-        out_part = lse_part = lse                        # not written with one split
-    table = block_table if paged else seqlens            # any int32 tensor when unused
-    q = T.contiguous(q)                                   # out is written with q's strides
-    qs, ks, os_ = T.strides(q), T.strides(k_cache), T.strides(out)
-    decode.with_options(**p["decode_options"])[p["decode_grid"]](
-        q, k_cache, v_cache, table, seqlens, out, lse, out_part, lse_part,
+    copy_q = tuple(T.strides(q)) != (seqlen_q * heads * head_dim, heads * head_dim, head_dim, 1)
+    q_c = T.contiguous(q) if copy_q else q                # out is written with q's strides
+    qs, ks = T.strides(q_c), T.strides(k_cache)
+    errors = errors_for(q)
+    decode_args = [
+        q_c, k_cache, v_cache, block_table if paged else seqlens, seqlens, None, None, None, None,
         qs[0], qs[1], qs[2], ks[0], ks[1], ks[2], T.strides(block_table)[0] if paged else 0,
         batch, seqlen_q, heads, kv_heads, head_dim, page_size, num_pages, scale,
-        batch_idx, softcap, left, right, lse if slopes is None else slopes, slopes_stride,
-        **dict(p["decode"], **extras))
-    if splits > 1:
-        combine[p["combine_grid"]](out_part, lse_part, out, lse, os_[0], os_[1], os_[2],
-                                   splits, batch, seqlen_q, heads, head_dim, **p["combine"])
-    return (out, lse) if return_softmax_lse else out
+        batch_idx, softcap, left, right, slopes, slopes_stride, errors, capacity]
+    decode_consts = dict(p["decode"], **extras)
+    lse_shape = (batch, heads, seqlen_q)
+    part_out = splits * batch * seqlen_q * heads * tile if splits > 1 else 0
+    part_lse = splits * batch * heads * seqlen_q if splits > 1 else 0
+    combine_args = [None, None, None, None, qs[0], qs[1], qs[2], splits, batch, seqlen_q, heads, head_dim]
+
+    if not (on_gpu and T.is_torch(q)) or jit.compile_only():
+        # The CPU path (and compile-only runs): launched through the JIT.
+        out = T.empty((batch, seqlen_q, heads, head_dim), T.dtype(q), q)
+        lse = T.empty(lse_shape, "f32", q)
+        out_part = T.empty((max(part_out, 1),), "f32", q)
+        lse_part = T.empty((max(part_lse, 1),), "f32", q)
+        decode_args[5:9] = [out, lse, out_part, lse_part]
+        if slopes is None:
+            decode_args[28] = lse
+        decode[p["decode_grid"]](*decode_args, **decode_consts)
+        if splits > 1:
+            combine_args[:4] = [out_part, lse_part, out, lse]
+            combine[p["combine_grid"]](*combine_args, **p["combine"])
+        if not on_gpu:
+            code = int(errors[0])
+            if code:
+                raise DataError(runtime.describe(code, "the kernel"))
+        return (out, lse) if return_softmax_lse else out
+
+    # The GPU: compile (decode and combine in parallel) and prepare the call.
+    import torch
+    _Tensor = torch.Tensor
+    call = _prepare(decode, decode_args, decode_consts, p["decode_grid"], combine if splits > 1 else None,
+                    combine_args, p["combine"], p["combine_grid"], q, lse_shape, part_out, part_lse,
+                    return_softmax_lse, capacity, copy_q)
+    key, ptrs = _call_key(*kernels, q, k_cache, v_cache, given_seqlens, cache_batch_idx, block_table,
+                          softmax_scale, causal, window_size, softcap, alibi_slopes, num_splits,
+                          return_softmax_lse)
+    if key is not None and not host_checks:              # FAKV_CHECK_DATA=1 checks every call
+        if len(_CALLS) >= _MAX_CALLS:
+            _CALLS.clear()
+        _CALLS[key] = call
+    return call(ptrs, q, given_seqlens)
 
 
 _DOC = """Attention of q over a KV cache (FlashAttention's contract).

@@ -10,13 +10,15 @@ import hashlib
 import inspect
 import json
 import os
-import re
 import sys
+import types as _types
 
+from . import cache
 from . import codegen
 from . import language as fl
 from .ir import PtrType, ScalarType
-from .runtime import GPUKernel, check_packing
+from . import ptx
+from .runtime import GPUKernel, Pointer, check_packing
 
 try:        # written by the build (cmake/BuildId.cmake): a hash of the compiler's sources
     from ._build_id import BUILD_ID
@@ -47,16 +49,30 @@ def compile_only():
     return os.environ.get("FAKV_COMPILE_ONLY", "") not in ("", "0")
 
 
-def cache_dir():
-    d = os.environ.get("FAKV_CACHE_DIR")
-    if not d:
-        d = os.path.join(os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "fakv")
-    os.makedirs(d, exist_ok=True)
-    return d
+cache_dir = cache.cache_dir
+
+# The frontend files whose code shapes the IR a kernel compiles to: their
+# contents are part of every cache key (with BUILD_ID, the C++ compiler's).
+_FRONTEND_SOURCES = ("codegen.py", "language.py", "semantic.py", "ir.py", "jit.py")
+_frontend_hash = None
+
+
+def _frontend_version():
+    global _frontend_hash
+    if _frontend_hash is None:
+        h = hashlib.sha256(COMPILER_VERSION.encode())
+        here = os.path.dirname(os.path.abspath(__file__))
+        for name in _FRONTEND_SOURCES:
+            with open(os.path.join(here, name), "rb") as f:
+                h.update(f.read())
+        _frontend_hash = h.hexdigest()
+    return _frontend_hash
 
 
 def arg_type(value, name):
     """The kernel type of a runtime argument, and whether it lives on the GPU."""
+    if type(value) is Pointer:
+        return PtrType(value.dtype), True
     mod = type(value).__module__
     if mod.startswith("torch"):
         dtype = _TORCH_DTYPES.get(str(value.dtype).replace("torch.", ""))
@@ -87,12 +103,20 @@ def address(value):
 
 
 class Compiled:
-    """One specialisation: IR, and the GPU binary or the host module."""
+    """One specialisation: its IR (generated when first asked for: a disk
+    cache hit needs none), and the GPU binary or the host module."""
 
-    def __init__(self, name, ir, params, device):
-        self.name, self.ir, self.params, self.device = name, ir, params, device
+    def __init__(self, name, params, device, make_ir):
+        self.name, self.params, self.device = name, params, device
+        self._make_ir, self._ir = make_ir, None
         self.binary = self.facts = self.cpu = None
-        self.kernels = {}   # CUDA device index -> runtime.GPUKernel
+        self.kernel = None  # runtime.GPUKernel, made at the first GPU launch
+
+    @property
+    def ir(self):
+        if self._ir is None:
+            self._ir = self._make_ir()
+        return self._ir
 
 
 class JITFunction:
@@ -103,7 +127,8 @@ class JITFunction:
         self._jit_options = dict(stages=stages, warp_specialize=warp_specialize, registers=tuple(registers),
                                  pack_gqa=pack_gqa)
         self._variants = {}
-        self.function = codegen.Function(fn)
+        self._function = None
+        self._source_key = None
         self.signature = inspect.signature(fn)
         self.constexprs = [p for p, prm in self.signature.parameters.items()
                            if prm.annotation is fl.constexpr or isinstance(prm.annotation, fl.constexpr)
@@ -117,6 +142,37 @@ class JITFunction:
         self._fast = {}   # argument kinds -> (specialisation, positions of its parameters)
         self.__name__ = fn.__name__
         self.__doc__ = fn.__doc__
+
+    @property
+    def function(self):
+        """The source and AST the code generator walks (parsed on first use)."""
+        if self._function is None:
+            self._function = codegen.Function(self.fn)
+        return self._function
+
+    def source_key(self):
+        """A hash of what this kernel's IR is made from besides its arguments:
+        its source, the kernels it calls (their keys, recursively) and the
+        values of the plain globals it names, with the frontend's and the
+        compiler's versions. A disk-cache hit needs no code generation.
+        Computed once: a global changed after the first launch is not seen
+        (as in the in-memory cache)."""
+        if self._source_key is None:
+            h = hashlib.sha256(_frontend_version().encode())
+            h.update(inspect.getsource(self.fn).encode())
+            for name in sorted(_names(self.fn.__code__)):
+                if name not in self.fn.__globals__:
+                    continue
+                value = self.fn.__globals__[name]
+                if isinstance(value, JITFunction):
+                    if value is not self:
+                        h.update(f"{name}=jit:{value.source_key()}".encode())
+                elif isinstance(value, (bool, int, float, str, bytes, type(None), tuple, fl.constexpr)):
+                    h.update(f"{name}={value!r}".encode())
+                elif isinstance(value, _types.ModuleType):
+                    h.update(f"{name}=module:{value.__name__}".encode())
+            self._source_key = h.hexdigest()
+        return self._source_key
 
     @property
     def pack_gqa(self):
@@ -175,6 +231,12 @@ class JITFunction:
             device = "cuda"
         return constexprs, types, runtime, device
 
+    def specialize_for(self, args, kwargs):
+        """The specialisation a launch with these arguments runs (compiled,
+        or found in the caches, now)."""
+        constexprs, types, runtime, device = self.bind(args, kwargs)
+        return self.specialize(constexprs, types, device, _divisible(runtime) if device == "cuda" else ())
+
     def ir(self, *args, **kwargs):
         """The fakv IR of the specialisation these arguments select."""
         constexprs, types, runtime, _ = self.bind(args, kwargs)
@@ -191,12 +253,13 @@ class JITFunction:
                tuple((k, repr(t)) for k, t in types.items()), tuple(divisibility))
         c = self._compiled.get(key)
         if c is None:
-            ir, params = self._ir(constexprs, types, divisibility)
-            c = Compiled(self.__name__, ir, params, device)
+            params = [p for p in self.signature.parameters if p not in constexprs]
+            c = Compiled(self.__name__, params, device,
+                         lambda: self._ir(constexprs, types, divisibility)[0])
             if dump_ir():
-                print(f"// fakv IR of {self.__name__} {dict(constexprs)}\n{ir}", file=sys.stderr)
+                print(f"// fakv IR of {self.__name__} {dict(constexprs)}\n{c.ir}", file=sys.stderr)
             if device == "cuda":
-                self._compile_gpu(c)
+                self._compile_gpu(c, key)
             else:
                 self._compile_cpu(c, types)
             self._compiled[key] = c
@@ -204,36 +267,30 @@ class JITFunction:
 
     # ---- GPU ----------------------------------------------------------------------------
 
-    def _compile_gpu(self, c):
+    def _compile_gpu(self, c, key):
         opts = dict(self.options, chip="sm_90a")
-        # Source locations do not change the binary: leave them out of the key
-        # (a checkout elsewhere hits the same cache entries).
-        ir_key = re.sub(r'loc\("[^"]*":\d+:\d+\)', "", c.ir)
-        key = hashlib.sha256((ir_key + json.dumps(opts, sort_keys=True) + COMPILER_VERSION).encode()).hexdigest()
-        base = os.path.join(cache_dir(), key[:32])
-        if os.path.exists(base + ".cubin") and os.path.exists(base + ".json"):
-            c.binary, c.facts = open(base + ".cubin", "rb").read(), json.load(open(base + ".json"))
+        text = json.dumps([self.pack_gqa, self.source_key(), key[1:], opts], sort_keys=True)
+        entry = hashlib.sha256(text.encode()).hexdigest()[:32]
+        c.entry, c.path = entry, os.path.join(cache_dir(), entry + ".cubin")
+        hit = cache.load(entry)
+        if hit is not None:
+            c.binary, c.facts = hit
             c.cache = "hit"
-        else:
-            ext = _ext()
-            if dump_ir():
-                for stage in ("fakvgpu", "llvm", "ptx"):
-                    text, _ = ext.compile(c.ir, stage, opts["stages"], opts["warp_specialize"], opts["chip"],
-                                          *opts.get("registers", (0, 0)))
-                    print(f"// {stage} of {self.__name__}\n{text}", file=sys.stderr)
-            try:
-                binary, facts = ext.compile(c.ir, "cubin", opts["stages"], opts["warp_specialize"],
-                                            opts["chip"], *opts.get("registers", (0, 0)))
-            except RuntimeError as e:
-                raise codegen.CompilationError(f"{self.__name__} does not compile for the GPU:\n{e}") from None
-            c.binary, c.facts = binary, json.loads(facts)
-            tmp = base + f".{os.getpid()}.tmp"
-            open(tmp + ".cubin", "wb").write(binary)
-            json.dump(c.facts, open(tmp + ".json", "w"))
-            os.replace(tmp + ".cubin", base + ".cubin")
-            os.replace(tmp + ".json", base + ".json")
-            c.cache = "miss"
-        c.path = base + ".cubin"
+            return
+        ext = _ext()
+        args = (opts["stages"], opts["warp_specialize"], opts["chip"], *opts.get("registers", (0, 0)))
+        if dump_ir():
+            for stage in ("fakvgpu", "llvm", "ptx"):
+                text, _ = ext.compile(c.ir, stage, *args)
+                print(f"// {stage} of {self.__name__}\n{text}", file=sys.stderr)
+        try:
+            ptx_text, facts = ext.compile(c.ir, "ptx", *args)
+            c.binary = ptx.assemble(ptx_text, opts["chip"])
+        except (RuntimeError, ValueError) as e:
+            raise codegen.CompilationError(f"{self.__name__} does not compile for the GPU:\n{e}") from None
+        c.facts = json.loads(facts)
+        cache.store(entry, c.binary, c.facts)
+        c.cache = "miss"
 
     # ---- CPU ----------------------------------------------------------------------------
 
@@ -246,10 +303,8 @@ class JITFunction:
                   f"    fakv.launch @{self.__name__}[%gx, %gy, %gz]({args})"
                   f"{' : (' + tys + ')' if tys else ''}\n    return\n  }}\n")
         ir = c.ir.rstrip().rstrip("}") + launch + "}\n"
-        libdir = "/usr/lib/llvm-22/lib"
-        libs = [os.path.join(libdir, "libmlir_c_runner_utils.so")]
         try:
-            c.cpu = _ext().CpuModule(ir, [p for p in libs if os.path.exists(p)])
+            c.cpu = _ext().CpuModule(ir)     # self-contained: no MLIR runtime library needed
         except RuntimeError as e:
             raise codegen.CompilationError(f"{self.__name__} does not compile for the CPU:\n{e}") from None
         c.kinds = [("ptr" if isinstance(types[p], PtrType) else types[p].dtype) for p in c.params]
@@ -315,6 +370,16 @@ class JITFunction:
         return c
 
 
+def _names(code):
+    """The global and attribute names a function's code (and the code nested
+    in it) refers to."""
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, _types.CodeType):
+            names |= _names(const)
+    return names
+
+
 class _Normalize(Exception):
     """An argument to convert before keying: see _normalized."""
 
@@ -372,6 +437,8 @@ def _kind(value):
         return (1 if -2**31 <= value < 2**31 else 2), value % 16 == 0
     if t is float or t is bool:
         return t
+    if t is Pointer:
+        return t, value.dtype, value.device, value.address % 16 == 0
     if hasattr(value, "data_ptr"):       # torch
         return t, value.dtype, value.get_device(), value.data_ptr() % 16 == 0
     if t.__module__.startswith("numpy"):

@@ -200,12 +200,27 @@ def load_scalar(b, ptr, index):
 
 
 @builtin
+def report(b, error, cond, code):
+    """Bad data: when `cond` holds, store the int32 `code` to error[0] (the
+    host reads it after the launch). A kernel masks what it reports."""
+    error = _ptr(error, "report's error pointer")
+    if error.type.dtype != "i32":
+        raise FakvTypeError(f"report's error pointer must point to int32, got {error.type.dtype}")
+    cond = sem.convert(b, sem.to_value(b, cond, "i1"), "i1")
+    if isinstance(cond.type, TileType):
+        raise FakvTypeError("report's condition must be a scalar")
+    code = _i32(b, code)
+    b.op(f"fakv.report {error.name}, {cond.name}, {code.name} : {error.type.mlir()}")
+
+
+@builtin
 def paged_load(b, cache, head, row, rows, head_dim, valid, page_size, num_pages, strides,
-               table=None, page=None, leftpad=None, channels=None):
+               table=None, page=None, leftpad=None, channels=None, report=None):
     """Rows [row, row + rows) of kv head `head` (a rows x head_dim tile) through
     the block-table row `table` (or, for a contiguous cache, cache row `page`);
     rows past `valid` (and channels past `channels`) are zero. strides = (page,
-    row, head) in elements."""
+    row, head) in elements. A page outside [0, num_pages) reads as zeros; with
+    report=(error, code), `code` is also stored to error[0]."""
     cache = _ptr(cache, "paged_load's cache")
     if (table is None) == (page is None):
         raise FakvTypeError("paged_load takes exactly one of table= (paged cache) and page= (contiguous)")
@@ -224,6 +239,10 @@ def paged_load(b, cache, head, row, rows, head_dim, valid, page_size, num_pages,
     ps, np_ = _i32(b, page_size), _i32(b, num_pages)
     sp, sr, sh = (_i64(b, s) for s in strides)
     text += f" page_size {ps.name} num_pages {np_.name} strides [{sp.name}, {sr.name}, {sh.name}]"
+    if report is not None:
+        error, code = report
+        error = _ptr(error, "paged_load's report pointer")
+        text += f" report {error.name}, {_i32(b, code).name}"
     return b.op1(text + f" : {cache.type.mlir()} -> {t.mlir()}", t)
 
 

@@ -37,6 +37,11 @@ def device(x):
     return "cpu"
 
 
+def device_index(x):
+    """The CUDA device index of a torch tensor, -1 on the CPU."""
+    return x.get_device() if is_torch(x) else -1
+
+
 def strides(x):
     """Strides in elements."""
     if is_torch(x):

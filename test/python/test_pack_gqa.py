@@ -32,7 +32,8 @@ def run_decode(kernel, q, k, v, seqlens, table, causal, splits, group_tile=None)
         q, k, v, bt, seqlens, out, lse, out_part, lse_part,
         sq * heads * d, heads * d, d, k.shape[1] * kv_heads * d, kv_heads * d, d,
         bt.shape[1] if table is not None else 0,
-        batch, sq, heads, kv_heads, d, k.shape[1], k.shape[0], 1 / math.sqrt(d), *plain_extras(seqlens, lse),
+        batch, sq, heads, kv_heads, d, k.shape[1], k.shape[0], 1 / math.sqrt(d),
+            *plain_extras(seqlens, lse, k.shape[1] * (bt.shape[1] if table is not None else 1)),
         **p["decode"])
     return (out, lse) if n == 1 else (out_part, lse_part)
 
@@ -62,7 +63,7 @@ def test_packed_ir_has_the_group_in_its_rows():
     q, k, v, seqlens, table, causal = make("bf16", (8, 2), 16, (1, False))
     from fakv.interface import plain_extras
     ir = decode.ir(q, k, v, table, seqlens, q, q, q, q, 1, 1, 1, 1, 1, 1, 1, 3, 1, 8, 2, 64, 16, 10, 0.1,
-                   *plain_extras(seqlens, q), HEAD_DIM=64, BLOCK_N=32, GROUP=4, SQ_BLOCK=1, PAGE_SIZE=16,
+                   *plain_extras(seqlens, q, 16 * table.shape[1]), HEAD_DIM=64, BLOCK_N=32, GROUP=4, SQ_BLOCK=1, PAGE_SIZE=16,
                    CAUSAL=False, BATCH_IDX=False, SOFTCAP=False, WINDOW=False, ALIBI=False)
     assert "fakv.pack_gqa = 1 : i32" in ir
     assert "tensor<1x64xbf16>" in ir and "tensor<4x64xbf16>" not in ir
