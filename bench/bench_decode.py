@@ -21,11 +21,8 @@ kernels) on the same paged cache when `flashinfer` imports (the H200 image
 has none: bench/README.md says how to carry it). FlashAttention is listed
 as not installed when it cannot be imported.
 
-Then the host cost of a launch, on a small problem (batch 1, seqlen_k
-1024, pages of 256) where the GPU is not the bottleneck: microseconds of
-host time per call, for a cached kernel launch (decode[grid](...)), the
-whole API call (with and without its host-side data checks,
-FAKV_CHECK_DATA=0) and a CUDA-graph replay of the API call.
+Host costs (start-up, per-call overhead, CUDA-graph replay) are
+bench/bench_host.py's.
 """
 import math
 import os
@@ -33,12 +30,12 @@ import statistics
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "frontend"))
 sys.path.insert(0, os.path.join(ROOT, "bench", "kernels"))
+sys.path.insert(0, os.path.join(ROOT, "test", "gpu"))
+import source_tree  # noqa: E402,F401  (the source tree's fakv when it is built, else the installed one)
 
 B, H, HK, D, S = 32, 32, 8, 128, 8192
 PAGE = 256
-SMALL_B, SMALL_S = 1, 1024
 WINDOW = 1024                                  # keys of the sliding-window row
 
 
@@ -106,8 +103,6 @@ def main():
             fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table)
             fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table, window_size=(WINDOW - 1, 0))
             hand_packed(np, paged, q, k, v, lens, table)()
-        q, k, v, lens, table = inputs(np, True, SMALL_B, SMALL_S)
-        fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table)
         print("compiled the bench kernels")
         return
     import torch
@@ -133,7 +128,7 @@ def main():
         args = (q, k, v, table if paged else lens, lens, out, lse, lse, lse,
                 q.stride(0), q.stride(1), q.stride(2), k.stride(0), k.stride(1), k.stride(2),
                 table.stride(0) if paged else 0, B, 1, H, HK, D, k.shape[1], k.shape[0], 1 / math.sqrt(D),
-                *plain_extras(lens, lse))
+                *plain_extras(lens, lse, S))
         assert p["num_splits"] == 1
         launch = lambda: decode[p["decode_grid"]](*args, **p["decode"])  # noqa: E731
         t, tmin = time_ms(launch)
@@ -176,7 +171,6 @@ def main():
         print(f"{name:62} {t:8.3f} {bw:7.2f} {bw / copy_bw:8.1%}")
     for key, c in decode._compiled.items():
         print("cubin:", getattr(c, "path", None), c.facts["kernels"][0]["smem_bytes"], "bytes smem")
-    host_overhead()
 
 
 def hand_packed(lib, paged, q, k, v, lens, table):
@@ -237,52 +231,6 @@ def flashinfer_rows(kv_bytes, paged_inputs):
             print(f"{name}: {type(e).__name__}: {e}", file=sys.stderr)
             rows.append((f"{name}: failed ({type(e).__name__})", nan, nan))
     return rows
-
-
-def host_us(fn, n=400):
-    """Host microseconds per call of `n` calls in a row (then drained)."""
-    import time
-    import torch
-    for _ in range(20):
-        fn()
-    torch.cuda.synchronize()
-    t = time.perf_counter()
-    for _ in range(n):
-        fn()
-    host = (time.perf_counter() - t) / n * 1e6
-    torch.cuda.synchronize()
-    return host
-
-
-def host_overhead():
-    import torch
-    import fakv
-    from fakv.interface import _kernels, plain_extras, plan
-    q, k, v, lens, table = inputs(torch, True, SMALL_B, SMALL_S)
-    api = lambda: fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table)  # noqa: E731
-    out = api()
-    p = plan(SMALL_B, 1, H, HK, D, "bf16", True, PAGE, SMALL_S, False, 1)   # one split: no partials
-    splits = plan(SMALL_B, 1, H, HK, D, "bf16", True, PAGE, SMALL_S, False, 0)["num_splits"]
-    decode = _kernels()[0].with_options(**p["decode_options"])
-    lse = torch.empty((SMALL_B, H, 1), dtype=torch.float32, device="cuda")
-    args = (q, k, v, table, lens, out, lse, lse, lse, q.stride(0), q.stride(1), q.stride(2), k.stride(0),
-            k.stride(1), k.stride(2), table.stride(0), SMALL_B, 1, H, HK, D, PAGE, k.shape[0], 1 / math.sqrt(D),
-            *plain_extras(lens, lse))
-    launch = lambda: decode[p["decode_grid"]](*args, **p["decode"])  # noqa: E731
-    rows = [("cached kernel launch, decode[grid](...)", host_us(launch)),
-            ("flash_attn_with_kvcache, host checks on", host_us(api))]
-    os.environ["FAKV_CHECK_DATA"] = "0"
-    rows.append(("flash_attn_with_kvcache, FAKV_CHECK_DATA=0", host_us(api)))
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        api()
-    os.environ.pop("FAKV_CHECK_DATA")
-    rows.append(("CUDA graph replay of flash_attn_with_kvcache", host_us(graph.replay)))
-    gpu_ms, _ = time_ms(launch)
-    print(f"\nhost cost per call: bf16, batch {SMALL_B}, heads {H}/{HK}, head dim {D}, seqlen_k {SMALL_S}, "
-          f"pages of {PAGE}; the API call runs {splits} split(s); one-split decode takes {gpu_ms * 1e3:.1f} us on the GPU")
-    for name, us in rows:
-        print(f"{name:62} {us:8.1f} us")
 
 
 if __name__ == "__main__":

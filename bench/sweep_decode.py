@@ -38,7 +38,7 @@ def launches(lib, paged):
     qs, ks = stride(q), stride(k)
     args = (q, k, v, table if paged else lens, lens, out, lse, lse, lse, qs[0], qs[1], qs[2], ks[0], ks[1], ks[2],
             stride(table)[0] if paged else 0, B, 1, H, HK, D, k.shape[1], k.shape[0], 1 / math.sqrt(D),
-            *plain_extras(lens, lse))
+            *plain_extras(lens, lse, S))
     for block_n, stages, ws in VARIANTS:
         fn = kernel(stages, ws)
         constexprs = dict(p["decode"], BLOCK_N=block_n)

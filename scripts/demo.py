@@ -16,7 +16,8 @@ import sys
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path[:0] = [os.path.join(ROOT, "frontend"), os.path.join(ROOT, "test", "python")]
+sys.path[:0] = [os.path.join(ROOT, "test", "python"), os.path.join(ROOT, "test", "gpu")]
+import source_tree  # noqa: E402,F401  (the source tree's fakv when it is built, else the installed one)
 import fakv  # noqa: E402
 from attention_ref import NP_DTYPES, attention, check, gather  # noqa: E402
 from fakv.interface import _kernels  # noqa: E402

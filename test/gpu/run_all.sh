@@ -1,35 +1,70 @@
 #!/usr/bin/env bash
-# Every GPU test and the bench, on the GPU machine, with the kernel cache
-# filled beforehand where MLIR is (docs/gpu-machine.md). Logs go to $1
-# (default gpu-logs/); a summary line per step goes to stdout.
-#   test/gpu/run_all.sh [LOGDIR] [STEP...]   STEP: ir frontend grid sanitize bench (default: all)
+# Every GPU test and the benches on the GPU machine, as a user would run
+# them: fakv installed from its wheel (dist/, scripts/wheel.sh), kernels
+# compiled there on the spot into a fresh, empty cache; the CUDA toolkit
+# hidden from the tests (only the driver and torch's CUDA wheels remain).
+# Logs go to LOGDIR; a summary line per step to stdout.
+#
+#   test/gpu/run_all.sh LOGDIR [STEP...]
+#   STEP: install hide ir frontend grid demo restore sanitize bench host (default: all, in this order)
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 LOGS="${1:-gpu-logs}"; shift || true
-STEPS="${*:-ir frontend grid sanitize bench}"
+STEPS="${*:-install hide ir frontend grid demo restore sanitize bench host}"
 mkdir -p "$LOGS"
-export FAKV_CACHE_DIR="${FAKV_CACHE_DIR:-$ROOT/.carry/cache}"
+LOGS="$(cd "$LOGS" && pwd)"
+export FAKV_CACHE_DIR="${FAKV_CACHE_DIR:-$(mktemp -d /tmp/fakv-cache.XXXXXX)}"
+export PYTHONUNBUFFERED=1
 cd "$ROOT"
 run() {  # name timeout command...
   local name=$1 limit=$2; shift 2
   local t0=$SECONDS
   timeout "$limit" "$@" > "$LOGS/$name.log" 2>&1
-  echo "[$name] rc=$? in $((SECONDS - t0)) s: $(grep -E 'passed|failed|SUMMARY|error' "$LOGS/$name.log" | tail -2 | tr '\n' ' ')"
+  echo "[$name] rc=$? in $((SECONDS - t0)) s: $(grep -E 'passed|failed|SUMMARY|error|PASS|FAIL' "$LOGS/$name.log" | tail -2 | tr '\n' ' ')"
+}
+hide_cuda() {  # the toolkit out of sight: /usr/local/cuda* moved aside, PATH and CUDA_HOME cleared
+  for d in /usr/local/cuda /usr/local/cuda-*; do
+    [ -e "$d" ] && mv "$d" "/usr/local/.hidden-$(basename "$d")"
+  done
+  export PATH="$(echo "$PATH" | tr ':' '\n' | grep -v -i cuda | paste -sd:)"
+  unset CUDA_HOME CUDA_PATH
+}
+restore_cuda() {
+  for d in /usr/local/.hidden-cuda*; do
+    [ -e "$d" ] && mv "$d" "/usr/local/$(basename "$d" | sed 's/^.hidden-//')"
+  done
+  export PATH="/usr/local/cuda/bin:$PATH"
 }
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
+echo "kernel cache: $FAKV_CACHE_DIR ($(ls "$FAKV_CACHE_DIR" | wc -l) entries)"
 for step in $STEPS; do
   case $step in
+    install)
+      wheel=$(ls "$ROOT"/dist/fakv-*-cp312-*.whl)
+      python3 -m pip install -q --no-deps --no-index --force-reinstall "$wheel" > "$LOGS/install.log" 2>&1
+      echo "[install] rc=$? $(basename "$wheel"): $(cd /tmp && python3 -c 'import fakv, os; print(os.path.dirname(fakv.__file__))')" ;;
+    hide)
+      hide_cuda
+      echo "[hide] ptxas: $(command -v ptxas || echo none); /usr/local: $(ls /usr/local | tr '\n' ' ')"
+      (cd /tmp && python3 -c 'import fakv.ptx as p; print("[hide] PTX assembler:", *p.assembler())') ;;
+    restore) restore_cuda; echo "[restore] ptxas: $(command -v ptxas || echo none)" ;;
     ir) run ir 300 python3 test/gpu/test_ir_kernels.py ;;
     frontend) run frontend 300 python3 test/gpu/test_frontend_gpu.py ;;
-    grid) run grid 560 python3 test/gpu/test_flash_attn.py ;;
+    grid) run grid 540 python3 -m pytest -q -p no:cacheprovider -n 8 test/gpu/test_flash_attn.py ;;
+    demo) run demo 120 python3 scripts/demo.py ;;
     sanitize)
-      run memcheck 300 compute-sanitizer --tool memcheck python3 test/gpu/sanitize.py
-      run racecheck 300 compute-sanitizer --tool racecheck python3 test/gpu/sanitize.py ;;
+      for tool in memcheck racecheck synccheck initcheck; do
+        run "$tool" 300 compute-sanitizer --tool "$tool" --error-exitcode 9 python3 test/gpu/sanitize.py
+      done ;;
     bench)
       run bench 300 python3 bench/bench_decode.py
       cat "$LOGS/bench.log"
       for c in $(grep -o '^cubin: [^ ]*' "$LOGS/bench.log" | cut -d' ' -f2); do
         echo "$c: $(cuobjdump --dump-sass "$c" | grep -oE 'HGMMA\.[0-9x]+\.F32\.BF16|UTMALDG\.[0-9]D|LDG\.E\.128' | sort | uniq -c | tr '\n' ' ')"
       done ;;
+    host)
+      run host 540 python3 bench/bench_host.py --json "$LOGS/host.json"
+      cat "$LOGS/host.log" ;;
+    *) echo "unknown step $step"; exit 2 ;;
   esac
 done

@@ -1,9 +1,9 @@
 """GPU tests of the fakv-IR kernels (kernels/decode.mlir, kernels/combine.mlir)
 against FlashAttention's tolerance rule. Skipped without a GPU.
 
-Kernels come precompiled from build/gpu-kernels (test/gpu/build_ir_kernels.py,
-run where MLIR is) or $FAKV_GPU_KERNELS. The IR kernels have head dim 64 and
-pack up to 4 query positions x 4 heads per kv head.
+The kernels are compiled here by the installed compiler (test/gpu/ir_kernels.py).
+The IR kernels have head dim 64 and pack up to 4 query positions x 4 heads
+per kv head.
 
     python -m pytest test/gpu/test_ir_kernels.py        # on the GPU machine
 """
@@ -22,15 +22,13 @@ from reference import attention_ref, check, gather_cache  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-KERNELS = os.environ.get("FAKV_GPU_KERNELS", os.path.join(ROOT, "build", "gpu-kernels"))
 DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16}
 _kernels = {}
 
 
 def kernel(name):
     if name not in _kernels:
-        _kernels[name] = Kernel(os.path.join(KERNELS, name))
+        _kernels[name] = Kernel(name)
     return _kernels[name]
 
 

@@ -1,0 +1,236 @@
+#!/usr/bin/env python3
+"""Host costs of fakv.flash_attn_with_kvcache next to a Triton split-KV
+decode (bench/peers/triton_decode.py), measured in one run on the GPU
+machine:
+
+- cold first call: a fresh process and an empty kernel cache; the time of
+  `import fakv` (`import triton` and the peer module) and of the first call
+  (decode and combine compiled, loaded and run, synchronised), after torch
+  and the inputs are ready. Three processes each, median.
+- warm start: the same in a fresh process with the cache filled.
+- eager overhead per call: the time per call of 300 calls in a row
+  (synchronised at the end) minus the GPU time per call of the same call
+  replayed from a CUDA graph (10 calls), at batch 1 / 1024 keys and batch 8
+  / 8192 keys, paged (256) and contiguous; also the host time per call
+  alone (before the synchronise).
+- no sync: a call queued behind ~50 ms of GPU work (torch.cuda._sleep):
+  its host time, and whether the GPU was still busy when it returned.
+- the host cost of a CUDA-graph replay of one API call.
+
+Shapes: bf16, 32 query / 8 kv heads, head dim 128, seqlen_q 1, num_splits
+0 (each library's own choice). fakv runs with its default checks.
+
+    python bench/bench_host.py [--reps 3] [--json OUT]
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+H, HK, D, PAGE = 32, 8, 128, 256
+
+
+def inputs(batch, seqlen, paged):
+    import torch
+    g = torch.Generator(device="cuda").manual_seed(0)
+    q = torch.randn((batch, 1, H, D), device="cuda", dtype=torch.bfloat16, generator=g)
+    shape = (batch * seqlen // PAGE, PAGE, HK, D) if paged else (batch, seqlen, HK, D)
+    k = torch.randn(shape, device="cuda", dtype=torch.bfloat16, generator=g)
+    v = torch.randn(shape, device="cuda", dtype=torch.bfloat16, generator=g)
+    table = (torch.randperm(batch * seqlen // PAGE, device="cuda", generator=g).to(torch.int32)
+             .reshape(batch, seqlen // PAGE)) if paged else None
+    lens = torch.full((batch,), seqlen, dtype=torch.int32, device="cuda")
+    return q, k, v, lens, table
+
+
+def library(name):
+    """(call(q, k, v, lens, table), import seconds) of fakv or the Triton peer."""
+    t = time.perf_counter()
+    if name == "fakv":
+        import fakv
+        call = lambda q, k, v, lens, table: fakv.flash_attn_with_kvcache(  # noqa: E731
+            q, k, v, cache_seqlens=lens, block_table=table)
+    else:
+        sys.path.insert(0, os.path.join(ROOT, "bench", "peers"))
+        import triton_decode
+        call = triton_decode.decode
+    return call, time.perf_counter() - t
+
+
+def child(kind, name):
+    """One start-up measurement in this (fresh) process: JSON on stdout."""
+    import torch
+    torch.cuda.init()
+    q, k, v, lens, table = inputs(8, 8192, True)
+    torch.cuda.synchronize()
+    call, import_s = library(name)
+    t = time.perf_counter()
+    out = call(q, k, v, lens, table)
+    torch.cuda.synchronize()
+    first_s = time.perf_counter() - t
+    ok = bool(torch.isfinite(out.float()).all())
+    print(json.dumps({"import_ms": import_s * 1e3, "first_call_ms": first_s * 1e3,
+                      "total_ms": (import_s + first_s) * 1e3, "finite": ok}))
+
+
+def start_times(name, reps):
+    """Cold and warm start-up of `name`, each in fresh processes."""
+    sys.path.insert(0, os.path.join(ROOT, "test", "gpu"))
+    import source_tree  # noqa: F401
+    rows = {"cold": [], "warm": []}
+    for _ in range(reps):
+        with tempfile.TemporaryDirectory(prefix="bench-host-cache-") as cache:
+            env = dict(os.environ, FAKV_CACHE_DIR=cache, TRITON_CACHE_DIR=cache,
+                       PYTHONPATH=os.pathsep.join(filter(None, [
+                           os.path.dirname(os.path.dirname(sys.modules["fakv"].__file__))
+                           if "fakv" in sys.modules else None, os.environ.get("PYTHONPATH")])))
+            for kind in ("cold", "warm"):
+                r = subprocess.run([sys.executable, __file__, "--child", kind, name], env=env,
+                                   capture_output=True, text=True, timeout=600)
+                if r.returncode:
+                    raise RuntimeError(f"{name} {kind} start failed:\n{r.stderr[-3000:]}")
+                rows[kind].append(json.loads(r.stdout.strip().splitlines()[-1]))
+    return {kind: {key: statistics.median(r[key] for r in runs) for key in ("import_ms", "first_call_ms", "total_ms")}
+            for kind, runs in rows.items()}
+
+
+def gpu_us(fn, reps=10, iters=20):
+    """GPU microseconds per call, replayed from a CUDA graph of `reps` calls."""
+    import torch
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        for _ in range(reps):
+            fn()
+    g.replay()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(iters):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        g.replay()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b) * 1e3 / reps)
+    return statistics.median(times)
+
+
+def eager_us(fn, n=300, rounds=5):
+    """(time per call of n calls in a row, synchronised; host time per call
+    before the synchronise): medians over `rounds`."""
+    import torch
+    per_call, host = [], []
+    for _ in range(rounds):
+        torch.cuda.synchronize()
+        t = time.perf_counter()
+        for _ in range(n):
+            fn()
+        h = time.perf_counter()
+        torch.cuda.synchronize()
+        e = time.perf_counter()
+        per_call.append((e - t) / n * 1e6)
+        host.append((h - t) / n * 1e6)
+    return statistics.median(per_call), statistics.median(host)
+
+
+def steady(calls):
+    import torch
+    rows = []
+    for batch, seqlen in ((1, 1024), (8, 8192)):
+        for paged in (True, False):
+            q, k, v, lens, table = inputs(batch, seqlen, paged)
+            ref = None
+            for name, call in calls:
+                fn = lambda: call(q, k, v, lens, table)  # noqa: E731
+                out = fn()
+                for _ in range(20):
+                    fn()
+                torch.cuda.synchronize()
+                ref = out if ref is None else ref
+                err = (out.float() - ref.float()).abs().max().item()
+                gpu = gpu_us(fn)
+                eager, host = eager_us(fn)
+                rows.append((f"b{batch} s{seqlen} {'paged 256' if paged else 'contiguous'}", name, gpu, eager,
+                             eager - gpu, host, err))
+            del q, k, v
+            torch.cuda.empty_cache()
+    return rows
+
+
+def no_sync(calls):
+    import torch
+    rows = []
+    q, k, v, lens, table = inputs(8, 8192, True)
+    for name, call in calls:
+        call(q, k, v, lens, table)
+        torch.cuda.synchronize()
+        torch.cuda._sleep(100_000_000)                    # ~50 ms of GPU work queued first
+        t = time.perf_counter()
+        call(q, k, v, lens, table)
+        host = time.perf_counter() - t
+        busy = not torch.cuda.current_stream().query()
+        torch.cuda.synchronize()
+        rows.append((name, host * 1e3, busy))
+    return rows
+
+
+def graph_replay_us():
+    import torch
+    import fakv
+    q, k, v, lens, table = inputs(1, 1024, True)
+    fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table)
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table)
+    return eager_us(g.replay, n=200)[1]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--child", nargs=2)
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    if args.child:
+        return child(*args.child)
+    sys.path.insert(0, os.path.join(ROOT, "test", "gpu"))
+    import source_tree  # noqa: F401
+    import torch
+    import fakv
+    import triton
+    print(f"fakv from {os.path.dirname(fakv.__file__)}; triton {triton.__version__}; torch {torch.__version__}; "
+          f"{torch.cuda.get_device_name()}")
+    starts = {name: start_times(name, args.reps) for name in ("fakv", "triton")}
+    calls = [(name, library(name)[0]) for name in ("fakv", "triton")]
+    rows = steady(calls)
+    syncs = no_sync(calls)
+    replay = graph_replay_us()
+
+    print("\nstart-up (bf16 b8 s8192 32/8 d128 paged 256; ms, median of "
+          f"{args.reps} fresh processes; import = import fakv, or import triton + the peer)")
+    print(f"{'':8} {'':6} {'import':>8} {'1st call':>9} {'total':>8}")
+    for name, s in starts.items():
+        for kind in ("cold", "warm"):
+            r = s[kind]
+            print(f"{name:8} {kind:6} {r['import_ms']:8.1f} {r['first_call_ms']:9.1f} {r['total_ms']:8.1f}")
+    print("\neager overhead per call (us): eager = 300 calls in a row / 300; gpu = CUDA-graph replay; "
+          "overhead = eager - gpu; host = host time per call before the sync")
+    print(f"{'case':22} {'':7} {'gpu':>7} {'eager':>7} {'overhead':>9} {'host':>7}  max|out - fakv|")
+    for case, name, gpu, eager, over, host, err in rows:
+        print(f"{case:22} {name:7} {gpu:7.1f} {eager:7.1f} {over:9.1f} {host:7.1f}  {err:.2e}")
+    print("\nno sync: a call queued behind ~50 ms of GPU work (b8 s8192 paged)")
+    for name, ms, busy in syncs:
+        print(f"{name:8} returned after {ms:7.3f} ms, GPU still busy: {busy}")
+    print(f"\nCUDA graph replay of one fakv API call (b1 s1024 paged): {replay:.1f} us of host time")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"start": starts, "steady": rows, "no_sync": syncs, "graph_replay_us": replay}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

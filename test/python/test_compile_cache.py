@@ -1,0 +1,157 @@
+"""Compiling for the GPU without a GPU: PTX assembled in process
+(fakv.ptx), kernels compiled in parallel threads and processes, and the
+disk cache they share (keyed on the kernel source, checksummed)."""
+import concurrent.futures
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import fakv
+from fakv import _fakv, cache, ptx
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+try:
+    ptx.assembler()
+    HAS_ASSEMBLER = True
+except ptx.AssemblerError:
+    HAS_ASSEMBLER = False
+needs_assembler = pytest.mark.skipif(not HAS_ASSEMBLER, reason="needs nvJitLink or ptxas (the CUDA toolkit)")
+
+# One flash_attn_with_kvcache call in compile-only mode; prints how each kernel was found.
+SCRIPT = """
+import numpy as np, ml_dtypes, fakv
+from fakv.interface import _kernels
+q = np.zeros((1, 1, 8, 64), ml_dtypes.bfloat16); k = np.zeros((1, 4096, 2, 64), ml_dtypes.bfloat16)
+fakv.flash_attn_with_kvcache(q, k, k, cache_seqlens=200, num_splits=3)
+decode, combine = _kernels()
+print(sorted(c.cache for fn in (decode, *decode._variants.values(), combine) for c in fn._compiled.values()))
+"""
+
+
+def run_script(cache_dir, **env):
+    env = dict(os.environ, FAKV_CACHE_DIR=str(cache_dir), FAKV_COMPILE_ONLY="1",
+               PYTHONPATH=os.path.join(ROOT, "frontend"), **env)
+    return subprocess.Popen([sys.executable, "-c", SCRIPT], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def entries(cache_dir):
+    return sorted(f[:-5] for f in os.listdir(cache_dir) if f.endswith(".json"))
+
+
+@needs_assembler
+def test_assemblers_make_cubins():
+    """Every assembler found here turns the decode kernel's PTX into an ELF
+    cubin with the kernel in it."""
+    ir = open(os.path.join(ROOT, "kernels", "decode.mlir")).read()
+    text, facts = _fakv.compile(ir, "ptx", 2, True, "sm_90a", 0, 0)
+    name = json.loads(facts)["kernels"][0]["name"]
+    made = 0
+    for kind in ("nvjitlink", "ptxas"):
+        os.environ["FAKV_ASSEMBLER"] = kind
+        ptx.reset()
+        try:
+            cubin = ptx.assemble(text)
+        except ptx.AssemblerError as e:
+            if "no PTX assembler found" in str(e):
+                continue
+            raise
+        finally:
+            del os.environ["FAKV_ASSEMBLER"]
+            ptx.reset()
+        assert cubin[:4] == b"\x7fELF" and name.encode() in cubin
+        made += 1
+    assert made >= 1
+    with pytest.raises(ptx.AssemblerError, match="could not assemble"):
+        ptx.assemble(text.replace(".entry", ".bogus_directive"))
+
+
+def test_threads_compile_in_parallel():
+    """Two kernels compiled at once in two threads (the GIL released, a
+    context per thread) give exactly what they give one after the other."""
+    sources = [open(os.path.join(ROOT, "kernels", f)).read() for f in ("decode.mlir", "combine.mlir")]
+    one_by_one = [_fakv.compile(ir, "llvm", 2, True, "sm_90a", 0, 0) for ir in sources]
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        for _ in range(2):
+            together = list(pool.map(lambda ir: _fakv.compile(ir, "llvm", 2, True, "sm_90a", 0, 0), sources))
+            assert together == one_by_one
+
+
+@needs_assembler
+def test_processes_share_one_cache(tmp_path):
+    """Four processes compiling the same kernels into one empty cache at
+    once all succeed and leave whole entries; a fifth finds every kernel
+    there."""
+    procs = [run_script(tmp_path) for _ in range(4)]
+    for p in procs:
+        out, err = p.communicate(timeout=600)
+        assert p.returncode == 0, err
+        assert out.strip() in ("['miss', 'miss']", "['hit', 'miss']", "['hit', 'hit']", "['miss', 'hit']")
+    keys = entries(tmp_path)
+    assert len(keys) == 2 and not [f for f in os.listdir(tmp_path) if f.endswith(".tmp")]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("FAKV_CACHE_DIR", str(tmp_path))
+        assert all(cache.load(k) is not None for k in keys)
+    p = run_script(tmp_path)
+    out, err = p.communicate(timeout=600)
+    assert out.strip() == "['hit', 'hit']", err
+
+
+@needs_assembler
+def test_corrupt_entries_are_recompiled(tmp_path):
+    """A truncated cubin (its checksum no longer matches) or a JSON that
+    does not parse is a miss: compiled again and replaced."""
+    p = run_script(tmp_path)
+    assert p.communicate(timeout=600)[0].strip() == "['miss', 'miss']"
+    first, second = entries(tmp_path)
+    with open(tmp_path / (first + ".cubin"), "r+b") as f:
+        f.truncate(100)
+    (tmp_path / (second + ".json")).write_text("{not json")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("FAKV_CACHE_DIR", str(tmp_path))
+        assert cache.load(first) is None and cache.load(second) is None
+        p = run_script(tmp_path)
+        assert p.communicate(timeout=600)[0].strip() == "['miss', 'miss']"
+        assert cache.load(first) is not None and cache.load(second) is not None
+    p = run_script(tmp_path)
+    assert p.communicate(timeout=600)[0].strip() == "['hit', 'hit']"
+
+
+@needs_assembler
+def test_unwritable_cache_warns_and_runs(tmp_path):
+    """A cache directory that cannot be written: one warning, and the
+    kernels still compile (kept in memory)."""
+    (tmp_path / "a-file").write_text("")
+    p = run_script(tmp_path / "a-file" / "cache")             # cannot be created, even by root
+    out, err = p.communicate(timeout=600)
+    assert p.returncode == 0, err
+    assert out.strip() == "['miss', 'miss']" and err.count("cannot write the kernel cache") == 1
+
+
+def test_source_key_follows_the_kernel():
+    """The disk cache's key changes with a kernel's source, with the
+    kernels it calls and with the plain globals it names, and with nothing
+    else."""
+    import types
+    src = ("import fakv\nimport fakv.language as fl\nN = {n}\n\n@fakv.jit\ndef helper(x):\n    return x * {k}\n\n"
+           "@fakv.jit\ndef kernel(X):\n    fl.store(X, helper(fl.full((N,), 1.0)), (0,), (1,))\n")
+
+    def key(n, k, tmp):
+        path = os.path.join(tmp, f"k_{n}_{k}.py")
+        with open(path, "w") as f:
+            f.write(src.format(n=n, k=k))
+        mod = types.ModuleType("m")
+        mod.__file__ = path
+        exec(compile(src.format(n=n, k=k), path, "exec"), mod.__dict__)
+        return mod.kernel.source_key()
+
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        base = key(4, 2.0, tmp)
+        assert key(4, 2.0, tmp) == base
+        assert key(8, 2.0, tmp) != base                         # a global it names
+        assert key(4, 3.0, tmp) != base                         # a kernel it calls
+    assert fakv.jit  # the module is importable
