@@ -38,6 +38,8 @@ interpreter() {  # the python of version $1
   return 1
 }
 
+# ccache shares the objects between the Python versions' build folders.
+export CCACHE_BASEDIR="$ROOT" CCACHE_NOHASHDIR=1
 mkdir -p "$DIST"
 for v in $PYTHONS; do
   py=$(interpreter "$v")
@@ -55,8 +57,8 @@ for v in $PYTHONS; do
     -C cmake.define.Python3_EXECUTABLE="$venv/bin/python"
   raw=$(ls "$out"/dist/fakv-*-"$tag"-*.whl)
   # The most compatible tag auditwheel finds true of the wheel, then that tag.
-  plat=$("$venv/bin/python" -m auditwheel show "$raw" | tr -d '\n' |
-         grep -oE 'consistent with the following platform tag: "[a-z0-9_]+"' | grep -oE '"[a-z0-9_]+"' | tr -d '"')
+  plat=$("$venv/bin/python" -m auditwheel show "$raw" 2>/dev/null | tr '\n' ' ' |
+         grep -oE 'consistent with the +following platform tag: +"[a-z0-9_]+"' | grep -oE '"[a-z0-9_]+"' | tr -d '"')
   [ -n "$plat" ] || { "$venv/bin/python" -m auditwheel show "$raw"; echo "[wheel] auditwheel found no manylinux tag" >&2; exit 1; }
   "$venv/bin/python" -m wheel tags --remove --platform-tag "$plat" "$raw" >/dev/null
   rm -f "$DIST"/fakv-*-"$tag"-*.whl

@@ -11,7 +11,7 @@ import numbers
 import os
 import sys
 
-from . import jit
+from .jit import compile_only
 from . import runtime
 from . import tensors as T
 from .errors import DataError, FakvError
@@ -270,6 +270,21 @@ class _Call:
         return t.data_ptr()
 
 
+def _specialise_all(jobs):
+    """The specialisations of (kernel, args, constexprs) jobs, compiled in
+    parallel threads when there are several (the compiler releases the GIL)."""
+    global _POOL
+    if len(jobs) == 1:
+        return [jobs[0][0].specialize_for(jobs[0][1], jobs[0][2])]
+    if _POOL is None:        # kept: each compiling thread keeps its MLIR context
+        from concurrent.futures import ThreadPoolExecutor
+        _POOL = ThreadPoolExecutor(4, thread_name_prefix="fakv-compile")
+    return list(_POOL.map(lambda job: job[0].specialize_for(job[1], job[2]), jobs))
+
+
+_POOL = None
+
+
 def _prepare(decode, decode_args, decode_consts, decode_grid, combine, combine_args, combine_consts,
              combine_grid, q, lse_shape, part_out, part_lse, return_lse, capacity, copy_q):
     """The _Call of a checked GPU call: decode and combine specialised and
@@ -289,12 +304,7 @@ def _prepare(decode, decode_args, decode_consts, decode_grid, combine, combine_a
                         *combine_args[4:]]
         jobs.append((combine, combine_args, combine_consts))
 
-    if len(jobs) > 1:
-        from concurrent.futures import ThreadPoolExecutor
-        with ThreadPoolExecutor(len(jobs)) as pool:
-            compiled = list(pool.map(lambda job: job[0].specialize_for(job[1], job[2]), jobs))
-    else:
-        compiled = [fn.specialize_for(args, consts) for fn, args, consts in jobs]
+    compiled = _specialise_all(jobs)
     launchers = [runtime.GPUKernel.for_device(c, args).launch_raw for c, (_, args, _) in zip(compiled, jobs)]
 
     def template(args):
@@ -477,7 +487,7 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
     part_lse = splits * batch * heads * seqlen_q if splits > 1 else 0
     combine_args = [None, None, None, None, qs[0], qs[1], qs[2], splits, batch, seqlen_q, heads, head_dim]
 
-    if not (on_gpu and T.is_torch(q)) or jit.compile_only():
+    if not (on_gpu and T.is_torch(q)) or compile_only():
         # The CPU path (and compile-only runs): launched through the JIT.
         out = T.empty((batch, seqlen_q, heads, head_dim), T.dtype(q), q)
         lse = T.empty(lse_shape, "f32", q)
@@ -486,9 +496,14 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
         decode_args[5:9] = [out, lse, out_part, lse_part]
         if slopes is None:
             decode_args[28] = lse
+        combine_args[:4] = [out_part, lse_part, out, lse]
+        if on_gpu or compile_only():                   # compile only: both kernels at once
+            jobs = [(decode, decode_args, decode_consts)]
+            jobs += [(combine, combine_args, p["combine"])] if splits > 1 else []
+            _specialise_all(jobs)
+            return (out, lse) if return_softmax_lse else out
         decode[p["decode_grid"]](*decode_args, **decode_consts)
         if splits > 1:
-            combine_args[:4] = [out_part, lse_part, out, lse]
             combine[p["combine_grid"]](*combine_args, **p["combine"])
         if not on_gpu:
             code = int(errors[0])
