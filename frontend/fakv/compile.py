@@ -130,8 +130,11 @@ def main(argv=None):
     else:
         from . import _fakv
         producer, consumer = (int(x) for x in args.registers.split(","))
-        payload, facts = _fakv.compile(ir, args.emit, args.stages, not args.no_warp_specialize, "sm_90a",
-                                       producer, consumer)
+        payload, facts = _fakv.compile(ir, "ptx" if args.emit == "cubin" else args.emit, args.stages,
+                                       not args.no_warp_specialize, "sm_90a", producer, consumer)
+        if args.emit == "cubin":
+            from . import ptx
+            payload = ptx.assemble(payload, "sm_90a")
     if args.emit == "cubin":
         if not args.output:
             raise SystemExit("fakv.compile: --emit cubin needs -o FILE")

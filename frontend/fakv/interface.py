@@ -133,13 +133,14 @@ def with_kernels(decode=None, combine=None):
                                 rotary_interleaved=True, alibi_slopes=None, num_splits=0,
                                 return_softmax_lse=False):
         runtime.raise_pending()              # a kernel of an earlier call found bad data
-        if type(q) is _Tensor and k is None and v is None and rotary_cos is None and cache_leftpad is None:
+        if (type(q) is _Tensor and k is None and v is None and rotary_cos is None and rotary_sin is None
+                and cache_leftpad is None):
             key, ptrs = _call_key(decode, combine, q, k_cache, v_cache, cache_seqlens, cache_batch_idx,
                                   block_table, softmax_scale, causal, window_size, softcap, alibi_slopes,
                                   num_splits, return_softmax_lse)
             call = _CALLS.get(key)
             if call is not None:
-                return call(ptrs, q, cache_seqlens)
+                return call(ptrs, q, k_cache, v_cache, cache_seqlens)
         return _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens,
                           cache_batch_idx, cache_leftpad, block_table, softmax_scale, causal, window_size,
                           softcap, rotary_interleaved, alibi_slopes, num_splits, return_softmax_lse)
@@ -214,17 +215,22 @@ class _Call:
         self.decode, self.decode_grid, self.decode_args = decode, decode_grid, decode_args
         self.combine, self.combine_grid, self.combine_args = combine, combine_grid, combine_args
         self.out_shape, self.lse_shape = out_shape, lse_shape
-        self.part_out, self.part_lse = part_out, part_lse
-        # Workspace (float32): out partials, lse partials, and the lse when it is not returned.
-        self.ws_floats = max(1, part_out + part_lse + (0 if return_lse else lse_shape[0] * lse_shape[1] *
-                                                     lse_shape[2]))
+        # Workspace (float32): out partials, lse partials, and the lse when it
+        # is not returned, each at a multiple of 256 bytes (the kernels were
+        # specialised on 16-byte aligned pointers).
+        up = lambda n: -(-n // 64) * 64  # noqa: E731
+        self.part_out, self.part_lse = up(part_out), up(part_lse)
+        self.ws_floats = max(1, self.part_out + self.part_lse + (0 if return_lse else lse_shape[0] * lse_shape[1] *
+                                                               lse_shape[2]))
         self.return_lse, self.capacity = return_lse, capacity
         self.stream = runtime.stream_getter()
         self._seqlens = {}
 
-    def __call__(self, ptrs, q, cache_seqlens):
+    def __call__(self, ptrs, q, k_cache, v_cache, cache_seqlens):
+        # The caches go as tensors: the launcher reads their shapes and
+        # strides for the TMA tensor maps (cached per address and layout).
         torch = self.torch
-        qp, kp, vp, sp, tp, bp, ap = ptrs
+        qp, _, _, sp, tp, bp, ap = ptrs
         if type(cache_seqlens) is not _Tensor:
             sp = self._seqlens_tensor(q, self.capacity if cache_seqlens is None else cache_seqlens)
         if self.copy_q:
@@ -242,14 +248,14 @@ class _Call:
             lse, lp = None, lse_part + 4 * self.part_lse
         op = out.data_ptr()
         stream = self.stream()
-        a = self.decode_args
-        a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8] = qp, kp, vp, tp or sp, sp, op, lp, wp, lse_part
+        a = self.decode_args.copy()          # (calls from several threads do not share it)
+        a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8] = qp, k_cache, v_cache, tp or sp, sp, op, lp, wp, lse_part
         a[24] = bp or sp
         a[28] = ap or lp
         gx, gy, gz = self.decode_grid
         self.decode(gx, gy, gz, stream, *a)
         if self.combine is not None:
-            c = self.combine_args
+            c = self.combine_args.copy()
             c[0], c[1], c[2], c[3] = wp, lse_part, op, lp
             gx, gy, gz = self.combine_grid
             self.combine(gx, gy, gz, stream, *c)
@@ -524,7 +530,7 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
         if len(_CALLS) >= _MAX_CALLS:
             _CALLS.clear()
         _CALLS[key] = call
-    return call(ptrs, q, given_seqlens)
+    return call(ptrs, q, k_cache, v_cache, given_seqlens)
 
 
 _DOC = """Attention of q over a KV cache (FlashAttention's contract).

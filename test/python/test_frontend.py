@@ -292,3 +292,20 @@ def test_register_split_option(monkeypatch, tmp_path):
     assert re.search(r"setmaxnreg\.inc\.sync\.aligned\.u32\s+168;", ptx)
     assert ".maxnreg 96" in ptx
     decode.with_options(stages=3).clear()
+
+
+def test_cli_cubin(tmp_path):
+    """--emit cubin: the PTX assembled in process (fakv.ptx), with the
+    launch facts beside it."""
+    from fakv import ptx
+    try:
+        ptx.assembler()
+    except ptx.AssemblerError:
+        pytest.skip("needs nvJitLink or ptxas")
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "frontend"))
+    out = tmp_path / "decode.cubin"
+    subprocess.run([sys.executable, "-m", "fakv.compile", os.path.join(ROOT, "kernels", "combine.py"), "--emit",
+                    "cubin", "-o", str(out), "--attention", "batch=2,heads=32,kv_heads=8,head_dim=128,num_splits=3"],
+                   env=env, check=True, capture_output=True)
+    assert out.read_bytes()[:4] == b"\x7fELF"
+    assert (tmp_path / "decode.json").exists()
