@@ -176,7 +176,7 @@ def main():
 def hand_packed(lib, paged, q, k, v, lens, table):
     """A launch of bench/kernels/decode_packed_by_hand.py on the bench's
     inputs (one split), writing a fresh output."""
-    from fakv.interface import plan
+    from fakv.interface import errors_for, plan
     from decode_packed_by_hand import decode, hand_packed_launch
     p = plan(B, 1, H, HK, D, "bf16", paged, k.shape[1], S, False, 1)
     grid, constexprs = hand_packed_launch(p, HK, H // HK)
@@ -189,7 +189,8 @@ def hand_packed(lib, paged, q, k, v, lens, table):
         stride = lambda t: t.stride()  # noqa: E731
     qs, ks = stride(q), stride(k)
     args = (q, k, v, table if paged else lens, lens, out, lse, lse, lse, qs[0], qs[1], qs[2], ks[0], ks[1], ks[2],
-            stride(table)[0] if paged else 0, B, 1, H, HK, D, k.shape[1], k.shape[0], 1 / math.sqrt(D))
+            stride(table)[0] if paged else 0, B, 1, H, HK, D, k.shape[1], k.shape[0], 1 / math.sqrt(D),
+            errors_for(q))
     kernel = decode.with_options(**p["decode_options"])
     return lambda: kernel[grid](*args, **constexprs)
 

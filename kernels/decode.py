@@ -63,10 +63,11 @@ def decode(Q, K, V, Table, Seqlens, Out, Lse, OutPart, LsePart,
     num_splits = fl.num_programs(0) // m_blocks
     kvh = h // GROUP
     # A length outside [0, capacity] (the rows a sequence's cache holds) is
-    # bad data: reported, and clamped so that nothing is read out of bounds.
+    # bad data: reported, and the sequence reads no key.
     seqlen = Seqlens[b]
-    fl.report(Errors, (seqlen < 0) | (seqlen > capacity), SEQLENS_ERROR + b)
-    seqlen = fl.minimum(fl.maximum(seqlen, 0), capacity)
+    bad_length = (seqlen < 0) | (seqlen > capacity)
+    fl.report(Errors, bad_length, SEQLENS_ERROR + b)
+    seqlen = fl.where(bad_length, 0, seqlen)
     cache_row = b
     if BATCH_IDX:                          # contiguous cache rows picked by cache_batch_idx
         cache_row = BatchIdx[b]

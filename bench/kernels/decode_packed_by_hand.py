@@ -15,7 +15,7 @@ from decode import load_kv, score_mod
 def decode(Q, K, V, Table, Seqlens, Out, Lse, OutPart, LsePart,
            q_batch_stride, q_seq_stride, q_head_stride,
            page_stride, row_stride, head_stride, table_stride,
-           batch, seqlen_q, heads, kv_heads, head_dim, page_size, num_pages, scale,
+           batch, seqlen_q, heads, kv_heads, head_dim, page_size, num_pages, scale, Errors,
            HEAD_DIM: fl.constexpr, BLOCK_N: fl.constexpr, GROUP: fl.constexpr, SQ_BLOCK: fl.constexpr,
            PAGE_SIZE: fl.constexpr, CAUSAL: fl.constexpr):
     ROWS: fl.constexpr = SQ_BLOCK * GROUP
@@ -48,9 +48,9 @@ def decode(Q, K, V, Table, Seqlens, Out, Lse, OutPart, LsePart,
     acc = fl.zeros((ROWS, HEAD_DIM))
     for blk in fl.range(first, last):
         n0 = blk * BLOCK_N
-        k = load_kv(K, table, kvh, b, n0, seqlen, head_dim, page_size, num_pages, strides,
+        k = load_kv(K, table, kvh, b, b, n0, seqlen, head_dim, page_size, num_pages, strides, Errors,
                     BLOCK_N, HEAD_DIM, PAGE_SIZE)
-        v = load_kv(V, table, kvh, b, n0, seqlen, head_dim, page_size, num_pages, strides,
+        v = load_kv(V, table, kvh, b, b, n0, seqlen, head_dim, page_size, num_pages, strides, Errors,
                     BLOCK_N, HEAD_DIM, PAGE_SIZE)
         s = fl.dot(q, k, trans_b=True)
         s = score_mod(s, q_pos, n0 + fl.arange(0, BLOCK_N), seqlen, seqlen_q, -1, -1, l, CAUSAL, False, False)

@@ -72,10 +72,16 @@ def assigned_names(stmts):
 class Function:
     """A Python function's source and AST, as the code generator needs them."""
 
-    def __init__(self, fn):
+    def __init__(self, fn, file_lines=None):
+        """`file_lines`: the lines of fn's file, read when it was decorated
+        (the file may be gone by now)."""
         self.fn = fn
         self.filename = inspect.getsourcefile(fn) or "<kernel>"
-        lines, self.first_line = inspect.getsourcelines(fn)
+        if file_lines:
+            self.first_line = fn.__code__.co_firstlineno
+            lines = inspect.getblock(file_lines[self.first_line - 1:])
+        else:
+            lines, self.first_line = inspect.getsourcelines(fn)
         self.source = textwrap.dedent("".join(lines))
         self.lines = self.source.splitlines()
         tree = ast.parse(self.source)

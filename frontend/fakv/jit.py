@@ -9,6 +9,7 @@ types and constexprs, cached in memory and on disk, launched on the GPU
 import hashlib
 import inspect
 import json
+import linecache
 import os
 import sys
 import types as _types
@@ -129,6 +130,9 @@ class JITFunction:
         self._variants = {}
         self._function = None
         self._source_key = None
+        # The kernel's file, read now (it may be a temporary file, gone by
+        # the first launch); parsed at the first code generation.
+        self._file_lines = list(linecache.getlines(fn.__code__.co_filename, fn.__globals__))
         self.signature = inspect.signature(fn)
         self.constexprs = [p for p, prm in self.signature.parameters.items()
                            if prm.annotation is fl.constexpr or isinstance(prm.annotation, fl.constexpr)
@@ -147,8 +151,14 @@ class JITFunction:
     def function(self):
         """The source and AST the code generator walks (parsed on first use)."""
         if self._function is None:
-            self._function = codegen.Function(self.fn)
+            self._function = codegen.Function(self.fn, self._file_lines)
         return self._function
+
+    def function_source(self):
+        """The lines of the kernel's definition."""
+        if self._file_lines:
+            return inspect.getblock(self._file_lines[self.fn.__code__.co_firstlineno - 1:])
+        return inspect.getsourcelines(self.fn)[0]
 
     def source_key(self):
         """A hash of what this kernel's IR is made from besides its arguments:
@@ -159,7 +169,7 @@ class JITFunction:
         (as in the in-memory cache)."""
         if self._source_key is None:
             h = hashlib.sha256(_frontend_version().encode())
-            h.update(inspect.getsource(self.fn).encode())
+            h.update("".join(self.function_source()).encode())
             for name in sorted(_names(self.fn.__code__)):
                 if name not in self.fn.__globals__:
                     continue

@@ -24,14 +24,14 @@ run() {  # name timeout command...
 }
 hide_cuda() {  # the toolkit out of sight: /usr/local/cuda* moved aside, PATH and CUDA_HOME cleared
   for d in /usr/local/cuda /usr/local/cuda-*; do
-    [ -e "$d" ] && mv "$d" "/usr/local/.hidden-$(basename "$d")"
+    [ -e "$d" ] || [ -L "$d" ] && mv "$d" "/usr/local/.hidden-$(basename "$d")"
   done
   export PATH="$(echo "$PATH" | tr ':' '\n' | grep -v -i cuda | paste -sd:)"
   unset CUDA_HOME CUDA_PATH
 }
 restore_cuda() {
-  for d in /usr/local/.hidden-cuda*; do
-    [ -e "$d" ] && mv "$d" "/usr/local/$(basename "$d" | sed 's/^.hidden-//')"
+  for d in /usr/local/.hidden-cuda*; do    # (cuda may be a link to cuda-13.0: dangling until both are back)
+    [ -e "$d" ] || [ -L "$d" ] && mv "$d" "/usr/local/$(basename "$d" | sed 's/^.hidden-//')"
   done
   export PATH="/usr/local/cuda/bin:$PATH"
 }

@@ -309,3 +309,21 @@ def test_cli_cubin(tmp_path):
                    env=env, check=True, capture_output=True)
     assert out.read_bytes()[:4] == b"\x7fELF"
     assert (tmp_path / "decode.json").exists()
+
+
+def test_kernel_file_gone_before_the_first_launch(tmp_path):
+    """A kernel's source is read when it is decorated: its file (a temporary
+    one, say) may be gone when it is first compiled."""
+    import importlib.util
+    path = tmp_path / "gone.py"
+    path.write_text("import fakv\nimport fakv.language as fl\n\n@fakv.jit\ndef fill(X, B: fl.constexpr):\n"
+                    "    fl.store(X, fl.full((B,), 3.0), (0,), (1,))\n")
+    spec = importlib.util.spec_from_file_location("gone", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    path.unlink()
+    import linecache
+    linecache.clearcache()
+    x = np.zeros(8, np.float32)
+    mod.fill[(1,)](x, B=8)
+    assert (x == 3).all()
