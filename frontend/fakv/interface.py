@@ -280,12 +280,18 @@ def _specialise_all(jobs):
     """The specialisations of (kernel, args, constexprs) jobs, compiled in
     parallel threads when there are several (the compiler releases the GIL)."""
     global _POOL
-    if len(jobs) == 1:
-        return [jobs[0][0].specialize_for(jobs[0][1], jobs[0][2])]
-    if _POOL is None:        # kept: each compiling thread keeps its MLIR context
-        from concurrent.futures import ThreadPoolExecutor
-        _POOL = ThreadPoolExecutor(4, thread_name_prefix="fakv-compile")
-    return list(_POOL.map(lambda job: job[0].specialize_for(job[1], job[2]), jobs))
+    found = [fn.specialize_for(args, consts, compile=False) for fn, args, consts in jobs]   # the caches
+    missing = [i for i, c in enumerate(found) if c is None]
+    if len(missing) == 1:
+        fn, args, consts = jobs[missing[0]]
+        found[missing[0]] = fn.specialize_for(args, consts)
+    elif missing:
+        if _POOL is None:        # kept: each compiling thread keeps its MLIR context
+            from concurrent.futures import ThreadPoolExecutor
+            _POOL = ThreadPoolExecutor(4, thread_name_prefix="fakv-compile")
+        for i, c in zip(missing, _POOL.map(lambda i: jobs[i][0].specialize_for(jobs[i][1], jobs[i][2]), missing)):
+            found[i] = c
+    return found
 
 
 _POOL = None

@@ -169,7 +169,11 @@ class JITFunction:
         (as in the in-memory cache)."""
         if self._source_key is None:
             h = hashlib.sha256(_frontend_version().encode())
-            h.update("".join(self.function_source()).encode())
+            if self._file_lines:      # the function's file (cheaper than cutting the function out)
+                h.update(f"{self.fn.__qualname__}:{self.fn.__code__.co_firstlineno}:".encode())
+                h.update("".join(self._file_lines).encode())
+            else:
+                h.update("".join(self.function_source()).encode())
             for name in sorted(_names(self.fn.__code__)):
                 if name not in self.fn.__globals__:
                     continue
@@ -241,11 +245,12 @@ class JITFunction:
             device = "cuda"
         return constexprs, types, runtime, device
 
-    def specialize_for(self, args, kwargs):
+    def specialize_for(self, args, kwargs, compile=True):
         """The specialisation a launch with these arguments runs (compiled,
-        or found in the caches, now)."""
+        or found in the caches, now); with compile=False, None when it is in
+        neither cache."""
         constexprs, types, runtime, device = self.bind(args, kwargs)
-        return self.specialize(constexprs, types, device, _divisible(runtime) if device == "cuda" else ())
+        return self.specialize(constexprs, types, device, _divisible(runtime) if device == "cuda" else (), compile)
 
     def ir(self, *args, **kwargs):
         """The fakv IR of the specialisation these arguments select."""
@@ -258,7 +263,10 @@ class JITFunction:
         func, params = cg.kernel(self.__name__, types, constexprs, divisibility, attrs)
         return "module {\n  " + func + "\n}\n", params
 
-    def specialize(self, constexprs, types, device, divisibility=()):
+    def specialize(self, constexprs, types, device, divisibility=(), compile=True):
+        """The specialisation for these constexprs, argument types and
+        divisibility on `device`: from memory, the disk cache (GPU) or
+        compiled (None instead with compile=False)."""
         key = (device, tuple(sorted((k, repr(v)) for k, v in constexprs.items())),
                tuple((k, repr(t)) for k, t in types.items()), tuple(divisibility))
         c = self._compiled.get(key)
@@ -266,27 +274,37 @@ class JITFunction:
             params = [p for p in self.signature.parameters if p not in constexprs]
             c = Compiled(self.__name__, params, device,
                          lambda: self._ir(constexprs, types, divisibility)[0])
-            if dump_ir():
-                print(f"// fakv IR of {self.__name__} {dict(constexprs)}\n{c.ir}", file=sys.stderr)
-            if device == "cuda":
-                self._compile_gpu(c, key)
+            if device == "cuda" and self._load_gpu(c, key):
+                pass
+            elif not compile:
+                return None
             else:
-                self._compile_cpu(c, types)
+                if dump_ir():
+                    print(f"// fakv IR of {self.__name__} {dict(constexprs)}\n{c.ir}", file=sys.stderr)
+                if device == "cuda":
+                    self._compile_gpu(c)
+                else:
+                    self._compile_cpu(c, types)
             self._compiled[key] = c
         return c
 
     # ---- GPU ----------------------------------------------------------------------------
 
-    def _compile_gpu(self, c, key):
+    def _load_gpu(self, c, key):
+        """Names c's disk-cache entry and loads it when it is there."""
         opts = dict(self.options, chip="sm_90a")
         text = json.dumps([self.pack_gqa, self.source_key(), key[1:], opts], sort_keys=True)
-        entry = hashlib.sha256(text.encode()).hexdigest()[:32]
-        c.entry, c.path = entry, os.path.join(cache_dir(), entry + ".cubin")
-        hit = cache.load(entry)
-        if hit is not None:
-            c.binary, c.facts = hit
-            c.cache = "hit"
-            return
+        c.entry = hashlib.sha256(text.encode()).hexdigest()[:32]
+        c.path = os.path.join(cache_dir(), c.entry + ".cubin")
+        hit = cache.load(c.entry)
+        if hit is None:
+            return False
+        c.binary, c.facts = hit
+        c.cache = "hit"
+        return True
+
+    def _compile_gpu(self, c):
+        opts = dict(self.options, chip="sm_90a")
         ext = _ext()
         args = (opts["stages"], opts["warp_specialize"], opts["chip"], *opts.get("registers", (0, 0)))
         if dump_ir():
@@ -299,7 +317,7 @@ class JITFunction:
         except (RuntimeError, ValueError) as e:
             raise codegen.CompilationError(f"{self.__name__} does not compile for the GPU:\n{e}") from None
         c.facts = json.loads(facts)
-        cache.store(entry, c.binary, c.facts)
+        cache.store(c.entry, c.binary, c.facts)
         c.cache = "miss"
 
     # ---- CPU ----------------------------------------------------------------------------

@@ -6,7 +6,7 @@
 # Logs go to LOGDIR; a summary line per step to stdout.
 #
 #   test/gpu/run_all.sh LOGDIR [STEP...]
-#   STEP: install hide ir frontend grid demo restore sanitize bench host (default: all, in this order)
+#   STEP: install hide ir frontend grid demo restore sanitize bench host (default: all, in this order), profile
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 LOGS="${1:-gpu-logs}"; shift || true
@@ -53,9 +53,11 @@ for step in $STEPS; do
     grid) run grid 540 python3 -m pytest -q -p no:cacheprovider -n 8 test/gpu/test_flash_attn.py ;;
     demo) run demo 120 python3 scripts/demo.py ;;
     sanitize)
-      for tool in memcheck racecheck synccheck initcheck; do
+      for tool in memcheck racecheck synccheck; do
         run "$tool" 300 compute-sanitizer --tool "$tool" --error-exitcode 9 python3 test/gpu/sanitize.py
-      done ;;
+      done
+      run initcheck 300 compute-sanitizer --tool initcheck --error-exitcode 9 python3 test/gpu/sanitize.py --no-reference ;;
+    profile) run profile 300 python3 bench/profile_host.py; cat "$LOGS/profile.log" ;;
     bench)
       run bench 300 python3 bench/bench_decode.py
       cat "$LOGS/bench.log"
