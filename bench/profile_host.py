@@ -43,29 +43,32 @@ def steps():
         q, k, v, lens, table = inputs(1, 1024, paged)
         api = lambda: fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table)  # noqa: E731
         api()
-        key, ptrs = interface._call_key(None, None, q, k, v, lens, None, table, None, False, (-1, -1), 0.0, None, 0,
-                                        False)
+        tensors = (q, k, v, lens, table, None, None)
+        scalars = (None, False, (-1, -1), 0.0, 0, False, interface._check_data())
+        key, ptrs = interface._signature(tensors, scalars, (None, None))
         call = interface._CALLS[key]
         stream = call.stream()
         a = list(call.decode_args)
-        a[0], a[1], a[2], a[3], a[4] = ptrs[0], k, v, ptrs[4] or ptrs[3], ptrs[3]
+        a[0], a[1], a[2], a[3], a[4] = (ptrs[0], (ptrs[1], call.cache_layout), (ptrs[2], call.cache_layout),
+                                        ptrs[4] or ptrs[3], ptrs[3])
         out = torch.empty(call.out_shape, dtype=q.dtype, device=q.device)
-        ws = torch.empty(call.ws_floats, dtype=torch.float32, device=q.device)
+        ws = torch.empty(call.ws_bytes // 4, dtype=torch.float32, device=q.device)
         a[5], a[6], a[7], a[8] = out.data_ptr(), ws.data_ptr(), ws.data_ptr(), ws.data_ptr()
         a[24], a[28] = ptrs[3], ws.data_ptr()
         gx, gy, gz = call.decode_grid
         rows = [
             ("whole API call", per_call_us(api)),
             ("raise_pending", per_call_us(runtime.raise_pending)),
-            ("_call_key", per_call_us(lambda: interface._call_key(None, None, q, k, v, lens, None, table, None, False,
-                                                                  (-1, -1), 0.0, None, 0, False))),
+            ("signature (C)", per_call_us(lambda: interface._signature(tensors, scalars, (None, None)))),
             ("_CALLS lookup", per_call_us(lambda: interface._CALLS.get(key))),
-            ("torch.empty out", per_call_us(lambda: torch.empty(call.out_shape, dtype=q.dtype, device=q.device))),
-            ("torch.empty workspace", per_call_us(lambda: torch.empty(call.ws_floats, dtype=torch.float32,
-                                                                      device=q.device))),
+            ("torch.empty_like(q) (out)", per_call_us(lambda: torch.empty_like(q))),
+            ("torch.empty (lse)", per_call_us(lambda: torch.empty(call.lse_shape, dtype=torch.float32,
+                                                                  device=q.device))),
+            ("workspace: raw alloc + delete", per_call_us(
+                lambda: call.raw_delete(call.raw_alloc(call.ws_bytes, call.device, stream)))),
             ("q.device", per_call_us(lambda: q.device)),
             ("stream()", per_call_us(call.stream)),
-            ("decode launch (tensors for the caches)", per_call_us(lambda: call.decode(gx, gy, gz, stream, *a))),
+            ("decode launch", per_call_us(lambda: call.decode(gx, gy, gz, stream, *a))),
         ]
         if call.combine is not None:
             c = list(call.combine_args)

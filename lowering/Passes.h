@@ -52,6 +52,14 @@ struct FakvToCubinOptions : public PassPipelineOptions<FakvToCubinOptions> {
       *this, "consumer-registers",
       llvm::cl::desc("registers per consumer thread (setmaxnreg; 0: none)"),
       llvm::cl::init(0)};
+  // LLVM's optimisation of the kernel's IR before NVPTX (ptxas optimises the
+  // PTX again). O1: the decode kernel's SASS is the same instructions as at
+  // O3 (1496 each, registers renamed), for a third less of LLVM's time
+  // (docs/pipeline.md).
+  Option<unsigned> llvmOptLevel{
+      *this, "llvm-opt-level",
+      llvm::cl::desc("LLVM IR optimisation level before NVPTX (0-3)"),
+      llvm::cl::init(1)};
 };
 
 /// fakv IR -> tiles with layouts, pipelined and warp-specialized

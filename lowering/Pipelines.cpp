@@ -89,7 +89,7 @@ void fakv::buildFakvGPUToLLVMPipeline(OpPassManager &pm,
   GpuNVVMAttachTargetOptions target;
   target.chip = o.chip;
   target.features = "+ptx80";
-  target.optLevel = 3;
+  target.optLevel = o.llvmOptLevel;
   pm.addPass(createGpuNVVMAttachTarget(target));
   OpPassManager &gpuPm = pm.nest<gpu::GPUModuleOp>();
   gpuPm.addPass(createConvertVectorToLLVMPass());

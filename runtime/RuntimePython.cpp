@@ -13,6 +13,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include "runtime/CallSignature.h"
 #include "runtime/fakv_runtime.h"
 
 #include <array>
@@ -143,8 +144,11 @@ void *function(KernelObject *self) {
   return f;
 }
 
-/// A pointer argument: an int address, or an object's data_ptr().
+/// A pointer argument: an int address, an object's data_ptr(), or, for a
+/// TMA-copied cache, (address, (4 dims, 4 strides)).
 bool address(PyObject *arg, uint64_t &out) {
+  if (PyTuple_CheckExact(arg) && PyTuple_GET_SIZE(arg) == 2)
+    arg = PyTuple_GET_ITEM(arg, 0);
   if (PyLong_CheckExact(arg)) {
     out = PyLong_AsUnsignedLongLong(arg);
     return !PyErr_Occurred();
@@ -205,10 +209,19 @@ bool integers(PyObject *seq, uint64_t *out, int n, const char *what) {
   return ok;
 }
 
-/// The tensor map of the cache at `arg` (address already converted).
+const unsigned char *cachedMap(KernelObject *self, const uint64_t key[10]);
+
+/// The tensor map of the cache at `arg` (address already converted): a
+/// tensor, or (address, layout) with the layout as 4 dims then 4 strides.
 const unsigned char *tensorMap(KernelObject *self, PyObject *arg, uint64_t base, uint32_t rows) {
   uint64_t key[10];
   key[0] = base;
+  key[9] = rows;
+  if (PyTuple_CheckExact(arg) && PyTuple_GET_SIZE(arg) == 2) {
+    if (!integers(PyTuple_GET_ITEM(arg, 1), key + 1, 8, "its (dims, strides) layout"))
+      return nullptr;
+    return cachedMap(self, key);
+  }
   PyObject *shape = PyObject_GetAttr(arg, shapeName);
   if (!shape)
     return nullptr;
@@ -223,18 +236,23 @@ const unsigned char *tensorMap(KernelObject *self, PyObject *arg, uint64_t base,
   Py_DECREF(stride);
   if (!ok)
     return nullptr;
-  key[9] = rows;
+  return cachedMap(self, key);
+}
+
+/// The map of `key` (address, dims, strides, rows) from the kernel's
+/// recent ones, or encoded now.
+const unsigned char *cachedMap(KernelObject *self, const uint64_t key[10]) {
   auto &maps = *self->maps;
   for (size_t i = 0; i < maps.size(); ++i)
-    if (std::memcmp(maps[i].key, key, sizeof(key)) == 0) {
+    if (std::memcmp(maps[i].key, key, sizeof(maps[i].key)) == 0) {
       if (i)
         std::swap(maps[i], maps[0]);
       return maps[0].map;
     }
   CachedMap entry;
-  std::memcpy(entry.key, key, sizeof(key));
-  if (fakv_encode_kv_tensormap(entry.map, reinterpret_cast<const void *>(base), key + 1,
-                               key + 5, rows)) {
+  std::memcpy(entry.key, key, sizeof(entry.key));
+  if (fakv_encode_kv_tensormap(entry.map, reinterpret_cast<const void *>(key[0]), key + 1,
+                               key + 5, static_cast<uint32_t>(key[9]))) {
     raiseRuntime();
     return nullptr;
   }
@@ -373,6 +391,11 @@ PyMethodDef moduleMethods[] = {
      "host_mapped(nbytes) -> address of zeroed page-locked host memory every device can write"},
     {"take_word", takeWord, METH_O, "take_word(address) -> the int32 there, which is then zeroed"},
     {"link_ptx", linkPtx, METH_O, "link_ptx(ptx) -> cubin bytes, by the CUDA driver's JIT"},
+    {"signature", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(fakv::runtime::callSignature)),
+     METH_FASTCALL,
+     "signature(tensors, scalars, objects) -> (key bytes, addresses) or None (runtime/CallSignature.h)"},
+    {"set_tensor_type", fakv::runtime::setTensorType, METH_O,
+     "set_tensor_type(torch.Tensor): the type signature() reads as a tensor"},
     {nullptr, nullptr, 0, nullptr}};
 
 PyModuleDef moduleDef = {PyModuleDef_HEAD_INIT, "_runtime",

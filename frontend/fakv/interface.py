@@ -126,6 +126,7 @@ def with_kernels(decode=None, combine=None):
     kernels/decode.py's (a copy with another score_mod, say; same
     parameters) and `combine` in place of kernels/combine.py's. Returns a
     function with flash_attn_with_kvcache's signature (kernels/README.md)."""
+    kernels = (decode, combine)
 
     def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None, rotary_sin=None,
                                 cache_seqlens=None, cache_batch_idx=None, cache_leftpad=None, block_table=None,
@@ -135,12 +136,13 @@ def with_kernels(decode=None, combine=None):
         runtime.raise_pending()              # a kernel of an earlier call found bad data
         if (type(q) is _Tensor and k is None and v is None and rotary_cos is None and rotary_sin is None
                 and cache_leftpad is None):
-            key, ptrs = _call_key(decode, combine, q, k_cache, v_cache, cache_seqlens, cache_batch_idx,
-                                  block_table, softmax_scale, causal, window_size, softcap, alibi_slopes,
-                                  num_splits, return_softmax_lse)
-            call = _CALLS.get(key)
-            if call is not None:
-                return call(ptrs, q, k_cache, v_cache, cache_seqlens)
+            found = _signature((q, k_cache, v_cache, cache_seqlens, block_table, cache_batch_idx, alibi_slopes),
+                               (softmax_scale, causal, window_size, softcap, num_splits, return_softmax_lse,
+                                _check_data()), kernels)
+            if found is not None:
+                call = _CALLS.get(found[0])
+                if call is not None:
+                    return call(found[1], q, cache_seqlens)
         return _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens,
                           cache_batch_idx, cache_leftpad, block_table, softmax_scale, causal, window_size,
                           softcap, rotary_interleaved, alibi_slopes, num_splits, return_softmax_lse)
@@ -169,35 +171,9 @@ def _capturing():
 # and kernels: only addresses, the outputs and an int cache_seqlens change.
 
 _Tensor = None          # torch.Tensor, once a call has seen torch
+_signature = None       # fakv._runtime.signature, then
 _CALLS = {}
 _MAX_CALLS = 256
-
-
-def _sig(t):
-    """What of a tensor argument the checks and the kernels depend on."""
-    if t is None or type(t) is int:
-        return type(t)
-    if type(t) is not _Tensor:
-        return t                       # not keyable unless hashable; then checked on the slow path
-    return t.shape, t.stride(), t.dtype, t.get_device(), t.data_ptr() & 15 == 0
-
-
-def _call_key(decode, combine, q, k_cache, v_cache, cache_seqlens, cache_batch_idx, block_table, softmax_scale,
-              causal, window_size, softcap, alibi_slopes, num_splits, return_softmax_lse):
-    """(key, addresses): the signature of a call with torch tensors (None
-    when it cannot be keyed), and the addresses of q, k_cache, v_cache,
-    cache_seqlens, block_table, cache_batch_idx and alibi_slopes (0 when not
-    tensors)."""
-    tensors = (q, k_cache, v_cache, cache_seqlens, block_table, cache_batch_idx, alibi_slopes)
-    ptrs = tuple(t.data_ptr() if type(t) is _Tensor else 0 for t in tensors)
-    key = (decode, combine, tuple(map(_sig, tensors)), softmax_scale, causal,
-           tuple(window_size) if type(window_size) in (tuple, list) else window_size, softcap, num_splits,
-           return_softmax_lse, _check_data())
-    try:
-        hash(key)
-    except TypeError:
-        return None, ptrs
-    return key, ptrs
 
 
 class _Call:
@@ -209,56 +185,68 @@ class _Call:
     Q, K, V, TABLE, SEQLENS, OUT, LSE, OUT_PART, LSE_PART, BATCH_IDX, SLOPES = 0, 1, 2, 3, 4, 5, 6, 7, 8, 24, 28
 
     def __init__(self, decode, decode_grid, decode_args, combine, combine_grid, combine_args, out_shape,
-                 lse_shape, part_out, part_lse, return_lse, capacity, copy_q):
+                 lse_shape, part_out, part_lse, return_lse, capacity, copy_q, device, cache_layout, kernels):
         import torch
-        self.torch, self.copy_q = torch, copy_q
+        self.torch, self.copy_q, self.device, self.kernels = torch, copy_q, device, kernels
         self.decode, self.decode_grid, self.decode_args = decode, decode_grid, decode_args
         self.combine, self.combine_grid, self.combine_args = combine, combine_grid, combine_args
         self.out_shape, self.lse_shape = out_shape, lse_shape
+        # The caches' (dims, strides) for their TMA maps: part of the key, so
+        # the launcher needs only their addresses.
+        self.cache_layout = cache_layout
         # Workspace (float32): out partials, lse partials, and the lse when it
         # is not returned, each at a multiple of 256 bytes (the kernels were
-        # specialised on 16-byte aligned pointers).
+        # specialised on 16-byte aligned pointers); taken from torch's caching
+        # allocator for the call's stream and given back once the kernels
+        # are queued (stream order keeps it theirs).
         up = lambda n: -(-n // 64) * 64  # noqa: E731
         self.part_out, self.part_lse = up(part_out), up(part_lse)
-        self.ws_floats = max(1, self.part_out + self.part_lse + (0 if return_lse else lse_shape[0] * lse_shape[1] *
-                                                               lse_shape[2]))
+        self.ws_bytes = 4 * max(1, self.part_out + self.part_lse + (0 if return_lse else lse_shape[0] * lse_shape[1] *
+                                                                    lse_shape[2]))
+        self.raw_alloc = getattr(torch._C, "_cuda_cudaCachingAllocator_raw_alloc", None)
+        self.raw_delete = getattr(torch._C, "_cuda_cudaCachingAllocator_raw_delete", None)
         self.return_lse, self.capacity = return_lse, capacity
         self.stream = runtime.stream_getter()
         self._seqlens = {}
 
-    def __call__(self, ptrs, q, k_cache, v_cache, cache_seqlens):
-        # The caches go as tensors: the launcher reads their shapes and
-        # strides for the TMA tensor maps (cached per address and layout).
+    def __call__(self, ptrs, q, cache_seqlens):
         torch = self.torch
-        qp, _, _, sp, tp, bp, ap = ptrs
+        qp, kp, vp, sp, tp, bp, ap = ptrs
         if type(cache_seqlens) is not _Tensor:
             sp = self._seqlens_tensor(q, self.capacity if cache_seqlens is None else cache_seqlens)
         if self.copy_q:
             q = q.contiguous()
             qp = q.data_ptr()
-        device = q.device
-        out = torch.empty(self.out_shape, dtype=q.dtype, device=device)
-        ws = torch.empty(self.ws_floats, dtype=torch.float32, device=device)
-        wp = ws.data_ptr()
-        lse_part = wp + 4 * self.part_out
-        if self.return_lse:
-            lse = torch.empty(self.lse_shape, dtype=torch.float32, device=device)
-            lp = lse.data_ptr()
-        else:
-            lse, lp = None, lse_part + 4 * self.part_lse
+        out = torch.empty_like(q)
         op = out.data_ptr()
         stream = self.stream()
-        a = self.decode_args.copy()          # (calls from several threads do not share it)
-        a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8] = qp, k_cache, v_cache, tp or sp, sp, op, lp, wp, lse_part
-        a[24] = bp or sp
-        a[28] = ap or lp
-        gx, gy, gz = self.decode_grid
-        self.decode(gx, gy, gz, stream, *a)
-        if self.combine is not None:
-            c = self.combine_args.copy()
-            c[0], c[1], c[2], c[3] = wp, lse_part, op, lp
-            gx, gy, gz = self.combine_grid
-            self.combine(gx, gy, gz, stream, *c)
+        if self.raw_alloc is not None:
+            ws, wp = None, self.raw_alloc(self.ws_bytes, self.device, stream)
+        else:
+            ws = torch.empty(self.ws_bytes // 4, dtype=torch.float32, device=q.device)
+            wp = ws.data_ptr()
+        try:
+            lse_part = wp + 4 * self.part_out
+            if self.return_lse:
+                lse = torch.empty(self.lse_shape, dtype=torch.float32, device=q.device)
+                lp = lse.data_ptr()
+            else:
+                lse, lp = None, lse_part + 4 * self.part_lse
+            a = self.decode_args.copy()          # (calls from several threads do not share it)
+            a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8] = (qp, (kp, self.cache_layout), (vp, self.cache_layout),
+                                                                    tp or sp, sp, op, lp, wp, lse_part)
+            a[24] = bp or sp
+            a[28] = ap or lp
+            gx, gy, gz = self.decode_grid
+            self.decode(gx, gy, gz, stream, *a)
+            if self.combine is not None:
+                c = self.combine_args.copy()
+                c[0], c[1], c[2], c[3] = wp, lse_part, op, lp
+                gx, gy, gz = self.combine_grid
+                self.combine(gx, gy, gz, stream, *c)
+        finally:
+            if ws is None:
+                self.raw_delete(wp)
         return (out, lse) if self.return_lse else out
 
     def _seqlens_tensor(self, q, value):
@@ -298,7 +286,7 @@ _POOL = None
 
 
 def _prepare(decode, decode_args, decode_consts, decode_grid, combine, combine_args, combine_consts,
-             combine_grid, q, lse_shape, part_out, part_lse, return_lse, capacity, copy_q):
+             combine_grid, q, lse_shape, part_out, part_lse, return_lse, capacity, copy_q, kernels):
     """The _Call of a checked GPU call: decode and combine specialised and
     compiled (in parallel threads when both compile), their launchers made."""
     ptr = runtime.Pointer
@@ -323,9 +311,11 @@ def _prepare(decode, decode_args, decode_consts, decode_grid, combine, combine_a
         # Addresses are filled in per call; the error word's stays.
         return [v.data_ptr() if isinstance(v, runtime.Pointer) else v if isinstance(v, (int, float)) else 0
                 for v in args]
+    k_cache = decode_args[1]
+    layout = tuple(k_cache.shape) + tuple(k_cache.stride())
     return _Call(launchers[0], decode_grid, template(decode_args), launchers[1] if combine is not None else None,
                  combine_grid, template(combine_args) if combine is not None else None, tuple(q.shape),
-                 lse_shape, part_out, part_lse, return_lse, capacity, copy_q)
+                 lse_shape, part_out, part_lse, return_lse, capacity, copy_q, dev, layout, kernels)
 
 
 def _check_contents(seqlens, block_table, cache_batch_idx, batch, capacity, page_size, num_pages,
@@ -365,7 +355,7 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
     # Docstring: _DOC below. Checks every argument and plans; runs the CPU
     # path through the JIT, or prepares the GPU call (_Call) and keeps it for
     # calls of the same signature.
-    global _Tensor
+    global _Tensor, _signature
     kernels, given_seqlens = (decode, combine), cache_seqlens
     for name, value, default in (("k", k, None), ("v", v, None), ("rotary_cos", rotary_cos, None),
                                  ("rotary_sin", rotary_sin, None), ("cache_leftpad", cache_leftpad, None)):
@@ -525,18 +515,23 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
 
     # The GPU: compile (decode and combine in parallel) and prepare the call.
     import torch
-    _Tensor = torch.Tensor
+    from . import _runtime
+    if _Tensor is None:
+        _runtime.set_tensor_type(torch.Tensor)
+        _Tensor, _signature = torch.Tensor, _runtime.signature
     call = _prepare(decode, decode_args, decode_consts, p["decode_grid"], combine if splits > 1 else None,
                     combine_args, p["combine"], p["combine_grid"], q, lse_shape, part_out, part_lse,
-                    return_softmax_lse, capacity, copy_q)
-    key, ptrs = _call_key(*kernels, q, k_cache, v_cache, given_seqlens, cache_batch_idx, block_table,
-                          softmax_scale, causal, window_size, softcap, alibi_slopes, num_splits,
-                          return_softmax_lse)
-    if key is not None and not host_checks:              # FAKV_CHECK_DATA=1 checks every call
+                    return_softmax_lse, capacity, copy_q, kernels)
+    found = _signature((q, k_cache, v_cache, given_seqlens, block_table, cache_batch_idx, alibi_slopes),
+                       (softmax_scale, causal, window_size, softcap, num_splits, return_softmax_lse, mode), kernels)
+    if found is None:                                    # an argument the key cannot hold: never reused
+        found = (None, tuple(t.data_ptr() if T.is_torch(t) else 0 for t in (
+            q, k_cache, v_cache, given_seqlens, block_table, cache_batch_idx, alibi_slopes)))
+    elif not host_checks:                                # FAKV_CHECK_DATA=1 checks every call
         if len(_CALLS) >= _MAX_CALLS:
             _CALLS.clear()
-        _CALLS[key] = call
-    return call(ptrs, q, k_cache, v_cache, given_seqlens)
+        _CALLS[found[0]] = call
+    return call(found[1], q, given_seqlens)
 
 
 _DOC = """Attention of q over a KV cache (FlashAttention's contract).

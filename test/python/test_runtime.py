@@ -1,0 +1,86 @@
+"""fakv._runtime without a GPU: it loads (the CUDA driver is opened only
+when needed), says why when the driver is missing, and builds the
+signatures the API keys its prepared calls on."""
+import pytest
+
+from fakv import _runtime
+
+
+class FakeTensor:
+    """What signature() reads of a torch tensor."""
+
+    def __init__(self, shape, stride, dtype="bf16", device=0, ptr=4096):
+        self.shape, self._stride, self.dtype, self._device, self._ptr = tuple(shape), tuple(stride), dtype, device, ptr
+
+    def stride(self):
+        return self._stride
+
+    def get_device(self):
+        return self._device
+
+    def data_ptr(self):
+        return self._ptr
+
+
+BF16, F16 = "bf16", "f16"          # interned strings: one object each, like torch's dtypes
+
+
+@pytest.fixture(autouse=True)
+def _tensor_type():
+    _runtime.set_tensor_type(FakeTensor)
+
+
+def key(*tensors, scalars=(None, False, (-1, -1), 0.0, 0, False, ""), objects=(None, None)):
+    found = _runtime.signature(tuple(tensors), tuple(scalars), tuple(objects))
+    return None if found is None else found[0]
+
+
+def test_signature_tells_apart_what_the_kernels_depend_on():
+    base = FakeTensor((2, 1, 8, 64), (512, 512, 64, 1))
+    same = FakeTensor((2, 1, 8, 64), (512, 512, 64, 1), ptr=8192)      # another address, also aligned
+    assert key(base) == key(same)
+    variants = [FakeTensor((2, 1, 8, 128), (1024, 1024, 128, 1)), FakeTensor((2, 1, 8, 64), (1024, 512, 64, 1)),
+                FakeTensor((2, 1, 8, 64), (512, 512, 64, 1), dtype=F16),
+                FakeTensor((2, 1, 8, 64), (512, 512, 64, 1), device=1),
+                FakeTensor((2, 1, 8, 64), (512, 512, 64, 1), ptr=4104)]  # not 16-byte aligned
+    keys = {key(base)} | {key(v) for v in variants}
+    assert len(keys) == 1 + len(variants)
+    assert key(base, None) != key(base, 5) != key(base, base)
+    # Scalars by type and value: 1, 1.0 and True differ.
+    assert len({key(base, scalars=(s,)) for s in (None, 1, 1.0, True, 2, (1, 2), [1, 2], "1")}) == 7
+    assert key(base, scalars=((1, 2),)) == key(base, scalars=([1, 2],))
+    # Objects by identity.
+    a, b = object(), object()
+    assert key(base, objects=(a,)) != key(base, objects=(b,)) and key(base, objects=(a,)) == key(base, objects=(a,))
+
+
+def test_signature_addresses_and_unknown_kinds():
+    t = FakeTensor((4,), (1,), ptr=123456)
+    found = _runtime.signature((t, None, 7), (), ())
+    assert found[1] == (123456, 0, 0)
+    assert _runtime.signature((3.5,), (), ()) is None                  # not a tensor, an int or None
+    assert _runtime.signature((t,), (object(),), ()) is None            # an option of an unknown kind
+    assert _runtime.signature((t,), (2 ** 70,), ()) is None
+
+
+def test_driver_missing_is_a_clear_error():
+    try:
+        address = _runtime.host_mapped(64)
+    except RuntimeError as e:
+        assert "CUDA driver" in str(e) or "cuInit" in str(e) or "CUDA" in str(e)
+    else:                                                               # a machine with a GPU
+        assert address and _runtime.take_word(address) == 0
+
+
+def test_kernel_arguments_are_checked():
+    with pytest.raises(ValueError, match="unknown parameter kind"):
+        _runtime.Kernel(b"", "k", "px", [], 128, 0)
+    with pytest.raises(ValueError, match="not a pointer"):
+        _runtime.Kernel(b"", "k", "pi", [(1, 32)], 128, 0)
+    kernel = _runtime.Kernel(b"", "k", "pif", [], 128, 0, (1, 4, 1))
+    with pytest.raises(TypeError, match="takes 3 arguments, got 1"):
+        kernel.launch(1, 1, 1, 0, 5)
+    with pytest.raises(ValueError, match="not a multiple of the 4 query heads"):
+        kernel.launch(1, 6, 1, 0, 0, 1, 1.0)
+    with pytest.raises(TypeError, match="does not fit its parameter"):
+        kernel.launch(1, 4, 1, 0, 0, 2 ** 40, 1.0)
