@@ -18,7 +18,6 @@ from . import cache
 from . import codegen
 from . import language as fl
 from .ir import PtrType, ScalarType
-from . import ptx
 from .runtime import GPUKernel, Pointer, check_packing
 
 try:        # written by the build (cmake/BuildId.cmake): a hash of the compiler's sources
@@ -311,6 +310,7 @@ class JITFunction:
             for stage in ("fakvgpu", "llvm", "ptx"):
                 text, _ = ext.compile(c.ir, stage, *args)
                 print(f"// {stage} of {self.__name__}\n{text}", file=sys.stderr)
+        from . import ptx          # (not on a warm start's path)
         try:
             ptx_text, facts = ext.compile(c.ir, "ptx", *args)
             c.binary = ptx.assemble(ptx_text, opts["chip"])

@@ -18,10 +18,7 @@ GIL, so kernels assemble in parallel threads.
 import ctypes
 import glob
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
 import threading
 
 _NVJITLINK_INPUT_PTX = 2
@@ -96,6 +93,7 @@ def _nvjitlink(lib):
 
 
 def _ptxas_candidates():
+    import shutil
     env = os.environ.get("FAKV_PTXAS")
     if env:
         yield env
@@ -109,6 +107,9 @@ def _ptxas_candidates():
 
 
 def _ptxas(path):
+    import subprocess
+    import tempfile
+
     def assemble(ptx, chip):
         with tempfile.TemporaryDirectory(prefix="fakv-ptxas-") as d:
             src, out = os.path.join(d, "k.ptx"), os.path.join(d, "k.cubin")

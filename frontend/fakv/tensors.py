@@ -2,11 +2,11 @@
 and numpy arrays (the CPU path; bfloat16 from ml_dtypes)."""
 import numpy as np
 
-try:  # bfloat16 for numpy
+
+def _np_bf16():
+    """numpy's bfloat16 (ml_dtypes), imported when the CPU path first needs it."""
     import ml_dtypes
-    _NP_BF16 = np.dtype(ml_dtypes.bfloat16)
-except ImportError:  # pragma: no cover
-    _NP_BF16 = None
+    return np.dtype(ml_dtypes.bfloat16)
 
 
 def is_torch(x):
@@ -67,7 +67,7 @@ def empty(shape, dtype_name, like):
         import torch
         t = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32, "i32": torch.int32}[dtype_name]
         return torch.empty(shape, dtype=t, device=like.device)
-    t = {"f16": np.float16, "bf16": _NP_BF16, "f32": np.float32, "i32": np.int32}[dtype_name]
+    t = _np_bf16() if dtype_name == "bf16" else {"f16": np.float16, "f32": np.float32, "i32": np.int32}[dtype_name]
     return np.empty(shape, dtype=t)
 
 
