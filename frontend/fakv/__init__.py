@@ -10,8 +10,7 @@
     fakv.with_kernels(decode=my_decode)(q, k_cache, ...)     # the same, by a variant kernel
 """
 from . import language  # noqa: F401
-from .codegen import CompilationError  # noqa: F401
-from .errors import DataError, FakvError  # noqa: F401
+from .errors import CompilationError, DataError, FakvError  # noqa: F401
 from .jit import JITFunction, jit  # noqa: F401
 
 __version__ = "0.1.0"

@@ -13,20 +13,9 @@ import inspect
 import textwrap
 
 from . import language as fl
+from .errors import CompilationError  # noqa: F401  (raised here; fakv.CompilationError)
 from . import semantic as sem
 from .ir import Builder, FakvTypeError, PtrType, ScalarType, TileType, Value
-
-
-class CompilationError(Exception):
-    """A kernel that cannot be compiled; the message points at its source."""
-
-    def __init__(self, message, filename=None, line=None, source_line=None):
-        self.filename, self.line = filename, line
-        where = f"{filename}:{line}: " if filename else ""
-        text = f"{where}{message}"
-        if source_line:
-            text += f"\n    {source_line.strip()}"
-        super().__init__(text)
 
 
 class _Method:

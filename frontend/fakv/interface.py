@@ -174,93 +174,41 @@ _Tensor = None          # torch.Tensor, once a call has seen torch
 _signature = None       # fakv._runtime.signature, then
 _CALLS = {}
 _MAX_CALLS = 256
+_KEPT = set()           # the with_kernels kernels the keys name
 
 
-class _Call:
-    """A checked and planned call on the GPU: its two kernels (fakv._runtime
-    launchers) and their arguments, of which the addresses, the outputs and
-    the workspace are filled in at each call."""
+def _raw_allocator(torch):
+    """torch's caching allocator as (alloc(nbytes, stream) -> address,
+    delete(address)) on the current device, or (None, None) when this torch
+    has no such binding."""
+    alloc = getattr(torch._C, "_cuda_cudaCachingAllocator_raw_alloc", None)
+    delete = getattr(torch._C, "_cuda_cudaCachingAllocator_raw_delete", None)
+    try:
+        delete(alloc(256, torch.cuda.current_stream().cuda_stream))
+        return alloc, delete
+    except Exception:  # noqa: BLE001  (another signature: torch.empty instead)
+        return None, None
 
-    # Positions in decode.py's runtime parameters.
-    Q, K, V, TABLE, SEQLENS, OUT, LSE, OUT_PART, LSE_PART, BATCH_IDX, SLOPES = 0, 1, 2, 3, 4, 5, 6, 7, 8, 24, 28
 
-    def __init__(self, decode, decode_grid, decode_args, combine, combine_grid, combine_args, out_shape,
-                 lse_shape, part_out, part_lse, return_lse, capacity, copy_q, device, cache_layout, kernels):
-        import torch
-        self.torch, self.copy_q, self.device, self.kernels = torch, copy_q, device, kernels
-        self.decode, self.decode_grid, self.decode_args = decode, decode_grid, decode_args
-        self.combine, self.combine_grid, self.combine_args = combine, combine_grid, combine_args
-        self.out_shape, self.lse_shape = out_shape, lse_shape
-        # The caches' (dims, strides) for their TMA maps: part of the key, so
-        # the launcher needs only their addresses.
-        self.cache_layout = cache_layout
-        # Workspace (float32): out partials, lse partials, and the lse when it
-        # is not returned, each at a multiple of 256 bytes (the kernels were
-        # specialised on 16-byte aligned pointers); taken from torch's caching
-        # allocator for the call's stream and given back once the kernels
-        # are queued (stream order keeps it theirs).
-        up = lambda n: -(-n // 64) * 64  # noqa: E731
-        self.part_out, self.part_lse = up(part_out), up(part_lse)
-        self.ws_bytes = 4 * max(1, self.part_out + self.part_lse + (0 if return_lse else lse_shape[0] * lse_shape[1] *
-                                                                    lse_shape[2]))
-        self.raw_alloc = getattr(torch._C, "_cuda_cudaCachingAllocator_raw_alloc", None)
-        self.raw_delete = getattr(torch._C, "_cuda_cudaCachingAllocator_raw_delete", None)
-        self.return_lse, self.capacity = return_lse, capacity
-        self.stream = runtime.stream_getter()
-        self._seqlens = {}
+class _SeqlensTensors:
+    """An int (or absent) cache_seqlens as the address of a (batch,) int32
+    tensor: one tensor per value, kept (a call captured in a CUDA graph
+    reads it at every replay)."""
 
-    def __call__(self, ptrs, q, cache_seqlens):
-        torch = self.torch
-        qp, kp, vp, sp, tp, bp, ap = ptrs
-        if type(cache_seqlens) is not _Tensor:
-            sp = self._seqlens_tensor(q, self.capacity if cache_seqlens is None else cache_seqlens)
-        if self.copy_q:
-            q = q.contiguous()
-            qp = q.data_ptr()
-        out = torch.empty_like(q)
-        op = out.data_ptr()
-        stream = self.stream()
-        if self.raw_alloc is not None:
-            ws, wp = None, self.raw_alloc(self.ws_bytes, self.device, stream)
-        else:
-            ws = torch.empty(self.ws_bytes // 4, dtype=torch.float32, device=q.device)
-            wp = ws.data_ptr()
-        try:
-            lse_part = wp + 4 * self.part_out
-            if self.return_lse:
-                lse = torch.empty(self.lse_shape, dtype=torch.float32, device=q.device)
-                lp = lse.data_ptr()
-            else:
-                lse, lp = None, lse_part + 4 * self.part_lse
-            a = self.decode_args.copy()          # (calls from several threads do not share it)
-            a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8] = (qp, (kp, self.cache_layout), (vp, self.cache_layout),
-                                                                    tp or sp, sp, op, lp, wp, lse_part)
-            a[24] = bp or sp
-            a[28] = ap or lp
-            gx, gy, gz = self.decode_grid
-            self.decode(gx, gy, gz, stream, *a)
-            if self.combine is not None:
-                c = self.combine_args.copy()
-                c[0], c[1], c[2], c[3] = wp, lse_part, op, lp
-                gx, gy, gz = self.combine_grid
-                self.combine(gx, gy, gz, stream, *c)
-        finally:
-            if ws is None:
-                self.raw_delete(wp)
-        return (out, lse) if self.return_lse else out
+    def __init__(self, batch, capacity, device):
+        self.batch, self.capacity, self.device, self.tensors = batch, capacity, device, {}
 
-    def _seqlens_tensor(self, q, value):
-        """An int cache_seqlens as a (batch,) int32 tensor's address (one
-        tensor per value, kept: a call captured in a CUDA graph reads it at
-        every replay)."""
-        t = self._seqlens.get(value)
+    def __call__(self, value):
+        if value is None:
+            value = self.capacity
+        t = self.tensors.get(value)
         if t is None:
             _check(type(value) is int and 0 <= value <= self.capacity,
                    f"cache_seqlens ({value}) must be in [0, {self.capacity}] (the cache's rows)")
-            if len(self._seqlens) >= 64 and not _capturing():
-                self._seqlens.clear()
-            t = self._seqlens[value] = self.torch.full((self.out_shape[0],), value, dtype=self.torch.int32,
-                                                       device=q.device)
+            import torch
+            if len(self.tensors) >= 64 and not _capturing():
+                self.tensors.clear()
+            t = self.tensors[value] = torch.full((self.batch,), value, dtype=torch.int32, device=self.device)
         return t.data_ptr()
 
 
@@ -286,8 +234,8 @@ _POOL = None
 
 
 def _prepare(decode, decode_args, decode_consts, decode_grid, combine, combine_args, combine_consts,
-             combine_grid, q, lse_shape, part_out, part_lse, return_lse, capacity, copy_q, kernels):
-    """The _Call of a checked GPU call: decode and combine specialised and
+             combine_grid, q, lse_shape, part_out, part_lse, return_lse, capacity, copy_q):
+    """The PreparedCall of a checked GPU call: decode and combine specialised and
     compiled (in parallel threads when both compile), their launchers made."""
     ptr = runtime.Pointer
     dev = q.get_device()
@@ -305,17 +253,36 @@ def _prepare(decode, decode_args, decode_consts, decode_grid, combine, combine_a
         jobs.append((combine, combine_args, combine_consts))
 
     compiled = _specialise_all(jobs)
-    launchers = [runtime.GPUKernel.for_device(c, args).launch_raw for c, (_, args, _) in zip(compiled, jobs)]
+    kernels_ = [runtime.GPUKernel.for_device(c, args).kernel for c, (_, args, _) in zip(compiled, jobs)]
 
     def template(args):
         # Addresses are filled in per call; the error word's stays.
         return [v.data_ptr() if isinstance(v, runtime.Pointer) else v if isinstance(v, (int, float)) else 0
                 for v in args]
+    import functools
+    import torch
     k_cache = decode_args[1]
-    layout = tuple(k_cache.shape) + tuple(k_cache.stride())
-    return _Call(launchers[0], decode_grid, template(decode_args), launchers[1] if combine is not None else None,
-                 combine_grid, template(combine_args) if combine is not None else None, tuple(q.shape),
-                 lse_shape, part_out, part_lse, return_lse, capacity, copy_q, dev, layout, kernels)
+    up = lambda n: -(-n // 64) * 64  # noqa: E731  (256-byte parts: the kernels assume 16-byte alignment)
+    part_out, part_lse = 4 * up(part_out), 4 * up(part_lse)
+    lse_bytes = 0 if return_lse else 4 * lse_shape[0] * lse_shape[1] * lse_shape[2]
+    raw_alloc, raw_delete = _raw_allocator(torch)
+    from . import _runtime
+    return _runtime.PreparedCall(
+        decode=kernels_[0], decode_grid=tuple(decode_grid), decode_args=template(decode_args),
+        decode_slots=_DECODE_SLOTS, combine=kernels_[1] if combine is not None else None,
+        combine_grid=tuple(combine_grid), combine_args=template(combine_args) if combine is not None else [],
+        cache_layout=tuple(k_cache.shape) + tuple(k_cache.stride()),
+        ws_bytes=max(4, part_out + part_lse + lse_bytes), part_out_bytes=part_out, part_lse_bytes=part_lse,
+        return_lse=bool(return_lse), copy_q=bool(copy_q), empty_like=torch.empty_like,
+        empty_lse=functools.partial(torch.empty, lse_shape, dtype=torch.float32, device=q.device),
+        raw_alloc=raw_alloc, raw_delete=raw_delete, stream=runtime.stream_getter(),
+        seqlens_address=_SeqlensTensors(q.shape[0], capacity, q.device),
+        empty_workspace=lambda n: torch.empty(n // 4, dtype=torch.float32, device=q.device))
+
+
+# decode.py's pointer parameters a PreparedCall fills in per call: Q, K, V,
+# Table, Seqlens, Out, Lse, OutPart, LsePart, BatchIdx, Slopes.
+_DECODE_SLOTS = (0, 1, 2, 3, 4, 5, 6, 7, 8, 24, 28)
 
 
 def _check_contents(seqlens, block_table, cache_batch_idx, batch, capacity, page_size, num_pages,
@@ -353,7 +320,7 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
                cache_batch_idx, cache_leftpad, block_table, softmax_scale, causal, window_size, softcap,
                rotary_interleaved, alibi_slopes, num_splits, return_softmax_lse):
     # Docstring: _DOC below. Checks every argument and plans; runs the CPU
-    # path through the JIT, or prepares the GPU call (_Call) and keeps it for
+    # path through the JIT, or prepares the GPU call (a PreparedCall) and keeps it for
     # calls of the same signature.
     global _Tensor, _signature
     kernels, given_seqlens = (decode, combine), cache_seqlens
@@ -521,7 +488,7 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
         _Tensor, _signature = torch.Tensor, _runtime.signature
     call = _prepare(decode, decode_args, decode_consts, p["decode_grid"], combine if splits > 1 else None,
                     combine_args, p["combine"], p["combine_grid"], q, lse_shape, part_out, part_lse,
-                    return_softmax_lse, capacity, copy_q, kernels)
+                    return_softmax_lse, capacity, copy_q)
     found = _signature((q, k_cache, v_cache, given_seqlens, block_table, cache_batch_idx, alibi_slopes),
                        (softmax_scale, causal, window_size, softcap, num_splits, return_softmax_lse, mode), kernels)
     if found is None:                                    # an argument the key cannot hold: never reused
@@ -531,6 +498,7 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
         if len(_CALLS) >= _MAX_CALLS:
             _CALLS.clear()
         _CALLS[found[0]] = call
+        _KEPT.add(kernels)                               # the key holds their identities
     return call(found[1], q, given_seqlens)
 
 

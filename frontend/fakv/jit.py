@@ -15,8 +15,8 @@ import sys
 import types as _types
 
 from . import cache
-from . import codegen
 from . import language as fl
+from .errors import CompilationError
 from .ir import PtrType, ScalarType
 from .runtime import GPUKernel, Pointer, check_packing
 
@@ -150,6 +150,7 @@ class JITFunction:
     def function(self):
         """The source and AST the code generator walks (parsed on first use)."""
         if self._function is None:
+            from . import codegen          # (not on a warm start's path)
             self._function = codegen.Function(self.fn, self._file_lines)
         return self._function
 
@@ -257,6 +258,7 @@ class JITFunction:
         return self._ir(constexprs, types, _divisible(runtime))[0]
 
     def _ir(self, constexprs, types, divisibility=()):
+        from . import codegen
         cg = codegen.CodeGen(self.function)
         attrs = () if self.pack_gqa is None else (f"fakv.pack_gqa = {self.pack_gqa} : i32",)
         func, params = cg.kernel(self.__name__, types, constexprs, divisibility, attrs)
@@ -315,7 +317,7 @@ class JITFunction:
             ptx_text, facts = ext.compile(c.ir, "ptx", *args)
             c.binary = ptx.assemble(ptx_text, opts["chip"])
         except (RuntimeError, ValueError) as e:
-            raise codegen.CompilationError(f"{self.__name__} does not compile for the GPU:\n{e}") from None
+            raise CompilationError(f"{self.__name__} does not compile for the GPU:\n{e}") from None
         c.facts = json.loads(facts)
         cache.store(c.entry, c.binary, c.facts)
         c.cache = "miss"
@@ -334,7 +336,7 @@ class JITFunction:
         try:
             c.cpu = _ext().CpuModule(ir)     # self-contained: no MLIR runtime library needed
         except RuntimeError as e:
-            raise codegen.CompilationError(f"{self.__name__} does not compile for the CPU:\n{e}") from None
+            raise CompilationError(f"{self.__name__} does not compile for the CPU:\n{e}") from None
         c.kinds = [("ptr" if isinstance(types[p], PtrType) else types[p].dtype) for p in c.params]
         c.cache = "cpu"
 

@@ -1,0 +1,299 @@
+//===- PreparedCall.cpp - fakv._runtime.PreparedCall -----------------------===//
+
+#include "runtime/PreparedCall.h"
+
+#include "runtime/LaunchKernel.h"
+#include "runtime/fakv_runtime.h"
+
+#include <cstring>
+#include <vector>
+
+namespace fakv::runtime {
+
+namespace {
+
+PyObject *dataPtrName, *contiguousName;
+
+// The decode kernel's per-call pointer parameters, in the order of the
+// constructor's `decode_slots`.
+enum Slot { Q, K, V, Table, Seqlens, Out, Lse, OutPart, LsePart, BatchIdx, Slopes, NumSlots };
+// The combine kernel's: its first four parameters.
+enum CombineSlot { COutPart, CLsePart, COut, CLse };
+// The addresses a call passes, in this order.
+enum Address { AQ, AK, AV, ASeqlens, ATable, ABatchIdx, ASlopes, NumAddresses };
+
+struct Launch {
+  KernelObject *kernel = nullptr;
+  long long grid[3] = {1, 1, 1};
+  std::vector<unsigned char> slots; // 8 bytes per runtime parameter, packed once
+};
+
+struct PreparedCallObject {
+  PyObject_HEAD
+  Launch *decode, *combine;           // combine null with one split
+  int decodeSlots[NumSlots];
+  uint64_t layout[8];                 // the caches' dims and strides
+  unsigned long long wsBytes, partOutBytes, partLseBytes;
+  int returnLse, copyQ;
+  PyObject *emptyLike, *emptyLse, *rawAlloc, *rawDelete, *stream, *seqlensAddress, *emptyWorkspace;
+  PyObject *kernels;                  // the two Kernel objects, kept alive
+  void *context;                      // the CUDA context it was prepared in (its tensors' device)
+};
+
+bool pack(Launch &l, PyObject *kernel, PyObject *grid, PyObject *args) {
+  if (!PyObject_TypeCheck(kernel, &KernelType)) {
+    PyErr_SetString(PyExc_TypeError, "PreparedCall: a kernel must be a fakv._runtime.Kernel");
+    return false;
+  }
+  l.kernel = reinterpret_cast<KernelObject *>(kernel);
+  if (!PyArg_ParseTuple(grid, "LLL", &l.grid[0], &l.grid[1], &l.grid[2]))
+    return false;
+  PyObject *fast = PySequence_Fast(args, "PreparedCall: arguments must be a sequence");
+  if (!fast)
+    return false;
+  size_t n = l.kernel->kinds->size();
+  if (static_cast<size_t>(PySequence_Fast_GET_SIZE(fast)) != n) {
+    Py_DECREF(fast);
+    PyErr_Format(PyExc_TypeError, "%s takes %zu arguments", l.kernel->name->c_str(), n);
+    return false;
+  }
+  l.slots.assign(8 * n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    uint64_t address;
+    if (!packArgument(l.kernel, i, PySequence_Fast_GET_ITEM(fast, i), l.slots.data() + 8 * i, &address)) {
+      Py_DECREF(fast);
+      return false;
+    }
+  }
+  Py_DECREF(fast);
+  return true;
+}
+
+int PreparedCall_init(PreparedCallObject *self, PyObject *args, PyObject *kwargs) {
+  static const char *keywords[] = {
+      "decode", "decode_grid", "decode_args", "decode_slots", "combine", "combine_grid",
+      "combine_args", "cache_layout", "ws_bytes", "part_out_bytes", "part_lse_bytes", "return_lse",
+      "copy_q", "empty_like", "empty_lse", "raw_alloc", "raw_delete", "stream", "seqlens_address",
+      "empty_workspace", nullptr};
+  PyObject *decode, *dgrid, *dargs, *dslots, *combine, *cgrid, *cargs, *layout;
+  PyObject *emptyLike, *emptyLse, *rawAlloc, *rawDelete, *stream, *seqlensAddress, *emptyWorkspace;
+  if (!PyArg_ParseTupleAndKeywords(
+          args, kwargs, "OOOOOOOOKKKppOOOOOOO", const_cast<char **>(keywords), &decode, &dgrid,
+          &dargs, &dslots, &combine, &cgrid, &cargs, &layout, &self->wsBytes, &self->partOutBytes,
+          &self->partLseBytes, &self->returnLse, &self->copyQ, &emptyLike, &emptyLse, &rawAlloc,
+          &rawDelete, &stream, &seqlensAddress, &emptyWorkspace))
+    return -1;
+  self->decode = new Launch();
+  if (!pack(*self->decode, decode, dgrid, dargs))
+    return -1;
+  if (combine != Py_None) {
+    self->combine = new Launch();
+    if (!pack(*self->combine, combine, cgrid, cargs))
+      return -1;
+  }
+  if (!PyArg_ParseTuple(dslots, "iiiiiiiiiii", &self->decodeSlots[Q], &self->decodeSlots[K],
+                        &self->decodeSlots[V], &self->decodeSlots[Table], &self->decodeSlots[Seqlens],
+                        &self->decodeSlots[Out], &self->decodeSlots[Lse], &self->decodeSlots[OutPart],
+                        &self->decodeSlots[LsePart], &self->decodeSlots[BatchIdx],
+                        &self->decodeSlots[Slopes]))
+    return -1;
+  for (int s : self->decodeSlots)
+    if (s < 0 || static_cast<size_t>(s) >= self->decode->kernel->kinds->size() ||
+        (*self->decode->kernel->kinds)[s] != 'p') {
+      PyErr_Format(PyExc_ValueError, "PreparedCall: decode slot %d is not a pointer parameter", s);
+      return -1;
+    }
+  if (!PyArg_ParseTuple(layout, "KKKKKKKK", &self->layout[0], &self->layout[1], &self->layout[2],
+                        &self->layout[3], &self->layout[4], &self->layout[5], &self->layout[6],
+                        &self->layout[7]))
+    return -1;
+  PyObject **keep[] = {&self->emptyLike, &self->emptyLse, &self->rawAlloc, &self->rawDelete,
+                       &self->stream, &self->seqlensAddress, &self->emptyWorkspace};
+  PyObject *given[] = {emptyLike, emptyLse, rawAlloc, rawDelete, stream, seqlensAddress, emptyWorkspace};
+  for (int i = 0; i < 7; ++i) {
+    Py_INCREF(given[i]);
+    Py_XSETREF(*keep[i], given[i]);
+  }
+  Py_XSETREF(self->kernels, PyTuple_Pack(2, decode, combine));
+  if (fakv_current_context(&self->context)) {
+    raiseRuntime();
+    return -1;
+  }
+  return self->kernels ? 0 : -1;
+}
+
+void PreparedCall_dealloc(PreparedCallObject *self) {
+  delete self->decode;
+  delete self->combine;
+  Py_XDECREF(self->emptyLike);
+  Py_XDECREF(self->emptyLse);
+  Py_XDECREF(self->rawAlloc);
+  Py_XDECREF(self->rawDelete);
+  Py_XDECREF(self->stream);
+  Py_XDECREF(self->seqlensAddress);
+  Py_XDECREF(self->emptyWorkspace);
+  Py_XDECREF(self->kernels);
+  Py_TYPE(self)->tp_free(reinterpret_cast<PyObject *>(self));
+}
+
+/// An int result of a call into Python (owned reference consumed).
+bool asAddress(PyObject *result, uint64_t &out) {
+  if (!result)
+    return false;
+  out = PyLong_AsUnsignedLongLong(result);
+  Py_DECREF(result);
+  return !PyErr_Occurred();
+}
+
+bool dataPtr(PyObject *tensor, uint64_t &out) {
+  return asAddress(PyObject_CallMethodNoArgs(tensor, dataPtrName), out);
+}
+
+void setSlot(Launch &l, int slot, uint64_t value) {
+  std::memcpy(l.slots.data() + 8 * slot, &value, 8);
+}
+
+bool launch(Launch &l, uint64_t stream, const uint64_t *layout) {
+  unsigned grid[3];
+  if (!launchGrid(l.kernel, l.grid, grid))
+    return false;
+  alignas(64) unsigned char maps[8][128];
+  for (size_t t = 0; t < l.kernel->tensormaps->size(); ++t) {
+    uint64_t address;
+    std::memcpy(&address, l.slots.data() + 8 * (*l.kernel->tensormaps)[t].arg, 8);
+    const unsigned char *map = tensorMapAt(l.kernel, t, address, layout);
+    if (!map)
+      return false;
+    std::memcpy(maps[t], map, 128);
+  }
+  return launchSlots(l.kernel, grid, stream, l.slots.data(), maps);
+}
+
+PyObject *PreparedCall_call(PreparedCallObject *self, PyObject *args, PyObject *kwargs) {
+  PyObject *addressTuple, *q, *seqlens;
+  if (kwargs || !PyArg_UnpackTuple(args, "PreparedCall", 3, 3, &addressTuple, &q, &seqlens))
+    return kwargs ? (PyErr_SetString(PyExc_TypeError, "PreparedCall takes no keywords"), nullptr)
+                  : nullptr;
+  uint64_t a[NumAddresses];
+  if (!PyTuple_Check(addressTuple) || PyTuple_GET_SIZE(addressTuple) != NumAddresses) {
+    PyErr_SetString(PyExc_TypeError, "PreparedCall: 7 addresses");
+    return nullptr;
+  }
+  for (int i = 0; i < NumAddresses; ++i) {
+    a[i] = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(addressTuple, i));
+    if (PyErr_Occurred())
+      return nullptr;
+  }
+  void *context = nullptr;
+  if (fakv_current_context(&context))
+    return raiseRuntime();
+  if (context != self->context) {
+    PyErr_SetString(PyExc_ValueError,
+                    "flash_attn_with_kvcache: the tensors are not on the current CUDA device; "
+                    "call it inside `with torch.cuda.device(q.device):`");
+    return nullptr;
+  }
+  // An int (or absent) cache_seqlens: its (batch,) tensor, from Python.
+  if (!a[ASeqlens] && !asAddress(PyObject_CallOneArg(self->seqlensAddress, seqlens), a[ASeqlens]))
+    return nullptr;
+  PyObject *qc = nullptr; // q made contiguous (out is written with q's strides)
+  if (self->copyQ) {
+    qc = PyObject_CallMethodNoArgs(q, contiguousName);
+    if (!qc || !dataPtr(qc, a[AQ])) {
+      Py_XDECREF(qc);
+      return nullptr;
+    }
+    q = qc;
+  }
+  PyObject *out = PyObject_CallOneArg(self->emptyLike, q);
+  Py_XDECREF(qc);
+  uint64_t op, stream, wp = 0, lp;
+  if (!out || !dataPtr(out, op) || !asAddress(PyObject_CallNoArgs(self->stream), stream)) {
+    Py_XDECREF(out);
+    return nullptr;
+  }
+  PyObject *lse = nullptr, *ws = nullptr, *result = nullptr;
+  bool rawWorkspace = self->rawAlloc != Py_None;
+  if (rawWorkspace) {
+    PyObject *r = PyObject_CallFunction(self->rawAlloc, "KK", self->wsBytes,
+                                        static_cast<unsigned long long>(stream));
+    if (!asAddress(r, wp)) {
+      Py_DECREF(out);
+      return nullptr;
+    }
+  } else {
+    ws = PyObject_CallFunction(self->emptyWorkspace, "K", self->wsBytes);
+    if (!ws || !dataPtr(ws, wp))
+      goto done;
+  }
+  {
+    uint64_t lsePart = wp + self->partOutBytes;
+    if (self->returnLse) {
+      lse = PyObject_CallNoArgs(self->emptyLse);
+      if (!lse || !dataPtr(lse, lp))
+        goto done;
+    } else {
+      lp = lsePart + self->partLseBytes;
+    }
+    Launch &d = *self->decode;
+    const int *s = self->decodeSlots;
+    setSlot(d, s[Q], a[AQ]);
+    setSlot(d, s[K], a[AK]);
+    setSlot(d, s[V], a[AV]);
+    setSlot(d, s[Table], a[ATable] ? a[ATable] : a[ASeqlens]);     // any int32 tensor when unused
+    setSlot(d, s[Seqlens], a[ASeqlens]);
+    setSlot(d, s[Out], op);
+    setSlot(d, s[Lse], lp);
+    setSlot(d, s[OutPart], wp);
+    setSlot(d, s[LsePart], lsePart);
+    setSlot(d, s[BatchIdx], a[ABatchIdx] ? a[ABatchIdx] : a[ASeqlens]);
+    setSlot(d, s[Slopes], a[ASlopes] ? a[ASlopes] : lp);           // any f32 tensor when unused
+    if (!launch(d, stream, self->layout))
+      goto done;
+    if (self->combine) {
+      Launch &c = *self->combine;
+      setSlot(c, COutPart, wp);
+      setSlot(c, CLsePart, lsePart);
+      setSlot(c, COut, op);
+      setSlot(c, CLse, lp);
+      if (!launch(c, stream, self->layout))
+        goto done;
+    }
+    result = self->returnLse ? PyTuple_Pack(2, out, lse) : (Py_INCREF(out), out);
+  }
+done:
+  if (rawWorkspace) {
+    PyObject *type, *value, *traceback;
+    PyErr_Fetch(&type, &value, &traceback);
+    PyObject *r = PyObject_CallFunction(self->rawDelete, "K", static_cast<unsigned long long>(wp));
+    Py_XDECREF(r);
+    if (type)
+      PyErr_Restore(type, value, traceback);
+    else if (!r)
+      Py_CLEAR(result);
+  }
+  Py_XDECREF(ws);
+  Py_XDECREF(lse);
+  Py_DECREF(out);
+  return result;
+}
+
+} // namespace
+
+PyTypeObject PreparedCallType = {PyVarObject_HEAD_INIT(nullptr, 0)};
+
+bool initPreparedCallType() {
+  PreparedCallType.tp_name = "fakv._runtime.PreparedCall";
+  PreparedCallType.tp_basicsize = sizeof(PreparedCallObject);
+  PreparedCallType.tp_flags = Py_TPFLAGS_DEFAULT;
+  PreparedCallType.tp_doc = "A checked, planned flash_attn_with_kvcache call (runtime/PreparedCall.h)";
+  PreparedCallType.tp_new = PyType_GenericNew;
+  PreparedCallType.tp_init = reinterpret_cast<initproc>(PreparedCall_init);
+  PreparedCallType.tp_dealloc = reinterpret_cast<destructor>(PreparedCall_dealloc);
+  PreparedCallType.tp_call = reinterpret_cast<ternaryfunc>(PreparedCall_call);
+  dataPtrName = PyUnicode_InternFromString("data_ptr");
+  contiguousName = PyUnicode_InternFromString("contiguous");
+  return PyType_Ready(&PreparedCallType) == 0;
+}
+
+} // namespace fakv::runtime

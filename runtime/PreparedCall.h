@@ -1,0 +1,33 @@
+//===- PreparedCall.h - fakv._runtime.PreparedCall ---------------*- C++ -*-===//
+//
+// One checked and planned flash_attn_with_kvcache call on the GPU (made by
+// frontend/fakv/interface.py for a call signature): its decode kernel and,
+// with several splits, its combine kernel, their arguments packed once, the
+// caches' layout for their TMA maps, and how it gets its outputs and
+// workspace. Calling it does the per-call work in C: the addresses into the
+// argument slots, the output from torch.empty_like(q), the workspace from
+// torch's caching allocator on the current stream (given back once the
+// kernels are queued: stream order keeps it theirs), the two launches.
+//
+//   PreparedCall(...)(addresses, q, cache_seqlens) -> out, or (out, lse)
+//   addresses: those of q, k_cache, v_cache, cache_seqlens, block_table,
+//   cache_batch_idx, alibi_slopes (0 where not a tensor)
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FAKV_RUNTIME_PREPAREDCALL_H
+#define FAKV_RUNTIME_PREPAREDCALL_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+namespace fakv::runtime {
+
+extern PyTypeObject PreparedCallType;
+
+/// Readies PreparedCallType (once, at module import).
+bool initPreparedCallType();
+
+} // namespace fakv::runtime
+
+#endif // FAKV_RUNTIME_PREPAREDCALL_H
