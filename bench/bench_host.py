@@ -8,7 +8,7 @@ machine:
   (decode and combine compiled, loaded and run, synchronised), after torch
   and the inputs are ready. Three processes each, median.
 - warm start: the same in a fresh process with the cache filled.
-- eager overhead per call: the time per call of 300 calls in a row
+- eager overhead per call: the time per call of 500 calls in a row
   (synchronised at the end) minus the GPU time per call of the same call
   replayed from a CUDA graph (10 calls), at batch 1 / 1024 keys and batch 8
   / 8192 keys, paged (256) and contiguous; also the host time per call
@@ -119,7 +119,7 @@ def gpu_us(fn, reps=10, iters=20):
     return statistics.median(times)
 
 
-def eager_us(fn, n=300, rounds=5):
+def eager_us(fn, n=500, rounds=9):
     """(time per call of n calls in a row, synchronised; host time per call
     before the synchronise): medians over `rounds`."""
     import torch
@@ -218,7 +218,7 @@ def main():
         for kind in ("cold", "warm"):
             r = s[kind]
             print(f"{name:8} {kind:6} {r['import_ms']:8.1f} {r['first_call_ms']:9.1f} {r['total_ms']:8.1f}")
-    print("\neager overhead per call (us): eager = 300 calls in a row / 300; gpu = CUDA-graph replay; "
+    print("\neager overhead per call (us, medians of 9 rounds): eager = 500 calls in a row / 500; gpu = CUDA-graph replay; "
           "overhead = eager - gpu; host = host time per call before the sync")
     print(f"{'case':22} {'':7} {'gpu':>7} {'eager':>7} {'overhead':>9} {'host':>7}  max|out - fakv|")
     for case, name, gpu, eager, over, host, err in rows:

@@ -39,6 +39,8 @@ def steps():
     import fakv
     from fakv import interface, runtime
     from bench_host import inputs
+    raw_alloc, raw_delete = interface._raw_allocator(torch)
+    stream = runtime.stream_getter()
     for paged in (True, False):
         q, k, v, lens, table = inputs(1, 1024, paged)
         api = lambda: fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table)  # noqa: E731
@@ -47,38 +49,21 @@ def steps():
         scalars = (None, False, (-1, -1), 0.0, 0, False, interface._check_data())
         key, ptrs = interface._signature(tensors, scalars, (None, None))
         call = interface._CALLS[key]
-        stream = call.stream()
-        a = list(call.decode_args)
-        a[0], a[1], a[2], a[3], a[4] = (ptrs[0], (ptrs[1], call.cache_layout), (ptrs[2], call.cache_layout),
-                                        ptrs[4] or ptrs[3], ptrs[3])
-        out = torch.empty(call.out_shape, dtype=q.dtype, device=q.device)
-        ws = torch.empty(call.ws_bytes // 4, dtype=torch.float32, device=q.device)
-        a[5], a[6], a[7], a[8] = out.data_ptr(), ws.data_ptr(), ws.data_ptr(), ws.data_ptr()
-        a[24], a[28] = ptrs[3], ws.data_ptr()
-        gx, gy, gz = call.decode_grid
+        s = stream()
         rows = [
             ("whole API call", per_call_us(api)),
+            ("prepared call alone (C: outputs, workspace, 2 launches)", per_call_us(lambda: call(ptrs, q, lens))),
             ("raise_pending", per_call_us(runtime.raise_pending)),
             ("signature (C)", per_call_us(lambda: interface._signature(tensors, scalars, (None, None)))),
             ("_CALLS lookup", per_call_us(lambda: interface._CALLS.get(key))),
+            ("FAKV_CHECK_DATA read", per_call_us(interface._check_data)),
             ("torch.empty_like(q) (out)", per_call_us(lambda: torch.empty_like(q))),
-            ("torch.empty (lse)", per_call_us(lambda: torch.empty(call.lse_shape, dtype=torch.float32,
-                                                                  device=q.device))),
-            ("workspace: raw alloc + delete", per_call_us(
-                lambda: call.raw_delete(call.raw_alloc(call.ws_bytes, call.device, stream)))),
-            ("q.device", per_call_us(lambda: q.device)),
-            ("stream()", per_call_us(call.stream)),
-            ("decode launch", per_call_us(lambda: call.decode(gx, gy, gz, stream, *a))),
+            ("workspace: raw alloc + delete", per_call_us(lambda: raw_delete(raw_alloc(4096, s)))),
+            ("stream()", per_call_us(stream)),
         ]
-        if call.combine is not None:
-            c = list(call.combine_args)
-            c[0], c[1], c[2], c[3] = ws.data_ptr(), ws.data_ptr(), out.data_ptr(), ws.data_ptr()
-            cx, cy, cz = call.combine_grid
-            rows.append(("combine launch", per_call_us(lambda: call.combine(cx, cy, cz, stream, *c))))
-        print(f"\nb1 s1024 {'paged 256' if paged else 'contiguous'}: splits {call.combine is not None and 'yes'}, "
-              f"decode grid {call.decode_grid}")
+        print(f"\nb1 s1024 {'paged 256' if paged else 'contiguous'}")
         for name, us in rows:
-            print(f"  {name:42} {us:7.2f} us")
+            print(f"  {name:56} {us:7.2f} us")
 
 
 WARM = """

@@ -34,6 +34,7 @@ bool resolve(void *lib, Driver &d, std::string &why) {
   FAKV_RESOLVE(launchKernel, cuLaunchKernel);
   FAKV_RESOLVE(tensorMapEncodeTiled, cuTensorMapEncodeTiled);
   FAKV_RESOLVE(memHostAlloc, cuMemHostAlloc);
+  FAKV_RESOLVE(memHostRegister, cuMemHostRegister);
   FAKV_RESOLVE(linkCreate, cuLinkCreate);
   FAKV_RESOLVE(linkAddData, cuLinkAddData);
   FAKV_RESOLVE(linkComplete, cuLinkComplete);

@@ -26,6 +26,7 @@ struct Driver {
   decltype(&::cuLaunchKernel) launchKernel;
   decltype(&::cuTensorMapEncodeTiled) tensorMapEncodeTiled;
   decltype(&::cuMemHostAlloc) memHostAlloc;
+  decltype(&::cuMemHostRegister) memHostRegister;
   decltype(&::cuLinkCreate) linkCreate;
   decltype(&::cuLinkAddData) linkAddData;
   decltype(&::cuLinkComplete) linkComplete;

@@ -151,13 +151,13 @@ def with_kernels(decode=None, combine=None):
     return flash_attn_with_kvcache
 
 
-def _check_data():
+def _check_data(_get=os.environ.get):
     """FAKV_CHECK_DATA: "1" checks cache_seqlens, block_table and
     cache_batch_idx on the host before every GPU launch (a copy to the host
     that waits for the GPU; not while a CUDA graph is captured); "0" skips
     these checks on the CPU path too. Kernels check and report bad data
     whatever it says."""
-    return os.environ.get("FAKV_CHECK_DATA", "")
+    return _get("FAKV_CHECK_DATA", "")
 
 
 def _capturing():
