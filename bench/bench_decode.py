@@ -9,8 +9,8 @@ seqlen_k 8192, seqlen_q 1; a paged cache (pages of 256) and a contiguous
 one. Effective bandwidth = bytes of K and V read / time; the copy bandwidth
 = 2 x bytes / time of a device-to-device copy of 2 GiB. Times are medians of
 CUDA-event-timed replays of a CUDA graph of 10 calls, after warm-up (GPU
-time only), except the two whole-API-call rows, timed as launched with
-their host-side checks, and a sliding-window call (window_size
+time only), except the two whole-API-call rows, timed as launched, and a
+sliding-window call (window_size
 (1023, 0): its bandwidth counts the 1024 keys it reads per sequence). Next
 to kernels/decode.py (written per query head,
 packed by fakv-pack-gqa) runs bench/kernels/decode_packed_by_hand.py, the
