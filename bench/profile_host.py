@@ -45,16 +45,15 @@ def steps():
         q, k, v, lens, table = inputs(1, 1024, paged)
         api = lambda: fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table)  # noqa: E731
         api()
-        tensors = (q, k, v, lens, table, None, None)
-        scalars = (None, False, (-1, -1), 0.0, 0, False, interface._check_data())
-        key, ptrs = interface._signature(tensors, scalars, (None, None))
+        key_args = ((None, None), q, k, v, lens, table, None, None, None, False, (-1, -1), 0.0, 0, False)
+        key, ptrs = interface._key(*key_args)
         call = interface._CALLS[key]
         s = stream()
         rows = [
             ("whole API call", per_call_us(api)),
             ("prepared call alone (C: outputs, workspace, 2 launches)", per_call_us(lambda: call(ptrs, q, lens))),
             ("raise_pending", per_call_us(runtime.raise_pending)),
-            ("signature (C)", per_call_us(lambda: interface._signature(tensors, scalars, (None, None)))),
+            ("the key (signature, in C)", per_call_us(lambda: interface._key(*key_args))),
             ("_CALLS lookup", per_call_us(lambda: interface._CALLS.get(key))),
             ("FAKV_CHECK_DATA read", per_call_us(interface._check_data)),
             ("torch.empty_like(q) (out)", per_call_us(lambda: torch.empty_like(q))),

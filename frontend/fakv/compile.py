@@ -117,10 +117,10 @@ def main(argv=None):
             key, _, value = item.partition("=")
             types[key] = parse_type(value)
         constexprs = {k: ast.literal_eval(v) for k, _, v in (c.partition("=") for c in args.const)}
-        missing = [p for p in fn.signature.parameters if p not in types and p not in constexprs]
+        missing = [p for p in fn.params if p not in types and p not in constexprs]
         if missing:
             raise SystemExit(f"fakv.compile: give --arg NAME=TYPE or --const NAME=VALUE for: {', '.join(missing)}")
-        ordered = {p: types[p] for p in fn.signature.parameters if p in types}
+        ordered = {p: types[p] for p in fn.params if p in types}
         ir, _ = fn._ir({k: v for k, v in constexprs.items() if k in fn.constexprs}, ordered)
 
     if args.emit == "fakv":

@@ -136,9 +136,8 @@ def with_kernels(decode=None, combine=None):
         runtime.raise_pending()              # a kernel of an earlier call found bad data
         if (type(q) is _Tensor and k is None and v is None and rotary_cos is None and rotary_sin is None
                 and cache_leftpad is None):
-            found = _signature((q, k_cache, v_cache, cache_seqlens, block_table, cache_batch_idx, alibi_slopes),
-                               (softmax_scale, causal, window_size, softcap, num_splits, return_softmax_lse,
-                                _check_data()), kernels)
+            found = _key(kernels, q, k_cache, v_cache, cache_seqlens, block_table, cache_batch_idx, alibi_slopes,
+                         softmax_scale, causal, window_size, softcap, num_splits, return_softmax_lse)
             if found is not None:
                 call = _CALLS.get(found[0])
                 if call is not None:
@@ -151,13 +150,24 @@ def with_kernels(decode=None, combine=None):
     return flash_attn_with_kvcache
 
 
-def _check_data(_get=os.environ.get):
-    """FAKV_CHECK_DATA: "1" checks cache_seqlens, block_table and
-    cache_batch_idx on the host before every GPU launch (a copy to the host
-    that waits for the GPU; not while a CUDA graph is captured); "0" skips
-    these checks on the CPU path too. Kernels check and report bad data
+# os.environ's own mapping (bytes on POSIX): a read of it costs a tenth of
+# os.environ.get's, which is on every call's path; it sees os.environ's
+# changes, as os.environ.get does.
+_ENV, _CHECK_DATA = (os.environ._data, b"FAKV_CHECK_DATA") if isinstance(
+    getattr(os.environ, "_data", None), dict) and os.name == "posix" else (os.environ, "FAKV_CHECK_DATA")
+
+
+_MODES = {b"1": 1, "1": 1, b"0": 0, "0": 0}
+
+
+def _check_data():
+    """FAKV_CHECK_DATA as 1 ("1": check cache_seqlens, block_table and
+    cache_batch_idx on the host before every GPU launch, a copy to the host
+    that waits for the GPU; not while a CUDA graph is captured), 0 ("0": no
+    host checks on the CPU path either) or None (unset: the CPU path checks
+    on the host, the GPU path does not). Kernels check and report bad data
     whatever it says."""
-    return _get("FAKV_CHECK_DATA", "")
+    return _MODES.get(_ENV.get(_CHECK_DATA))
 
 
 def _capturing():
@@ -175,6 +185,16 @@ _signature = None       # fakv._runtime.signature, then
 _CALLS = {}
 _MAX_CALLS = 256
 _KEPT = set()           # the with_kernels kernels the keys name
+
+
+def _key(kernels, q, k_cache, v_cache, cache_seqlens, block_table, cache_batch_idx, alibi_slopes, softmax_scale,
+         causal, window_size, softcap, num_splits, return_softmax_lse):
+    """(key, addresses) of a call (fakv._runtime.signature), or None when an
+    argument is of a kind the key cannot hold. The one place both the fast
+    path and the call that prepares make it."""
+    return _signature((q, k_cache, v_cache, cache_seqlens, block_table, cache_batch_idx, alibi_slopes),
+                      (softmax_scale, causal, window_size, softcap, num_splits, return_softmax_lse, _check_data()),
+                      kernels)
 
 
 def _raw_allocator(torch):
@@ -367,7 +387,7 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
 
     on_gpu = T.device(q) == "cuda"
     mode = _check_data()
-    host_checks = (mode == "1") if on_gpu else (mode != "0")
+    host_checks = (mode == 1) if on_gpu else (mode != 0)
     seqlens_int = cache_seqlens is None or type(cache_seqlens) is int
     if cache_seqlens is None:
         cache_seqlens = capacity
@@ -489,8 +509,8 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
     call = _prepare(decode, decode_args, decode_consts, p["decode_grid"], combine if splits > 1 else None,
                     combine_args, p["combine"], p["combine_grid"], q, lse_shape, part_out, part_lse,
                     return_softmax_lse, capacity, copy_q)
-    found = _signature((q, k_cache, v_cache, given_seqlens, block_table, cache_batch_idx, alibi_slopes),
-                       (softmax_scale, causal, window_size, softcap, num_splits, return_softmax_lse, mode), kernels)
+    found = _key(kernels, q, k_cache, v_cache, given_seqlens, block_table, cache_batch_idx, alibi_slopes,
+                 softmax_scale, causal, window_size, softcap, num_splits, return_softmax_lse)
     if found is None:                                    # an argument the key cannot hold: never reused
         found = (None, tuple(t.data_ptr() if T.is_torch(t) else 0 for t in (
             q, k_cache, v_cache, given_seqlens, block_table, cache_batch_idx, alibi_slopes)))

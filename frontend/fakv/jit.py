@@ -132,14 +132,23 @@ class JITFunction:
         # The kernel's file, read now (it may be a temporary file, gone by
         # the first launch); parsed at the first code generation.
         self._file_lines = list(linecache.getlines(fn.__code__.co_filename, fn.__globals__))
-        self.signature = inspect.signature(fn)
-        self.constexprs = [p for p, prm in self.signature.parameters.items()
-                           if prm.annotation is fl.constexpr or isinstance(prm.annotation, fl.constexpr)
-                           or prm.annotation == "fl.constexpr"]
+        # The parameters, read off the code object (inspect.signature is slow
+        # for a warm start): kernels take positional-or-keyword parameters.
+        code = fn.__code__
+        self.params = list(code.co_varnames[:code.co_argcount])
+        if code.co_kwonlyargcount or code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS):
+            raise TypeError(f"{fn.__name__}: a kernel takes plain parameters (no *args, **kwargs or "
+                            f"keyword-only ones)")
+        defaults = fn.__defaults__ or ()
+        self._defaults = dict(zip(self.params[len(self.params) - len(defaults):], defaults))
+        annotations = getattr(fn, "__annotations__", {})
+        self.constexprs = [p for p in self.params
+                           if annotations.get(p) is fl.constexpr or isinstance(annotations.get(p), fl.constexpr)
+                           or annotations.get(p) == "fl.constexpr"]
         self.options = {"stages": stages, "warp_specialize": warp_specialize}
         if tuple(registers) != (0, 0):      # setmaxnreg: (producer, consumer) registers per thread
             self.options["registers"] = list(registers)
-        names = list(self.signature.parameters)
+        names = self.params
         self._constexpr_positions = frozenset(i for i, n in enumerate(names) if n in self.constexprs)
         self._compiled = {}
         self._fast = {}   # argument kinds -> (specialisation, positions of its parameters)
@@ -225,11 +234,30 @@ class JITFunction:
 
     # ---- specialisation ---------------------------------------------------------------
 
+    @property
+    def signature(self):
+        """inspect's signature of the kernel function."""
+        return inspect.signature(self.fn)
+
+    def _bound(self, args, kwargs):
+        """Parameter name -> value for a launch, as Python would bind them."""
+        if len(args) > len(self.params):
+            raise TypeError(f"{self.__name__} takes {len(self.params)} arguments, got {len(args)}")
+        bound = dict(zip(self.params, args))
+        for k, v in kwargs.items():
+            if k not in self.params:
+                raise TypeError(f"{self.__name__} got an unexpected keyword argument '{k}'")
+            if k in bound:
+                raise TypeError(f"{self.__name__} got multiple values for argument '{k}'")
+            bound[k] = v
+        missing = [p for p in self.params if p not in bound and p not in self._defaults]
+        if missing:
+            raise TypeError(f"{self.__name__} missing required argument(s): {', '.join(missing)}")
+        return {p: bound[p] if p in bound else self._defaults[p] for p in self.params}
+
     def bind(self, args, kwargs):
-        bound = self.signature.bind(*args, **kwargs)
-        bound.apply_defaults()
         constexprs, types, runtime, on_gpu = {}, {}, [], set()
-        for name, value in bound.arguments.items():
+        for name, value in self._bound(args, kwargs).items():
             if name in self.constexprs:
                 constexprs[name] = value.value if isinstance(value, fl.constexpr) else value
                 continue
@@ -272,7 +300,7 @@ class JITFunction:
                tuple((k, repr(t)) for k, t in types.items()), tuple(divisibility))
         c = self._compiled.get(key)
         if c is None:
-            params = [p for p in self.signature.parameters if p not in constexprs]
+            params = [p for p in self.params if p not in constexprs]
             c = Compiled(self.__name__, params, device,
                          lambda: self._ir(constexprs, types, divisibility)[0])
             if device == "cuda" and self._load_gpu(c, key):
@@ -372,8 +400,7 @@ class JITFunction:
             constexprs, types, runtime, device = self.bind(args, kwargs)
             # The CPU lowering has no use for divisibility: one module serves all.
             c = self.specialize(constexprs, types, device, _divisible(runtime) if device == "cuda" else ())
-            names = list(self.signature.parameters)
-            positions = [names.index(p) for p in c.params]
+            positions = [self.params.index(p) for p in c.params]
             if key is not None and all(i < len(args) for i in positions):
                 if len(self._fast) >= 1024:
                     self._fast.clear()
@@ -384,7 +411,7 @@ class JITFunction:
             c, positions = fast
             values = [args[i] for i in positions]
         if callable(grid):
-            grid = grid(dict(zip(self.signature.parameters, args), **kwargs))
+            grid = grid(dict(zip(self.params, args), **kwargs))
         grid = (tuple(grid) + (1, 1, 1))[:3]
         if c.device == "cuda":
             if compiling:

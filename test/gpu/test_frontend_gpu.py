@@ -221,6 +221,35 @@ def test_call_does_not_wait_for_the_gpu(page, seqlens):
     assert torch.isfinite(out.float()).all()
 
 
+@pytest.mark.parametrize("page,seqlens", [(256, "tensor"), (None, "int")])
+def test_second_call_is_prepared(page, seqlens, monkeypatch):
+    """A call like an earlier one (same shapes, strides, dtypes, options)
+    runs the prepared call: no checks or planning again."""
+    from fakv import interface
+    q, k, v, lens, table = _inputs(page)
+    lens = lens if seqlens == "tensor" else 200
+    if COMPILE_ONLY:
+        return fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table)
+    first = fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table)
+
+    def slow_path(*args, **kwargs):
+        raise AssertionError("the call was checked and planned again")
+    monkeypatch.setattr(interface, "_attention", slow_path)
+    q2 = q.clone()
+    second = fakv.flash_attn_with_kvcache(q2, k, v, cache_seqlens=lens, block_table=table)
+    torch.cuda.synchronize()
+    assert torch.equal(first, second)
+
+
+def second_call_is_prepared(page, seqlens):
+    """test_second_call_is_prepared without pytest's fixture."""
+    mp = pytest.MonkeyPatch()
+    try:
+        test_second_call_is_prepared(page, seqlens, mp)
+    finally:
+        mp.undo()
+
+
 def compile_all():
     """Fill the kernel cache with every kernel these tests launch."""
     x = np.zeros((ROWS, COLS), np.float32)
@@ -243,6 +272,7 @@ def run_all():
     cases += [(test_bad_block_table_is_reported, (p,)) for p in (16, 256)]
     cases += [(test_bad_seqlens_are_reported, (p,)) for p in (None, 16, 256)]
     cases += [(test_call_does_not_wait_for_the_gpu, c) for c in [(256, "tensor"), (None, "int")]]
+    cases += [(second_call_is_prepared, c) for c in [(256, "tensor"), (None, "int")]]
     fails = 0
     for fn, args in cases:
         try:

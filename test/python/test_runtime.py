@@ -84,3 +84,25 @@ def test_kernel_arguments_are_checked():
         kernel.launch(1, 6, 1, 0, 0, 1, 1.0)
     with pytest.raises(TypeError, match="does not fit its parameter"):
         kernel.launch(1, 4, 1, 0, 0, 2 ** 40, 1.0)
+
+
+def test_the_api_keys_a_call_the_same_way_twice(monkeypatch):
+    """flash_attn_with_kvcache's fast path and the call that prepares key a
+    call through one function, whatever FAKV_CHECK_DATA holds (a key that
+    differed would never be found again: every call would take the slow
+    path)."""
+    from fakv import interface
+    monkeypatch.setattr(interface, "_signature", _runtime.signature)
+    t = FakeTensor((2, 1, 8, 64), (512, 512, 64, 1))
+    args = ((None, None), t, t, t, None, None, None, None, None, False, (-1, -1), 0.0, 0, False)
+    for mode in (None, "1", "0", "2"):
+        if mode is None:
+            monkeypatch.delenv("FAKV_CHECK_DATA", raising=False)
+        else:
+            monkeypatch.setenv("FAKV_CHECK_DATA", mode)
+        first, second = interface._key(*args), interface._key(*args)
+        assert first is not None and first[0] == second[0]
+    monkeypatch.setenv("FAKV_CHECK_DATA", "1")
+    checked = interface._key(*args)[0]
+    monkeypatch.delenv("FAKV_CHECK_DATA")
+    assert interface._key(*args)[0] != checked
