@@ -10,6 +10,10 @@
 #
 #   scripts/wheel.sh                 # CPython 3.11 and 3.12 (pyenv's, or python3.X on PATH)
 #   FAKV_WHEEL_PYTHONS="3.12" scripts/wheel.sh
+#
+# Each wheel is then installed into a fresh venv and checked there with
+# /usr/lib/llvm-22 hidden (scripts/check_wheel.py: the CPU path, an sm_90a
+# compile); FAKV_WHEEL_CHECK=0 skips that.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PYTHONS="${FAKV_WHEEL_PYTHONS:-3.11 3.12}"
@@ -64,4 +68,17 @@ for v in $PYTHONS; do
   rm -f "$DIST"/fakv-*-"$tag"-*.whl
   mv "$out"/dist/fakv-*-"$tag"-*"$plat"*.whl "$DIST/"
   echo "[wheel] $(ls "$DIST"/fakv-*-"$tag"-*.whl) ($(du -h "$DIST"/fakv-*-"$tag"-*.whl | cut -f1))"
+  if [ "${FAKV_WHEEL_CHECK:-1}" != 0 ]; then
+    check="$ROOT/build/wheel-check-$tag"
+    rm -rf "$check" && "$py" -m venv "$check"
+    "$check/bin/python" -m pip install -q "$DIST"/fakv-*-"$tag"-*.whl
+    mkdir -p "$ROOT/build/empty"
+    if [ "$(id -u)" -eq 0 ] && unshare -m true 2>/dev/null; then    # LLVM out of sight for the check
+      (cd /tmp && unshare -m sh -c 'mount --bind "$1" /usr/lib/llvm-22 && exec "$2" "$3"' sh \
+         "$ROOT/build/empty" "$check/bin/python" "$ROOT/scripts/check_wheel.py")
+    else
+      (cd /tmp && "$check/bin/python" "$ROOT/scripts/check_wheel.py")
+    fi
+    echo "[wheel] $tag checked in a fresh venv"
+  fi
 done

@@ -1,0 +1,29 @@
+"""Checks an installed fakv (scripts/wheel.sh runs it on each wheel, in a
+fresh venv, with /usr/lib/llvm-22 hidden): the CPU path against a float64
+reference, and a compile for sm_90a (decode and combine) into an empty
+kernel cache. Prints what it found; exits non-zero on a failure."""
+import os, sys, tempfile, numpy as np, ml_dtypes
+os.environ["FAKV_CACHE_DIR"] = tempfile.mkdtemp()
+import fakv, fakv.ptx
+print("fakv from", os.path.dirname(fakv.__file__), "python", sys.version.split()[0])
+rng = np.random.default_rng(0)
+q = rng.standard_normal((2, 1, 8, 64)).astype(ml_dtypes.bfloat16)
+k = rng.standard_normal((2, 64, 2, 64)).astype(ml_dtypes.bfloat16)
+v = rng.standard_normal((2, 64, 2, 64)).astype(ml_dtypes.bfloat16)
+lens = np.array([10, 64], np.int32)
+out, lse = fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, return_softmax_lse=True)
+# float64 reference
+qf, kf, vf = (x.astype(np.float64) for x in (q, k, v))
+ref = np.zeros(q.shape)
+for b in range(2):
+    for h in range(8):
+        s = qf[b, 0, h] @ kf[b, :lens[b], h // 4].T / 8.0
+        p = np.exp(s - s.max()); ref[b, 0, h] = p @ vf[b, :lens[b], h // 4] / p.sum()
+err = np.abs(out.astype(np.float64) - ref).max()
+print("CPU path max |out - float64 ref| =", err)
+assert err < 2e-2
+os.environ["FAKV_COMPILE_ONLY"] = "1"
+fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, num_splits=2)
+files = os.listdir(os.environ["FAKV_CACHE_DIR"])
+print("sm_90a compile: assembler", fakv.ptx.assembler(), "cache entries", len(files))
+assert len([f for f in files if f.endswith(".cubin")]) == 2
