@@ -6,18 +6,8 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="${FAKV_BUILD_DIR:-$ROOT/build}"
 
-APT_PACKAGES=(llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools libzstd-dev
-              cmake ninja-build g++ python3-venv)
-missing=()
-for p in "${APT_PACKAGES[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if ((${#missing[@]})); then
-  echo "[fakv] installing Debian packages: ${missing[*]}"
-  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
-fi
+source "$ROOT/scripts/debian_packages.sh"
+ensure_debian_packages "${FAKV_DEBIAN_PACKAGES[@]}"
 
 PY="${FAKV_PYTHON:-python3}"
 if [ ! -x "$ROOT/.venv/bin/python" ]; then

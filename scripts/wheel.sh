@@ -20,18 +20,8 @@ PYTHONS="${FAKV_WHEEL_PYTHONS:-3.11 3.12}"
 DIST="$ROOT/dist"
 TOOLS=(scikit-build-core==1.1.2 pybind11==3.1.0 wheel==0.48.0 auditwheel==6.8.2)
 
-APT_PACKAGES=(llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools libzstd-dev zlib1g-dev
-              cmake ninja-build g++ python3-venv ccache)
-missing=()
-for p in "${APT_PACKAGES[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if ((${#missing[@]})); then
-  echo "[wheel] installing Debian packages: ${missing[*]}"
-  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
-fi
+source "$ROOT/scripts/debian_packages.sh"
+ensure_debian_packages "${FAKV_DEBIAN_PACKAGES[@]}" zlib1g-dev ccache     # static zlib; objects shared across builds
 
 interpreter() {  # the python of version $1
   local v=$1 p

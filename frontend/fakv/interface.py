@@ -279,7 +279,6 @@ def _prepare(decode, decode_args, decode_consts, decode_grid, combine, combine_a
         # Addresses are filled in per call; the error word's stays.
         return [v.data_ptr() if isinstance(v, runtime.Pointer) else v if isinstance(v, (int, float)) else 0
                 for v in args]
-    import functools
     import torch
     k_cache = decode_args[1]
     up = lambda n: -(-n // 64) * 64  # noqa: E731  (256-byte parts: the kernels assume 16-byte alignment)

@@ -143,7 +143,7 @@ def _choose():
                 return "ptxas", _ptxas(path), path
     if want in ("", "driver"):
         try:
-            from . import _runtime  # noqa: F401
+            from . import _runtime  # noqa: F401  (importable: the driver route exists)
             return "driver", _driver, "libcuda.so.1 (the driver's PTX JIT)"
         except ImportError:
             pass
