@@ -26,6 +26,12 @@
 namespace mlir::fakvgpu {
 /// The number of warps a kernel runs with, once layouts are assigned.
 constexpr llvm::StringLiteral kNumWarpsAttr = "fakvgpu.num_warps";
+/// On a fakvgpu.async_paged_load: every row of the cache starts 16-byte
+/// aligned (its base and strides are known to be), as TMA needs.
+constexpr llvm::StringLiteral kAlignedRowsAttr = "fakvgpu.aligned_rows";
+/// On a fakvgpu.async_paged_load: aligned rows whose channels fill whole
+/// 16-byte chunks, so the gather never needs an element-wise copy.
+constexpr llvm::StringLiteral kWholeChunksAttr = "fakvgpu.whole_chunks";
 } // namespace mlir::fakvgpu
 
 #endif // FAKV_DIALECT_FAKVGPUDIALECT_H

@@ -144,9 +144,13 @@ def FakvGPU_AsyncPagedLoadOp : FakvGPU_Op<"async_paged_load", [AttrSizedOperandS
     /// limit), and every tile inside one page
     /// (a contiguous cache; or a block table with a constant page size that
     /// is a multiple of the tile's rows, tiles starting at a multiple of
-    /// their rows and no left padding). Otherwise a cp.async gather.
+    /// their rows and no left padding), and rows known to start 16-byte
+    /// aligned (`fakvgpu.aligned_rows`, set by fakv-pipeline). Otherwise a
+    /// cp.async gather (element-wise where a 16-byte chunk is unaligned or
+    /// straddles the channels' end, unless `fakvgpu.whole_chunks`).
     bool usesTMA() {
-      return usesTMA(getRing().getType().getTile(), getCache(), getPage(),
+      return (*this)->hasAttr("fakvgpu.aligned_rows") &&
+             usesTMA(getRing().getType().getTile(), getCache(), getPage(),
                      getLeftpad(), getPageSize(), getRow());
     }
     static bool usesTMA(::mlir::RankedTensorType tile, ::mlir::Value cache,

@@ -15,8 +15,8 @@
 
 func.func @decode(
     %q: !fakv.ptr<!kv>,               // (batch, seqlen_q, heads, 64)
-    %k_cache: !fakv.ptr<!kv>,         // (num_pages, page_size, kv_heads, 64)
-    %v_cache: !fakv.ptr<!kv>,         // (num_pages, page_size, kv_heads, 64)
+    %k_cache: !fakv.ptr<!kv> {fakv.divisibility = 16 : i64},   // (num_pages, page_size, kv_heads, 64), 16-byte aligned
+    %v_cache: !fakv.ptr<!kv> {fakv.divisibility = 16 : i64},   // likewise
     %block_table: !fakv.ptr<i32>,     // (batch, max_pages)
     %seqlens: !fakv.ptr<i32>,         // (batch,): keys of each sequence
     %out: !fakv.ptr<!kv>,             // (batch, seqlen_q, heads, 64)

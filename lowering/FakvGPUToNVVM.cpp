@@ -987,6 +987,7 @@ struct AsyncPagedLoadLowering : OpConversionPattern<fakvgpu::AsyncPagedLoadOp> {
 
     // cp.async gather: 16-byte chunks, rows past `valid` zero-filled.
     int64_t chunksPerRow = cols * elemBytes / 16;
+    bool wholeChunks = op->hasAttr(fakvgpu::kWholeChunksAttr);
     int64_t threads = roleOf(op).count;
     Type et = tile.getElementType();
     for (int64_t q0 = 0; q0 < rows * chunksPerRow; q0 += threads) {
@@ -1026,27 +1027,80 @@ struct AsyncPagedLoadLowering : OpConversionPattern<fakvgpu::AsyncPagedLoadOp> {
       } else {
         page = arith::AddIOp::create(tb, loc, a.getPage(), pageIdx);
       }
-      valid = arith::AndIOp::create(tb, loc, valid, checkPage(tb, loc, a, page, rowValid));
+      Value rowOk = arith::AndIOp::create(tb, loc, rowValid, checkPage(tb, loc, a, page, rowValid));
+      valid = arith::AndIOp::create(tb, loc, valid, rowOk);
       auto ext = [&](Value v) {
         return arith::ExtSIOp::create(tb, loc, tb.getI64Type(), v);
       };
-      Value elem = arith::MulIOp::create(tb, loc, ext(page), a.getPageStride());
-      elem = arith::AddIOp::create(
-          tb, loc, elem, arith::MulIOp::create(tb, loc, ext(offset), a.getRowStride()));
-      elem = arith::AddIOp::create(
-          tb, loc, elem, arith::MulIOp::create(tb, loc, ext(a.getHead()), a.getHeadStride()));
-      elem = arith::AddIOp::create(tb, loc, elem, ext(col));
-      elem = arith::SelectOp::create(tb, loc, valid, elem, i64(tb, loc, 0));
+      Value rowElem = arith::MulIOp::create(tb, loc, ext(page), a.getPageStride());
+      rowElem = arith::AddIOp::create(
+          tb, loc, rowElem, arith::MulIOp::create(tb, loc, ext(offset), a.getRowStride()));
+      rowElem = arith::AddIOp::create(
+          tb, loc, rowElem, arith::MulIOp::create(tb, loc, ext(a.getHead()), a.getHeadStride()));
+      rowElem = arith::AddIOp::create(tb, loc, rowElem, ext(col));
+      Value elem = arith::SelectOp::create(tb, loc, valid, rowElem, i64(tb, loc, 0));
       Value src = elementAddress(tb, loc, a.getCache(), elem, et);
       Value dst = addBytes(tb, loc, slot, swizzledOffset(tb, loc, r, col, rows));
-      Value srcSize = arith::SelectOp::create(tb, loc, valid, i32(tb, loc, 16),
-                                              i32(tb, loc, 0));
-      NVVM::CpAsyncOp::create(
-          tb, loc, dst, src, tb.getI32IntegerAttr(16),
-          NVVM::LoadCacheModifierKindAttr::get(tb.getContext(),
-                                               NVVM::LoadCacheModifierKind::CG),
-          srcSize);
+      auto copyChunk = [&](OpBuilder &cb) {
+        Value srcSize = arith::SelectOp::create(cb, loc, valid, i32(cb, loc, 16),
+                                                i32(cb, loc, 0));
+        NVVM::CpAsyncOp::create(
+            cb, loc, dst, src, cb.getI32IntegerAttr(16),
+            NVVM::LoadCacheModifierKindAttr::get(cb.getContext(),
+                                                 NVVM::LoadCacheModifierKind::CG),
+            srcSize);
+      };
+      if (wholeChunks) {
+        copyChunk(tb);
+        continue;
+      }
+      // Rows not known to be 16-byte aligned (a head dimension that is not
+      // a multiple of 8, say), or a chunk across the channels' end: a
+      // 16-byte copy where the chunk is aligned and whole, else element by
+      // element (plain loads and stores; the fence below makes them
+      // visible to the tensor cores).
+      Value aligned = arith::CmpIOp::create(
+          tb, loc, arith::CmpIPredicate::eq,
+          arith::AndIOp::create(tb, loc,
+                                LLVM::PtrToIntOp::create(tb, loc, tb.getI64Type(), src),
+                                i64(tb, loc, 15)),
+          i64(tb, loc, 0));
+      if (a.getChannels())
+        aligned = arith::AndIOp::create(
+            tb, loc, aligned,
+            arith::CmpIOp::create(tb, loc, arith::CmpIPredicate::sle,
+                                  arith::AddIOp::create(tb, loc, col, i32(tb, loc, 16 / elemBytes)),
+                                  a.getChannels()));
+      auto branch = scf::IfOp::create(tb, loc, aligned, /*withElseRegion=*/true);
+      OpBuilder vb = OpBuilder::atBlockBegin(&branch.getThenRegion().front());
+      copyChunk(vb);
+      OpBuilder eb = OpBuilder::atBlockBegin(&branch.getElseRegion().front());
+      Type intType = eb.getIntegerType(elemBytes * 8);
+      for (int64_t e = 0; e < 16 / elemBytes; ++e) {
+        Value ok = rowOk;
+        if (a.getChannels())
+          ok = arith::AndIOp::create(
+              eb, loc, ok,
+              arith::CmpIOp::create(eb, loc, arith::CmpIPredicate::slt,
+                                    arith::AddIOp::create(eb, loc, col, i32(eb, loc, e)),
+                                    a.getChannels()));
+        Value x = ifValue(
+            eb, loc, ok, intType,
+            [&](OpBuilder &lb) -> Value {
+              Value at = arith::AddIOp::create(lb, loc, rowElem, i64(lb, loc, e));
+              return LLVM::LoadOp::create(lb, loc, intType,
+                                          elementAddress(lb, loc, a.getCache(), at, et));
+            },
+            [&](OpBuilder &zb) -> Value {
+              return arith::ConstantOp::create(zb, loc, intType, zb.getIntegerAttr(intType, 0));
+            });
+        LLVM::StoreOp::create(eb, loc, x, addBytes(eb, loc, dst, i32(eb, loc, e * elemBytes)));
+      }
     }
+    if (!wholeChunks)
+      NVVM::FenceProxyOp::create(
+          rewriter, loc, NVVM::ProxyKind::async_shared,
+          NVVM::SharedSpaceAttr::get(rewriter.getContext(), NVVM::SharedSpace::shared_cta));
     NVVM::CpAsyncMBarrierArriveOp::create(rewriter, loc, bar,
                                           rewriter.getBoolAttr(true));
     rewriter.eraseOp(op);

@@ -17,6 +17,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "passes/Divisibility.h"
 #include "passes/Passes.h"
 #include "passes/PipelineUtils.h"
 
@@ -77,13 +78,31 @@ AsyncPagedLoadOp mlir::fakv::issueLoad(OpBuilder &b, scf::ForOp loop,
   for (Operation *op : slice)
     b.clone(*op, map);
   auto m = [&](Value v) { return v ? map.lookupOrDefault(v) : Value(); };
-  return AsyncPagedLoadOp::create(
+  auto copy = AsyncPagedLoadOp::create(
       b, load.getLoc(), m(load.getCache()), m(load.getHead()), m(load.getRow()),
       m(load.getTable()), m(load.getPage()), m(load.getValid()),
       m(load.getLeftpad()), m(load.getChannels()), m(load.getPageSize()),
       m(load.getNumPages()),
       m(load.getPageStride()), m(load.getRowStride()), m(load.getHeadStride()),
       m(load.getError()), m(load.getErrorCode()), ring, slot, full);
+  if (alignedRows(load))
+    copy->setAttr(kAlignedRowsAttr, b.getUnitAttr());
+  int64_t elemBytes = load.getType().getElementTypeBitWidth() / 8;
+  if (alignedRows(load) && (!load.getChannels() ||
+                            (knownDivisor(load.getChannels()) * elemBytes) % 16 == 0) &&
+      (load.getType().getDimSize(1) * elemBytes) % 16 == 0)
+    copy->setAttr(kWholeChunksAttr, b.getUnitAttr());
+  return copy;
+}
+
+bool mlir::fakv::alignedRows(PagedLoadOp load) {
+  int64_t elemBytes = load.getType().getElementTypeBitWidth() / 8;
+  if (knownAlignment(load.getCache()) % 16)
+    return false;
+  for (Value stride : {load.getPageStride(), load.getRowStride(), load.getHeadStride()})
+    if ((knownDivisor(stride) * elemBytes) % 16)
+      return false;
+  return true;
 }
 
 namespace {
@@ -126,11 +145,11 @@ LogicalResult pipelineLoop(scf::ForOp loop, unsigned stages,
   // A TMA copy is announced by one elected thread; a gather arrives from
   // every issuing thread.
   for (PipelinedLoad &p : loads) {
-    int32_t arrivals = AsyncPagedLoadOp::usesTMA(
-                           p.load.getType(), p.load.getCache(),
-                           p.load.getPage(),
-                           p.load.getLeftpad(), p.load.getPageSize(),
-                           p.load.getRow())
+    int32_t arrivals = alignedRows(p.load) &&
+                               AsyncPagedLoadOp::usesTMA(
+                                   p.load.getType(), p.load.getCache(),
+                                   p.load.getPage(), p.load.getLeftpad(),
+                                   p.load.getPageSize(), p.load.getRow())
                            ? 1
                            : numThreads;
     p.full = AllocBarriersOp::create(b, loc, barriersType,

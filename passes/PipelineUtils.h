@@ -24,6 +24,10 @@ LogicalResult collectLoadSlice(scf::ForOp loop, Operation *load,
 
 /// Clones `slice` with the induction variable replaced by `iv` and issues
 /// the async copy of `load`'s tile into `ring[slot]`, signalling `full`.
+/// Whether every row of `load`'s cache is known to start 16-byte aligned
+/// (its base and its three strides).
+bool alignedRows(PagedLoadOp load);
+
 fakvgpu::AsyncPagedLoadOp issueLoad(OpBuilder &b, scf::ForOp loop,
                                     PagedLoadOp load,
                                     ArrayRef<Operation *> slice, Value iv,

@@ -12,7 +12,8 @@
 // CHECK-DAG: st.volatile.global.b32 {{.*}}, 33554432;
 // CHECK-DAG: cp.async.bulk.tensor
 // CHECK: ret;
-func.func @bad_data(%q: !fakv.ptr<bf16>, %kc: !fakv.ptr<bf16>, %vc: !fakv.ptr<bf16>, %bt: !fakv.ptr<i32>,
+func.func @bad_data(%q: !fakv.ptr<bf16>, %kc: !fakv.ptr<bf16> {fakv.divisibility = 16 : i64},
+                     %vc: !fakv.ptr<bf16> {fakv.divisibility = 16 : i64}, %bt: !fakv.ptr<i32>,
                      %o: !fakv.ptr<f32>, %n: i32, %np: i32, %err: !fakv.ptr<i32>,
                      %cap: i32) attributes {fakv.kernel} {
   %c0 = arith.constant 0 : i32

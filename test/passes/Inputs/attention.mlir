@@ -1,6 +1,7 @@
 // A small attention kernel for the pass tests: Q (16 x 64) against 32-row
 // K/V tiles of a paged cache, the online softmax, P.V.
-func.func @attention(%q: !fakv.ptr<bf16>, %kc: !fakv.ptr<bf16>, %vc: !fakv.ptr<bf16>, %bt: !fakv.ptr<i32>,
+func.func @attention(%q: !fakv.ptr<bf16>, %kc: !fakv.ptr<bf16> {fakv.divisibility = 16 : i64},
+                     %vc: !fakv.ptr<bf16> {fakv.divisibility = 16 : i64}, %bt: !fakv.ptr<i32>,
                      %o: !fakv.ptr<f32>, %n: i32, %np: i32) attributes {fakv.kernel} {
   %c0 = arith.constant 0 : i32
   %c1 = arith.constant 1 : i32
