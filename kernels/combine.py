@@ -24,6 +24,7 @@ def combine(OutPart, LsePart, Out, Lse, out_batch_stride, out_seq_stride, out_he
     lses = fl.load(LsePart + b * heads * seqlen_q + qi, (MAX_SPLITS, HEAD_BLOCK), (0, h0),
                    (batch * heads * seqlen_q, seqlen_q), bounds=(num_splits, heads), other=float("-inf"))
     out, lse = fl.lse_combine(parts, lses)
+    lse = fl.where(lse == float("-inf"), float("inf"), lse)   # no key in any split: +inf, as FlashAttention 2
     fl.store(Out + b * out_batch_stride + qi * out_seq_stride, out, (h0, 0), (out_head_stride, 1),
              bounds=(heads, head_dim))
     fl.store(Lse + b * heads * seqlen_q + qi, lse, (h0,), (seqlen_q,), bounds=(heads,))

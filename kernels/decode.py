@@ -15,7 +15,7 @@ import fakv.language as fl
 
 # Codes a program reports bad data with (fl.report; fakv.runtime.ERROR_KINDS),
 # plus the batch row.
-SEQLENS_ERROR, BLOCK_TABLE_ERROR, BATCH_IDX_ERROR = 1 << 24, 2 << 24, 3 << 24
+SEQLENS_ERROR, BLOCK_TABLE_ERROR, BATCH_IDX_ERROR, LEFTPAD_ERROR = 1 << 24, 2 << 24, 3 << 24, 5 << 24
 
 
 @fakv.jit
@@ -35,17 +35,18 @@ def score_mod(s, q_pos, k_pos, seqlen_k, seqlen_q, left, right, slopes,
 
 
 @fakv.jit
-def load_kv(Cache, Table, kvh, row, b, n0, seqlen, head_dim, page_size, num_pages, strides, Errors,
+def load_kv(Cache, Table, kvh, row, b, n0, seqlen, pad, head_dim, page_size, num_pages, strides, Errors,
             BLOCK_N: fl.constexpr, HEAD_DIM: fl.constexpr, PAGE_SIZE: fl.constexpr):
-    """Rows [n0, n0 + BLOCK_N) of kv head kvh of sequence b: through the block
-    table (a compile-time PAGE_SIZE), or from cache row `row` (PAGE_SIZE 0: a
-    contiguous cache, `page_size` rows per sequence). A page outside the
-    cache reads as zeros and is reported."""
+    """Keys [n0, n0 + BLOCK_N) of kv head kvh of sequence b, counted from its
+    left padding `pad`: through the block table (a compile-time PAGE_SIZE),
+    or from cache row `row` (PAGE_SIZE 0: a contiguous cache, `page_size`
+    rows per sequence). A page outside the cache reads as zeros and is
+    reported."""
     if PAGE_SIZE:
         return fl.paged_load(Cache, kvh, n0, BLOCK_N, HEAD_DIM, seqlen, PAGE_SIZE, num_pages, strides,
-                             table=Table, channels=head_dim, report=(Errors, BLOCK_TABLE_ERROR + b))
+                             table=Table, leftpad=pad, channels=head_dim, report=(Errors, BLOCK_TABLE_ERROR + b))
     return fl.paged_load(Cache, kvh, n0, BLOCK_N, HEAD_DIM, seqlen, page_size, num_pages, strides,
-                         page=row, channels=head_dim, report=(Errors, BATCH_IDX_ERROR + b))
+                         page=row, leftpad=pad, channels=head_dim, report=(Errors, BATCH_IDX_ERROR + b))
 
 
 @fakv.jit(pack_gqa=1, stages=3)
@@ -53,21 +54,28 @@ def decode(Q, K, V, Table, Seqlens, Out, Lse, OutPart, LsePart,
            q_batch_stride, q_seq_stride, q_head_stride,
            page_stride, row_stride, head_stride, table_stride,
            batch, seqlen_q, heads, kv_heads, head_dim, page_size, num_pages, scale,
-           BatchIdx, softcap, left, right, Slopes, slopes_batch_stride, Errors, capacity,
+           BatchIdx, softcap, left, right, Slopes, slopes_batch_stride, Errors, capacity, LeftPad, new_keys,
            HEAD_DIM: fl.constexpr, BLOCK_N: fl.constexpr, GROUP: fl.constexpr, SQ_BLOCK: fl.constexpr,
            PAGE_SIZE: fl.constexpr, CAUSAL: fl.constexpr, BATCH_IDX: fl.constexpr, SOFTCAP: fl.constexpr,
-           WINDOW: fl.constexpr, ALIBI: fl.constexpr):
+           WINDOW: fl.constexpr, ALIBI: fl.constexpr, LEFTPAD: fl.constexpr):
     split_mb, h, b = fl.program_id(0), fl.program_id(1), fl.program_id(2)
     m_blocks = (seqlen_q + SQ_BLOCK - 1) // SQ_BLOCK
     split, q0 = split_mb // m_blocks, (split_mb % m_blocks) * SQ_BLOCK
     num_splits = fl.num_programs(0) // m_blocks
     kvh = h // GROUP
-    # A length outside [0, capacity] (the rows a sequence's cache holds) is
-    # bad data: reported, and the sequence reads no key.
-    seqlen = Seqlens[b]
-    bad_length = (seqlen < 0) | (seqlen > capacity)
-    fl.report(Errors, bad_length, SEQLENS_ERROR + b)
-    seqlen = fl.where(bad_length, 0, seqlen)
+    # The keys: cache rows [pad, Seqlens[b] + new_keys) (the new ones just
+    # appended by append.py); `seqlen` counts them from the padding. A length
+    # beyond `capacity` (the rows a sequence's cache holds) or a padding out
+    # of range is bad data: reported, and the sequence reads no key.
+    seqlen = Seqlens[b] + new_keys
+    bad = (seqlen < new_keys) | (seqlen > capacity)
+    fl.report(Errors, bad, SEQLENS_ERROR + b)
+    pad = 0
+    if LEFTPAD:
+        pad = LeftPad[b]
+        fl.report(Errors, (pad < 0) | (pad > seqlen), LEFTPAD_ERROR + b)
+        bad = bad | (pad < 0) | (pad > seqlen)
+    seqlen = fl.where(bad, 0, seqlen - pad)
     cache_row = b
     if BATCH_IDX:                          # contiguous cache rows picked by cache_batch_idx
         cache_row = BatchIdx[b]
@@ -101,10 +109,10 @@ def decode(Q, K, V, Table, Seqlens, Out, Lse, OutPart, LsePart,
     acc = fl.zeros((SQ_BLOCK, HEAD_DIM))
     for blk in fl.range(first, last):
         n0 = blk * BLOCK_N
-        k = load_kv(K, table, kvh, cache_row, b, n0, seqlen, head_dim, page_size, num_pages, strides, Errors,
-                    BLOCK_N, HEAD_DIM, PAGE_SIZE)
-        v = load_kv(V, table, kvh, cache_row, b, n0, seqlen, head_dim, page_size, num_pages, strides, Errors,
-                    BLOCK_N, HEAD_DIM, PAGE_SIZE)
+        k = load_kv(K, table, kvh, cache_row, b, n0, seqlen, pad, head_dim, page_size, num_pages, strides,
+                    Errors, BLOCK_N, HEAD_DIM, PAGE_SIZE)
+        v = load_kv(V, table, kvh, cache_row, b, n0, seqlen, pad, head_dim, page_size, num_pages, strides,
+                    Errors, BLOCK_N, HEAD_DIM, PAGE_SIZE)
         s = fl.dot(q, k, trans_b=True)
         if SOFTCAP:
             s = fl.softcap(s * sm_scale, softcap)
@@ -113,7 +121,8 @@ def decode(Q, K, V, Table, Seqlens, Out, Lse, OutPart, LsePart,
         m, l, p, alpha = fl.online_softmax(s, m, l, scale)
         acc = fl.dot(p.to(q.dtype), v, acc * alpha[:, None])
 
-    # out = acc / l, lse = m + log(l); a row that saw no key gives 0 and -inf.
+    # out = acc / l, lse = m + log(l); a row that saw no key gives 0 and -inf
+    # (+inf in the output LSE, as FlashAttention 2 gives).
     empty = l == 0.0
     out = acc * fl.where(empty, 0.0, 1.0 / l)[:, None]
     lse = fl.where(empty, float("-inf"), m + fl.log(l))
@@ -122,7 +131,8 @@ def decode(Q, K, V, Table, Seqlens, Out, Lse, OutPart, LsePart,
     if num_splits == 1:
         fl.store(Out + b * q_batch_stride + h * q_head_stride, out, (q0, 0), (q_seq_stride, 1),
                  bounds=(seqlen_q, head_dim))
-        fl.store(Lse + (b * heads + h) * seqlen_q, lse, (q0,), (1,), bounds=(seqlen_q,))
+        fl.store(Lse + (b * heads + h) * seqlen_q, fl.where(empty, float("inf"), lse), (q0,), (1,),
+                 bounds=(seqlen_q,))
     else:
         # Partials: (splits, batch, seqlen_q, heads, HEAD_DIM) and (splits, batch, heads, seqlen_q).
         part = split * batch + b

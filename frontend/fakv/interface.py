@@ -38,15 +38,27 @@ def _kernels():
     return decode.decode, combine.combine
 
 
+def _append_kernel():
+    import append
+    return append.append
+
+
 def _pow2(n):
     return 1 << max(0, int(n - 1).bit_length())
 
 
-def _not_yet(name, value, default):
-    if value is not default and not (isinstance(default, tuple) and tuple(value) == default) and not (
-            default == 0.0 and value == 0.0):
-        raise NotImplementedError(f"flash_attn_with_kvcache: `{name}` is not supported yet by fakv "
-                                  f"(got a non-default value); see docs/api.md")
+def _window_pair(window_size):
+    """window_size as two ints: a tuple, a list, a numpy array or a tensor
+    of two integers (what FlashAttention's tests pass)."""
+    items = window_size.tolist() if hasattr(window_size, "tolist") else window_size
+    try:
+        items = list(items)
+    except TypeError:
+        items = None
+    ok = items is not None and len(items) == 2 and all(
+        isinstance(w, numbers.Integral) and not isinstance(w, bool) for w in items)
+    _check(ok, f"`window_size` must be a pair of ints (left, right), got {window_size!r}")
+    return int(items[0]), int(items[1])
 
 
 def plan(*args, **kwargs):
@@ -62,7 +74,7 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
     needed: shapes and options only). Returns a dict with the decode and
     combine constexprs and grids and the number of splits."""
     group = heads // kv_heads
-    head_tile = _pow2(head_dim)
+    head_tile = max(64, _pow2(head_dim))     # tiles of at least 64 channels (128-byte rows)
     group_tile = _pow2(group)
     if group_tile > MAX_ROWS:
         raise NotImplementedError(f"flash_attn_with_kvcache: {group} query heads per kv head is more than "
@@ -85,7 +97,7 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
         # heads of a kv head (padded to group_tile rows) in one program.
         "decode": dict(HEAD_DIM=head_tile, BLOCK_N=block_n, GROUP=group, SQ_BLOCK=sq_block,
                        PAGE_SIZE=page_size if paged else 0, CAUSAL=bool(causal) and seqlen_q > 1,
-                       BATCH_IDX=False, SOFTCAP=False, WINDOW=False, ALIBI=False),
+                       BATCH_IDX=False, SOFTCAP=False, WINDOW=False, ALIBI=False, LEFTPAD=False),
         "decode_grid": (num_splits * m_blocks, heads, batch),
         # Ring depth (docs/gpu-results.md): three K/V blocks in flight read
         # the cache fastest at head dims up to 128 (decode.py's own stages=3);
@@ -99,11 +111,12 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
 
 def plain_extras(seqlens, lse, capacity, errors=None):
     """decode.py's arguments after `scale` when cache_batch_idx, softcap,
-    window_size and alibi_slopes are not used: (BatchIdx, softcap, left,
-    right, Slopes, slopes_batch_stride, Errors, capacity); pointers to
-    tensors never read, the error word (errors_for(seqlens) when not given)
-    and the rows a sequence's cache holds."""
-    return (seqlens, 0.0, -1, -1, lse, 0, errors_for(seqlens) if errors is None else errors, capacity)
+    window_size, alibi_slopes, cache_leftpad and new keys are not used:
+    (BatchIdx, softcap, left, right, Slopes, slopes_batch_stride, Errors,
+    capacity, LeftPad, new_keys); pointers to tensors never read, the error
+    word (errors_for(seqlens) when not given) and the rows a sequence's cache
+    holds."""
+    return (seqlens, 0.0, -1, -1, lse, 0, errors_for(seqlens) if errors is None else errors, capacity, seqlens, 0)
 
 
 def errors_for(like):
@@ -305,21 +318,40 @@ _DECODE_SLOTS = (0, 1, 2, 3, 4, 5, 6, 7, 8, 24, 28)
 
 
 def _check_contents(seqlens, block_table, cache_batch_idx, batch, capacity, page_size, num_pages,
-                    cache_batch):
+                    cache_batch, seqlen_new=0, leftpad=None):
     """The host checks of the data (FAKV_CHECK_DATA; always on the CPU
-    path unless it is 0): reads the tensors on the host."""
+    path unless it is 0): reads the tensors on the host. A paged cache too
+    small for cache_seqlens + the new keys raises FlashAttention's message."""
     import numpy as np
     lens = None if seqlens is None else T.host(seqlens).astype("int64")
     if lens is not None and lens.size:
-        bad = np.nonzero((lens < 0) | (lens > capacity))[0]
+        bad = np.nonzero(lens < 0)[0]
         if bad.size:
             r = int(bad[0])
             raise DataError(f"flash_attn_with_kvcache: cache_seqlens[{r}] = {int(lens[r])} is outside "
-                            f"[0, {capacity}] (the rows the cache holds for a sequence)"
-                            + ("; cache_seqlens must not be negative" if lens[r] < 0 else
-                               f"; cache_seqlens ({int(lens[r])}) exceeds the cache ({capacity} rows)"))
+                            f"[0, {capacity}]; cache_seqlens must not be negative")
+        total = lens + seqlen_new
+        if int(total.max()) > capacity:
+            r = int(np.argmax(total))
+            if block_table is not None:
+                raise DataError("Paged KV cache: max(seqlens_k)" + (" + seqlen_knew" if seqlen_new else "")
+                                + f" (= {int(total.max())}) exceeds the capacity addressable by block_table "
+                                  f"(max_num_blocks_per_seq * page_block_size = {capacity}). Allocate more "
+                                  f"columns in block_table, otherwise the kernel would index block_table out "
+                                  f"of bounds. (flash_attn_with_kvcache: cache_seqlens[{r}] = {int(lens[r])})")
+            raise DataError(f"flash_attn_with_kvcache: cache_seqlens[{r}] = {int(lens[r])}"
+                            + (f" + {seqlen_new} new keys" if seqlen_new else "")
+                            + f" is outside [0, {capacity}] (the rows the cache holds for a sequence); "
+                              f"cache_seqlens ({int(total[r])}) exceeds the cache ({capacity} rows)")
+    if leftpad is not None and lens is not None:
+        pads = T.host(leftpad).astype("int64")
+        bad = np.nonzero((pads < 0) | (pads > lens + seqlen_new))[0]
+        if bad.size:
+            r = int(bad[0])
+            raise DataError(f"flash_attn_with_kvcache: cache_leftpad[{r}] = {int(pads[r])} is outside "
+                            f"[0, cache_seqlens[{r}] + seqlen_new = {int(lens[r] + seqlen_new)}]")
     if block_table is not None and lens is not None:
-        used = np.arange(block_table.shape[1])[None, :] < ((lens + page_size - 1) // page_size)[:, None]
+        used = np.arange(block_table.shape[1])[None, :] < ((lens + seqlen_new + page_size - 1) // page_size)[:, None]
         entries = T.host(block_table)
         bad = used & ((entries < 0) | (entries >= num_pages))
         if bad.any():
@@ -343,9 +375,6 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
     # calls of the same signature.
     global _Tensor, _signature
     kernels, given_seqlens = (decode, combine), cache_seqlens
-    for name, value, default in (("k", k, None), ("v", v, None), ("rotary_cos", rotary_cos, None),
-                                 ("rotary_sin", rotary_sin, None), ("cache_leftpad", cache_leftpad, None)):
-        _not_yet(name, value, default)
 
     # ---- shapes, dtypes, devices --------------------------------------------------------------
     for name, t in (("q", q), ("k_cache", k_cache), ("v_cache", v_cache)):
@@ -366,7 +395,7 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
     kv_heads = k_cache.shape[2]
     _check(seqlen_q >= 1, "seqlen_q must be at least 1")
     _check(k_cache.shape[3] == head_dim, f"head_dim of q ({head_dim}) and of the cache ({k_cache.shape[3]}) differ")
-    _check(head_dim % 8 == 0 and head_dim <= 256, f"head_dim must be a multiple of 8 up to 256, got {head_dim}")
+    _check(1 <= head_dim <= 256, f"head_dim must be at most 256, got {head_dim}")
     _check(kv_heads >= 1 and heads % kv_heads == 0, f"heads ({heads}) must be a multiple of kv heads ({kv_heads})")
     paged = block_table is not None
     if paged:
@@ -401,6 +430,51 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
         _check(T.device(cache_seqlens) == T.device(q), "`cache_seqlens` must be on q's device")
         seqlens = cache_seqlens
 
+    # ---- new keys and values, rotary, left padding ---------------------------------------------
+    seqlen_new = 0
+    _check((k is None) == (v is None), "`k` and `v` are given together (the keys and values to append)")
+    if k is not None:
+        for name, t in (("k", k), ("v", v)):
+            _check(T.is_array(t) and len(t.shape) == 4 and tuple(t.shape[:1]) == (batch,)
+                   and tuple(t.shape[2:]) == (kv_heads, head_dim),
+                   f"`{name}` must be ({batch}, seqlen_new, {kv_heads}, {head_dim}), got "
+                   f"{tuple(getattr(t, 'shape', ()))}")
+            _check(T.dtype(t) == T.dtype(q), f"`{name}` must have q's dtype ({q.dtype}), got {t.dtype}")
+            _check(T.device(t) == T.device(q) and T.device_index(t) == T.device_index(q),
+                   f"`{name}` must be on q's device")
+            _check(T.strides(t)[-1] == 1, f"`{name}` must be contiguous in its last dimension")
+        _check(tuple(k.shape) == tuple(v.shape) and T.strides(k) == T.strides(v),
+               "`k` and `v` must have one shape and the same strides")
+        seqlen_new = k.shape[1]
+        _check(1 <= seqlen_new <= capacity, f"`k` holds {seqlen_new} new keys; a sequence's cache holds "
+                                            f"{capacity} (FlashAttention: at most the cache's seqlen)")
+    _check((rotary_cos is None) == (rotary_sin is None), "`rotary_cos` and `rotary_sin` are given together")
+    rotary_dim = 0
+    if rotary_cos is not None:
+        for name, t in (("rotary_cos", rotary_cos), ("rotary_sin", rotary_sin)):
+            _check(T.is_array(t) and len(t.shape) == 2 and T.dtype(t) in ("f16", "bf16", "f32"),
+                   f"`{name}` must be a 2-D float tensor (seqlen_ro, rotary_dim / 2)")
+            _check(T.device(t) == T.device(q) and T.device_index(t) == T.device_index(q),
+                   f"`{name}` must be on q's device")
+            _check(t.shape[1] <= 1 or T.strides(t)[1] == 1, f"`{name}` must be contiguous in its last dimension")
+        _check(tuple(rotary_cos.shape) == tuple(rotary_sin.shape) and T.strides(rotary_cos) == T.strides(rotary_sin)
+               and T.dtype(rotary_cos) == T.dtype(rotary_sin),
+               "`rotary_cos` and `rotary_sin` must have one shape, dtype and strides")
+        rotary_dim = 2 * rotary_cos.shape[1]
+        _check(rotary_dim <= head_dim, f"rotary_dim (2 * rotary_cos.shape[1] = {rotary_dim}) must be at most "
+                                       f"head_dim ({head_dim})")
+        _check(rotary_dim == 0 or k is not None,
+               "rotary_cos / rotary_sin rotate the new keys: give `k` and `v` too (FlashAttention's rule)")
+        _check(rotary_dim == 0 or rotary_cos.shape[0] >= capacity,
+               f"cos/sin seqlen ({rotary_cos.shape[0]}) must be at least the seqlen of the KV cache ({capacity})")
+    _check(isinstance(rotary_interleaved, (bool, numbers.Integral)), "`rotary_interleaved` must be a bool")
+    if cache_leftpad is not None:
+        _check(T.is_array(cache_leftpad) and T.dtype(cache_leftpad) == "i32"
+               and tuple(cache_leftpad.shape) == (batch,) and (batch <= 1 or T.strides(cache_leftpad)[0] == 1),
+               f"`cache_leftpad` must be a contiguous int32 tensor ({batch},)")
+        _check(T.device(cache_leftpad) == T.device(q), "`cache_leftpad` must be on q's device")
+    prepared = k is None and rotary_dim == 0 and cache_leftpad is None     # a call the fast path can repeat
+
     # ---- cache_batch_idx, softcap, window_size, alibi_slopes -------------------------------------
     batch_idx = seqlens                                   # any int32 tensor when unused
     if cache_batch_idx is not None:
@@ -413,16 +487,16 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
     _check(isinstance(softcap, numbers.Real) and not isinstance(softcap, bool) and math.isfinite(softcap)
            and softcap >= 0, f"`softcap` must be a finite number >= 0, got {softcap!r}")
     softcap = float(softcap)
-    _check(isinstance(window_size, (tuple, list)) and len(window_size) == 2
-           and all(isinstance(w, numbers.Integral) and not isinstance(w, bool) for w in window_size),
-           f"`window_size` must be a pair of ints (left, right), got {window_size!r}")
-    # FlashAttention's normalisation: causal is the window (left, 0); a bound
-    # of at least the cache's capacity is no bound; "causal" is then
-    # (unbounded, 0), whatever `causal` said (it selects ALiBi's causal form).
-    left, right = (-1 if w < 0 or w >= capacity else int(w) for w in window_size)
+    # FlashAttention 2's normalisation: causal is the window (left, 0); a
+    # bound of at least the cache's capacity is no bound; "causal" is then
+    # (unbounded, 0), whatever `causal` said (it selects ALiBi's causal form);
+    # a left-only window gets the capacity as its right bound.
+    left, right = (-1 if w < 0 or w >= capacity else w for w in _window_pair(window_size))
     if causal:
         right = 0
     fa_causal = left < 0 and right == 0
+    if left >= 0 and right < 0:
+        right = capacity
     slopes, slopes_stride = None, 0
     if alibi_slopes is not None:
         _check(T.is_array(alibi_slopes) and T.dtype(alibi_slopes) == "f32"
@@ -452,24 +526,32 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
 
     capturing = on_gpu and _capturing()
     if host_checks and not capturing:
-        _check_contents(None if seqlens_int else seqlens, block_table, cache_batch_idx, batch, capacity,
-                        page_size, num_pages, k_cache.shape[0])
+        _check_contents(seqlens if not seqlens_int or seqlen_new or cache_leftpad is not None else None,
+                        block_table, cache_batch_idx, batch, capacity, page_size, num_pages, k_cache.shape[0],
+                        seqlen_new, cache_leftpad)
 
     if decode is None or combine is None:
         default_decode, default_combine = _kernels()
         decode, combine = decode or default_decode, combine or default_combine
     decode = decode.with_options(**p["decode_options"])
     tile = p["decode"]["HEAD_DIM"]
+    errors = errors_for(q)
+    if k is not None:                                     # append (and rotate) first: kernels/append.py
+        q_rot = T.empty(tuple(q.shape), T.dtype(q), q) if rotary_dim else q
+        _append(q, k, v, k_cache, v_cache, q_rot, block_table, seqlens, batch_idx, rotary_cos, rotary_sin,
+                errors, capacity, num_pages, page_size, paged, cache_batch_idx is not None, rotary_dim,
+                bool(rotary_interleaved), fa_causal or (left, right) != (-1, -1), on_gpu)
+        q = q_rot
     copy_q = tuple(T.strides(q)) != (seqlen_q * heads * head_dim, heads * head_dim, head_dim, 1)
     q_c = T.contiguous(q) if copy_q else q                # out is written with q's strides
     qs, ks = T.strides(q_c), T.strides(k_cache)
-    errors = errors_for(q)
     decode_args = [
         q_c, k_cache, v_cache, block_table if paged else seqlens, seqlens, None, None, None, None,
         qs[0], qs[1], qs[2], ks[0], ks[1], ks[2], T.strides(block_table)[0] if paged else 0,
         batch, seqlen_q, heads, kv_heads, head_dim, page_size, num_pages, scale,
-        batch_idx, softcap, left, right, slopes, slopes_stride, errors, capacity]
-    decode_consts = dict(p["decode"], **extras)
+        batch_idx, softcap, left, right, slopes, slopes_stride, errors, capacity,
+        seqlens if cache_leftpad is None else cache_leftpad, seqlen_new]
+    decode_consts = dict(p["decode"], **extras, LEFTPAD=cache_leftpad is not None)
     lse_shape = (batch, heads, seqlen_q)
     part_out = splits * batch * seqlen_q * heads * tile if splits > 1 else 0
     part_lse = splits * batch * heads * seqlen_q if splits > 1 else 0
@@ -513,12 +595,37 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
     if found is None:                                    # an argument the key cannot hold: never reused
         found = (None, tuple(t.data_ptr() if T.is_torch(t) else 0 for t in (
             q, k_cache, v_cache, given_seqlens, block_table, cache_batch_idx, alibi_slopes)))
-    elif not host_checks:                                # FAKV_CHECK_DATA=1 checks every call
+    elif not host_checks and prepared:                   # FAKV_CHECK_DATA=1 checks every call
         if len(_CALLS) >= _MAX_CALLS:
             _CALLS.clear()
         _CALLS[found[0]] = call
         _KEPT.add(kernels)                               # the key holds their identities
+    if not prepared:
+        found = (None, (q.data_ptr(),) + found[1][1:])   # q: the rotated copy, when rotary
     return call(found[1], q, given_seqlens)
+
+
+def _append(q, k, v, k_cache, v_cache, q_rot, block_table, seqlens, batch_idx, cos, sin, errors, capacity,
+            num_pages, page_size, paged, has_batch_idx, rotary_dim, interleaved, q_rows, on_gpu):
+    """Launches kernels/append.py: k, v into the caches at cache_seqlens
+    (rotated), q rotated into q_rot (when rotary_dim)."""
+    batch, seqlen_q, heads, head_dim = q.shape
+    seqlen_new = k.shape[1]
+    qs, qrs, ns, cs = T.strides(q), T.strides(q_rot), T.strides(k), T.strides(k_cache)
+    angles = cos if rotary_dim else seqlens              # any pointer when there is no rotary
+    args = [q, k, v, k_cache, v_cache, q_rot, block_table if paged else seqlens, seqlens, batch_idx, angles,
+            sin if rotary_dim else seqlens, errors, qs[0], qs[1], qs[2], qrs[0], qrs[1], qrs[2],
+            ns[0], ns[1], ns[2], cs[0], cs[1], cs[2], T.strides(block_table)[0] if paged else 0,
+            T.strides(cos)[0] if rotary_dim else 0, seqlen_q, seqlen_new, k.shape[2], head_dim, rotary_dim,
+            page_size, num_pages, capacity]
+    grid = (max(seqlen_q if rotary_dim else 0, seqlen_new), heads, batch)
+    _append_kernel()[grid](*args, HEAD_DIM=max(64, _pow2(head_dim)), PAGE_SIZE=page_size if paged else 0,
+                           BATCH_IDX=has_batch_idx, APPEND=True, ROTARY=rotary_dim > 0, INTERLEAVED=interleaved,
+                           Q_ROWS=q_rows)
+    if not on_gpu:
+        code = int(errors[0])
+        if code:
+            raise DataError(runtime.describe(code, "the kernel"))
 
 
 _DOC = """Attention of q over a KV cache (FlashAttention's contract).

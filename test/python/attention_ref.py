@@ -30,12 +30,14 @@ def attention(q, keys, values, seqlens, causal, scale, dtype=None, softcap=0.0, 
     alibi (b, h) slopes: minus slope * |i + n - sq - j| (plus slope * (i + n
     - sq) when the call is causal, FlashAttention's bias there being slope *
     j). As FlashAttention: causal makes right 0, bounds >= capacity (the
-    cache's rows) are unbounded, and the call is causal iff the window is
-    then (unbounded, 0)."""
+    cache's rows) are unbounded, the call is causal iff the window is then
+    (unbounded, 0), and a left-only window's right bound is the capacity."""
     left, right = (-1 if w < 0 or w >= capacity else w for w in window)
     if causal:
         right = 0
     fa_causal = left < 0 and right == 0
+    if left >= 0 and right < 0:          # FlashAttention 2: a left-only window ends at the capacity
+        right = capacity
     rnd = (lambda x: x.astype(np.float64)) if dtype is None else (
         lambda x: x.astype(np.float32).astype(dtype).astype(np.float64))
     b, sq, h, d = q.shape

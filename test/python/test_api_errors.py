@@ -1,5 +1,5 @@
 """fakv.flash_attn_with_kvcache rejects bad input with a clear error before
-launching anything, and names the arguments it does not support yet."""
+launching anything, and supports every argument of FlashAttention's."""
 import numpy as np
 import pytest
 
@@ -13,15 +13,73 @@ def tensors(b=2, sq=1, h=8, hk=2, d=64, s=64, dtype=bf16):
     return (np.zeros((b, sq, h, d), dtype), np.zeros((b, s, hk, d), dtype), np.zeros((b, s, hk, d), dtype))
 
 
-@pytest.mark.parametrize("name,value", [
-    ("k", np.zeros((2, 1, 2, 64), bf16)), ("v", np.zeros((2, 1, 2, 64), bf16)),
-    ("rotary_cos", np.zeros((64, 32), np.float32)), ("rotary_sin", np.zeros((64, 32), np.float32)),
-    ("cache_leftpad", np.zeros(2, np.int32)),
-])
-def test_not_supported_yet(name, value):
+def test_every_argument_is_supported():
+    """No argument of flash_attn_with_kvcache raises NotImplementedError:
+    k/v (appended), rotary, cache_leftpad together on the CPU path."""
     q, k, v = tensors()
-    with pytest.raises(NotImplementedError, match=f"`{name}` is not supported yet"):
-        fakv.flash_attn_with_kvcache(q, k, v, **{name: value})
+    new = np.ones((2, 1, 2, 64), bf16)
+    cos = np.ones((64, 16), np.float32)
+    out = fakv.flash_attn_with_kvcache(q, k, v, k=new, v=new, rotary_cos=cos, rotary_sin=cos * 0,
+                                       cache_seqlens=np.array([3, 5], np.int32),
+                                       cache_leftpad=np.array([1, 0], np.int32), rotary_interleaved=False)
+    assert out.shape == q.shape
+    assert np.array_equal(k[0, 3], new[0, 0]) and np.array_equal(v[1, 5], new[1, 0])
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    (dict(k=np.zeros((2, 1, 2, 64), bf16)), "`k` and `v` are given together"),
+    (dict(k=np.zeros((2, 1, 3, 64), bf16), v=np.zeros((2, 1, 3, 64), bf16)), r"`k` must be \(2, seqlen_new, 2, 64\)"),
+    (dict(k=np.zeros((2, 1, 2, 64), np.float16), v=np.zeros((2, 1, 2, 64), np.float16)), "`k` must have q's dtype"),
+    (dict(k=np.zeros((2, 65, 2, 64), bf16), v=np.zeros((2, 65, 2, 64), bf16)), "holds 65 new keys"),
+    (dict(rotary_cos=np.zeros((64, 16), np.float32)), "`rotary_cos` and `rotary_sin` are given together"),
+    (dict(rotary_cos=np.zeros((64, 16), np.float32), rotary_sin=np.zeros((64, 16), np.float32)),
+     "give `k` and `v` too"),
+    (dict(k=np.zeros((2, 1, 2, 64), bf16), v=np.zeros((2, 1, 2, 64), bf16),
+          rotary_cos=np.zeros((64, 40), np.float32), rotary_sin=np.zeros((64, 40), np.float32)),
+     r"rotary_dim \(2 \* rotary_cos.shape\[1\] = 80\) must be at most head_dim"),
+    (dict(k=np.zeros((2, 1, 2, 64), bf16), v=np.zeros((2, 1, 2, 64), bf16),
+          rotary_cos=np.zeros((32, 16), np.float32), rotary_sin=np.zeros((32, 16), np.float32)),
+     "cos/sin seqlen .32. must be at least the seqlen of the KV cache .64."),
+    (dict(cache_leftpad=np.zeros(2, np.int64)), "`cache_leftpad` must be a contiguous int32 tensor"),
+    (dict(window_size=(1, 2, 3)), "`window_size` must be a pair of ints"),
+])
+def test_new_arguments_are_checked(kwargs, message):
+    q, k, v = tensors()
+    with pytest.raises(ValueError, match=message):
+        fakv.flash_attn_with_kvcache(q, k, v, **kwargs)
+
+
+def test_window_size_as_any_pair():
+    """window_size as a tuple, a list or a numpy array of two ints (a tensor
+    works the same way: FlashAttention's tests pass one)."""
+    q, k, v = tensors()
+    outs = [fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=40, window_size=w)
+            for w in ((5, 0), [5, 0], np.array([5, 0]), (np.int64(5), np.int32(0)))]
+    for out in outs[1:]:
+        assert np.array_equal(out, outs[0])
+
+
+def test_append_past_the_capacity_is_refused():
+    """New keys that would land past a sequence's cache: FlashAttention's
+    RuntimeError naming block_table when paged (the host's check), nothing
+    written; with the host checks off the kernel refuses and reports it."""
+    q = np.zeros((2, 1, 8, 64), bf16)
+    k = np.zeros((4, 16, 2, 64), bf16)
+    new = np.ones((2, 1, 2, 64), bf16)
+    table = np.array([[0, 1], [2, 3]], np.int32)                # 32 rows per sequence
+    with pytest.raises(RuntimeError, match="exceeds the capacity addressable by block_table"):
+        fakv.flash_attn_with_kvcache(q, k, k.copy(), k=new, v=new, cache_seqlens=np.array([31, 32], np.int32),
+                                     block_table=table)
+    assert not k.any()
+    import os
+    os.environ["FAKV_CHECK_DATA"] = "0"
+    try:
+        with pytest.raises(fakv.DataError, match="cache_seqlens of batch row 1 plus the new keys exceeds"):
+            fakv.flash_attn_with_kvcache(q, k, k.copy(), k=new, v=new, cache_seqlens=np.array([31, 32], np.int32),
+                                         block_table=table)
+    finally:
+        del os.environ["FAKV_CHECK_DATA"]
+    assert k[1, 15].any() and not k[3].any()                    # row 0's key at 31 went in; row 1's did not
 
 
 def test_defaults_are_accepted():

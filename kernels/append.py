@@ -1,0 +1,86 @@
+"""The new keys and values of a call, appended to the KV cache in place, and
+rotary embeddings (RoPE), in fakv: flash_attn_with_kvcache runs this before
+decode.py when it is given `k`/`v` or `rotary_cos`/`rotary_sin`.
+
+One program per (token t, query head h, sequence b). Key/value row t of kv
+head h (h < kv_heads) goes to the cache at position Seqlens[b] + t, through
+the block table or into cache row b (or BatchIdx[b]); its first rotary_dim
+channels rotated at that position. Query row t of head h is rotated, at
+position Seqlens[b] + t when Q_ROWS (causal or local calls) else at
+Seqlens[b], into QOut, which decode.py reads instead of q. Rotation is in
+f32, rounded once; interleaved (GPT-J) pairs channels (2k, 2k + 1), else
+(GPT-NeoX) (k, k + rotary_dim / 2). Rows that would land past the cache's
+capacity, or through a block-table entry outside it, are not written and
+are reported.
+"""
+import fakv
+import fakv.language as fl
+
+BLOCK_TABLE_ERROR, BATCH_IDX_ERROR, APPEND_ERROR = 2 << 24, 3 << 24, 4 << 24
+
+
+@fakv.jit
+def copy_row(Src, Dst, Cos, Sin, pos, head_dim, rotary_dim, cos_stride,
+             HEAD_DIM: fl.constexpr, ROTARY: fl.constexpr, INTERLEAVED: fl.constexpr):
+    """Dst[c] = Src[c] for c < head_dim, the first rotary_dim channels rotated
+    by the angles of position `pos` (row `pos` of Cos and Sin)."""
+    x = fl.load(Src, (HEAD_DIM,), (0,), (1,), bounds=(head_dim,))
+    if ROTARY:
+        fl.store(Dst, x, (0,), (1,), bounds=(head_dim,), mask=fl.arange(0, HEAD_DIM) >= rotary_dim)
+        half = rotary_dim // 2
+        cos, sin = Cos + pos.to(fl.int64) * cos_stride, Sin + pos.to(fl.int64) * cos_stride
+        if INTERLEAVED:     # element (k, j) is channel 2k + j; its partner 2k + 1 - j
+            shape, strides, angle, bounds = (HEAD_DIM // 2, 2), (2, 1), (1, 0), (half, 2)
+            partner, partner_strides = Src + 1, (2, -1)
+            sign = (fl.arange(0, 2) * 2 - 1)[None, :]
+        else:               # element (j, k) is channel j * half + k; its partner (1 - j) * half + k
+            shape, strides, angle, bounds = (2, HEAD_DIM // 2), (half, 1), (0, 1), (2, half)
+            partner, partner_strides = Src + half, (-half, 1)
+            sign = (fl.arange(0, 2) * 2 - 1)[:, None]
+        a = fl.load(Src, shape, (0, 0), strides, bounds=bounds).to(fl.float32)
+        b = fl.load(partner, shape, (0, 0), partner_strides, bounds=bounds).to(fl.float32)
+        c = fl.load(cos, shape, (0, 0), angle, bounds=bounds).to(fl.float32)
+        s = fl.load(sin, shape, (0, 0), angle, bounds=bounds).to(fl.float32)
+        fl.store(Dst, a * c + b * s * sign.to(fl.float32), (0, 0), strides, bounds=bounds)
+    else:
+        fl.store(Dst, x, (0,), (1,), bounds=(head_dim,))
+
+
+@fakv.jit
+def append(Q, KNew, VNew, K, V, QOut, Table, Seqlens, BatchIdx, Cos, Sin, Errors,
+           q_batch_stride, q_seq_stride, q_head_stride, qo_batch_stride, qo_seq_stride, qo_head_stride,
+           new_batch_stride, new_seq_stride, new_head_stride,
+           page_stride, row_stride, head_stride, table_stride, cos_stride,
+           seqlen_q, seqlen_new, kv_heads, head_dim, rotary_dim, page_size, num_pages, capacity,
+           HEAD_DIM: fl.constexpr, PAGE_SIZE: fl.constexpr, BATCH_IDX: fl.constexpr, APPEND: fl.constexpr,
+           ROTARY: fl.constexpr, INTERLEAVED: fl.constexpr, Q_ROWS: fl.constexpr):
+    t, h, b = fl.program_id(0), fl.program_id(1), fl.program_id(2)
+    seqlen = Seqlens[b]
+    if ROTARY:
+        if t < seqlen_q:
+            pos = seqlen
+            if Q_ROWS:
+                pos = seqlen + t
+            copy_row(Q + b * q_batch_stride + t * q_seq_stride + h * q_head_stride,
+                     QOut + b * qo_batch_stride + t * qo_seq_stride + h * qo_head_stride,
+                     Cos, Sin, pos, head_dim, rotary_dim, cos_stride, HEAD_DIM, ROTARY, INTERLEAVED)
+    if APPEND:
+        if (h < kv_heads) & (t < seqlen_new):
+            pos = seqlen + t
+            fits = (seqlen >= 0) & (seqlen + seqlen_new <= capacity)
+            fl.report(Errors, not fits, APPEND_ERROR + b)
+            page, offset = b, pos
+            if BATCH_IDX:
+                page = BatchIdx[b]
+            if PAGE_SIZE:
+                page = (Table + b * table_stride)[fl.where(fits, pos // PAGE_SIZE, 0)]
+                offset = pos % PAGE_SIZE
+            inside = (page >= 0) & (page < num_pages)
+            fl.report(Errors, fits & (not inside), (BLOCK_TABLE_ERROR if PAGE_SIZE else BATCH_IDX_ERROR) + b)
+            if fits & inside:
+                row = page.to(fl.int64) * page_stride + offset.to(fl.int64) * row_stride + h.to(fl.int64) * head_stride
+                new = b * new_batch_stride + t * new_seq_stride + h * new_head_stride
+                copy_row(KNew + new, K + row, Cos, Sin, pos, head_dim, rotary_dim, cos_stride,
+                         HEAD_DIM, ROTARY, INTERLEAVED)
+                copy_row(VNew + new, V + row, Cos, Sin, pos, head_dim, rotary_dim, cos_stride,
+                         HEAD_DIM, False, INTERLEAVED)

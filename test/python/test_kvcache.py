@@ -1,0 +1,166 @@
+"""FlashAttention's own kvcache test grids, ported (test_flash_attn_kvcache
+of FlashAttention 2's tests/test_flash_attn.py and FlashAttention 3's
+hopper/test_flash_attn.py: their parameters, input construction, reference
+and tolerance rule, written here from their semantics), on the CPU path
+against a float64 reference (kvcache_ref.py), with sizes a CI machine runs
+in seconds: every feature of the GPU grids (test/gpu/test_kvcache.py) on
+fewer, shorter sequences. A deterministic sample of the product.
+
+Each case: the output against the reference (FlashAttention 2's max rule
+and FlashAttention 3's mean rule), the LSE (+inf where no key), and the
+caches after the append (v exactly, k exactly without rotary, within 1e-3
+with it).
+"""
+import itertools
+import math
+import random
+import zlib
+
+import numpy as np
+import pytest
+
+import fakv
+from attention_ref import NP_DTYPES
+from kvcache_ref import check, dense, kvcache_reference
+
+# FlashAttention 2's axes (CPU-sized sequences), and FlashAttention 3's page
+# sizes, leftpad with paging and cache_batch_idx.
+AXES = dict(
+    dtype=("f16", "bf16"),
+    num_splits=(1, 0, 3),
+    mha_type=("mha", "mqa", "gqa"),
+    new_kv=(False, True),
+    alibi=(False, True),
+    local=(False, True),
+    causal=(False, True),
+    seqlen_new_eq_seqlen_q=(True, False),
+    rotary_interleaved=(False, True),
+    rotary_fraction=(0.0, 0.5, 1.0),
+    page_size=(None, 1, 4, 16),
+    has_leftpad=(False, True),
+    has_batch_idx=(False, True),
+    d=(32, 59, 64, 80, 128),
+    seqlens=((1, 64), (1, 99), (3, 40), (16, 48), (5, 128), (8, 8)),
+)
+
+
+def valid(c):
+    sq, sk = c["seqlens"]
+    if sq > sk and c["new_kv"]:
+        return False
+    if not c["new_kv"] and c["rotary_fraction"] > 0:
+        return False
+    if c["has_batch_idx"] and c["page_size"]:               # fakv: cache_batch_idx is for contiguous caches
+        return False
+    return True
+
+
+def sample(n, seed):
+    rng = random.Random(seed)
+    keys = list(AXES)
+    out, seen = [], set()
+    while len(out) < n:
+        c = {k: rng.choice(AXES[k]) for k in keys}
+        ident = tuple(c[k] for k in keys)
+        if valid(c) and ident not in seen:
+            seen.add(ident)
+            out.append(c)
+    return out
+
+
+CASES = sample(120, 2026)
+
+
+def case_id(c):
+    sq, sk = c["seqlens"]
+    return (f"{c['dtype']}-d{c['d']}-{c['mha_type']}-sq{sq}sk{sk}-{'new' if c['new_kv'] else 'old'}"
+            f"{'-causal' if c['causal'] else ''}{'-local' if c['local'] else ''}{'-alibi' if c['alibi'] else ''}"
+            f"-rot{c['rotary_fraction']}{'i' if c['rotary_interleaved'] else 'n'}-page{c['page_size']}"
+            f"{'-leftpad' if c['has_leftpad'] else ''}{'-bidx' if c['has_batch_idx'] else ''}-s{c['num_splits']}")
+
+
+def make_case(c, seed):
+    """FlashAttention's inputs for a case (numpy; its construction rules)."""
+    rng = np.random.default_rng(seed)
+    dtype = NP_DTYPES[c["dtype"]]
+    sq, sk = c["seqlens"]
+    d, batch, nheads = c["d"], 2, 6
+    nheads_k = {"mha": 6, "mqa": 1, "gqa": 3}[c["mha_type"]]
+    batch_cache = 4 if c["has_batch_idx"] else batch
+    rotary_dim = math.floor(int(c["rotary_fraction"] * d) / 16) * 16
+    window = (-1, -1) if not c["local"] else tuple(int(x) for x in rng.integers(0, sk, 2))
+    seqlen_new = sq if c["seqlen_new_eq_seqlen_q"] else int(rng.integers(1, sq + 1))
+    q = rng.standard_normal((batch, sq, nheads, d)).astype(dtype)
+    k = v = None
+    if c["new_kv"]:
+        k = rng.standard_normal((batch, seqlen_new, nheads_k, d)).astype(dtype)
+        v = rng.standard_normal((batch, seqlen_new, nheads_k, d)).astype(dtype)
+    page = c["page_size"]
+    table = None
+    if page is None:
+        k_cache = rng.standard_normal((batch_cache, sk, nheads_k, d)).astype(dtype)
+        v_cache = rng.standard_normal((batch_cache, sk, nheads_k, d)).astype(dtype)
+        seqlen_ro = sk
+    else:
+        num_blocks = math.ceil(sk / page) * batch * 3
+        k_cache = rng.standard_normal((num_blocks, page, nheads_k, d)).astype(dtype)
+        v_cache = rng.standard_normal((num_blocks, page, nheads_k, d)).astype(dtype)
+        table = rng.permutation(num_blocks).astype(np.int32).reshape(batch, -1)
+        seqlen_ro = num_blocks * page
+    if c["new_kv"]:
+        high = sk - (sq if (c["causal"] or c["local"]) and rotary_dim > 1 else seqlen_new) + 1
+        seqlens = rng.integers(0, high, batch).astype(np.int32)
+    else:
+        seqlens = rng.integers(1, sk + 1, batch).astype(np.int32)
+    leftpad = None
+    if c["has_leftpad"]:
+        leftpad = np.array([rng.integers(0, n) if n > 0 else 0 for n in seqlens], np.int32)
+    batch_idx = rng.permutation(batch_cache)[:batch].astype(np.int32) if c["has_batch_idx"] else None
+    cos = sin = None
+    if rotary_dim:
+        angle = rng.random((seqlen_ro, rotary_dim // 2)) * 2 * math.pi
+        cos, sin = np.cos(angle).astype(dtype), np.sin(angle).astype(dtype)
+    alibi = (rng.random((batch, nheads)) * 0.3).astype(np.float32) if c["alibi"] else None
+    return dict(q=q, k_cache=k_cache, v_cache=v_cache, k=k, v=v, rotary_cos=cos, rotary_sin=sin,
+                cache_seqlens=seqlens, cache_leftpad=leftpad, block_table=table, cache_batch_idx=batch_idx,
+                causal=c["causal"], window_size=window, rotary_interleaved=c["rotary_interleaved"],
+                alibi_slopes=alibi, num_splits=c["num_splits"])
+
+
+def run_case(c):
+    args = make_case(c, zlib.crc32(case_id(c).encode()))
+    ref_out, ref_pt, ref_lse, k_ref, v_ref = kvcache_reference(
+        args["q"], args["k_cache"], args["v_cache"], args["cache_seqlens"], k=args["k"], v=args["v"],
+        cos=args["rotary_cos"], sin=args["rotary_sin"], leftpad=args["cache_leftpad"], table=args["block_table"],
+        batch_idx=args["cache_batch_idx"], causal=args["causal"], window=args["window_size"],
+        interleaved=args["rotary_interleaved"], alibi=args["alibi_slopes"])
+    out, lse = fakv.flash_attn_with_kvcache(**args, return_softmax_lse=True)
+    ok, msg = check(out, ref_out, ref_pt, alibi=c["alibi"])
+    assert ok, msg
+    finite = np.isfinite(ref_lse)
+    assert np.array_equal(np.isposinf(lse), ~finite)
+    assert np.abs(lse[finite] - ref_lse[finite]).max() <= 1e-3
+    if args["k"] is not None:
+        page = args["k_cache"].shape[1]
+        for i in range(args["q"].shape[0]):
+            row = i if args["cache_batch_idx"] is None else int(args["cache_batch_idx"][i])
+            kd = dense(args["k_cache"], args["block_table"], page, row)
+            vd = dense(args["v_cache"], args["block_table"], page, row)
+            assert np.array_equal(vd, v_ref[i])
+            if args["rotary_cos"] is None:
+                assert np.array_equal(kd, k_ref[i])
+            else:
+                assert np.allclose(kd.astype(np.float32), k_ref[i].astype(np.float32), rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case_id(c) for c in CASES])
+def test_flash_attn_kvcache(case):
+    run_case(case)
+
+
+def test_grid_covers_every_feature():
+    """The sample holds every value of every axis."""
+    for axis, values in AXES.items():
+        assert {c[axis] for c in CASES} == set(values), axis
+    assert any(c["page_size"] and c["has_leftpad"] for c in CASES)
+    assert any(c["new_kv"] and c["rotary_fraction"] and c["page_size"] for c in CASES)
