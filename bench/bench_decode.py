@@ -103,6 +103,9 @@ def main():
             fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table)
             fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table, window_size=(WINDOW - 1, 0))
             hand_packed(np, paged, q, k, v, lens, table)()
+            if paged:                                       # append_rows' calls
+                kn, cos = np.zeros((B, 1, HK, D), q.dtype), np.zeros((S, D // 2), q.dtype)
+                fakv.flash_attn_with_kvcache(q, k, v, kn, kn, cos, cos, cache_seqlens=lens - 1, block_table=table)
         print("compiled the bench kernels")
         return
     import torch
@@ -164,6 +167,7 @@ def main():
     except ImportError:
         rows.append(("flash_attn: not installed on this machine", float("nan"), float("nan")))
     rows += flashinfer_rows(kv_bytes, fakv_paged)
+    rows += append_rows(time_ms)
 
     print(f"\nbf16, batch {B}, heads {H}/{HK}, head dim {D}, seqlen_k {S}; K+V = {kv_bytes / 2**30:.2f} GiB")
     print(f"{'':62} {'ms':>8} {'TB/s':>7} {'of copy':>8}")
@@ -171,6 +175,35 @@ def main():
         print(f"{name:62} {t:8.3f} {bw:7.2f} {bw / copy_bw:8.1%}")
     for key, c in decode._compiled.items():
         print("cubin:", getattr(c, "path", None), c.facts["kernels"][0]["smem_bytes"], "bytes smem")
+
+
+def append_rows(time_ms):
+    """The cost of appending one token with rotary (issue 9): graph-timed API
+    calls on a paged cache (pages of 256) holding S - 1 keys per sequence,
+    without and with k, v (1 token each) and rotary_cos/sin (rotary dim =
+    head dim, NeoX), at batch 32 and batch 1; the bandwidth counts the K, V
+    bytes read (S keys with the append)."""
+    import torch
+    import fakv
+    rows = []
+    for b in (B, 1):
+        q, k, v, lens, table = inputs(torch, True, B=b)
+        lens -= 1
+        g = torch.Generator(device="cuda").manual_seed(1)
+        kn, vn = (torch.randn((b, 1, HK, D), device="cuda", dtype=torch.bfloat16, generator=g) for _ in range(2))
+        angle = torch.rand((S, D // 2), device="cuda", generator=g)
+        cos, sin = angle.cos().to(torch.bfloat16), angle.sin().to(torch.bfloat16)
+        plain = lambda: fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table)  # noqa: E731
+        append = lambda: fakv.flash_attn_with_kvcache(q, k, v, kn, vn, cos, sin, cache_seqlens=lens,  # noqa: E731
+                                                      block_table=table)
+        byt = 2 * b * S * HK * D * 2
+        t0, _ = time_ms(plain)
+        t1, _ = time_ms(append)
+        rows.append((f"API call, batch {b}, paged 256, {S - 1} keys", t0, byt * (S - 1) / S / (t0 * 1e-3) / 1e12))
+        rows.append((f"  + append 1 token, rotary ({t1 / t0 - 1:+.1%})", t1, byt / (t1 * 1e-3) / 1e12))
+        del q, k, v
+        torch.cuda.empty_cache()
+    return rows
 
 
 def hand_packed(lib, paged, q, k, v, lens, table):

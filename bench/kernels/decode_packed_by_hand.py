@@ -48,9 +48,9 @@ def decode(Q, K, V, Table, Seqlens, Out, Lse, OutPart, LsePart,
     acc = fl.zeros((ROWS, HEAD_DIM))
     for blk in fl.range(first, last):
         n0 = blk * BLOCK_N
-        k = load_kv(K, table, kvh, b, b, n0, seqlen, head_dim, page_size, num_pages, strides, Errors,
+        k = load_kv(K, table, kvh, b, b, n0, seqlen, 0, head_dim, page_size, num_pages, strides, Errors,
                     BLOCK_N, HEAD_DIM, PAGE_SIZE)
-        v = load_kv(V, table, kvh, b, b, n0, seqlen, head_dim, page_size, num_pages, strides, Errors,
+        v = load_kv(V, table, kvh, b, b, n0, seqlen, 0, head_dim, page_size, num_pages, strides, Errors,
                     BLOCK_N, HEAD_DIM, PAGE_SIZE)
         s = fl.dot(q, k, trans_b=True)
         s = score_mod(s, q_pos, n0 + fl.arange(0, BLOCK_N), seqlen, seqlen_q, -1, -1, l, CAUSAL, False, False)

@@ -6,11 +6,12 @@
 # Logs go to LOGDIR; a summary line per step to stdout.
 #
 #   test/gpu/run_all.sh LOGDIR [STEP...]
-#   STEP: install hide ir frontend grid demo restore sanitize bench host (default: all, in this order), profile
+#   STEP: install hide ir frontend grid kvcache demo restore sanitize bench host (default: all, in this
+#   order), profile
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 LOGS="${1:-gpu-logs}"; shift || true
-STEPS="${*:-install hide ir frontend grid demo restore sanitize bench host}"
+STEPS="${*:-install hide ir frontend grid kvcache demo restore sanitize bench host}"
 mkdir -p "$LOGS"
 LOGS="$(cd "$LOGS" && pwd)"
 export FAKV_CACHE_DIR="${FAKV_CACHE_DIR:-$(mktemp -d /tmp/fakv-cache.XXXXXX)}"
@@ -51,6 +52,7 @@ for step in $STEPS; do
     ir) run ir 300 python3 test/gpu/test_ir_kernels.py ;;
     frontend) run frontend 300 python3 test/gpu/test_frontend_gpu.py ;;
     grid) run grid 540 python3 -m pytest -q -p no:cacheprovider -n 8 test/gpu/test_flash_attn.py ;;
+    kvcache) run kvcache 540 python3 -m pytest -q -p no:cacheprovider -n 8 test/gpu/test_kvcache.py ;;
     demo) run demo 120 python3 scripts/demo.py ;;
     sanitize)
       for tool in memcheck racecheck synccheck; do

@@ -126,7 +126,7 @@ def run_case(case, splits, cache_seqlens=None, softmax_scale=None, option=None):
     ok, msg = check(out, ref, pt, "out")
     finite = torch.isfinite(lse_ref)
     lse_err = (lse[finite] - lse_ref[finite]).abs().max().item()
-    ok = ok and lse_err <= 2e-3 and torch.equal(torch.isneginf(lse), ~finite) and torch.isfinite(out).all().item()
+    ok = ok and lse_err <= 2e-3 and torch.equal(torch.isposinf(lse), ~finite) and torch.isfinite(out).all().item()
     return ok, f"{msg}; lse max err {lse_err:.1e}"
 
 
