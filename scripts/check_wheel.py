@@ -22,8 +22,21 @@ for b in range(2):
 err = np.abs(out.astype(np.float64) - ref).max()
 print("CPU path max |out - float64 ref| =", err)
 assert err < 2e-2
+kc, vc = k.copy(), v.copy()                       # append one token (kernels/append.py)
+kn, vn = (rng.standard_normal((2, 1, 2, 64)).astype(ml_dtypes.bfloat16) for _ in range(2))
+fakv.flash_attn_with_kvcache(q, kc, vc, kn, vn, cache_seqlens=np.array([10, 63], np.int32))
+assert (kc[0, 10] == kn[0, 0]).all() and (vc[1, 63] == vn[1, 0]).all() and (kc[0, 11:] == k[0, 11:]).all()
+print("CPU path append: the new rows are in the caches")
 os.environ["FAKV_COMPILE_ONLY"] = "1"
 fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, num_splits=2)
 files = os.listdir(os.environ["FAKV_CACHE_DIR"])
 print("sm_90a compile: assembler", fakv.ptx.assembler(), "cache entries", len(files))
 assert len([f for f in files if f.endswith(".cubin")]) == 2
+fakv.flash_attn_with_kvcache(q, k, v, kn, vn, cache_seqlens=np.array([10, 63], np.int32), num_splits=2)
+files = os.listdir(os.environ["FAKV_CACHE_DIR"])
+print("sm_90a compile with append: cache entries", len(files))
+import json
+names = {json.load(open(os.path.join(os.environ["FAKV_CACHE_DIR"], f)))["facts"]["kernels"][0]["name"]
+         for f in files if f.endswith(".json")}
+print("sm_90a kernels compiled:", sorted(names))
+assert names == {"decode", "combine", "append"}
