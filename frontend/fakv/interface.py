@@ -289,8 +289,10 @@ def _prepare(decode, decode_args, decode_consts, decode_grid, combine, combine_a
     kernels_ = [runtime.GPUKernel.for_device(c, args).kernel for c, (_, args, _) in zip(compiled, jobs)]
 
     def template(args):
-        # Addresses are filled in per call; the error word's stays.
-        return [v.data_ptr() if isinstance(v, runtime.Pointer) else v if isinstance(v, (int, float)) else 0
+        # The slots' addresses are filled in per call; the others stay as
+        # given: the error word's, and cache_leftpad's (a call with it is
+        # never reused; without it the kernel does not read that pointer).
+        return [v.data_ptr() if hasattr(v, "data_ptr") else v if isinstance(v, (int, float)) else 0
                 for v in args]
     import torch
     k_cache = decode_args[1]
