@@ -256,8 +256,11 @@ def run_case(c):
     msg = (f"max {err.max().item():.3e} (limit {mult * base.max().item() + 1e-5:.3e}), mean {err.mean().item():.3e} "
            f"(limit {1.5 * base.mean().item() + 1e-7:.3e})")
     finite = torch.isfinite(lse_ref)
-    lse_err = (lse[finite] - lse_ref[finite]).abs().max().item() if finite.any() else 0.0
-    ok = ok and torch.equal(torch.isposinf(lse), ~finite) and lse_err <= 2e-3 and bool(torch.isfinite(out).all())
+    # LSE: 2e-3, or ~8 float32 ulps where it is large (ALiBi over 128K keys: ~4e4).
+    diff = (lse[finite] - lse_ref[finite]).abs()
+    lse_err = diff.max().item() if finite.any() else 0.0
+    lse_ok = bool((diff <= 2e-3 + 1e-6 * lse_ref[finite].abs()).all())
+    ok = ok and torch.equal(torch.isposinf(lse), ~finite) and lse_ok and bool(torch.isfinite(out).all())
     msg += f"; lse max err {lse_err:.1e}"
     if a["k"] is not None:
         page = a["k_cache"].shape[1]
