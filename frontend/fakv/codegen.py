@@ -30,8 +30,30 @@ class _Method:
 
 
 class _Return(Exception):
-    def __init__(self, value):
-        self.value = value
+    def __init__(self, value, node):
+        self.value, self.node = value, node
+
+
+def _contains_return(node):
+    """Whether a statement holds a `return` of its own function."""
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        if isinstance(n, ast.Return):
+            return True
+        if not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)) or n is node:
+            todo.extend(ast.iter_child_nodes(n))
+    return False
+
+
+def _always_returns(stmts):
+    """Whether running these statements always ends in a `return`."""
+    if not stmts:
+        return False
+    last = stmts[-1]
+    if isinstance(last, ast.Return):
+        return True
+    return isinstance(last, ast.If) and _always_returns(last.body) and _always_returns(last.orelse)
 
 
 BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.FloorDiv: "floordiv", ast.Mod: "mod",
@@ -84,6 +106,7 @@ class CodeGen:
         self.f = function
         self.b = builder or Builder(function.filename)
         self.scope = {}
+        self.loops = 0          # loops around the statement being generated, in this function
 
     # ---- errors and locations -----------------------------------------------------------
 
@@ -129,7 +152,18 @@ class CodeGen:
         return "\n".join(text), params
 
     def block(self, stmts):
-        for s in stmts:
+        """The statements in order. An `if` that holds a `return` takes the
+        statements after it into each of its branches that does not end in
+        one (`if c: return` + rest becomes `if c: return else: rest`), so a
+        return under a runtime condition needs no jump: the branch that
+        returns simply ends (stmt_If)."""
+        for i, s in enumerate(stmts):
+            rest = stmts[i + 1:]
+            if rest and isinstance(s, ast.If) and _contains_return(s):
+                moved = ast.If(test=s.test, body=s.body if _always_returns(s.body) else s.body + rest,
+                               orelse=s.orelse if _always_returns(s.orelse) else s.orelse + rest)
+                self.stmt(ast.copy_location(moved, s))
+                return
             self.stmt(s)
 
     # ---- statements ---------------------------------------------------------------------
@@ -185,7 +219,7 @@ class CodeGen:
             raise self.error(node, str(msg))
 
     def stmt_Return(self, node):
-        raise _Return(self.expr(node.value) if node.value is not None else None)
+        raise _Return(self.expr(node.value) if node.value is not None else None, node)
 
     def stmt_If(self, node):
         test = self.expr(node.test)
@@ -200,12 +234,25 @@ class CodeGen:
 
         def branch(stmts):
             self.scope = dict(before)
+            returned = False
             with self.b.capture() as lines, self.b.nested():
-                self.block(stmts)
-            return lines, dict(self.scope)
+                try:
+                    self.block(stmts)
+                except _Return as r:      # the branch ends the function (block() moved the rest in)
+                    if self.loops:
+                        raise self.error(r.node, "`return` inside a loop under a runtime condition is not "
+                                                 "supported; compute a flag and mask the work with it") from None
+                    if r.value is not None:
+                        raise self.error(r.node, "a function returns a value from inside a runtime `if`: "
+                                                 "assign it in both branches (or use fl.where) and return "
+                                                 "it once after the `if`") from None
+                    returned = True
+            return lines, dict(self.scope), returned
 
-        then_lines, then_scope = branch(node.body)
-        else_lines, else_scope = branch(node.orelse)
+        then_lines, then_scope, then_returned = branch(node.body)
+        else_lines, else_scope, else_returned = branch(node.orelse)
+        if then_returned or else_returned:
+            names = []                    # nothing follows this `if` in its function: no results
         results = []
         for n in names:
             a, c = then_scope.get(n), else_scope.get(n)
@@ -265,9 +312,13 @@ class CodeGen:
         if fn in (fl.static_range, range):
             if any(sem.is_value(a) for a in args):
                 raise self.error(node, "static_range needs compile-time bounds")
-            for i in range(*args):
-                self.assign_to(node.target, i, node)
-                self.block(node.body)
+            self.loops += 1
+            try:
+                for i in range(*args):
+                    self.assign_to(node.target, i, node)
+                    self.block(node.body)
+            finally:
+                self.loops -= 1
             return
         if fn is not fl.range:
             raise self.error(node, "loops are `for i in fl.range(...)` or `for i in fl.static_range(n)`")
@@ -293,7 +344,14 @@ class CodeGen:
             self.scope[n] = a
         self.scope[node.target.id] = iv
         with self.b.capture() as lines, self.b.nested():
-            self.block(node.body)
+            self.loops += 1
+            try:
+                self.block(node.body)
+            except _Return as r:
+                raise self.error(r.node, "`return` inside a loop under a runtime condition is not supported; "
+                                         "compute a flag and mask the work with it") from None
+            finally:
+                self.loops -= 1
             outs = []
             for n, a in zip(carried, iters):
                 v = self.scope[n]

@@ -11,6 +11,8 @@ Rules (docs/frontend.md):
 - `//` and `%` on integers are C division and remainder (truncating), `/` is
   float division.
 """
+import numbers
+
 from .ir import FLOATS, INTS, FakvTypeError, PtrType, ScalarType, TileType, Value
 
 WIDTH = {"i1": 1, "i8": 8, "i32": 32, "i64": 64, "f16": 16, "bf16": 16, "f32": 32}
@@ -170,8 +172,24 @@ CMP = {"lt": ("slt", "olt"), "le": ("sle", "ole"), "gt": ("sgt", "ogt"), "ge": (
        "eq": ("eq", "oeq"), "ne": ("ne", "une")}
 
 
+def _is_pointer(x):
+    return is_value(x) and isinstance(x.type, PtrType)
+
+
+def _is_integer(x):
+    if is_value(x):
+        return isinstance(x.type, ScalarType) and x.type.dtype in INTS
+    return isinstance(x, numbers.Integral) and not isinstance(x, bool)
+
+
 def binary(b, op, x, y):
-    if op == "add" and is_value(x) and isinstance(x.type, PtrType):
+    if _is_pointer(x) or _is_pointer(y):
+        if op == "add" and _is_pointer(y) and not _is_pointer(x):
+            x, y = y, x
+        if op != "add" or not _is_integer(y):
+            other = y.type if is_value(y) else type(y).__name__
+            raise FakvTypeError(f"pointer arithmetic is `pointer + integer scalar` (an element offset); "
+                                f"got `{op}` with {other}")
         off = convert(b, to_value(b, y, "i64"), "i64")
         return b.op1(f"fakv.addptr {x.name}, {off.name} : {x.type.mlir()}", x.type)
     if op == "truediv":
