@@ -57,7 +57,7 @@ def decode(Q, K, V, Table, Seqlens, Out, Lse, OutPart, LsePart,
            BatchIdx, softcap, left, right, Slopes, slopes_batch_stride, Errors, capacity, LeftPad, new_keys,
            HEAD_DIM: fl.constexpr, BLOCK_N: fl.constexpr, GROUP: fl.constexpr, SQ_BLOCK: fl.constexpr,
            PAGE_SIZE: fl.constexpr, CAUSAL: fl.constexpr, BATCH_IDX: fl.constexpr, SOFTCAP: fl.constexpr,
-           WINDOW: fl.constexpr, ALIBI: fl.constexpr, LEFTPAD: fl.constexpr):
+           WINDOW: fl.constexpr, ALIBI: fl.constexpr, LEFTPAD: fl.constexpr, PRESCALE: fl.constexpr):
     split_mb, h, b = fl.program_id(0), fl.program_id(1), fl.program_id(2)
     m_blocks = (seqlen_q + SQ_BLOCK - 1) // SQ_BLOCK
     split, q0 = split_mb // m_blocks, (split_mb % m_blocks) * SQ_BLOCK
@@ -96,8 +96,8 @@ def decode(Q, K, V, Table, Seqlens, Out, Lse, OutPart, LsePart,
                 bounds=(seqlen_q, head_dim))
     q_pos = q0 + fl.arange(0, SQ_BLOCK)
     sm_scale = scale
-    if SOFTCAP:                            # FlashAttention's: softcap * tanh(scale * q.k / softcap)
-        scale = 1.0
+    if SOFTCAP or PRESCALE:                # scores scaled before the masks: FlashAttention's softcap
+        scale = 1.0                        # (softcap * tanh(scale * q.k / softcap)), or a scale <= 0
     slopes = fl.zeros((SQ_BLOCK,))
     if ALIBI:                              # this head's slope on every row, in units of the scores
         slopes = fl.load(Slopes + b * slopes_batch_stride + h, (SQ_BLOCK,), (0,), (0,)) / scale
@@ -116,6 +116,8 @@ def decode(Q, K, V, Table, Seqlens, Out, Lse, OutPart, LsePart,
         s = fl.dot(q, k, trans_b=True)
         if SOFTCAP:
             s = fl.softcap(s * sm_scale, softcap)
+        elif PRESCALE:                     # (the online softmax folds in a positive scale only)
+            s = s * sm_scale
         s = score_mod(s, q_pos, n0 + fl.arange(0, BLOCK_N), seqlen, seqlen_q, left, right, slopes,
                       CAUSAL, WINDOW, ALIBI)
         m, l, p, alpha = fl.online_softmax(s, m, l, scale)

@@ -97,7 +97,7 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
         # heads of a kv head (padded to group_tile rows) in one program.
         "decode": dict(HEAD_DIM=head_tile, BLOCK_N=block_n, GROUP=group, SQ_BLOCK=sq_block,
                        PAGE_SIZE=page_size if paged else 0, CAUSAL=bool(causal) and seqlen_q > 1,
-                       BATCH_IDX=False, SOFTCAP=False, WINDOW=False, ALIBI=False, LEFTPAD=False),
+                       BATCH_IDX=False, SOFTCAP=False, WINDOW=False, ALIBI=False, LEFTPAD=False, PRESCALE=False),
         "decode_grid": (num_splits * m_blocks, heads, batch),
         # Ring depth (docs/gpu-results.md): three K/V blocks in flight read
         # the cache fastest at head dims up to 128 (decode.py's own stages=3);
@@ -127,6 +127,15 @@ def errors_for(like):
         return runtime.Pointer(runtime.error_word(), "i32", T.device_index(like))
     import numpy as np
     return np.zeros(1, np.int32)
+
+
+def _check_layout(name, t, copied=False):
+    """A 4-D tensor's dims and strides: no empty dimension, the last one
+    contiguous, no negative stride (numpy views) unless it is copied anyway."""
+    _check(all(n >= 1 for n in t.shape), f"`{name}` has an empty dimension: shape {tuple(t.shape)}")
+    _check(T.strides(t)[-1] == 1, f"`{name}` must be contiguous in its last dimension")
+    _check(copied or min(T.strides(t)) >= 0,
+           f"`{name}` has a negative stride {T.strides(t)}: the kernels read it in place; pass a copy")
 
 
 def _check(cond, message):
@@ -384,7 +393,7 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
         _check(len(t.shape) == 4, f"`{name}` must be 4-D, got shape {tuple(t.shape)}")
         _check(T.dtype(t) in _DTYPES, f"`{name}` must be float16 or bfloat16, got {t.dtype}")
         _check(t.shape[3] >= 1, f"`{name}` has head_dim 0")
-        _check(T.strides(t)[-1] == 1, f"`{name}` must be contiguous in its last dimension")
+        _check_layout(name, t, copied=name == "q")
     _check(T.dtype(k_cache) == T.dtype(q) and T.dtype(v_cache) == T.dtype(q),
            f"q, k_cache and v_cache must share one dtype, got {q.dtype}, {k_cache.dtype}, {v_cache.dtype}")
     _check(T.device(k_cache) == T.device(q) and T.device(v_cache) == T.device(q)
@@ -444,7 +453,7 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
             _check(T.dtype(t) == T.dtype(q), f"`{name}` must have q's dtype ({q.dtype}), got {t.dtype}")
             _check(T.device(t) == T.device(q) and T.device_index(t) == T.device_index(q),
                    f"`{name}` must be on q's device")
-            _check(T.strides(t)[-1] == 1, f"`{name}` must be contiguous in its last dimension")
+            _check_layout(name, t)
         _check(tuple(k.shape) == tuple(v.shape) and T.strides(k) == T.strides(v),
                "`k` and `v` must have one shape and the same strides")
         seqlen_new = k.shape[1]
@@ -459,6 +468,7 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
             _check(T.device(t) == T.device(q) and T.device_index(t) == T.device_index(q),
                    f"`{name}` must be on q's device")
             _check(t.shape[1] <= 1 or T.strides(t)[1] == 1, f"`{name}` must be contiguous in its last dimension")
+            _check(min(T.strides(t)) >= 0, f"`{name}` has a negative stride; pass a copy")
         _check(tuple(rotary_cos.shape) == tuple(rotary_sin.shape) and T.strides(rotary_cos) == T.strides(rotary_sin)
                and T.dtype(rotary_cos) == T.dtype(rotary_sin),
                "`rotary_cos` and `rotary_sin` must have one shape, dtype and strides")
@@ -519,6 +529,8 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
     _check(softmax_scale is None or (isinstance(softmax_scale, numbers.Real) and not isinstance(softmax_scale, bool)),
            f"`softmax_scale` must be a number or None, got {softmax_scale!r}")
     scale = 1.0 / math.sqrt(head_dim) if softmax_scale is None else float(softmax_scale)
+    _check(math.isfinite(scale), f"`softmax_scale` must be finite, got {softmax_scale!r}")
+    extras["PRESCALE"] = scale <= 0          # decode.py scales the scores before the masks then
     num_sms, l2 = T.device_properties(q)
     # Planned on the cache's capacity, as FlashAttention does (no data needed):
     # each program stops at its sequence's length.

@@ -42,6 +42,13 @@ def test_every_argument_is_supported():
      "cos/sin seqlen .32. must be at least the seqlen of the KV cache .64."),
     (dict(cache_leftpad=np.zeros(2, np.int64)), "`cache_leftpad` must be a contiguous int32 tensor"),
     (dict(window_size=(1, 2, 3)), "`window_size` must be a pair of ints"),
+    # Issue 10: each names its argument (no TypeError / ZeroDivisionError from inside).
+    (dict(softmax_scale=float("nan")), "`softmax_scale` must be finite"),
+    (dict(softmax_scale=float("inf")), "`softmax_scale` must be finite"),
+    (dict(softmax_scale="abc"), "`softmax_scale` must be a number or None"),
+    (dict(num_splits=None), "`num_splits` must be an int"),
+    (dict(num_splits=2.5), "`num_splits` must be an int"),
+    (dict(cache_seqlens=np.zeros(0, np.int32)), r"`cache_seqlens` must be .*\(2,\)"),
 ])
 def test_new_arguments_are_checked(kwargs, message):
     q, k, v = tensors()
@@ -99,6 +106,13 @@ def test_defaults_are_accepted():
      "heads \\(8\\) must be a multiple of kv heads \\(3\\)"),
     (lambda q, k, v: (q, np.zeros((2, 64, 64, 2), bf16).transpose(0, 1, 3, 2),
                       np.zeros((2, 64, 64, 2), bf16).transpose(0, 1, 3, 2)), "contiguous in its last dimension"),
+    # Issue 10: empty dimensions and negative strides (numpy views) are named, not misread.
+    (lambda q, k, v: (q, k[:, :, :0], v[:, :, :0]), r"`k_cache` has an empty dimension: shape \(2, 64, 0, 64\)"),
+    (lambda q, k, v: (q[:0], k, v), r"`q` has an empty dimension"),
+    (lambda q, k, v: (q[:, :0], k, v), r"`q` has an empty dimension"),
+    (lambda q, k, v: (q, k[:, :0], v[:, :0]), r"`k_cache` has an empty dimension"),
+    (lambda q, k, v: (q, k[:, ::-1], v[:, ::-1]), r"`k_cache` has a negative stride"),
+    (lambda q, k, v: (q, k[::-1], v[::-1]), r"`k_cache` has a negative stride"),
 ])
 def test_bad_tensors(change, message):
     with pytest.raises(ValueError, match=message):
@@ -111,6 +125,26 @@ def test_seqlens_beyond_cache():
         fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=np.array([10, 65], np.int32))
     with pytest.raises(ValueError, match="must be an int or a contiguous int32 tensor"):
         fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=np.array([10, 20], np.int64))
+
+
+def test_strided_views_are_read_right_or_refused():
+    """A reversed q (copied) and a reversed block table (its row stride is
+    passed) give the output of their copies; a block table or cache_seqlens
+    whose last dimension is strided is refused by name (issue 10)."""
+    rng = np.random.default_rng(3)
+    q = rng.standard_normal((2, 1, 8, 64)).astype(bf16)
+    k, v = (rng.standard_normal((8, 16, 2, 64)).astype(bf16) for _ in range(2))
+    table, lens = np.arange(8, dtype=np.int32).reshape(2, 4), np.array([40, 64], np.int32)
+    want = fakv.flash_attn_with_kvcache(q[::-1].copy(), k, v, cache_seqlens=lens, block_table=table[::-1].copy())
+    got = fakv.flash_attn_with_kvcache(q[::-1], k, v, cache_seqlens=lens, block_table=table[::-1])
+    assert np.array_equal(got, want)
+    with pytest.raises(ValueError, match="`block_table` must be contiguous in its last dimension"):
+        fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=np.asfortranarray(table))
+    with pytest.raises(ValueError, match="`block_table` must be contiguous in its last dimension"):
+        fakv.flash_attn_with_kvcache(q, np.concatenate([k, k]), np.concatenate([v, v]), cache_seqlens=lens,
+                                     block_table=np.arange(16, dtype=np.int32).reshape(2, 8)[:, ::2])
+    with pytest.raises(ValueError, match=r"`cache_seqlens` must be an int or a contiguous int32 tensor \(2,\)"):
+        fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=np.full(4, 3, np.int32)[::2], block_table=table)
 
 
 def test_block_table_out_of_range():

@@ -164,3 +164,40 @@ def test_grid_covers_every_feature():
         assert {c[axis] for c in CASES} == set(values), axis
     assert any(c["page_size"] and c["has_leftpad"] for c in CASES)
     assert any(c["new_kv"] and c["rotary_fraction"] and c["page_size"] for c in CASES)
+
+
+@pytest.mark.parametrize("scale", [0.0, -0.3])
+@pytest.mark.parametrize("option", ["plain", "causal", "alibi", "window", "softcap", "paged", "splits"])
+def test_softmax_scale_zero_or_negative(scale, option):
+    """softmax_scale <= 0 is defined math (0: uniform weights over the visible
+    keys; < 0: the smallest q.k weigh most): lengths that are not a multiple
+    of the key block, every mask; once all NaN (issue 10)."""
+    rng = np.random.default_rng(7)
+    dt = NP_DTYPES["bf16"]
+    b, sq, h, hk, d, s = 2, 3, 4, 2, 64, 80
+    q = rng.standard_normal((b, sq, h, d)).astype(dt)
+    kc, vc = (rng.standard_normal((b, s, hk, d)).astype(dt) for _ in range(2))
+    lens = np.array([37, 71], np.int32)
+    kw = dict(causal=option == "causal", window=(9, 2) if option == "window" else (-1, -1),
+              alibi=rng.random((b, h)).astype(np.float32) if option == "alibi" else None,
+              softcap=5.0 if option == "softcap" else 0.0)
+    table = None
+    if option == "paged":
+        table = np.array([[3, 0, 5, 1, 4], [2, 6, 7, 8, 9]], np.int32)
+        pages = np.zeros((10, 16, hk, d), dt)
+        for i in range(b):
+            for j, p in enumerate(table[i]):
+                pages[p] = kc[i, 16 * j:16 * (j + 1)]
+        kc, vc = pages, pages.copy()
+        for i in range(b):
+            for j, p in enumerate(table[i]):
+                vc[p] = rng.standard_normal((16, hk, d)).astype(dt)
+    out_ref, out_pt, lse_ref, _, _ = kvcache_reference(q, kc, vc, lens, table=table, scale=scale, **kw)
+    out, lse = fakv.flash_attn_with_kvcache(
+        q, kc, vc, cache_seqlens=lens, block_table=table, softmax_scale=scale, causal=kw["causal"],
+        window_size=kw["window"], alibi_slopes=kw["alibi"], softcap=kw["softcap"],
+        num_splits=3 if option == "splits" else 1, return_softmax_lse=True)
+    assert not np.isnan(out.astype(np.float32)).any() and not np.isnan(lse).any()
+    ok, msg = check(out, out_ref, out_pt, alibi=option == "alibi")
+    assert ok, msg
+    assert np.abs(lse - lse_ref).max() <= 1e-3
