@@ -24,6 +24,26 @@
 #define GET_TYPEDEF_CLASSES
 #include "dialect/FakvTypes.h.inc"
 
+namespace mlir::fakv {
+/// The most elements a tile may hold (2^24: 64 MiB of f32), checked on every
+/// fakv op by the BoundedTiles trait, so that a typo in a shape is a
+/// diagnostic, not an allocation that never ends.
+constexpr int64_t kMaxTileElements = int64_t(1) << 24;
+/// Verifies that every tile (ranked tensor) an op takes or gives is within
+/// kMaxTileElements.
+LogicalResult verifyBoundedTiles(Operation *op);
+} // namespace mlir::fakv
+
+namespace mlir::OpTrait::fakv {
+template <typename ConcreteType>
+class BoundedTiles : public TraitBase<ConcreteType, BoundedTiles> {
+public:
+  static LogicalResult verifyTrait(Operation *op) {
+    return ::mlir::fakv::verifyBoundedTiles(op);
+  }
+};
+} // namespace mlir::OpTrait::fakv
+
 #define GET_OP_CLASSES
 #include "dialect/FakvOps.h.inc"
 

@@ -70,8 +70,13 @@ def Fakv_Dialect : Dialect {
   }];
 }
 
+// Every fakv op: its tiles hold at most kMaxTileElements (FakvDialect.h).
+def BoundedTiles : NativeOpTrait<"BoundedTiles"> {
+  let cppNamespace = "::mlir::OpTrait::fakv";
+}
+
 class Fakv_Op<string mnemonic, list<Trait> traits = []>
-    : Op<Fakv_Dialect, mnemonic, traits>;
+    : Op<Fakv_Dialect, mnemonic, !listconcat(traits, [BoundedTiles])>;
 
 class Fakv_Type<string name, string typeMnemonic, list<Trait> traits = []>
     : TypeDef<Fakv_Dialect, name, traits> {

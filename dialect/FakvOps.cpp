@@ -103,6 +103,30 @@ LogicalResult verifyStridedAccess(Operation *op, RankedTensorType tile,
 }
 } // namespace
 
+LogicalResult mlir::fakv::verifyBoundedTiles(Operation *op) {
+  auto check = [&](Type t) -> LogicalResult {
+    auto tile = dyn_cast<RankedTensorType>(t);
+    if (!tile || !tile.hasStaticShape())
+      return success();
+    int64_t n = 1;
+    for (int64_t d : tile.getShape()) {
+      if (d > kMaxTileElements || n > kMaxTileElements / std::max<int64_t>(d, 1))
+        return op->emitOpError() << "tile " << t << " holds more than "
+                                 << kMaxTileElements
+                                 << " elements (2^24), fakv's limit for one tile";
+      n *= d;
+    }
+    return success();
+  };
+  for (Type t : op->getOperandTypes())
+    if (failed(check(t)))
+      return failure();
+  for (Type t : op->getResultTypes())
+    if (failed(check(t)))
+      return failure();
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Program structure
 //===----------------------------------------------------------------------===//

@@ -216,8 +216,9 @@ public:
   }
 
   /// Calls `name` with (kind, value) arguments: ptr (an address), i1, i32,
-  /// i64, f32.
-  void call(const std::string &name, const std::vector<std::pair<std::string, py::object>> &args) {
+  /// i64, f32. Returns whether the kernel divided an integer by zero (or
+  /// INT_MIN by -1): fakv-guard-cpu-division's fault flag, then cleared.
+  bool call(const std::string &name, const std::vector<std::pair<std::string, py::object>> &args) {
     std::vector<std::unique_ptr<uint64_t>> storage;
     std::vector<void *> packed;
     for (auto &[kind, value] : args) {
@@ -238,6 +239,17 @@ public:
     py::gil_scoped_release release;
     if (llvm::Error e = engine->invokePacked(name, packed))
       throw std::runtime_error("cannot call " + name + ": " + llvm::toString(std::move(e)));
+    if (!fault) {
+      auto found = engine->lookup("fakv_cpu_fault");
+      if (!found) {
+        llvm::consumeError(found.takeError());   // no division that may trap
+        return false;
+      }
+      fault = static_cast<int32_t *>(*found);
+    }
+    bool faulted = *fault != 0;
+    *fault = 0;
+    return faulted;
   }
 
   /// Kernel name -> programs of the written grid per program, per axis
@@ -247,6 +259,7 @@ public:
 private:
   OwningOpRef<ModuleOp> module;
   std::unique_ptr<ExecutionEngine> engine;
+  int32_t *fault = nullptr;      // fakv_cpu_fault in the JIT-ed module, once looked up
 };
 
 } // namespace

@@ -29,6 +29,20 @@ def ConvertFakvToCPU : Pass<"convert-fakv-to-cpu", "::mlir::ModuleOp"> {
   ];
 }
 
+def FakvGuardCPUDivision : Pass<"fakv-guard-cpu-division", "::mlir::ModuleOp"> {
+  let summary = "Make integer division by zero (and INT_MIN / -1) a reported fault on the host";
+  let description = [{
+    On x86 these trap (SIGFPE) and kill the process; on the GPU they give an
+    unspecified value. In the CPU path (after the tiles are loops, before
+    arith is lowered to LLVM) every `arith.divsi/divui/remsi/remui` whose
+    divisor is not a safe constant divides by 1 instead when the divisor is
+    0 (or the signed division overflows) and sets the i32 global
+    `fakv_cpu_fault` to 1; the host reads it after each launch and raises
+    (fakv.DataError).
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::LLVM::LLVMDialect"];
+}
+
 def ConvertFakvGPUToNVVM : Pass<"convert-fakvgpu-to-nvvm", "::mlir::ModuleOp"> {
   let summary = "Lower kernels with layouts (fakv + fakvgpu) to a gpu.module of NVVM, LLVM and vector ops";
   let description = [{

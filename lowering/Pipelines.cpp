@@ -45,6 +45,7 @@ void fakv::buildFakvToLLVMCPUPipeline(OpPassManager &pm) {
   arith::ArithExpandOpsPassOptions expand;
   expand.includeBf16 = true;
   pm.addPass(arith::createArithExpandOpsPass(expand));
+  pm.addPass(createFakvGuardCPUDivision());   // (no SIGFPE: a fault the host reads)
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass());
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
@@ -109,6 +110,45 @@ void fakv::buildFakvToCubinPipeline(OpPassManager &pm,
   pm.addPass(createGpuModuleToBinaryPass(binary));
 }
 
+namespace {
+using fakv::FakvToCubinOptions;
+
+/// fakv-to-cubin's options that no pass checks itself (the passes check
+/// stages and the register counts): a bad one is an error, not a warning
+/// that leaves the exit status 0.
+LogicalResult checkOptions(const FakvToCubinOptions &o,
+                           function_ref<LogicalResult(const Twine &)> error) {
+  static const char *formats[] = {"isa", "bin", "fatbin", "assembly", "binary", "fatbinary"};
+  if (llvm::none_of(formats, [&](const char *f) { return o.format == f; }))
+    return error("fakv-to-cubin: format must be isa (PTX), bin (cubin) or fatbin, got '" +
+                 o.format + "'");
+  if (o.chip != "sm_90a")
+    return error("fakv-to-cubin: chip must be sm_90a (the kernels use wgmma and TMA), got '" +
+                 o.chip + "'");
+  if (o.llvmOptLevel > 3)
+    return error("fakv-to-cubin: llvm-opt-level must be 0-3, got " + Twine(o.llvmOptLevel));
+  return success();
+}
+
+/// A pipeline taking FakvToCubinOptions, checked before it is built.
+void registerCubinPipeline(StringRef arg, StringRef description,
+                           void (*build)(OpPassManager &, const FakvToCubinOptions &)) {
+  registerPassPipeline(
+      arg, description,
+      [build](OpPassManager &pm, StringRef text,
+              function_ref<LogicalResult(const Twine &)> error) {
+        FakvToCubinOptions o;
+        if (failed(o.parseFromString(text)) || failed(checkOptions(o, error)))
+          return failure();
+        build(pm, o);
+        return success();
+      },
+      [](function_ref<void(const detail::PassOptions &)> handler) {
+        handler(FakvToCubinOptions());
+      });
+}
+} // namespace
+
 void fakv::registerFakvLoweringPipelines() {
   registerFakvLoweringPasses();
   PassPipelineRegistration<>(
@@ -116,17 +156,17 @@ void fakv::registerFakvLoweringPipelines() {
       "Lower fakv IR to the LLVM dialect for the host (mlir-runner, "
       "ExecutionEngine): the CPU reference path",
       [](OpPassManager &pm) { buildFakvToLLVMCPUPipeline(pm); });
-  PassPipelineRegistration<FakvToCubinOptions>(
+  registerCubinPipeline(
       "fakv-to-fakvgpu",
       "fakv IR to Hopper-level tiles: decomposed, with layouts, pipelined "
       "and warp-specialized (stage 1 of fakv-to-cubin)",
       buildFakvToFakvGPUPipeline);
-  PassPipelineRegistration<FakvToCubinOptions>(
+  registerCubinPipeline(
       "fakvgpu-to-llvm",
       "Hopper-level tiles to a gpu.module of LLVM/NVVM with its target "
       "(stage 2 of fakv-to-cubin)",
       buildFakvGPUToLLVMPipeline);
-  PassPipelineRegistration<FakvToCubinOptions>(
+  registerCubinPipeline(
       "fakv-to-cubin",
       "fakv IR to a gpu.binary for sm_90a: PTX (format=isa) or a cubin "
       "assembled by ptxas (format=bin)",

@@ -28,6 +28,9 @@ using fakvgpu::LinearLayout;
 using fakvgpu::SharedAttr;
 
 namespace {
+/// The most elements a register tile may hold on the GPU: 512 per thread of
+/// a warpgroup, four times the decode kernel's largest tile (64x256 f32).
+constexpr int64_t kMaxGPUTileElements = 65536;
 
 bool isTile(Value v) { return isa<RankedTensorType>(v.getType()); }
 RankedTensorType tileType(Value v) { return cast<RankedTensorType>(v.getType()); }
@@ -92,13 +95,23 @@ private:
 
 LogicalResult LayoutAssigner::checkShapes() {
   WalkResult r = func.walk([&](Operation *op) {
-    for (Value v : op->getResults())
+    for (Value v : op->getResults()) {
       if (isTile(v) && !fakvgpu::isPowerOfTwoShape(tileType(v).getShape())) {
         op->emitOpError() << "the GPU lowering needs tiles whose dimensions "
                              "are powers of two, got "
                           << v.getType();
         return WalkResult::interrupt();
       }
+      // Register tiles are unrolled per thread: past this the kernel
+      // spills and the compile takes minutes (4096x4096: ~30 s).
+      if (isTile(v) && tileType(v).getNumElements() > kMaxGPUTileElements) {
+        op->emitOpError() << "the GPU lowering holds a tile in registers, at most "
+                          << kMaxGPUTileElements << " elements ("
+                          << kMaxGPUTileElements / 128
+                          << " per thread of a warpgroup), got " << v.getType();
+        return WalkResult::interrupt();
+      }
+    }
     if (auto dot = dyn_cast<DotOp>(op)) {
       Type et = dot.getA().getType().getElementType();
       if (!et.isBF16() && !et.isF16()) {

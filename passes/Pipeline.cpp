@@ -117,6 +117,10 @@ Value cstI32(OpBuilder &b, Location loc, int64_t v) {
   return arith::ConstantIntOp::create(b, loc, v, 32);
 }
 
+/// The deepest ring: more buffers than this do not fit shared memory with
+/// any useful tile (the decode kernel runs 2 or 3).
+constexpr unsigned kMaxStages = 8;
+
 LogicalResult pipelineLoop(scf::ForOp loop, unsigned stages,
                            int32_t numThreads) {
   SmallVector<PipelinedLoad> loads;
@@ -217,8 +221,10 @@ struct FakvPipelinePass
     : public fakv::impl::FakvPipelineBase<FakvPipelinePass> {
   using FakvPipelineBase::FakvPipelineBase;
   void runOnOperation() override {
-    if (stages < 1) {
-      getOperation().emitError() << "stages must be at least 1";
+    if (stages < 1 || stages > kMaxStages) {
+      getOperation().emitError() << "stages must be in [1, " << kMaxStages
+                                 << "] (each is a K/V buffer in shared memory), got "
+                                 << static_cast<unsigned>(stages);
       return signalPassFailure();
     }
     for (auto func : getOperation().getOps<func::FuncOp>()) {

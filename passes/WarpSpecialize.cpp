@@ -161,6 +161,13 @@ struct FakvWarpSpecializePass
     : public fakv::impl::FakvWarpSpecializeBase<FakvWarpSpecializePass> {
   using FakvWarpSpecializeBase::FakvWarpSpecializeBase;
   void runOnOperation() override {
+    for (auto [name, regs] : {std::pair<const char *, unsigned>{"producer-registers", producerRegisters},
+                              {"consumer-registers", consumerRegisters}})
+      if (regs != 0 && (regs < 24 || regs > 256 || regs % 8 != 0)) {
+        getOperation().emitError() << name << " must be 0 (none) or a multiple of 8 in [24, 256] "
+                                   << "(setmaxnreg), got " << regs;
+        return signalPassFailure();
+      }
     for (auto func : getOperation().getOps<func::FuncOp>()) {
       if (!isKernel(func))
         continue;

@@ -16,7 +16,7 @@ import types as _types
 
 from . import cache
 from . import language as fl
-from .errors import CompilationError
+from .errors import CompilationError, DataError
 from .ir import PtrType, ScalarType
 from .runtime import GPUKernel, Pointer, check_packing
 
@@ -423,7 +423,9 @@ class JITFunction:
                 call.append(("ptr", address(v)) if kind == "ptr" else (kind, v))
             check_packing(self.__name__, grid, c.cpu.grid_packing.get(self.__name__, (1, 1, 1)))
             call += [("i32", int(g)) for g in grid]
-            c.cpu.call("__fakv_launch", call)
+            if c.cpu.call("__fakv_launch", call):
+                raise DataError(f"kernel `{self.__name__}` divided an integer by zero (or INT_MIN by -1) on "
+                                f"the CPU path; the GPU gives an unspecified value there")
         return c
 
 

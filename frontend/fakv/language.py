@@ -9,6 +9,8 @@ The ops and their exact semantics are those of the fakv dialect
 (docs/dialect.md).
 """
 import functools
+import math
+import numbers
 
 from . import semantic as sem
 from .ir import FakvTypeError, PtrType, ScalarType, TileType
@@ -64,34 +66,67 @@ def _ptr(x, what):
     return x
 
 
+MAX_TILE_ELEMENTS = 1 << 24      # fakv's bound on one tile (the dialect's kMaxTileElements)
+
+
+def _const(x, what):
+    """A compile-time integer argument (a literal or an fl.constexpr)."""
+    if sem.is_value(x) or isinstance(x, bool) or not isinstance(x, numbers.Integral):
+        got = "a runtime value" if sem.is_value(x) else repr(x)
+        raise FakvTypeError(f"{what} must be a compile-time integer (a literal or an fl.constexpr "
+                            f"parameter), got {got}")
+    return int(x)
+
+
+def _shape(shape, what="a tile's shape"):
+    """A tile shape: compile-time dimensions, each >= 1, at most 2^24 elements."""
+    if not isinstance(shape, (tuple, list)):
+        shape = (shape,)
+    dims = tuple(_const(s, f"{what}'s dimensions") for s in shape)
+    if any(d < 1 for d in dims):
+        raise FakvTypeError(f"{what} {dims} must have dimensions of at least 1")
+    if math.prod(dims) > MAX_TILE_ELEMENTS:
+        raise FakvTypeError(f"{what} {dims} holds more than {MAX_TILE_ELEMENTS} elements (2^24), "
+                            f"fakv's limit for one tile")
+    return dims
+
+
 def _names(vals):
     return ", ".join(v.name for v in vals)
 
 
 # ---- program structure ------------------------------------------------------
 
+def _axis(axis):
+    axis = _const(axis, "the grid axis")
+    if axis not in (0, 1, 2):
+        raise FakvTypeError(f"the grid axis must be 0, 1 or 2, got {axis}")
+    return axis
+
+
 @builtin
 def program_id(b, axis):
-    return b.op1(f"fakv.program_id {int(axis)}", ScalarType("i32"), "pid")
+    return b.op1(f"fakv.program_id {_axis(axis)}", ScalarType("i32"), "pid")
 
 
 @builtin
 def num_programs(b, axis):
-    return b.op1(f"fakv.num_programs {int(axis)}", ScalarType("i32"), "np")
+    return b.op1(f"fakv.num_programs {_axis(axis)}", ScalarType("i32"), "np")
 
 
 # ---- tile construction --------------------------------------------------------
 
 @builtin
 def arange(b, start, end):
-    n = int(end) - int(start)
-    return b.op1(f"fakv.arange {int(start)} to {int(end)} : tensor<{n}xi32>", TileType((n,), "i32"), "r")
+    start, end = _const(start, "arange's start"), _const(end, "arange's end")
+    (n,) = _shape((end - start,), f"arange({start}, {end})")
+    return b.op1(f"fakv.arange {start} to {end} : tensor<{n}xi32>", TileType((n,), "i32"), "r")
 
 
 @builtin
 def full(b, shape, value, dtype=float32):
     v = sem.convert(b, sem.to_value(b, value, dtype), dtype)
-    return sem.broadcast_to(b, v, tuple(int(s) for s in shape))
+    return sem.broadcast_to(b, v, _shape(shape))
 
 
 @builtin
@@ -101,7 +136,7 @@ def zeros(b, shape, dtype=float32):
 
 @builtin
 def broadcast_to(b, x, shape):
-    return sem.broadcast_to(b, sem.to_value(b, x), tuple(int(s) for s in shape))
+    return sem.broadcast_to(b, sem.to_value(b, x), _shape(shape))
 
 
 @builtin
@@ -112,7 +147,7 @@ def expand_dims(b, x, axis):
 @builtin
 def reshape(b, x, shape):
     x = _tile(x, "reshape's operand")
-    t = TileType(tuple(int(s) for s in shape), x.type.dtype)
+    t = TileType(_shape(shape), x.type.dtype)
     return b.op1(f"fakv.reshape {x.name} : {x.type.mlir()} -> {t.mlir()}", t)
 
 
@@ -169,7 +204,7 @@ def load(b, ptr, shape, offsets, strides, bounds=None, mask=None, other=None):
     """The tile of `shape` at ptr[sum((offsets[d] + i_d) * strides[d])]; elements
     outside `bounds` (or where `mask` is false) are `other` (default 0)."""
     ptr = _ptr(ptr, "load's pointer")
-    t = TileType(tuple(int(s) for s in shape), ptr.type.dtype)
+    t = TileType(_shape(shape, "load's shape"), ptr.type.dtype)
     text = f"fakv.load {ptr.name}" + _strided(b, offsets, strides, bounds)
     if mask is not None:
         mask = sem.broadcast_to(b, sem.to_value(b, mask, "i1"), t.shape)
@@ -224,7 +259,7 @@ def paged_load(b, cache, head, row, rows, head_dim, valid, page_size, num_pages,
     cache = _ptr(cache, "paged_load's cache")
     if (table is None) == (page is None):
         raise FakvTypeError("paged_load takes exactly one of table= (paged cache) and page= (contiguous)")
-    t = TileType((int(rows), int(head_dim)), cache.type.dtype)
+    t = TileType(_shape((rows, head_dim), "paged_load's tile (rows, head_dim)"), cache.type.dtype)
     head, row, valid = _i32(b, head), _i32(b, row), _i32(b, valid)
     text = f"fakv.paged_load {cache.name}[{head.name}, {row.name}]"
     if table is not None:

@@ -638,3 +638,21 @@ func.func @divisibility_of_float(%n: i32, %x: f32 {fakv.divisibility = 16 : i64}
 func.func @unknown_arg_attr(%p: !fakv.ptr<f32> {fakv.aligned}) attributes {fakv.kernel} {
   return
 }
+
+// -----
+
+// A tile past fakv's bound (2^24 elements) is a diagnostic, not an allocation
+// that never ends (issue 10).
+func.func @huge_tile(%p: !fakv.ptr<f32>, %i: i32, %s: i64) attributes {fakv.kernel} {
+  // expected-error @+1 {{'fakv.load' op tile 'tensor<1048576x1048576xf32>' holds more than 16777216 elements (2^24), fakv's limit for one tile}}
+  %x = fakv.load %p[%i, %i] strides [%s, %s] : !fakv.ptr<f32> -> tensor<1048576x1048576xf32>
+  return
+}
+
+// -----
+
+func.func @huge_splat(%v: f32) attributes {fakv.kernel} {
+  // expected-error @+1 {{holds more than 16777216 elements}}
+  %x = fakv.splat %v : f32 -> tensor<4096x8192xf32>
+  return
+}
