@@ -435,9 +435,14 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
                f"cache_seqlens ({cache_seqlens}) must be in [0, {capacity}] (the cache's rows)")
         seqlens = T.full_int32((batch,), cache_seqlens, q)
     else:
-        _check(T.is_array(cache_seqlens) and T.dtype(cache_seqlens) == "i32"
-               and tuple(cache_seqlens.shape) == (batch,) and (batch <= 1 or T.strides(cache_seqlens)[0] == 1),
+        _check(T.is_array(cache_seqlens) and T.dtype(cache_seqlens) == "i32",
                f"`cache_seqlens` must be an int or a contiguous int32 tensor ({batch},)")
+        _check(tuple(cache_seqlens.shape) == (batch,),
+               f"`cache_seqlens` must have shape ({batch},) (one length per sequence), got "
+               f"{tuple(cache_seqlens.shape)}")
+        _check(batch <= 1 or T.strides(cache_seqlens)[0] == 1,
+               f"`cache_seqlens` must be a contiguous int32 tensor ({batch},), got strides "
+               f"{T.strides(cache_seqlens)}")
         _check(T.device(cache_seqlens) == T.device(q), "`cache_seqlens` must be on q's device")
         seqlens = cache_seqlens
 
