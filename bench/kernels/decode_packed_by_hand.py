@@ -8,7 +8,7 @@ GROUP is the group size rounded up to a power of two. Launch over
 """
 import fakv
 import fakv.language as fl
-from decode import load_kv, score_mod
+from fakv.kernels.decode import load_kv, score_mod
 
 
 @fakv.jit

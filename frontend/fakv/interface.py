@@ -9,22 +9,12 @@ import functools
 import math
 import numbers
 import os
-import sys
 
 from .jit import compile_only
 from . import runtime
 from . import tensors as T
 from .errors import DataError, FakvError
 from .heuristics import num_splits_heuristic
-
-# The kernels: installed with the package (fakv/kernels), or kernels/ of a
-# source checkout, or $FAKV_KERNELS.
-_HERE = os.path.dirname(os.path.abspath(__file__))
-_KERNELS = os.environ.get("FAKV_KERNELS") or next(
-    p for p in (os.path.join(_HERE, "kernels"), os.path.join(os.path.dirname(os.path.dirname(_HERE)), "kernels"))
-    if os.path.isdir(p))
-if _KERNELS not in sys.path:
-    sys.path.insert(0, _KERNELS)
 
 _DTYPES = ("f16", "bf16")
 HEAD_DIMS = (64, 96, 128, 192, 256)
@@ -33,13 +23,12 @@ MAX_ROWS = 64  # query rows (GQA group x query positions) per program: one wgmma
 
 
 def _kernels():
-    import combine
-    import decode
+    from .kernels import combine, decode
     return decode.decode, combine.combine
 
 
 def _append_kernel():
-    import append
+    from .kernels import append
     return append.append
 
 

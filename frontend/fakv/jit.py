@@ -14,9 +14,10 @@ import os
 import sys
 import types as _types
 
-from . import cache
+from . import cache, compiler
 from . import language as fl
-from .errors import CompilationError, DataError
+from .compiler import dump_ir
+from .errors import DataError
 from .ir import PtrType, ScalarType
 from .runtime import GPUKernel, Pointer, check_packing
 
@@ -32,15 +33,6 @@ _NUMPY_DTYPES = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "int32"
                  "int8": "i8"}
 
 
-def _ext():
-    from . import _fakv
-    return _fakv
-
-
-def dump_ir():
-    return os.environ.get("FAKV_DUMP_IR", "") not in ("", "0")
-
-
 def compile_only():
     """FAKV_COMPILE_ONLY=1: compile GPU binaries into the cache and launch
     nothing (arrays of the right dtypes and shapes stand in for the GPU
@@ -53,7 +45,7 @@ cache_dir = cache.cache_dir
 
 # The frontend files whose code shapes the IR a kernel compiles to: their
 # contents are part of every cache key (with BUILD_ID, the C++ compiler's).
-_FRONTEND_SOURCES = ("codegen.py", "language.py", "semantic.py", "ir.py", "jit.py")
+_FRONTEND_SOURCES = ("codegen.py", "language.py", "semantic.py", "ir.py", "jit.py", "compiler.py")
 _frontend_hash = None
 
 
@@ -120,6 +112,8 @@ class Compiled:
 
 
 class JITFunction:
+    __fakv_inline__ = True     # called from a kernel, codegen inlines it (codegen needs no import of jit)
+
     def __init__(self, fn, stages=2, warp_specialize=True, registers=(0, 0), pack_gqa=None):
         self.fn = fn
         if pack_gqa not in (None, 0, 1, 2):
@@ -333,38 +327,14 @@ class JITFunction:
         return True
 
     def _compile_gpu(self, c):
-        opts = dict(self.options, chip="sm_90a")
-        ext = _ext()
-        args = (opts["stages"], opts["warp_specialize"], opts["chip"], *opts.get("registers", (0, 0)))
-        if dump_ir():
-            for stage in ("fakvgpu", "llvm", "ptx"):
-                text, _ = ext.compile(c.ir, stage, *args)
-                print(f"// {stage} of {self.__name__}\n{text}", file=sys.stderr)
-        from . import ptx          # (not on a warm start's path)
-        try:
-            ptx_text, facts = ext.compile(c.ir, "ptx", *args)
-            c.binary = ptx.assemble(ptx_text, opts["chip"])
-        except (RuntimeError, ValueError) as e:
-            raise CompilationError(f"{self.__name__} does not compile for the GPU:\n{e}") from None
-        c.facts = json.loads(facts)
+        c.binary, c.facts = compiler.compile_gpu(self.__name__, c.ir, dict(self.options, chip="sm_90a"))
         cache.store(c.entry, c.binary, c.facts)
         c.cache = "miss"
 
     # ---- CPU ----------------------------------------------------------------------------
 
     def _compile_cpu(self, c, types):
-        # A host function runs the kernel over the grid (fakv.launch).
-        sig = ", ".join(f"%a{i}: {types[p].mlir()}" for i, p in enumerate(c.params))
-        args = ", ".join(f"%a{i}" for i in range(len(c.params)))
-        tys = ", ".join(types[p].mlir() for p in c.params)
-        launch = (f"  func.func @__fakv_launch({sig}{', ' if sig else ''}%gx: i32, %gy: i32, %gz: i32) {{\n"
-                  f"    fakv.launch @{self.__name__}[%gx, %gy, %gz]({args})"
-                  f"{' : (' + tys + ')' if tys else ''}\n    return\n  }}\n")
-        ir = c.ir.rstrip().rstrip("}") + launch + "}\n"
-        try:
-            c.cpu = _ext().CpuModule(ir)     # self-contained: no MLIR runtime library needed
-        except RuntimeError as e:
-            raise CompilationError(f"{self.__name__} does not compile for the CPU:\n{e}") from None
+        c.cpu = compiler.compile_cpu(self.__name__, c.ir, c.params, types)
         c.kinds = [("ptr" if isinstance(types[p], PtrType) else types[p].dtype) for p in c.params]
         c.cache = "cpu"
 

@@ -5,7 +5,7 @@ import os
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-for p in ("frontend", "kernels", os.path.join("test", "cpu")):
+for p in ("frontend", os.path.join("test", "cpu")):
     path = os.path.join(ROOT, p)
     if path not in sys.path:
         sys.path.insert(0, path)

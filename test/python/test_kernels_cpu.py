@@ -88,7 +88,7 @@ def test_cache_seqlens_int_and_empty_rows():
 
 def test_combine_kernel_directly():
     """kernels/combine.py on its own: merging hand-made partials."""
-    from combine import combine
+    from fakv.kernels.combine import combine
     rng = np.random.default_rng(1)
     splits, b, sq, h, d = 3, 2, 1, 4, 64
     parts = rng.standard_normal((splits, b, sq, h, d)).astype(np.float32)

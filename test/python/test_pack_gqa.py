@@ -12,7 +12,7 @@ import fakv.language as fl
 from attention_ref import attention, gather
 from test_kernels_cpu import make
 
-from decode import decode
+from fakv.kernels.decode import decode
 
 
 def run_decode(kernel, q, k, v, seqlens, table, causal, splits, group_tile=None):

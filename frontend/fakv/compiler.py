@@ -1,0 +1,56 @@
+"""fakv IR to something that runs: a GPU binary (the C++ compiler's PTX,
+assembled by fakv.ptx) with its launch facts, or a CPU module JIT-compiled
+by the extension. jit.py decides what to compile and caches it; this module
+only compiles (it knows nothing of Python kernels)."""
+import json
+import os
+import sys
+
+from .errors import CompilationError
+
+
+def ext():
+    """The C++ compiler (fakv._fakv), imported when first needed."""
+    from . import _fakv
+    return _fakv
+
+
+def dump_ir():
+    """FAKV_DUMP_IR=1: print each kernel's IR at every stage to stderr."""
+    return os.environ.get("FAKV_DUMP_IR", "") not in ("", "0")
+
+
+def compile_gpu(name, ir, options):
+    """(binary, facts) of kernel `name`'s module `ir` for options["chip"]:
+    the PTX assembled to a cubin, and the launch facts (JSON of the
+    compiler: kernels, parameters, shared memory, tensor maps)."""
+    args = (options["stages"], options["warp_specialize"], options["chip"], *options.get("registers", (0, 0)))
+    compiler = ext()
+    if dump_ir():
+        for stage in ("fakvgpu", "llvm", "ptx"):
+            text, _ = compiler.compile(ir, stage, *args)
+            print(f"// {stage} of {name}\n{text}", file=sys.stderr)
+    from . import ptx          # (not on a warm start's path)
+    try:
+        ptx_text, facts = compiler.compile(ir, "ptx", *args)
+        binary = ptx.assemble(ptx_text, options["chip"])
+    except (RuntimeError, ValueError) as e:
+        raise CompilationError(f"{name} does not compile for the GPU:\n{e}") from None
+    return binary, json.loads(facts)
+
+
+def compile_cpu(name, ir, params, types):
+    """The CPU module of kernel `name` (its module `ir`, runtime parameters
+    `params` of `types`) with a host function `__fakv_launch(params..., gx,
+    gy, gz)` that runs the grid."""
+    sig = ", ".join(f"%a{i}: {types[p].mlir()}" for i, p in enumerate(params))
+    args = ", ".join(f"%a{i}" for i in range(len(params)))
+    tys = ", ".join(types[p].mlir() for p in params)
+    launch = (f"  func.func @__fakv_launch({sig}{', ' if sig else ''}%gx: i32, %gy: i32, %gz: i32) {{\n"
+              f"    fakv.launch @{name}[%gx, %gy, %gz]({args})"
+              f"{' : (' + tys + ')' if tys else ''}\n    return\n  }}\n")
+    module = ir.rstrip().rstrip("}") + launch + "}\n"
+    try:
+        return ext().CpuModule(module)     # self-contained: no MLIR runtime library needed
+    except RuntimeError as e:
+        raise CompilationError(f"{name} does not compile for the CPU:\n{e}") from None
