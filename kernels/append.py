@@ -11,12 +11,12 @@ Seqlens[b], into QOut, which decode.py reads instead of q. Rotation is in
 f32, rounded once; interleaved (GPT-J) pairs channels (2k, 2k + 1), else
 (GPT-NeoX) (k, k + rotary_dim / 2). Rows that would land past the cache's
 capacity, or through a block-table entry outside it, are not written and
-are reported.
+are reported; so is a query position past the rows of Cos / Sin.
 """
 import fakv
 import fakv.language as fl
 
-BLOCK_TABLE_ERROR, BATCH_IDX_ERROR, APPEND_ERROR = 2 << 24, 3 << 24, 4 << 24
+BLOCK_TABLE_ERROR, BATCH_IDX_ERROR, APPEND_ERROR, ROTARY_ERROR = 2 << 24, 3 << 24, 4 << 24, 6 << 24
 
 
 @fakv.jit
@@ -51,7 +51,7 @@ def append(Q, KNew, VNew, K, V, QOut, Table, Seqlens, BatchIdx, Cos, Sin, Errors
            q_batch_stride, q_seq_stride, q_head_stride, qo_batch_stride, qo_seq_stride, qo_head_stride,
            new_batch_stride, new_seq_stride, new_head_stride,
            page_stride, row_stride, head_stride, table_stride, cos_stride,
-           seqlen_q, seqlen_new, kv_heads, head_dim, rotary_dim, page_size, num_pages, capacity,
+           seqlen_q, seqlen_new, kv_heads, head_dim, rotary_dim, page_size, num_pages, capacity, rotary_rows,
            HEAD_DIM: fl.constexpr, PAGE_SIZE: fl.constexpr, BATCH_IDX: fl.constexpr, APPEND: fl.constexpr,
            ROTARY: fl.constexpr, INTERLEAVED: fl.constexpr, Q_ROWS: fl.constexpr):
     t, h, b = fl.program_id(0), fl.program_id(1), fl.program_id(2)
@@ -61,9 +61,12 @@ def append(Q, KNew, VNew, K, V, QOut, Table, Seqlens, BatchIdx, Cos, Sin, Errors
             pos = seqlen
             if Q_ROWS:
                 pos = seqlen + t
+            inside = (pos >= 0) & (pos < rotary_rows)        # a row of Cos / Sin: else reported, row 0 read
+            fl.report(Errors, not inside, ROTARY_ERROR + b)
             copy_row(Q + b * q_batch_stride + t * q_seq_stride + h * q_head_stride,
                      QOut + b * qo_batch_stride + t * qo_seq_stride + h * qo_head_stride,
-                     Cos, Sin, pos, head_dim, rotary_dim, cos_stride, HEAD_DIM, ROTARY, INTERLEAVED)
+                     Cos, Sin, fl.where(inside, pos, 0), head_dim, rotary_dim, cos_stride, HEAD_DIM, ROTARY,
+                     INTERLEAVED)
     if APPEND:
         if (h < kv_heads) & (t < seqlen_new):
             pos = seqlen + t

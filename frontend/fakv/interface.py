@@ -318,7 +318,7 @@ _DECODE_SLOTS = (0, 1, 2, 3, 4, 5, 6, 7, 8, 24, 28)
 
 
 def _check_contents(seqlens, block_table, cache_batch_idx, batch, capacity, page_size, num_pages,
-                    cache_batch, seqlen_new=0, leftpad=None):
+                    cache_batch, seqlen_new=0, leftpad=None, rotary_rows=0, q_span=0):
     """The host checks of the data (FAKV_CHECK_DATA; always on the CPU
     path unless it is 0): reads the tensors on the host. A paged cache too
     small for cache_seqlens + the new keys raises FlashAttention's message."""
@@ -343,6 +343,10 @@ def _check_contents(seqlens, block_table, cache_batch_idx, batch, capacity, page
                             + (f" + {seqlen_new} new keys" if seqlen_new else "")
                             + f" is outside [0, {capacity}] (the rows the cache holds for a sequence); "
                               f"cache_seqlens ({int(total[r])}) exceeds the cache ({capacity} rows)")
+    if rotary_rows and lens is not None and lens.size and int(lens.max()) + q_span > rotary_rows:
+        r = int(np.argmax(lens))
+        raise DataError(f"flash_attn_with_kvcache: rotary_cos/rotary_sin have {rotary_rows} rows; q is rotated at "
+                        f"positions up to cache_seqlens[{r}] + {q_span - 1} = {int(lens[r]) + q_span - 1}")
     if leftpad is not None and lens is not None:
         pads = T.host(leftpad).astype("int64")
         bad = np.nonzero((pads < 0) | (pads > lens + seqlen_new))[0]
@@ -447,9 +451,10 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
             _check(T.dtype(t) == T.dtype(q), f"`{name}` must have q's dtype ({q.dtype}), got {t.dtype}")
             _check(T.device(t) == T.device(q) and T.device_index(t) == T.device_index(q),
                    f"`{name}` must be on q's device")
-            _check_layout(name, t)
-        _check(tuple(k.shape) == tuple(v.shape) and T.strides(k) == T.strides(v),
-               "`k` and `v` must have one shape and the same strides")
+            _check_layout(name, t, copied=True)
+        _check(tuple(k.shape) == tuple(v.shape), "`k` and `v` must have one shape")
+        if T.strides(k) != T.strides(v) or min(T.strides(k) + T.strides(v)) < 0:
+            k, v = T.contiguous(k), T.contiguous(v)   # append.py takes one set of strides (new rows: cheap)
         seqlen_new = k.shape[1]
         _check(1 <= seqlen_new <= capacity, f"`k` holds {seqlen_new} new keys; a sequence's cache holds "
                                             f"{capacity} (FlashAttention: at most the cache's seqlen)")
@@ -472,7 +477,8 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
         _check(rotary_dim == 0 or k is not None,
                "rotary_cos / rotary_sin rotate the new keys: give `k` and `v` too (FlashAttention's rule)")
         _check(rotary_dim == 0 or rotary_cos.shape[0] >= capacity,
-               f"cos/sin seqlen ({rotary_cos.shape[0]}) must be at least the seqlen of the KV cache ({capacity})")
+               f"rotary_cos / rotary_sin: cos/sin seqlen ({rotary_cos.shape[0]}) must be at least the seqlen of "
+               f"the KV cache ({capacity})")
     _check(isinstance(rotary_interleaved, (bool, numbers.Integral)), "`rotary_interleaved` must be a bool")
     if cache_leftpad is not None:
         _check(T.is_array(cache_leftpad) and T.dtype(cache_leftpad) == "i32"
@@ -536,7 +542,8 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
     if host_checks and not capturing:
         _check_contents(seqlens if not seqlens_int or seqlen_new or cache_leftpad is not None else None,
                         block_table, cache_batch_idx, batch, capacity, page_size, num_pages, k_cache.shape[0],
-                        seqlen_new, cache_leftpad)
+                        seqlen_new, cache_leftpad, rotary_cos.shape[0] if rotary_dim else 0,
+                        seqlen_q if fa_causal or (left, right) != (-1, -1) else 1)
 
     if decode is None or combine is None:
         default_decode, default_combine = _kernels()
@@ -625,7 +632,7 @@ def _append(q, k, v, k_cache, v_cache, q_rot, block_table, seqlens, batch_idx, c
             sin if rotary_dim else seqlens, errors, qs[0], qs[1], qs[2], qrs[0], qrs[1], qrs[2],
             ns[0], ns[1], ns[2], cs[0], cs[1], cs[2], T.strides(block_table)[0] if paged else 0,
             T.strides(cos)[0] if rotary_dim else 0, seqlen_q, seqlen_new, k.shape[2], head_dim, rotary_dim,
-            page_size, num_pages, capacity]
+            page_size, num_pages, capacity, cos.shape[0] if rotary_dim else 0]
     grid = (max(seqlen_q if rotary_dim else 0, seqlen_new), heads, batch)
     _append_kernel()[grid](*args, HEAD_DIM=max(64, _pow2(head_dim)), PAGE_SIZE=page_size if paged else 0,
                            BATCH_IDX=has_batch_idx, APPEND=True, ROTARY=rotary_dim > 0, INTERLEAVED=interleaved,

@@ -95,14 +95,16 @@ def stream_getter():
 # the next API call (or fakv.synchronize()) raises DataError.
 
 ERROR_KINDS = {1: "cache_seqlens", 2: "block_table", 3: "cache_batch_idx", 4: "cache_seqlens",
-               5: "cache_leftpad"}
+               5: "cache_leftpad", 6: "rotary_cos"}
 _ROW_BITS = 24
 _WHAT = {1: "is negative or more than the cache holds",
          2: "has a block-table entry, among those its length uses, outside [0, num_blocks)",
          3: "is outside [0, the cache's batch)",
          4: "plus the new keys exceeds the capacity of the cache (max_num_blocks_per_seq * page_block_size "
             "addressable by block_table, when paged): nothing was appended",
-         5: "is negative or past the sequence's keys"}
+         5: "is negative or past the sequence's keys",
+         6: "has fewer rows than the positions q is rotated at (cache_seqlens + seqlen_q - 1 when causal "
+            "or local)"}
 _word = None
 _take = None        # fakv._runtime.take_word, once the word exists
 

@@ -62,15 +62,20 @@ def attention(q, keys, values, seqlens, causal, scale, dtype=None, softcap=0.0, 
                 s = s - slope * np.abs(qpos - kpos)
                 if fa_causal:
                     s = s + slope * qpos
+            visible = np.ones((sq, n), bool)
             if left >= 0:
-                s = np.where(kpos >= qpos - left, s, -np.inf)
+                visible &= kpos >= qpos - left
             if right >= 0:
-                s = np.where(kpos <= qpos + right, s, -np.inf)
+                visible &= kpos <= qpos + right
+            s = np.where(visible, s, -np.inf)
             for t in range(sq):
-                if n == 0 or not np.isfinite(s[t]).any():
-                    continue
-                m = s[t].max()
-                w = np.exp(s[t] - m)
+                if n == 0 or not visible[t].any():
+                    continue                   # no key: output 0, LSE -inf
+                m = s[t][visible[t]].max()     # NaN when a score is (IEEE: inf - inf, NaN inputs)
+                if m == -np.inf:
+                    continue                   # every score -inf: no key either (FlashAttention's check)
+                with np.errstate(invalid="ignore"):   # inf - inf: NaN, as IEEE (and the GPU) give
+                    w = np.exp(s[t] - m)
                 lse[i, head, t] = m + math.log(w.sum())
                 out[i, t, head] = rnd(rnd(w / w.sum()) @ v[:, head // group])
     return out, lse

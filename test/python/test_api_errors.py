@@ -192,6 +192,23 @@ def test_kernels_report_bad_data(monkeypatch):
         fakv.flash_attn_with_kvcache(q, k, k, cache_seqlens=np.array([40, 64], np.int32), block_table=table)
 
 
+def test_rotary_rows_cover_the_query_positions(monkeypatch):
+    """Causal calls rotate q at cache_seqlens + i: rotary_cos/sin with fewer
+    rows than that is refused on the host, and reported by append.py (which
+    reads no row past them) when the host does not check (issue 10)."""
+    q, k, v = tensors(sq=4, s=64)
+    kn = np.ones((2, 1, 2, 64), bf16)
+    cos = np.ones((64, 16), bf16)
+    lens = np.array([10, 62], np.int32)                      # q of row 1 at 62..65: past 64 rows
+    with pytest.raises(fakv.DataError, match=r"rotary_cos/rotary_sin have 64 rows; .*cache_seqlens\[1\] \+ 3 = 65"):
+        fakv.flash_attn_with_kvcache(q, k, v, kn, kn, cos, cos, cache_seqlens=lens, causal=True)
+    monkeypatch.setenv("FAKV_CHECK_DATA", "0")
+    with pytest.raises(fakv.DataError, match="rotary_cos of batch row 1 has fewer rows"):
+        fakv.flash_attn_with_kvcache(q, k, v, kn, kn, cos, cos, cache_seqlens=lens, causal=True)
+    out = fakv.flash_attn_with_kvcache(q, k, v, kn, kn, cos, cos, cache_seqlens=lens)   # not causal: at 62
+    assert np.isfinite(out.astype(np.float32)).all()
+
+
 def test_errors_are_value_and_runtime_errors():
     """FakvError is a ValueError (fakv's contract) and a RuntimeError (what
     FlashAttention raises)."""
