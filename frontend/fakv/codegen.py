@@ -64,6 +64,18 @@ PYCMP = {"lt": lambda a, b: a < b, "le": lambda a, b: a <= b, "gt": lambda a, b:
          "ge": lambda a, b: a >= b, "eq": lambda a, b: a == b, "ne": lambda a, b: a != b}
 
 
+def last_assignment(stmts, name):
+    """The last statement (in source order) among `stmts` that assigns `name`, or None."""
+    found = None
+    for node in ast.walk(ast.Module(body=list(stmts), type_ignores=[])):
+        targets = node.targets if isinstance(node, ast.Assign) else \
+            [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
+        if any(isinstance(n, ast.Name) and n.id == name for t in targets for n in ast.walk(t)):
+            if found is None or (node.lineno, node.col_offset) > (found.lineno, found.col_offset):
+                found = node
+    return found
+
+
 def assigned_names(stmts):
     """Names a list of statements assigns (at any depth)."""
     out = []
@@ -107,6 +119,7 @@ class CodeGen:
         self.b = builder or Builder(function.filename)
         self.scope = {}
         self.loops = 0          # loops around the statement being generated, in this function
+        self.is_kernel = False  # generating a kernel (kernel()), not a helper being inlined
 
     # ---- errors and locations -----------------------------------------------------------
 
@@ -139,6 +152,7 @@ class CodeGen:
             header.append(f"{v.name}: {t.mlir()}{attr}")
             params.append(p)
         body = self.f.node.body
+        self.is_kernel = True
         with self.b.capture() as lines:
             try:
                 self.block(body)
@@ -242,6 +256,8 @@ class CodeGen:
                     if self.loops:
                         raise self.error(r.node, "`return` inside a loop under a runtime condition is not "
                                                  "supported; compute a flag and mask the work with it") from None
+                    if r.value is not None and self.is_kernel:
+                        raise self.error(r.node, "a kernel returns nothing; write results with fl.store")
                     if r.value is not None:
                         raise self.error(r.node, "a function returns a value from inside a runtime `if`: "
                                                  "assign it in both branches (or use fl.where) and return "
@@ -358,7 +374,8 @@ class CodeGen:
                 if not sem.is_value(v):
                     v = sem.to_value(self.b, v, a.type.dtype)
                 if v.type != a.type:
-                    raise self.error(node, f"loop-carried `{n}` changes type from {a.type!r} to {v.type!r}")
+                    raise self.error(last_assignment(node.body, n) or node,
+                                     f"loop-carried `{n}` changes type from {a.type!r} to {v.type!r}")
                 outs.append(v)
             if outs:
                 self.b.emit(f"scf.yield {', '.join(v.name for v in outs)} : "
