@@ -1,9 +1,11 @@
 //===- FakvToCPU.cpp - fakv to host-executable upstream IR ----------------===//
 //
-// The reference semantics of the fakv ops (dialect/FakvOps.td), written as
-// upstream tensor/linalg/scf ops on the tiles and guarded llvm.load/store on
-// the pointers. Written for clarity, not speed: CI checks kernel numerics with
-// it (test/cpu/), and the GPU lowering must agree with it.
+// The fakv ops on the host, as upstream tensor/linalg/scf ops on the tiles
+// and guarded llvm.load/store on the pointers. The composite ops
+// (online_softmax, lse_combine, masks, softcap, alibi) are first rewritten
+// into tile primitives by fakv-decompose's patterns, exactly as on the GPU,
+// so CI's numerics (test/cpu/) check the formulas the GPU runs; this file
+// lowers the primitives. Written for clarity, not speed.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,12 +13,14 @@
 #include "lowering/PointerLowering.h"
 
 #include "dialect/FakvDialect.h"
+#include "passes/Passes.h"
 
 #include "mlir/Dialect/LLVMIR/FunctionCallUtils.h"
 #include "mlir/Dialect/Func/Transforms/FuncConversions.h"
 #include "mlir/Dialect/SCF/Transforms/Patterns.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "mlir/Transforms/DialectConversion.h"
+#include "mlir/Transforms/WalkPatternRewriteDriver.h"
 
 namespace mlir::fakv {
 #define GEN_PASS_DEF_CONVERTFAKVTOCPU
@@ -44,9 +48,6 @@ Value cstIndex(ImplicitLocOpBuilder &b, int64_t v) {
 Value cstF32(ImplicitLocOpBuilder &b, float v) {
   return arith::ConstantFloatOp::create(b, b.getF32Type(), APFloat(v));
 }
-Value negInf(ImplicitLocOpBuilder &b) {
-  return cstF32(b, -std::numeric_limits<float>::infinity());
-}
 Value zeroOf(ImplicitLocOpBuilder &b, Type t) {
   return arith::ConstantOp::create(b, t, b.getZeroAttr(t));
 }
@@ -68,9 +69,6 @@ Value fromF32(ImplicitLocOpBuilder &b, Value v, Type t) {
   if (t.isF32())
     return v;
   return arith::TruncFOp::create(b, t, v);
-}
-Value isNegInf(ImplicitLocOpBuilder &b, Value v) {
-  return arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, v, negInf(b));
 }
 
 /// Element `idx` (i64, in elements) of the array at `base`.
@@ -201,12 +199,6 @@ Value reduceTile(ImplicitLocOpBuilder &b, Value src, int64_t axis,
   return op.getResult(0);
 }
 
-AffineMap rowMap(MLIRContext *ctx) { // (i, j) -> (i)
-  return AffineMap::get(2, 0, {getAffineDimExpr(0, ctx)}, ctx);
-}
-AffineMap colMap(MLIRContext *ctx) { // (i, j) -> (j)
-  return AffineMap::get(2, 0, {getAffineDimExpr(1, ctx)}, ctx);
-}
 
 //===----------------------------------------------------------------------===//
 // Tile construction
@@ -512,7 +504,7 @@ struct PagedLoadLowering : OpConversionPattern<PagedLoadOp> {
 };
 
 //===----------------------------------------------------------------------===//
-// Matmul, online softmax, LSE combine, reductions
+// Matmul and reductions (the composite ops are decomposed first)
 //===----------------------------------------------------------------------===//
 
 struct DotLowering : OpConversionPattern<DotOp> {
@@ -558,241 +550,6 @@ struct ReduceLowering : OpConversionPattern<ReduceOp> {
     return success();
   }
 };
-
-struct OnlineSoftmaxLowering : OpConversionPattern<OnlineSoftmaxOp> {
-  using OpConversionPattern::OpConversionPattern;
-  LogicalResult
-  matchAndRewrite(OnlineSoftmaxOp op, OpAdaptor a,
-                  ConversionPatternRewriter &rewriter) const override {
-    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-    MLIRContext *ctx = b.getContext();
-    RankedTensorType scoresType = plain(op.getScores().getType());
-    RankedTensorType rowType = plain(op.getMax().getType());
-    AffineMap id1 = b.getMultiDimIdentityMap(1);
-    AffineMap id2 = b.getMultiDimIdentityMap(2);
-    Value t = a.getScores();
-    if (a.getScale())
-      t = mapTiles(b, scoresType, t, id2,
-                   [&](ImplicitLocOpBuilder &ib, ValueRange x) -> Value {
-                     return arith::MulFOp::create(ib, x[0], a.getScale());
-                   });
-    Value rowMax = reduceTile(b, t, 1, ReduceKind::max);
-    Value newMax = mapTiles(b, rowType, {a.getMax(), rowMax}, {id1, id1},
-                            [](ImplicitLocOpBuilder &ib, ValueRange x) -> Value {
-                              return arith::MaximumFOp::create(ib, x[0], x[1]);
-                            });
-    Value probs = mapTiles(
-        b, scoresType, {t, newMax}, {id2, rowMap(ctx)},
-        [](ImplicitLocOpBuilder &ib, ValueRange x) -> Value {
-          Value e = math::ExpOp::create(ib, arith::SubFOp::create(ib, x[0], x[1]));
-          return arith::SelectOp::create(ib, isNegInf(ib, x[1]), cstF32(ib, 0),
-                                         e);
-        });
-    Value alpha = mapTiles(
-        b, rowType, {a.getMax(), newMax}, {id1, id1},
-        [](ImplicitLocOpBuilder &ib, ValueRange x) -> Value {
-          Value e = math::ExpOp::create(ib, arith::SubFOp::create(ib, x[0], x[1]));
-          return arith::SelectOp::create(ib, isNegInf(ib, x[1]), cstF32(ib, 1),
-                                         e);
-        });
-    Value rowSum = reduceTile(b, probs, 1, ReduceKind::sum);
-    Value newSum = mapTiles(
-        b, rowType, {alpha, a.getSum(), rowSum}, {id1, id1, id1},
-        [](ImplicitLocOpBuilder &ib, ValueRange x) -> Value {
-          return arith::AddFOp::create(ib, arith::MulFOp::create(ib, x[0], x[1]),
-                                       x[2]);
-        });
-    rewriter.replaceOp(op, {newMax, newSum, probs, alpha});
-    return success();
-  }
-};
-
-struct LseCombineLowering : OpConversionPattern<LseCombineOp> {
-  using OpConversionPattern::OpConversionPattern;
-  LogicalResult
-  matchAndRewrite(LseCombineOp op, OpAdaptor a,
-                  ConversionPatternRewriter &rewriter) const override {
-    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-    MLIRContext *ctx = b.getContext();
-    RankedTensorType lsesType = plain(op.getLses().getType());
-    RankedTensorType lseType = plain(op.getLse().getType());
-    RankedTensorType outType = plain(op.getOut().getType());
-    AffineMap id1 = b.getMultiDimIdentityMap(1);
-    AffineMap id2 = b.getMultiDimIdentityMap(2);
-    Value lseMax = reduceTile(b, a.getLses(), 0, ReduceKind::max);
-    // Unnormalised weights exp(lse_s - max); zero for -inf splits.
-    Value w = mapTiles(
-        b, lsesType, {a.getLses(), lseMax}, {id2, colMap(ctx)},
-        [](ImplicitLocOpBuilder &ib, ValueRange x) -> Value {
-          Value e = math::ExpOp::create(ib, arith::SubFOp::create(ib, x[0], x[1]));
-          return arith::SelectOp::create(ib, isNegInf(ib, x[1]), cstF32(ib, 0),
-                                         e);
-        });
-    Value sum = reduceTile(b, w, 0, ReduceKind::sum);
-    Value lse = mapTiles(
-        b, lseType, {lseMax, sum}, {id1, id1},
-        [](ImplicitLocOpBuilder &ib, ValueRange x) -> Value {
-          Value l = arith::AddFOp::create(ib, x[0], math::LogOp::create(ib, x[1]));
-          return arith::SelectOp::create(ib, isNegInf(ib, x[0]), negInf(ib), l);
-        });
-    // out[r, d] = sum_s (w[s, r] / sum[r]) * partials[s, r, d], skipping
-    // zero-weight splits so that their partials are never read into the sum.
-    AffineExpr r = getAffineDimExpr(0, ctx), d = getAffineDimExpr(1, ctx),
-               s = getAffineDimExpr(2, ctx);
-    SmallVector<AffineMap> maps = {AffineMap::get(3, 0, {s, r, d}, ctx),
-                                   AffineMap::get(3, 0, {s, r}, ctx),
-                                   AffineMap::get(3, 0, {r}, ctx),
-                                   AffineMap::get(3, 0, {r, d}, ctx)};
-    SmallVector<utils::IteratorType> iters = {utils::IteratorType::parallel,
-                                              utils::IteratorType::parallel,
-                                              utils::IteratorType::reduction};
-    Value zeros = tensor::SplatOp::create(b, outType, cstF32(b, 0));
-    auto generic = linalg::GenericOp::create(
-        b, TypeRange{outType}, ValueRange{a.getPartials(), w, sum},
-        ValueRange{zeros}, maps, iters,
-        [&](OpBuilder &ob, Location loc, ValueRange x) {
-          ImplicitLocOpBuilder ib(loc, ob);
-          Value weight = arith::DivFOp::create(ib, x[1], x[2]);
-          Value term = arith::MulFOp::create(ib, weight, x[0]);
-          Value skip = arith::CmpFOp::create(ib, arith::CmpFPredicate::OEQ,
-                                             x[1], cstF32(ib, 0));
-          Value add = arith::SelectOp::create(ib, skip, cstF32(ib, 0), term);
-          linalg::YieldOp::create(ib, ValueRange{arith::AddFOp::create(ib, x[3], add)});
-        });
-    rewriter.replaceOp(op, {generic.getResult(0), lse});
-    return success();
-  }
-};
-
-//===----------------------------------------------------------------------===//
-// Score modifiers
-//===----------------------------------------------------------------------===//
-
-/// Applies `visible(b, row, col)` (i32 positions -> i1) to a score tile:
-/// invisible scores become -inf.
-template <typename OpT>
-Value maskScores(ImplicitLocOpBuilder &b, OpT op, Value scores, Value rows,
-                 Value cols,
-                 function_ref<Value(ImplicitLocOpBuilder &, Value, Value)> visible) {
-  MLIRContext *ctx = b.getContext();
-  RankedTensorType type = plain(op.getScores().getType());
-  SmallVector<Value> inputs = {scores, cols};
-  SmallVector<AffineMap> maps = {b.getMultiDimIdentityMap(2), colMap(ctx)};
-  if (rows) {
-    inputs.push_back(rows);
-    maps.push_back(rowMap(ctx));
-  }
-  return mapTiles(b, type, inputs, maps,
-                  [&](ImplicitLocOpBuilder &ib, ValueRange x) -> Value {
-                    Value ok = visible(ib, rows ? x[2] : Value(), x[1]);
-                    return arith::SelectOp::create(ib, ok, x[0], negInf(ib));
-                  });
-}
-
-struct LengthMaskLowering : OpConversionPattern<LengthMaskOp> {
-  using OpConversionPattern::OpConversionPattern;
-  LogicalResult
-  matchAndRewrite(LengthMaskOp op, OpAdaptor a,
-                  ConversionPatternRewriter &rewriter) const override {
-    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-    rewriter.replaceOp(
-        op, maskScores(b, op, a.getScores(), Value(), a.getCols(),
-                       [&](ImplicitLocOpBuilder &ib, Value, Value col) -> Value {
-                         return arith::CmpIOp::create(
-                             ib, arith::CmpIPredicate::slt, col, a.getValid());
-                       }));
-    return success();
-  }
-};
-
-struct CausalMaskLowering : OpConversionPattern<CausalMaskOp> {
-  using OpConversionPattern::OpConversionPattern;
-  LogicalResult
-  matchAndRewrite(CausalMaskOp op, OpAdaptor a,
-                  ConversionPatternRewriter &rewriter) const override {
-    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-    rewriter.replaceOp(
-        op, maskScores(b, op, a.getScores(), a.getRows(), a.getCols(),
-                       [&](ImplicitLocOpBuilder &ib, Value row, Value col) -> Value {
-                         Value q = arith::AddIOp::create(ib, row, a.getOffset());
-                         return arith::CmpIOp::create(
-                             ib, arith::CmpIPredicate::sle, col, q);
-                       }));
-    return success();
-  }
-};
-
-struct WindowMaskLowering : OpConversionPattern<WindowMaskOp> {
-  using OpConversionPattern::OpConversionPattern;
-  LogicalResult
-  matchAndRewrite(WindowMaskOp op, OpAdaptor a,
-                  ConversionPatternRewriter &rewriter) const override {
-    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-    rewriter.replaceOp(
-        op, maskScores(
-                b, op, a.getScores(), a.getRows(), a.getCols(),
-                [&](ImplicitLocOpBuilder &ib, Value row, Value col) -> Value {
-                  using P = arith::CmpIPredicate;
-                  Value q = arith::AddIOp::create(ib, row, a.getOffset());
-                  Value zero = cstI32(ib, 0);
-                  Value leftOpen = arith::CmpIOp::create(ib, P::slt, a.getLeft(), zero);
-                  Value rightOpen = arith::CmpIOp::create(ib, P::slt, a.getRight(), zero);
-                  Value lo = arith::SubIOp::create(ib, q, a.getLeft());
-                  Value hi = arith::AddIOp::create(ib, q, a.getRight());
-                  Value leftOk = arith::OrIOp::create(
-                      ib, leftOpen, arith::CmpIOp::create(ib, P::sge, col, lo));
-                  Value rightOk = arith::OrIOp::create(
-                      ib, rightOpen, arith::CmpIOp::create(ib, P::sle, col, hi));
-                  return arith::AndIOp::create(ib, leftOk, rightOk);
-                }));
-    return success();
-  }
-};
-
-struct SoftcapLowering : OpConversionPattern<SoftcapOp> {
-  using OpConversionPattern::OpConversionPattern;
-  LogicalResult
-  matchAndRewrite(SoftcapOp op, OpAdaptor a,
-                  ConversionPatternRewriter &rewriter) const override {
-    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-    Value r = mapTiles(
-        b, op.getType(), a.getScores(), b.getMultiDimIdentityMap(2),
-        [&](ImplicitLocOpBuilder &ib, ValueRange x) -> Value {
-          Value t = math::TanhOp::create(
-              ib, arith::DivFOp::create(ib, x[0], a.getCap()));
-          Value capped = arith::MulFOp::create(ib, a.getCap(), t);
-          return arith::SelectOp::create(ib, isNegInf(ib, x[0]), x[0], capped);
-        });
-    rewriter.replaceOp(op, r);
-    return success();
-  }
-};
-
-struct AlibiLowering : OpConversionPattern<AlibiOp> {
-  using OpConversionPattern::OpConversionPattern;
-  LogicalResult
-  matchAndRewrite(AlibiOp op, OpAdaptor a,
-                  ConversionPatternRewriter &rewriter) const override {
-    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-    MLIRContext *ctx = b.getContext();
-    Value r = mapTiles(
-        b, op.getType(), {a.getScores(), a.getRows(), a.getCols(), a.getSlopes()},
-        {b.getMultiDimIdentityMap(2), rowMap(ctx), colMap(ctx), rowMap(ctx)},
-        [&](ImplicitLocOpBuilder &ib, ValueRange x) -> Value {
-          Value q = arith::AddIOp::create(ib, x[1], a.getOffset());
-          Value dist = math::AbsIOp::create(ib, arith::SubIOp::create(ib, q, x[2]));
-          Value distF = arith::SIToFPOp::create(ib, ib.getF32Type(), dist);
-          return arith::SubFOp::create(ib, x[0],
-                                       arith::MulFOp::create(ib, x[3], distF));
-        });
-    rewriter.replaceOp(op, r);
-    return success();
-  }
-};
-
-//===----------------------------------------------------------------------===//
-// Rotary
-//===----------------------------------------------------------------------===//
 
 struct RotaryLowering : OpConversionPattern<RotaryOp> {
   using OpConversionPattern::OpConversionPattern;
@@ -937,6 +694,13 @@ struct ConvertFakvToCPUPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     MLIRContext *ctx = &getContext();
+    // The composite ops become tile primitives first, by the rewrites the
+    // GPU pipeline runs (fakv-decompose, with exp2): one implementation.
+    {
+      RewritePatternSet decompose(ctx);
+      populateFakvDecomposePatterns(decompose, /*useExp2=*/true);
+      walkAndApplyPatterns(module, FrozenRewritePatternSet(std::move(decompose)));
+    }
     module.walk([](func::FuncOp f) {
       // Divisibility facts serve the GPU lowering; the converted arguments
       // are no longer fakv types.
@@ -966,9 +730,7 @@ struct ConvertFakvToCPUPass
                  ExpandDimsLowering, ReshapeLowering, CastLowering,
                  LoadLowering,
                  StoreLowering, PagedLoadLowering, DotLowering, ReduceLowering,
-                 OnlineSoftmaxLowering, LseCombineLowering, LengthMaskLowering,
-                 CausalMaskLowering, WindowMaskLowering, SoftcapLowering,
-                 AlibiLowering, RotaryLowering, PtrOfLowering, LaunchLowering>(
+                 RotaryLowering, PtrOfLowering, LaunchLowering>(
         converter, ctx);
     populatePointerLoweringPatterns(converter, patterns);
     populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns,

@@ -13,7 +13,9 @@ include "mlir/Pass/PassBase.td"
 def ConvertFakvToCPU : Pass<"convert-fakv-to-cpu", "::mlir::ModuleOp"> {
   let summary = "Lower fakv to upstream tensor/linalg/scf/llvm ops that run on the host";
   let description = [{
-    The reference semantics of every fakv op, executable on the CPU. Tiles stay
+    Every fakv op, executable on the CPU. The composite ops are first
+    rewritten by fakv-decompose's patterns (with exp2), as on the GPU, so
+    the CPU runs the decomposition the GPU executes. Tiles stay
     tensors (to be bufferized by upstream passes); `!fakv.ptr` becomes
     `!llvm.ptr` and memory ops become guarded `llvm.load`/`llvm.store`; a kernel
     gets six trailing `i32` arguments (program id x, y, z, then the grid

@@ -307,11 +307,8 @@ struct FakvDecomposePass
     : public fakv::impl::FakvDecomposeBase<FakvDecomposePass> {
   using FakvDecomposeBase::FakvDecomposeBase;
   void runOnOperation() override {
-    MLIRContext *ctx = &getContext();
-    RewritePatternSet patterns(ctx);
-    patterns.add<DecomposeOnlineSoftmax, DecomposeLseCombine>(ctx, useExp2);
-    patterns.add<DecomposeLengthMask, DecomposeCausalMask, DecomposeWindowMask,
-                 DecomposeSoftcap, DecomposeAlibi>(ctx);
+    RewritePatternSet patterns(&getContext());
+    populateFakvDecomposePatterns(patterns, useExp2);
     GreedyRewriteConfig config;
     config.enableFolding(false);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns),
@@ -320,3 +317,11 @@ struct FakvDecomposePass
   }
 };
 } // namespace
+
+void mlir::fakv::populateFakvDecomposePatterns(RewritePatternSet &patterns,
+                                               bool useExp2) {
+  MLIRContext *ctx = patterns.getContext();
+  patterns.add<DecomposeOnlineSoftmax, DecomposeLseCombine>(ctx, useExp2);
+  patterns.add<DecomposeLengthMask, DecomposeCausalMask, DecomposeWindowMask,
+               DecomposeSoftcap, DecomposeAlibi>(ctx);
+}

@@ -20,6 +20,11 @@ namespace mlir::fakv {
 #define GEN_PASS_REGISTRATION
 #include "passes/Passes.h.inc"
 
+/// fakv-decompose's rewrites of the composite ops (online_softmax,
+/// lse_combine, the masks, softcap, alibi) into tile primitives; the CPU
+/// lowering applies them too, so that both paths run one implementation.
+void populateFakvDecomposePatterns(RewritePatternSet &patterns, bool useExp2);
+
 } // namespace mlir::fakv
 
 #endif // FAKV_PASSES_PASSES_H

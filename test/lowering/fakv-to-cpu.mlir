@@ -89,20 +89,21 @@ func.func @dot(%a: tensor<4x8xbf16>, %b: tensor<5x8xbf16>, %c: tensor<4x5xf32>) 
 
 // -----
 
-// The online-softmax step: row max, new max, exp against it (0 when -inf),
-// alpha, row sum, new sum.
+// The online-softmax step, decomposed first by fakv-decompose's rewrites (the
+// GPU's formula, in log2 units): scaled scores, row max, new max (a row still
+// at -inf subtracts 0), exp2 against it, alpha, row sum, new sum.
 // CHECK-LABEL: func.func @softmax(
-// CHECK: linalg.reduce
+// CHECK: %[[T:.*]] = arith.mulf %{{.*}}, %{{.*}} : tensor<4x8xf32>
+// CHECK: linalg.reduce ins(%[[T]]
 // CHECK:   arith.maximumf
-// CHECK: linalg.generic
-// CHECK:   arith.maximumf
-// CHECK: linalg.generic
-// CHECK:   math.exp
-// CHECK:   arith.select
-// CHECK: linalg.generic
-// CHECK:   math.exp
+// CHECK: %[[M1:.*]] = arith.maximumf %{{.*}} : tensor<4xf32>
+// CHECK: arith.select %{{.*}}, %{{.*}}, %[[M1]] : tensor<4xi1>, tensor<4xf32>
+// CHECK: %[[D:.*]] = arith.subf %[[T]], %{{.*}} : tensor<4x8xf32>
+// CHECK: math.exp2 %[[D]] : tensor<4x8xf32>
+// CHECK: math.exp2 %{{.*}} : tensor<4xf32>
 // CHECK: linalg.reduce
 // CHECK:   arith.addf
+// CHECK-NOT: fakv.online_softmax
 func.func @softmax(%s: tensor<4x8xf32>, %m: tensor<4xf32>, %l: tensor<4xf32>) -> tensor<4x8xf32> {
   %m1, %l1, %p, %a = fakv.online_softmax %s, %m, %l : tensor<4x8xf32>, tensor<4xf32>
   return %p : tensor<4x8xf32>
