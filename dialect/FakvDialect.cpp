@@ -2,6 +2,7 @@
 
 #include "dialect/FakvDialect.h"
 
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/IR/DialectImplementation.h"
@@ -66,8 +67,9 @@ LogicalResult FakvDialect::verifyOperationAttribute(Operation *op,
   if (func.getFunctionType().getNumResults() != 0)
     return op->emitError() << "a fakv kernel returns nothing; it writes its "
                               "results through pointer arguments";
+  // (!llvm.ptr: a tensor map fakvgpu-tma-arguments appended.)
   for (Type t : func.getArgumentTypes())
-    if (!isa<PtrType, IntegerType, FloatType>(t))
+    if (!isa<PtrType, IntegerType, FloatType, LLVM::LLVMPointerType>(t))
       return op->emitError() << "a fakv kernel argument must be a !fakv.ptr, "
                                 "an integer or a float, got "
                              << t;

@@ -5,11 +5,46 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 using namespace mlir;
 using namespace mlir::fakv;
 using namespace mlir::fakv::codegen;
 using fakvgpu::LinearLayout;
+
+Type codegen::ptrType(MLIRContext *ctx, unsigned space) {
+  return LLVM::LLVMPointerType::get(ctx, space);
+}
+
+bool codegen::isLinearTile(Type t) {
+  auto rt = dyn_cast<RankedTensorType>(t);
+  return rt && isa_and_present<fakvgpu::LinearAttr>(rt.getEncoding());
+}
+
+Value codegen::vecElement(OpBuilder &b, Location loc, Value vec, int64_t i) {
+  return vector::ExtractOp::create(b, loc, vec, ArrayRef<int64_t>{i});
+}
+
+Value codegen::fromElements(OpBuilder &b, Location loc, Type vecType,
+                   ArrayRef<Value> elems) {
+  return vector::FromElementsOp::create(b, loc, cast<VectorType>(vecType),
+                                        elems);
+}
+
+Value codegen::ifValue(OpBuilder &b, Location loc, Value cond, Type t,
+              function_ref<Value(OpBuilder &)> then,
+              function_ref<Value(OpBuilder &)> otherwise) {
+  auto ifOp = scf::IfOp::create(b, loc, TypeRange{t}, cond, true);
+  {
+    OpBuilder tb = OpBuilder::atBlockBegin(&ifOp.getThenRegion().front());
+    scf::YieldOp::create(tb, loc, then(tb));
+  }
+  {
+    OpBuilder eb = OpBuilder::atBlockBegin(&ifOp.getElseRegion().front());
+    scf::YieldOp::create(eb, loc, otherwise(eb));
+  }
+  return ifOp.getResult(0);
+}
 
 Value codegen::i32(OpBuilder &b, Location loc, int64_t v) {
   return arith::ConstantIntOp::create(b, loc, v, 32);

@@ -2,7 +2,7 @@
 //
 // Per-thread code for tiles: which thread of which role runs an op, the
 // coordinates a thread's registers hold, shared-memory addresses, role-wide
-// barriers. Used by the patterns in FakvGPUToNVVM.cpp and DotToNVVM.cpp.
+// barriers; and the pattern sets of convert-fakvgpu-to-nvvm by op family.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,6 +13,7 @@
 #include "dialect/LinearLayout.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/Transforms/DialectConversion.h"
@@ -30,6 +31,9 @@ constexpr llvm::StringLiteral kTmaBoxesAttr = "fakvgpu.tma_boxes";
 constexpr llvm::StringLiteral kMaxRegistersAttr = "fakvgpu.max_registers";
 /// A load or store whose vectors are aligned whatever the run-time values.
 constexpr llvm::StringLiteral kAlignedAttr = "fakvgpu.aligned";
+/// A kernel convert-fakvgpu-to-nvvm converted (its fakv.kernel attribute,
+/// whose verifier wants fakv argument types, replaced), to be outlined.
+constexpr llvm::StringLiteral kConvertedKernelAttr = "fakvgpu.converted_kernel";
 /// The dynamic shared memory of a kernel module.
 constexpr llvm::StringLiteral kSmemSymbol = "fakv_smem";
 /// Bytes added to a kernel's shared memory so its base can be 1024-aligned.
@@ -87,7 +91,34 @@ int64_t sharedRows(Value tile);
 /// Bytes of a #fakvgpu.shared tile stored with `rows` rows.
 int64_t sharedTileBytes(RankedTensorType tile, int64_t rows);
 
-/// Patterns of DotToNVVM.cpp.
+/// An LLVM pointer in address space `space` (1: global, 3: shared).
+Type ptrType(MLIRContext *ctx, unsigned space);
+/// Whether `t` is a tile in a #fakvgpu.linear layout.
+bool isLinearTile(Type t);
+/// Element `i` of a thread's vector; a vector of `elems`.
+Value vecElement(OpBuilder &b, Location loc, Value vec, int64_t i);
+Value fromElements(OpBuilder &b, Location loc, Type vecType,
+                   ArrayRef<Value> elems);
+/// `if (cond) then() -> T else otherwise()`.
+Value ifValue(OpBuilder &b, Location loc, Value cond, Type t,
+              function_ref<Value(OpBuilder &)> then,
+              function_ref<Value(OpBuilder &)> otherwise);
+
+/// Marks the loads and stores of `func` whose vectors are aligned whatever
+/// the run-time values (kAlignedAttr; MemoryToNVVM.cpp).
+void markAlignedAccesses(func::FuncOp func);
+
+/// The patterns of convert-fakvgpu-to-nvvm, one set per op family:
+/// program ids, tile construction, elementwise math, reductions and layout
+/// conversions (TileOpsToNVVM.cpp); global loads and stores
+/// (MemoryToNVVM.cpp); rings, barriers and asynchronous copies
+/// (AsyncCopyToNVVM.cpp); matmuls (DotToNVVM.cpp).
+void populateTileOpsToNVVMPatterns(const TypeConverter &converter,
+                                   RewritePatternSet &patterns);
+void populateMemoryToNVVMPatterns(const TypeConverter &converter,
+                                  RewritePatternSet &patterns);
+void populateAsyncCopyToNVVMPatterns(const TypeConverter &converter,
+                                     RewritePatternSet &patterns);
 void populateDotToNVVMPatterns(const TypeConverter &converter,
                                RewritePatternSet &patterns);
 

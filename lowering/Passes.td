@@ -46,7 +46,7 @@ def FakvGuardCPUDivision : Pass<"fakv-guard-cpu-division", "::mlir::ModuleOp"> {
 }
 
 def ConvertFakvGPUToNVVM : Pass<"convert-fakvgpu-to-nvvm", "::mlir::ModuleOp"> {
-  let summary = "Lower kernels with layouts (fakv + fakvgpu) to a gpu.module of NVVM, LLVM and vector ops";
+  let summary = "Lower prepared kernels with layouts (fakv + fakvgpu) to NVVM, LLVM and vector ops";
   let description = [{
     Each tile becomes the vector of the elements its thread holds (or a
     shared-memory address); each op, the per-thread code for its layouts;
@@ -62,6 +62,60 @@ def ConvertFakvGPUToNVVM : Pass<"convert-fakvgpu-to-nvvm", "::mlir::ModuleOp"> {
     "::mlir::LLVM::LLVMDialect", "::mlir::NVVM::NVVMDialect",
     "::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect",
   ];
+}
+
+def FakvGPULowerWarpSpecialize : Pass<"fakvgpu-lower-warp-specialize", "::mlir::ModuleOp"> {
+  let summary = "Split fakvgpu.warp_specialize into one scf.if per warpgroup role";
+  let description = [{
+    Each region of a `fakvgpu.warp_specialize` moves into an `scf.if` on the
+    thread id, marked `fakvgpu.role = [first thread, threads, named barrier]`;
+    with register counts, `setmaxnreg` opens each role and the kernel gets
+    `fakvgpu.max_registers` (their average). First step of the lowering to NVVM.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::NVVM::NVVMDialect", "::mlir::scf::SCFDialect"];
+}
+
+def FakvGPUPlanSharedMemory : Pass<"fakvgpu-plan-shared-memory", "::mlir::ModuleOp"> {
+  let summary = "Place a kernel's shared-memory buffers";
+  let description = [{
+    Rings (1024-aligned), barriers and shared operand tiles one after the
+    other, then one scratch area (128-aligned) that every layout conversion
+    and cross-warp reduction reuses: `fakvgpu.smem_offset` on each, and
+    `fakvgpu.smem_bytes` (plus 1024 bytes of alignment slack) on the kernel.
+  }];
+}
+
+def FakvGPUTmaArguments : Pass<"fakvgpu-tma-arguments", "::mlir::ModuleOp"> {
+  let summary = "Append a tensor-map argument per cache copied by TMA";
+  let description = [{
+    Each `fakvgpu.async_paged_load` that uses TMA gets `fakvgpu.tma_param`,
+    the index of a new trailing pointer argument (one per cache argument and
+    box height); the kernel gets `fakvgpu.tma_args` (the cache arguments they
+    describe) and `fakvgpu.tma_boxes` (box rows), which the host reads.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
+def FakvGPUMarkAligned : Pass<"fakvgpu-mark-aligned", "::mlir::ModuleOp"> {
+  let summary = "Mark loads and stores whose vectors are aligned whatever the run-time values";
+  let description = [{
+    From the divisibility of pointers, offsets and strides
+    (`fakv.divisibility` and constants): `fakvgpu.aligned` on a `fakv.load` /
+    `fakv.store` lets the conversion emit one vector access without a
+    run-time address check.
+  }];
+}
+
+def FakvGPUOutlineKernels : Pass<"fakvgpu-outline-kernels", "::mlir::ModuleOp"> {
+  let summary = "Move converted kernels into gpu.module @fakv_kernels as gpu.func";
+  let description = [{
+    After convert-fakvgpu-to-nvvm: each kernel becomes a `gpu.func` with
+    `known_block_size`, `fakvgpu.smem_bytes`, `fakvgpu.tma_args`,
+    `fakvgpu.tma_boxes`, `fakvgpu.num_warps` and, when set,
+    `fakvgpu.max_registers` and `fakv.grid_packing`; the module gets the
+    external shared array `fakv_smem`.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::LLVM::LLVMDialect"];
 }
 
 def FakvKernelABI : Pass<"fakv-kernel-abi", "::mlir::ModuleOp"> {

@@ -82,7 +82,12 @@ void fakv::buildFakvToFakvGPUPipeline(OpPassManager &pm,
 
 void fakv::buildFakvGPUToLLVMPipeline(OpPassManager &pm,
                                       const FakvToCubinOptions &o) {
+  pm.addPass(createFakvGPULowerWarpSpecialize());
+  pm.addPass(createFakvGPUPlanSharedMemory());
+  pm.addPass(createFakvGPUTmaArguments());
+  pm.addPass(createFakvGPUMarkAligned());
   pm.addPass(createConvertFakvGPUToNVVM());
+  pm.addPass(createFakvGPUOutlineKernels());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   pm.addPass(createSCFToControlFlowPass());

@@ -11,7 +11,7 @@
 // REGS-SAME: nvvm.maxnreg = 96 : i32
 // REGS: nvvm.setmaxregister  decrease 24
 // REGS: nvvm.setmaxregister  increase 168
-// RUN: fakv-opt %S/../passes/Inputs/attention.mlir --fakv-to-fakvgpu --convert-fakvgpu-to-nvvm | FileCheck %s
+// RUN: fakv-opt %S/../passes/Inputs/attention.mlir --fakv-to-fakvgpu --fakvgpu-lower-warp-specialize --fakvgpu-plan-shared-memory --fakvgpu-tma-arguments --fakvgpu-mark-aligned --convert-fakvgpu-to-nvvm --fakvgpu-outline-kernels | FileCheck %s
 
 // CHECK: module attributes {gpu.container_module}
 // CHECK: gpu.module @fakv_kernels

@@ -3,7 +3,7 @@
 // address at run time (ptrtoint, and, cmp) and falls back to elements;
 // with {fakv.divisibility = 16} on the pointer and the row stride the
 // lowering knows every vector is aligned and checks bounds only.
-// RUN: fakv-opt %s --split-input-file --fakv-to-fakvgpu --convert-fakvgpu-to-nvvm | FileCheck %s
+// RUN: fakv-opt %s --split-input-file --fakv-to-fakvgpu --fakvgpu-lower-warp-specialize --fakvgpu-plan-shared-memory --fakvgpu-tma-arguments --fakvgpu-mark-aligned --convert-fakvgpu-to-nvvm --fakvgpu-outline-kernels | FileCheck %s
 
 // CHECK-LABEL: gpu.func @copy_unknown
 // CHECK: llvm.ptrtoint

@@ -17,7 +17,11 @@ import tempfile
 PIPELINES = {
     "fakv": [["--canonicalize"], ["--fakv-to-llvm-cpu"], ["--fakv-to-fakvgpu"], ["--fakv-pack-gqa", "--fakv-decompose"],
              ["--fakv-to-fakvgpu", "--fakvgpu-to-llvm"]],
-    "fakvgpu": [["--convert-fakvgpu-to-nvvm"], ["--fakvgpu-to-llvm"], ["--canonicalize"]],   # IR after fakv-to-fakvgpu
+    "fakvgpu": [["--fakvgpu-to-llvm"], ["--canonicalize"], ["--fakvgpu-lower-warp-specialize"],   # IR after fakv-to-fakvgpu
+                ["--fakvgpu-plan-shared-memory"], ["--fakvgpu-tma-arguments"], ["--fakvgpu-mark-aligned"],
+                ["--convert-fakvgpu-to-nvvm"], ["--fakvgpu-outline-kernels"],
+                ["--fakvgpu-lower-warp-specialize", "--fakvgpu-plan-shared-memory", "--fakvgpu-tma-arguments",
+                 "--convert-fakvgpu-to-nvvm", "--fakvgpu-outline-kernels"]],
 }
 TYPES = ["f32", "f16", "bf16", "i32", "i64", "i1", "index"]
 OPS = ["fakv.dot", "fakv.load", "fakv.store", "fakv.online_softmax", "fakv.reduce", "fakv.splat", "fakv.arange",

@@ -1,0 +1,372 @@
+//===- AsyncCopyToNVVM.cpp - rings, barriers, asynchronous copies -----------===//
+//
+// Shared-memory rings and mbarriers at the offsets fakvgpu-plan-shared-memory
+// placed; ring_view, wait (mbarrier try_wait on a phase), arrive;
+// async_paged_load as TMA (cp.async.bulk.tensor through the tensor map
+// fakvgpu-tma-arguments appended) or a cp.async gather (16-byte chunks, or
+// element by element where rows are not known to be aligned), a page outside
+// the cache reported.
+//
+//===----------------------------------------------------------------------===//
+
+#include "lowering/GPUCodegen.h"
+#include "lowering/PointerLowering.h"
+
+#include "dialect/FakvDialect.h"
+#include "dialect/FakvGPUDialect.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+using namespace mlir;
+using namespace mlir::fakv;
+using namespace mlir::fakv::codegen;
+using fakvgpu::LinearLayout;
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Rings, barriers, asynchronous copies
+//===----------------------------------------------------------------------===//
+
+struct AllocRingLowering : OpConversionPattern<fakvgpu::AllocRingOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fakvgpu::AllocRingOp op, OpAdaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOp(op, smemOf(rewriter, op.getLoc(), op));
+    return success();
+  }
+};
+
+struct AllocBarriersLowering : OpConversionPattern<fakvgpu::AllocBarriersOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fakvgpu::AllocBarriersOp op, OpAdaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value bars = smemOf(rewriter, loc, op);
+    Value tid = roleThreadId(rewriter, loc, op);
+    Value first = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq,
+                                        tid, i32(rewriter, loc, 0));
+    auto ifOp = scf::IfOp::create(rewriter, loc, first, false);
+    {
+      OpBuilder tb = OpBuilder::atBlockBegin(&ifOp.getThenRegion().front());
+      for (int64_t i = 0; i < op.getType().getCount(); ++i)
+        NVVM::MBarrierInitOp::create(
+            tb, loc, addBytes(tb, loc, bars, i32(tb, loc, 8 * i)),
+            i32(tb, loc, op.getArrivals()), Value());
+    }
+    NVVM::FenceMbarrierInitOp::create(rewriter, loc);
+    syncRole(rewriter, loc, op);
+    rewriter.replaceOp(op, bars);
+    return success();
+  }
+};
+
+Value barrierAt(OpBuilder &b, Location loc, Value bars, Value index) {
+  return addBytes(b, loc, bars,
+                  arith::MulIOp::create(b, loc, index, i32(b, loc, 8)));
+}
+
+Value slotAt(OpBuilder &b, Location loc, Value ring, fakvgpu::RingType type,
+             Value slot) {
+  int64_t bytes = sharedTileBytes(type.getTile(), type.getTile().getDimSize(0));
+  return addBytes(b, loc, ring,
+                  arith::MulIOp::create(b, loc, slot, i32(b, loc, bytes)));
+}
+
+struct RingViewLowering : OpConversionPattern<fakvgpu::RingViewOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fakvgpu::RingViewOp op, OpAdaptor a,
+                  ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOp(op, slotAt(rewriter, op.getLoc(), a.getRing(),
+                                  op.getRing().getType(), a.getSlot()));
+    return success();
+  }
+};
+
+struct WaitLowering : OpConversionPattern<fakvgpu::WaitOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fakvgpu::WaitOp op, OpAdaptor a,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    NVVM::MBarrierTryWaitParityOp::create(
+        rewriter, loc, barrierAt(rewriter, loc, a.getBarriers(), a.getIndex()),
+        a.getPhase(), i32(rewriter, loc, 10000000));
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct ArriveLowering : OpConversionPattern<fakvgpu::ArriveOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fakvgpu::ArriveOp op, OpAdaptor a,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    NVVM::MBarrierArriveOp::create(
+        rewriter, loc, TypeRange{},
+        barrierAt(rewriter, loc, a.getBarriers(), a.getIndex()), Value());
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct ClearRowsLowering : OpConversionPattern<fakvgpu::ClearRowsOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fakvgpu::ClearRowsOp op, OpAdaptor a,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RankedTensorType tile = op.getRing().getType().getTile();
+    int64_t rows = tile.getDimSize(0), cols = tile.getDimSize(1);
+    int64_t chunksPerRow = cols * tile.getElementTypeBitWidth() / 8 / 16;
+    int64_t threads = roleOf(op).count;
+    Value first = arith::MaxSIOp::create(rewriter, loc, a.getFirst(),
+                                         i32(rewriter, loc, 0));
+    Value partial = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::slt,
+                                          first, i32(rewriter, loc, rows));
+    auto ifOp = scf::IfOp::create(rewriter, loc, partial, false);
+    OpBuilder tb = OpBuilder::atBlockBegin(&ifOp.getThenRegion().front());
+    Value slot = slotAt(tb, loc, a.getRing(), op.getRing().getType(), a.getSlot());
+    Value tid = roleThreadId(tb, loc, op);
+    auto zero = arith::ConstantOp::create(
+        tb, loc, VectorType::get({4}, tb.getI32Type()),
+        DenseElementsAttr::get(VectorType::get({4}, tb.getI32Type()),
+                               ArrayRef<int32_t>{0, 0, 0, 0}));
+    for (int64_t q0 = 0; q0 < rows * chunksPerRow; q0 += threads) {
+      Value q = arith::AddIOp::create(tb, loc, tid, i32(tb, loc, q0));
+      Value row = arith::DivUIOp::create(tb, loc, q, i32(tb, loc, chunksPerRow));
+      Value col = arith::MulIOp::create(
+          tb, loc, arith::RemUIOp::create(tb, loc, q, i32(tb, loc, chunksPerRow)),
+          i32(tb, loc, 8));
+      Value cond = arith::AndIOp::create(
+          tb, loc,
+          arith::CmpIOp::create(tb, loc, arith::CmpIPredicate::sge, row, first),
+          arith::CmpIOp::create(tb, loc, arith::CmpIPredicate::slt, row,
+                                i32(tb, loc, rows)));
+      auto inner = scf::IfOp::create(tb, loc, cond, false);
+      OpBuilder ib = OpBuilder::atBlockBegin(&inner.getThenRegion().front());
+      LLVM::StoreOp::create(
+          ib, loc, zero,
+          addBytes(ib, loc, slot, swizzledOffset(ib, loc, row, col, rows)), 16);
+    }
+    NVVM::FenceProxyOp::create(
+        tb, loc, NVVM::ProxyKind::async_shared,
+        NVVM::SharedSpaceAttr::get(tb.getContext(), NVVM::SharedSpace::shared_cta));
+    syncRole(tb, loc, op);
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+/// A page outside [0, num_pages) is bad data (fakv.paged_load): it is
+/// reported when the op says where; the copy reads nothing of it (TMA fills
+/// out-of-range boxes with zeros; the gather masks it). Only pages of rows
+/// that are read (`live`, or every row when null) are reported. Returns
+/// whether the page is inside.
+Value checkPage(OpBuilder &b, Location loc, fakvgpu::AsyncPagedLoadOp::Adaptor a,
+                Value page, Value live = Value()) {
+  Value outside = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge,
+                                        page, a.getNumPages());
+  if (a.getError())
+    reportIf(b, loc, a.getError(),
+             live ? arith::AndIOp::create(b, loc, outside, live).getResult() : outside,
+             a.getErrorCode());
+  return arith::XOrIOp::create(b, loc, outside,
+                               arith::ConstantIntOp::create(b, loc, 1, 1));
+}
+
+struct AsyncPagedLoadLowering : OpConversionPattern<fakvgpu::AsyncPagedLoadOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(fakvgpu::AsyncPagedLoadOp op, OpAdaptor a,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RankedTensorType tile = op.getRing().getType().getTile();
+    int64_t rows = tile.getDimSize(0), cols = tile.getDimSize(1);
+    int64_t elemBytes = tile.getElementTypeBitWidth() / 8;
+    Value slot = slotAt(rewriter, loc, a.getRing(), op.getRing().getType(),
+                        a.getSlot());
+    Value bar = barrierAt(rewriter, loc, a.getSignal(), a.getSlot());
+    Value tid = roleThreadId(rewriter, loc, op);
+    Value pos = a.getLeftpad()
+                    ? Value(arith::AddIOp::create(rewriter, loc, a.getRow(),
+                                                  a.getLeftpad()))
+                    : a.getRow();
+
+    // addTensorMapArguments decided TMA before the conversion started.
+    if (auto tma = op->getAttrOfType<IntegerAttr>("fakvgpu.tma_param")) {
+      auto func = op->getParentOfType<FunctionOpInterface>();
+      Value map = func.getArgument(tma.getInt());
+      Value leader = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq,
+                                           tid, i32(rewriter, loc, 0));
+      auto ifOp = scf::IfOp::create(rewriter, loc, leader, false);
+      OpBuilder tb = OpBuilder::atBlockBegin(&ifOp.getThenRegion().front());
+      Value page, offset;
+      if (a.getTable()) {
+        Value pageIdx = arith::DivSIOp::create(tb, loc, pos, a.getPageSize());
+        offset = arith::RemSIOp::create(tb, loc, pos, a.getPageSize());
+        Value idx = arith::ExtSIOp::create(tb, loc, tb.getI64Type(), pageIdx);
+        page = LLVM::LoadOp::create(
+            tb, loc, tb.getI32Type(),
+            elementAddress(tb, loc, a.getTable(), idx, tb.getI32Type()));
+      } else {
+        page = a.getPage();
+        offset = pos;
+      }
+      checkPage(tb, loc, a, page);
+      NVVM::MBarrierArriveExpectTxOp::create(
+          tb, loc, TypeRange{}, bar, i32(tb, loc, rows * cols * elemBytes),
+          NVVM::MemScopeKind::CTA, false, Value());
+      auto ptr7 = ptrType(tb.getContext(), 7);
+      for (int64_t p = 0; p < cols / 64; ++p) {
+        Value dst = addBytes(tb, loc, slot, i32(tb, loc, p * rows * 128));
+        Value dst7 = LLVM::AddrSpaceCastOp::create(tb, loc, ptr7, dst);
+        NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
+            tb, loc, dst7, map,
+            ValueRange{i32(tb, loc, 64 * p), a.getHead(), offset, page}, bar,
+            ValueRange{}, Value(), Value(),
+            NVVM::TMALoadModeAttr::get(tb.getContext(), NVVM::TMALoadMode::TILE),
+            tb.getBoolAttr(false), NVVM::CTAGroupKindAttr(), Value());
+      }
+      rewriter.eraseOp(op);
+      return success();
+    }
+
+    // cp.async gather: 16-byte chunks, rows past `valid` zero-filled.
+    int64_t chunksPerRow = cols * elemBytes / 16;
+    bool wholeChunks = op->hasAttr(fakvgpu::kWholeChunksAttr);
+    int64_t threads = roleOf(op).count;
+    Type et = tile.getElementType();
+    for (int64_t q0 = 0; q0 < rows * chunksPerRow; q0 += threads) {
+      Value q = arith::AddIOp::create(rewriter, loc, tid, i32(rewriter, loc, q0));
+      Value inTile = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::slt,
+                                           q, i32(rewriter, loc, rows * chunksPerRow));
+      auto ifOp = scf::IfOp::create(rewriter, loc, inTile, false);
+      OpBuilder tb = OpBuilder::atBlockBegin(&ifOp.getThenRegion().front());
+      Value r = arith::DivUIOp::create(tb, loc, q, i32(tb, loc, chunksPerRow));
+      Value col = arith::MulIOp::create(
+          tb, loc, arith::RemUIOp::create(tb, loc, q, i32(tb, loc, chunksPerRow)),
+          i32(tb, loc, 16 / elemBytes));
+      Value key = arith::AddIOp::create(tb, loc, a.getRow(), r);
+      Value valid = arith::CmpIOp::create(tb, loc, arith::CmpIPredicate::slt, key,
+                                          a.getValid());
+      Value rowValid = valid;
+      if (a.getChannels())
+        valid = arith::AndIOp::create(
+            tb, loc, valid,
+            arith::CmpIOp::create(tb, loc, arith::CmpIPredicate::slt, col,
+                                  a.getChannels()));
+      Value p = a.getLeftpad() ? Value(arith::AddIOp::create(tb, loc, key, a.getLeftpad()))
+                               : key;
+      Value pageIdx = arith::DivSIOp::create(tb, loc, p, a.getPageSize());
+      Value offset = arith::RemSIOp::create(tb, loc, p, a.getPageSize());
+      Value page;
+      if (a.getTable()) {
+        Value idx = arith::ExtSIOp::create(tb, loc, tb.getI64Type(), pageIdx);
+        page = ifValue(
+            tb, loc, rowValid, tb.getI32Type(),
+            [&](OpBuilder &vb) -> Value {
+              return LLVM::LoadOp::create(
+                  vb, loc, vb.getI32Type(),
+                  elementAddress(vb, loc, a.getTable(), idx, vb.getI32Type()));
+            },
+            [&](OpBuilder &eb) -> Value { return i32(eb, loc, 0); });
+      } else {
+        page = arith::AddIOp::create(tb, loc, a.getPage(), pageIdx);
+      }
+      Value rowOk = arith::AndIOp::create(tb, loc, rowValid, checkPage(tb, loc, a, page, rowValid));
+      valid = arith::AndIOp::create(tb, loc, valid, rowOk);
+      auto ext = [&](Value v) {
+        return arith::ExtSIOp::create(tb, loc, tb.getI64Type(), v);
+      };
+      Value rowElem = arith::MulIOp::create(tb, loc, ext(page), a.getPageStride());
+      rowElem = arith::AddIOp::create(
+          tb, loc, rowElem, arith::MulIOp::create(tb, loc, ext(offset), a.getRowStride()));
+      rowElem = arith::AddIOp::create(
+          tb, loc, rowElem, arith::MulIOp::create(tb, loc, ext(a.getHead()), a.getHeadStride()));
+      rowElem = arith::AddIOp::create(tb, loc, rowElem, ext(col));
+      Value elem = arith::SelectOp::create(tb, loc, valid, rowElem, i64(tb, loc, 0));
+      Value src = elementAddress(tb, loc, a.getCache(), elem, et);
+      Value dst = addBytes(tb, loc, slot, swizzledOffset(tb, loc, r, col, rows));
+      auto copyChunk = [&](OpBuilder &cb) {
+        Value srcSize = arith::SelectOp::create(cb, loc, valid, i32(cb, loc, 16),
+                                                i32(cb, loc, 0));
+        NVVM::CpAsyncOp::create(
+            cb, loc, dst, src, cb.getI32IntegerAttr(16),
+            NVVM::LoadCacheModifierKindAttr::get(cb.getContext(),
+                                                 NVVM::LoadCacheModifierKind::CG),
+            srcSize);
+      };
+      if (wholeChunks) {
+        copyChunk(tb);
+        continue;
+      }
+      // Rows not known to be 16-byte aligned (a head dimension that is not
+      // a multiple of 8, say), or a chunk across the channels' end: a
+      // 16-byte copy where the chunk is aligned and whole, else element by
+      // element (plain loads and stores; the fence below makes them
+      // visible to the tensor cores).
+      Value aligned = arith::CmpIOp::create(
+          tb, loc, arith::CmpIPredicate::eq,
+          arith::AndIOp::create(tb, loc,
+                                LLVM::PtrToIntOp::create(tb, loc, tb.getI64Type(), src),
+                                i64(tb, loc, 15)),
+          i64(tb, loc, 0));
+      if (a.getChannels())
+        aligned = arith::AndIOp::create(
+            tb, loc, aligned,
+            arith::CmpIOp::create(tb, loc, arith::CmpIPredicate::sle,
+                                  arith::AddIOp::create(tb, loc, col, i32(tb, loc, 16 / elemBytes)),
+                                  a.getChannels()));
+      auto branch = scf::IfOp::create(tb, loc, aligned, /*withElseRegion=*/true);
+      OpBuilder vb = OpBuilder::atBlockBegin(&branch.getThenRegion().front());
+      copyChunk(vb);
+      OpBuilder eb = OpBuilder::atBlockBegin(&branch.getElseRegion().front());
+      Type intType = eb.getIntegerType(elemBytes * 8);
+      for (int64_t e = 0; e < 16 / elemBytes; ++e) {
+        Value ok = rowOk;
+        if (a.getChannels())
+          ok = arith::AndIOp::create(
+              eb, loc, ok,
+              arith::CmpIOp::create(eb, loc, arith::CmpIPredicate::slt,
+                                    arith::AddIOp::create(eb, loc, col, i32(eb, loc, e)),
+                                    a.getChannels()));
+        Value x = ifValue(
+            eb, loc, ok, intType,
+            [&](OpBuilder &lb) -> Value {
+              Value at = arith::AddIOp::create(lb, loc, rowElem, i64(lb, loc, e));
+              return LLVM::LoadOp::create(lb, loc, intType,
+                                          elementAddress(lb, loc, a.getCache(), at, et));
+            },
+            [&](OpBuilder &zb) -> Value {
+              return arith::ConstantOp::create(zb, loc, intType, zb.getIntegerAttr(intType, 0));
+            });
+        LLVM::StoreOp::create(eb, loc, x, addBytes(eb, loc, dst, i32(eb, loc, e * elemBytes)));
+      }
+    }
+    if (!wholeChunks)
+      NVVM::FenceProxyOp::create(
+          rewriter, loc, NVVM::ProxyKind::async_shared,
+          NVVM::SharedSpaceAttr::get(rewriter.getContext(), NVVM::SharedSpace::shared_cta));
+    NVVM::CpAsyncMBarrierArriveOp::create(rewriter, loc, bar,
+                                          rewriter.getBoolAttr(true));
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+} // namespace
+
+void codegen::populateAsyncCopyToNVVMPatterns(const TypeConverter &converter,
+                                              RewritePatternSet &patterns) {
+  patterns.add<AllocRingLowering, AllocBarriersLowering, RingViewLowering, WaitLowering, ArriveLowering, ClearRowsLowering, AsyncPagedLoadLowering>(converter, patterns.getContext());
+}

@@ -1,0 +1,19 @@
+// fakvgpu-mark-aligned: a load or store whose vectors are aligned whatever
+// the run-time values gets {fakvgpu.aligned}: 16-byte pointers and row
+// strides with a column offset of 0. Unknown strides, or a column offset of
+// 3 elements, leave it to the run-time check (vector-alignment.mlir shows
+// both in PTX-level IR).
+// RUN: fakv-opt %S/vector-alignment.mlir --split-input-file --fakv-to-fakvgpu | fakv-opt --split-input-file --fakvgpu-mark-aligned | FileCheck %s
+
+// CHECK-LABEL: func.func @copy_unknown
+// CHECK-NOT: fakvgpu.aligned
+// CHECK-LABEL: func.func @copy_aligned
+// CHECK: fakv.load {{.*}} {fakvgpu.aligned}
+// CHECK: fakv.store {{.*}} {fakvgpu.aligned}
+// CHECK-LABEL: func.func @stride_unknown
+// CHECK-NOT: fakvgpu.aligned
+// CHECK-LABEL: func.func @column_offset
+// CHECK: fakv.load
+// CHECK-NOT: fakvgpu.aligned
+// CHECK-SAME: -> tensor<64x64xbf16
+// CHECK: fakv.store {{.*}} {fakvgpu.aligned}

@@ -1,0 +1,12 @@
+// fakvgpu-outline-kernels: converted kernels move into gpu.module
+// @fakv_kernels as gpu.func, with the shared-memory symbol and what a launch
+// needs; host functions stay outside.
+// RUN: fakv-opt %S/Inputs/attention-fakvgpu.mlir --fakvgpu-lower-warp-specialize --fakvgpu-plan-shared-memory --fakvgpu-tma-arguments --convert-fakvgpu-to-nvvm -o %t.mlir
+// RUN: fakv-opt %t.mlir --fakvgpu-outline-kernels | FileCheck %s
+
+// CHECK: module attributes {gpu.container_module}
+// CHECK: gpu.module @fakv_kernels {
+// CHECK-NEXT: llvm.mlir.global external @fakv_smem() {addr_space = 3 : i32, alignment = 1024 : i64} : !llvm.array<0 x i8>
+// CHECK: gpu.func @attention({{.*}}) kernel attributes {fakvgpu.num_warps = 8 : i32, fakvgpu.smem_bytes = 26624 : i64, fakvgpu.tma_args = array<i32: 1, 2>, fakvgpu.tma_boxes = array<i32: 32, 32>, known_block_size = array<i32: 256, 1, 1>}
+// CHECK: gpu.return
+// CHECK-NOT: func.func
