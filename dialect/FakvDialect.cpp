@@ -13,6 +13,7 @@ using namespace mlir::fakv;
 
 #include "dialect/FakvDialect.cpp.inc"
 #include "dialect/FakvEnums.cpp.inc"
+#include "dialect/FakvAttrInterfaces.cpp.inc"
 
 #define GET_TYPEDEF_CLASSES
 #include "dialect/FakvTypes.cpp.inc"

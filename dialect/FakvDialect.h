@@ -21,6 +21,16 @@
 #include "dialect/FakvDialect.h.inc"
 #include "dialect/FakvEnums.h.inc"
 
+namespace mlir::fakv {
+/// The memory that tiles in a memory encoding live in (FakvInterfaces.td):
+/// shared memory on the GPU.
+struct TileMemoryResource : public SideEffects::Resource::Base<TileMemoryResource> {
+  StringRef getName() override { return "<fakv tile memory>"; }
+};
+} // namespace mlir::fakv
+
+#include "dialect/FakvAttrInterfaces.h.inc"
+
 #define GET_TYPEDEF_CLASSES
 #include "dialect/FakvTypes.h.inc"
 

@@ -4,6 +4,7 @@
 #define FAKV_GPU_ATTRS_TD
 
 include "dialect/FakvGPUDialect.td"
+include "dialect/FakvInterfaces.td"
 
 def FakvGPU_LinearAttr : FakvGPU_Attr<"Linear", "linear"> {
   let summary = "a register layout: element coordinates as a linear function of register, lane and warp bits";
@@ -31,7 +32,7 @@ def FakvGPU_LinearAttr : FakvGPU_Attr<"Linear", "linear"> {
   let genVerifyDecl = 1;
 }
 
-def FakvGPU_SharedAttr : FakvGPU_Attr<"Shared", "shared"> {
+def FakvGPU_SharedAttr : FakvGPU_Attr<"Shared", "shared", [Fakv_MemoryTileEncoding]> {
   let summary = "a tile in shared memory, as TMA writes it and wgmma reads it";
   let description = [{
     A `R x C` tile of 16-bit elements stored as `C / 64` panels of 64

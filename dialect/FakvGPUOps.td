@@ -37,13 +37,15 @@ def FakvGPU_AllocRingOp : FakvGPU_Op<"alloc_ring", [MemoryEffects<[MemAlloc]>]> 
   let assemblyFormat = "attr-dict `:` qualified(type($result))";
 }
 
-def FakvGPU_RingViewOp : FakvGPU_Op<"ring_view", [Pure,
+def FakvGPU_RingViewOp : FakvGPU_Op<"ring_view", [MemoryEffects<[MemRead<Fakv_TileMemory>]>,
     TypesMatchWith<"result is the ring's tile", "ring", "result",
                    "::llvm::cast<::mlir::fakvgpu::RingType>($_self).getTile()">]> {
   let summary = "the tile held in one slot of a ring";
   let description = [{
     A view, not a copy: reading it after the slot is refilled reads the new
-    data, so the pipeline's barriers order its uses.
+    data, so the pipeline's barriers order its uses. It reads
+    `Fakv_TileMemory`, which `wait` and `arrive` (barriers: they order
+    memory) and `async_paged_load` / `clear_rows` (which fill slots) write.
 
     ```mlir
     %k = fakvgpu.ring_view %k_ring[%slot] : !fakvgpu.ring<2, tensor<128x128xbf16, #shared>>
@@ -74,7 +76,8 @@ def FakvGPU_AllocBarriersOp : FakvGPU_Op<"alloc_barriers", [MemoryEffects<[MemAl
   let assemblyFormat = "`arrivals` $arrivals attr-dict `:` qualified(type($result))";
 }
 
-def FakvGPU_WaitOp : FakvGPU_Op<"wait"> {
+def FakvGPU_WaitOp : FakvGPU_Op<"wait",
+    [MemoryEffects<[MemRead<Fakv_TileMemory>, MemWrite<Fakv_TileMemory>]>]> {
   let summary = "wait until a barrier completes the given phase";
   let description = [{
     Blocks the calling threads until barrier `index` has completed the phase
@@ -88,7 +91,8 @@ def FakvGPU_WaitOp : FakvGPU_Op<"wait"> {
   let assemblyFormat = "$barriers `[` $index `]` `,` $phase attr-dict `:` qualified(type($barriers))";
 }
 
-def FakvGPU_ArriveOp : FakvGPU_Op<"arrive"> {
+def FakvGPU_ArriveOp : FakvGPU_Op<"arrive",
+    [MemoryEffects<[MemRead<Fakv_TileMemory>, MemWrite<Fakv_TileMemory>]>]> {
   let summary = "arrive at a barrier (every calling thread counts once)";
   let description = [{
     ```mlir
@@ -99,7 +103,8 @@ def FakvGPU_ArriveOp : FakvGPU_Op<"arrive"> {
   let assemblyFormat = "$barriers `[` $index `]` attr-dict `:` qualified(type($barriers))";
 }
 
-def FakvGPU_AsyncPagedLoadOp : FakvGPU_Op<"async_paged_load", [AttrSizedOperandSegments]> {
+def FakvGPU_AsyncPagedLoadOp : FakvGPU_Op<"async_paged_load", [AttrSizedOperandSegments,
+    MemoryEffects<[MemRead, MemWrite<Fakv_TileMemory>, MemWrite]>]> {
   let summary = "start copying a paged K/V tile into a ring slot";
   let description = [{
     The tile `fakv.paged_load` with the same operands would return, copied
@@ -159,7 +164,7 @@ def FakvGPU_AsyncPagedLoadOp : FakvGPU_Op<"async_paged_load", [AttrSizedOperandS
   }];
 }
 
-def FakvGPU_ClearRowsOp : FakvGPU_Op<"clear_rows"> {
+def FakvGPU_ClearRowsOp : FakvGPU_Op<"clear_rows", [MemoryEffects<[MemWrite<Fakv_TileMemory>]>]> {
   let summary = "zero the rows of a ring slot from a given row on";
   let description = [{
     Rows `[first, rows)` of the tile in slot `slot` become zero (nothing

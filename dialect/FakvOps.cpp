@@ -103,6 +103,24 @@ LogicalResult verifyStridedAccess(Operation *op, RankedTensorType tile,
 }
 } // namespace
 
+/// Whether `v` is a tile in a memory encoding (a view of tile memory).
+static bool isMemoryTile(Value v) {
+  auto tile = dyn_cast<RankedTensorType>(v.getType());
+  return tile && isa_and_present<MemoryTileEncodingAttrInterface>(tile.getEncoding());
+}
+
+Speculation::Speculatability DotOp::getSpeculatability() {
+  return isMemoryTile(getA()) || isMemoryTile(getB()) ? Speculation::NotSpeculatable
+                                                      : Speculation::Speculatable;
+}
+
+void DotOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>> &effects) {
+  for (OpOperand *operand : {&getAMutable(), &getBMutable()})
+    if (isMemoryTile(operand->get()))
+      effects.emplace_back(MemoryEffects::Read::get(), operand, TileMemoryResource::get());
+}
+
 LogicalResult mlir::fakv::verifyBoundedTiles(Operation *op) {
   auto check = [&](Type t) -> LogicalResult {
     auto tile = dyn_cast<RankedTensorType>(t);

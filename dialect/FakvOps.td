@@ -15,6 +15,7 @@ include "dialect/FakvTypes.td"
 include "mlir/IR/EnumAttr.td"
 include "mlir/IR/SymbolInterfaces.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
+include "dialect/FakvInterfaces.td"
 include "mlir/Interfaces/CallInterfaces.td"
 
 //===----------------------------------------------------------------------===//
@@ -344,7 +345,9 @@ def Fakv_PagedLoadOp : Fakv_Op<"paged_load", [AttrSizedOperandSegments,
 // Matmul, online softmax, LSE combine
 //===----------------------------------------------------------------------===//
 
-def Fakv_DotOp : Fakv_Op<"dot", [Pure, AllTypesMatch<["acc", "result"]>]> {
+def Fakv_DotOp : Fakv_Op<"dot", [DeclareOpInterfaceMethods<MemoryEffectsOpInterface>,
+                                 DeclareOpInterfaceMethods<ConditionallySpeculatable>,
+                                 AllTypesMatch<["acc", "result"]>]> {
   let summary = "tile matmul with f32 accumulation";
   let description = [{
     `result = acc + op(a) * op(b)` where `op` transposes its operand when
@@ -357,6 +360,11 @@ def Fakv_DotOp : Fakv_Op<"dot", [Pure, AllTypesMatch<["acc", "result"]>]> {
     %s = fakv.dot %q, %k, %zero {transpose_b}
            : tensor<64x128xbf16>, tensor<128x128xbf16> -> tensor<64x128xf32>
     ```
+
+    No side effects, except that an operand in a memory encoding
+    (`Fakv_MemoryTileEncoding`, e.g. `#fakvgpu.shared`) is read from
+    `Fakv_TileMemory`: the dot stays between the wait that makes a ring slot
+    valid and the arrive that gives it back.
   }];
   let arguments = (ins Fakv_Tile:$a, Fakv_Tile:$b, Fakv_Tile:$acc,
                        UnitAttr:$transpose_a, UnitAttr:$transpose_b);
