@@ -1,8 +1,9 @@
 //===- PlanSharedMemory.cpp - fakvgpu-plan-shared-memory --------------------===//
 //
 // Places every shared-memory buffer of a kernel with layouts: the persistent
-// ones (rings, barriers, operand tiles) one after the other, then one scratch
-// area for layout conversions and cross-warp reductions, reused by each.
+// ones (rings, barriers, operand tiles) one after the other, then a scratch
+// area per warp role for layout conversions and cross-warp reductions,
+// reused by the users of that role.
 // Records offsets (fakvgpu.smem_offset) and the kernel's total
 // (fakvgpu.smem_bytes). Test: test/lowering/plan-shared-memory.mlir.
 //
@@ -27,7 +28,7 @@ using fakvgpu::LinearLayout;
 namespace {
 
 /// Places every shared-memory buffer of `func`: the persistent ones (rings,
-/// barriers, operand tiles) one after the other, then one scratch area
+/// barriers, operand tiles) one after the other, then a scratch area per role
 /// for the layout conversions and cross-warp reductions, reused by each.
 void planSharedMemory(func::FuncOp func) {
   int64_t next = 0;
@@ -61,13 +62,28 @@ void planSharedMemory(func::FuncOp func) {
         scratchUsers.push_back({op, red.getType().getNumElements() * k * 4});
     }
   });
-  int64_t scratch = 0;
+  // One scratch area per warp role (the roles run concurrently; the users
+  // of one role are ordered by its barriers), each as large as its
+  // largest user, in order of first use.
+  SmallVector<int64_t> roles;
+  llvm::DenseMap<int64_t, int64_t> scratch;
+  for (auto &u : scratchUsers) {
+    int64_t role = roleOf(u.first).barrier;
+    if (!scratch.count(role))
+      roles.push_back(role);
+    scratch[role] = std::max(scratch[role], u.second);
+  }
+  llvm::DenseMap<int64_t, int64_t> base;
+  for (int64_t role : roles) {
+    next = llvm::alignTo(next, 128);
+    base[role] = next;
+    next += scratch[role];
+  }
+  if (roles.empty())
+    next = llvm::alignTo(next, 128);
   for (auto &u : scratchUsers)
-    scratch = std::max(scratch, u.second);
-  next = llvm::alignTo(next, 128);
-  for (auto &u : scratchUsers)
-    u.first->setAttr(kSmemOffsetAttr, IntegerAttr::get(IntegerType::get(func.getContext(), 64), next));
-  next += scratch;
+    u.first->setAttr(kSmemOffsetAttr, IntegerAttr::get(IntegerType::get(func.getContext(), 64),
+                                                       base[roleOf(u.first).barrier]));
   func->setAttr(kSmemBytesAttr, IntegerAttr::get(IntegerType::get(func.getContext(), 64),
                                                  next + kSmemAlignSlack));
 }
