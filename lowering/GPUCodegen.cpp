@@ -2,6 +2,8 @@
 
 #include "lowering/GPUCodegen.h"
 
+#include "dialect/FakvDialect.h"
+
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -182,4 +184,16 @@ int64_t codegen::sharedRows(Value tile) {
 
 int64_t codegen::sharedTileBytes(RankedTensorType tile, int64_t rows) {
   return rows * tile.getDimSize(1) * tile.getElementTypeBitWidth() / 8;
+}
+
+LogicalResult codegen::forEachKernelWithLayouts(ModuleOp module,
+                                                function_ref<void(func::FuncOp)> fn) {
+  for (auto func : module.getOps<func::FuncOp>()) {
+    if (!isKernel(func))
+      continue;
+    if (!func->hasAttr(fakvgpu::kNumWarpsAttr))
+      return func.emitError() << "has no layouts yet: run fakv-assign-layouts first";
+    fn(func);
+  }
+  return success();
 }

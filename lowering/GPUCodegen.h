@@ -104,6 +104,11 @@ Value ifValue(OpBuilder &b, Location loc, Value cond, Type t,
               function_ref<Value(OpBuilder &)> then,
               function_ref<Value(OpBuilder &)> otherwise);
 
+/// Calls `fn` on each kernel of `module`; an error (and failure) for a
+/// kernel without layouts (fakv-assign-layouts has not run).
+LogicalResult forEachKernelWithLayouts(ModuleOp module,
+                                       function_ref<void(func::FuncOp)> fn);
+
 /// Marks the loads and stores of `func` whose vectors are aligned whatever
 /// the run-time values (kAlignedAttr; MemoryToNVVM.cpp).
 void markAlignedAccesses(func::FuncOp func);

@@ -306,9 +306,8 @@ void codegen::populateMemoryToNVVMPatterns(const TypeConverter &converter,
 namespace {
 struct MarkAlignedPass : public fakv::impl::FakvGPUMarkAlignedBase<MarkAlignedPass> {
   void runOnOperation() override {
-    for (auto func : getOperation().getOps<func::FuncOp>())
-      if (isKernel(func) && func->hasAttr(fakvgpu::kNumWarpsAttr))
-        markAlignedAccesses(func);
+    if (failed(forEachKernelWithLayouts(getOperation(), markAlignedAccesses)))
+      signalPassFailure();
   }
 };
 } // namespace

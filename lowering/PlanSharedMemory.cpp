@@ -91,15 +91,8 @@ void planSharedMemory(func::FuncOp func) {
 struct PlanSharedMemoryPass
     : public fakv::impl::FakvGPUPlanSharedMemoryBase<PlanSharedMemoryPass> {
   void runOnOperation() override {
-    for (auto func : getOperation().getOps<func::FuncOp>()) {
-      if (!isKernel(func))
-        continue;
-      if (!func->hasAttr(fakvgpu::kNumWarpsAttr)) {
-        func.emitError() << "has no layouts yet: run fakv-assign-layouts first";
-        return signalPassFailure();
-      }
-      planSharedMemory(func);
-    }
+    if (failed(forEachKernelWithLayouts(getOperation(), planSharedMemory)))
+      signalPassFailure();
   }
 };
 } // namespace

@@ -57,15 +57,8 @@ void addTensorMapArguments(func::FuncOp func) {
 struct TensorMapArgumentsPass
     : public fakv::impl::FakvGPUTmaArgumentsBase<TensorMapArgumentsPass> {
   void runOnOperation() override {
-    for (auto func : getOperation().getOps<func::FuncOp>()) {
-      if (!isKernel(func))
-        continue;
-      if (!func->hasAttr(fakvgpu::kNumWarpsAttr)) {
-        func.emitError() << "has no layouts yet: run fakv-assign-layouts first";
-        return signalPassFailure();
-      }
-      addTensorMapArguments(func);
-    }
+    if (failed(forEachKernelWithLayouts(getOperation(), addTensorMapArguments)))
+      signalPassFailure();
   }
 };
 } // namespace
