@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The sha256 of every GPU binary the GPU tests and benches compile (their
+# --compile-only modes, into an empty cache) and of the PTX of the IR
+# kernels, sorted, into OUT: compare two runs to show that a compiler change
+# leaves every kernel byte-identical (timing properties stripped).
+#
+#   scripts/kernel_corpus.sh /tmp/before.txt; <change, rebuild>; scripts/kernel_corpus.sh /tmp/after.txt
+#   diff /tmp/before.txt /tmp/after.txt && echo identical
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+OUT="$(realpath -m "$1")"
+PY="$ROOT/.venv/bin/python"
+OPT="$ROOT/build/bin/fakv-opt"
+cd "$ROOT"
+D=$(mktemp -d /tmp/fakv-corpus.XXXXXX)
+export FAKV_CACHE_DIR=$D
+"$PY" test/gpu/test_flash_attn.py --compile-only > /dev/null
+"$PY" test/gpu/test_frontend_gpu.py --compile-only > /dev/null
+"$PY" bench/bench_decode.py --compile-only > /dev/null
+for f in kernels/decode.mlir kernels/combine.mlir; do
+  for t in bf16 f16; do
+    sh test/tools/kernels_as.sh $t $f | "$OPT" --fakv-to-cubin=format=isa \
+      | sed -E "s/LLVMIRToISATimeInMs = [0-9]+/T/" > "$D/$(basename $f).$t.ptx.txt"
+  done
+done
+(cd "$D" && sha256sum *.cubin *.ptx.txt | awk '{print $1}' | sort) > "$OUT"
+echo "$(wc -l < "$OUT") kernels in $D; hashes in $OUT"
