@@ -74,13 +74,12 @@ void planSharedMemory(func::FuncOp func) {
     scratch[role] = std::max(scratch[role], u.second);
   }
   llvm::DenseMap<int64_t, int64_t> base;
+  next = llvm::alignTo(next, 128);
   for (int64_t role : roles) {
     next = llvm::alignTo(next, 128);
     base[role] = next;
     next += scratch[role];
   }
-  if (roles.empty())
-    next = llvm::alignTo(next, 128);
   for (auto &u : scratchUsers)
     u.first->setAttr(kSmemOffsetAttr, IntegerAttr::get(IntegerType::get(func.getContext(), 64),
                                                        base[roleOf(u.first).barrier]));

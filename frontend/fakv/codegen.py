@@ -64,13 +64,20 @@ PYCMP = {"lt": lambda a, b: a < b, "le": lambda a, b: a <= b, "gt": lambda a, b:
          "ge": lambda a, b: a >= b, "eq": lambda a, b: a == b, "ne": lambda a, b: a != b}
 
 
+def _targets(node):
+    """The assignment targets of a statement (none for other statements)."""
+    if isinstance(node, ast.Assign):
+        return node.targets
+    if isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+        return [node.target]
+    return []
+
+
 def last_assignment(stmts, name):
     """The last statement (in source order) among `stmts` that assigns `name`, or None."""
     found = None
     for node in ast.walk(ast.Module(body=list(stmts), type_ignores=[])):
-        targets = node.targets if isinstance(node, ast.Assign) else \
-            [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
-        if any(isinstance(n, ast.Name) and n.id == name for t in targets for n in ast.walk(t)):
+        if any(isinstance(n, ast.Name) and n.id == name for t in _targets(node) for n in ast.walk(t)):
             if found is None or (node.lineno, node.col_offset) > (found.lineno, found.col_offset):
                 found = node
     return found
@@ -80,12 +87,7 @@ def assigned_names(stmts):
     """Names a list of statements assigns (at any depth)."""
     out = []
     for node in ast.walk(ast.Module(body=list(stmts), type_ignores=[])):
-        targets = []
-        if isinstance(node, ast.Assign):
-            targets = node.targets
-        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
-            targets = [node.target]
-        for t in targets:
+        for t in _targets(node):
             for n in ast.walk(t):
                 if isinstance(n, ast.Name) and n.id not in out:
                     out.append(n.id)

@@ -17,7 +17,6 @@ from .errors import DataError, FakvError
 from .heuristics import num_splits_heuristic
 
 _DTYPES = ("f16", "bf16")
-HEAD_DIMS = (64, 96, 128, 192, 256)
 MAX_SPLITS = 64
 MAX_ROWS = 64  # query rows (GQA group x query positions) per program: one wgmma's M
 
@@ -125,6 +124,14 @@ def _check_layout(name, t, copied=False):
     _check(T.strides(t)[-1] == 1, f"`{name}` must be contiguous in its last dimension")
     _check(copied or min(T.strides(t)) >= 0,
            f"`{name}` has a negative stride {T.strides(t)}: the kernels read it in place; pass a copy")
+
+
+def _raise_reported(errors):
+    """On the CPU path: DataError if the kernel just launched reported bad
+    data in `errors` (errors_for's array)."""
+    code = int(errors[0])
+    if code:
+        raise DataError(runtime.describe(code, "the kernel"))
 
 
 def _check(cond, message):
@@ -509,6 +516,7 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
     fa_causal = left < 0 and right == 0
     if left >= 0 and right < 0:
         right = capacity
+    q_rows = fa_causal or (left, right) != (-1, -1)       # rotary: q at cache_seqlens + i (FlashAttention)
     slopes, slopes_stride = None, 0
     if alibi_slopes is not None:
         _check(T.is_array(alibi_slopes) and T.dtype(alibi_slopes) == "f32"
@@ -543,7 +551,7 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
         _check_contents(seqlens if not seqlens_int or seqlen_new or cache_leftpad is not None else None,
                         block_table, cache_batch_idx, batch, capacity, page_size, num_pages, k_cache.shape[0],
                         seqlen_new, cache_leftpad, rotary_cos.shape[0] if rotary_dim else 0,
-                        seqlen_q if fa_causal or (left, right) != (-1, -1) else 1)
+                        seqlen_q if q_rows else 1)
 
     if decode is None or combine is None:
         default_decode, default_combine = _kernels()
@@ -555,7 +563,7 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
         q_rot = T.empty(tuple(q.shape), T.dtype(q), q) if rotary_dim else q
         _append(q, k, v, k_cache, v_cache, q_rot, block_table, seqlens, batch_idx, rotary_cos, rotary_sin,
                 errors, capacity, num_pages, page_size, paged, cache_batch_idx is not None, rotary_dim,
-                bool(rotary_interleaved), fa_causal or (left, right) != (-1, -1), on_gpu)
+                bool(rotary_interleaved), q_rows, tile, on_gpu)
         q = q_rot
     copy_q = tuple(T.strides(q)) != (seqlen_q * heads * head_dim, heads * head_dim, head_dim, 1)
     q_c = T.contiguous(q) if copy_q else q                # out is written with q's strides
@@ -590,10 +598,7 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
         decode[p["decode_grid"]](*decode_args, **decode_consts)
         if splits > 1:
             combine[p["combine_grid"]](*combine_args, **p["combine"])
-        if not on_gpu:
-            code = int(errors[0])
-            if code:
-                raise DataError(runtime.describe(code, "the kernel"))
+        _raise_reported(errors)                         # (the CPU path: on_gpu is False here)
         return (out, lse) if return_softmax_lse else out
 
     # The GPU: compile (decode and combine in parallel) and prepare the call.
@@ -621,7 +626,7 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
 
 
 def _append(q, k, v, k_cache, v_cache, q_rot, block_table, seqlens, batch_idx, cos, sin, errors, capacity,
-            num_pages, page_size, paged, has_batch_idx, rotary_dim, interleaved, q_rows, on_gpu):
+            num_pages, page_size, paged, has_batch_idx, rotary_dim, interleaved, q_rows, tile, on_gpu):
     """Launches kernels/append.py: k, v into the caches at cache_seqlens
     (rotated), q rotated into q_rot (when rotary_dim)."""
     batch, seqlen_q, heads, head_dim = q.shape
@@ -634,13 +639,11 @@ def _append(q, k, v, k_cache, v_cache, q_rot, block_table, seqlens, batch_idx, c
             T.strides(cos)[0] if rotary_dim else 0, seqlen_q, seqlen_new, k.shape[2], head_dim, rotary_dim,
             page_size, num_pages, capacity, cos.shape[0] if rotary_dim else 0]
     grid = (max(seqlen_q if rotary_dim else 0, seqlen_new), heads, batch)
-    _append_kernel()[grid](*args, HEAD_DIM=max(64, _pow2(head_dim)), PAGE_SIZE=page_size if paged else 0,
+    _append_kernel()[grid](*args, HEAD_DIM=tile, PAGE_SIZE=page_size if paged else 0,
                            BATCH_IDX=has_batch_idx, APPEND=True, ROTARY=rotary_dim > 0, INTERLEAVED=interleaved,
                            Q_ROWS=q_rows)
     if not on_gpu:
-        code = int(errors[0])
-        if code:
-            raise DataError(runtime.describe(code, "the kernel"))
+        _raise_reported(errors)
 
 
 _DOC = """Attention of q over a KV cache (FlashAttention's contract).
