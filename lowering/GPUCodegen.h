@@ -34,6 +34,10 @@ constexpr llvm::StringLiteral kAlignedAttr = "fakvgpu.aligned";
 /// A kernel convert-fakvgpu-to-nvvm converted (its fakv.kernel attribute,
 /// whose verifier wants fakv argument types, replaced), to be outlined.
 constexpr llvm::StringLiteral kConvertedKernelAttr = "fakvgpu.converted_kernel";
+/// A kernel that waits for the grids it depends on before it touches memory
+/// (fakvgpu-dependent-launch): it may be launched with programmatic stream
+/// serialization.
+constexpr llvm::StringLiteral kDependentLaunchAttr = "fakvgpu.dependent_launch";
 /// The dynamic shared memory of a kernel module.
 constexpr llvm::StringLiteral kSmemSymbol = "fakv_smem";
 /// Bytes added to a kernel's shared memory so its base can be 1024-aligned.

@@ -41,7 +41,8 @@ llvm::json::Array mlir::fakv::launchFacts(ModuleOp module) {
         {"smem_bytes", f->getAttrOfType<IntegerAttr>(codegen::kSmemBytesAttr).getInt()},
         {"params", std::move(params)},
         {"tensormaps", std::move(maps)},
-        {"grid_packing", std::move(packing)}});
+        {"grid_packing", std::move(packing)},
+        {"dependent_launch", f->hasAttr(codegen::kDependentLaunchAttr)}});
   });
   return kernels;
 }

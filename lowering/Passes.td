@@ -118,6 +118,21 @@ def FakvGPUOutlineKernels : Pass<"fakvgpu-outline-kernels", "::mlir::ModuleOp"> 
   let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::LLVM::LLVMDialect"];
 }
 
+def FakvGPUDependentLaunch : Pass<"fakvgpu-dependent-launch", "::mlir::ModuleOp"> {
+  let summary = "Let each kernel launch before the previous one has finished (programmatic dependent launch)";
+  let description = [{
+    After fakvgpu-outline-kernels: each `gpu.func` kernel starts with
+    `griddepcontrol.wait` (before any memory access: the grids it depends on
+    have finished and their writes are visible) and
+    `griddepcontrol.launch_dependents`, as inline PTX that clobbers memory,
+    and gets
+    `fakvgpu.dependent_launch`; the runtime launches such kernels with
+    programmatic stream serialization, so that a kernel's launch and setup
+    overlap the tail of the one before it (append -> decode -> combine).
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 def FakvKernelABI : Pass<"fakv-kernel-abi", "::mlir::ModuleOp"> {
   let summary = "Make the tensor-map arguments of lowered kernels by-value grid constants";
   let description = [{

@@ -88,6 +88,7 @@ void fakv::buildFakvGPUToLLVMPipeline(OpPassManager &pm,
   pm.addPass(createFakvGPUMarkAligned());
   pm.addPass(createConvertFakvGPUToNVVM());
   pm.addPass(createFakvGPUOutlineKernels());
+  pm.addPass(createFakvGPUDependentLaunch());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   pm.addPass(createSCFToControlFlowPass());

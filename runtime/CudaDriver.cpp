@@ -40,6 +40,8 @@ bool resolve(void *lib, Driver &d, std::string &why) {
   FAKV_RESOLVE(linkComplete, cuLinkComplete);
   FAKV_RESOLVE(linkDestroy, cuLinkDestroy);
 #undef FAKV_RESOLVE
+  d.launchKernelEx = reinterpret_cast<decltype(d.launchKernelEx)>(
+      dlsym(lib, FAKV_SYMBOL_NAME(cuLaunchKernelEx)));
   return ok;
 }
 

@@ -24,6 +24,7 @@ struct Driver {
   decltype(&::cuModuleGetFunction) moduleGetFunction;
   decltype(&::cuFuncSetAttribute) funcSetAttribute;
   decltype(&::cuLaunchKernel) launchKernel;
+  decltype(&::cuLaunchKernelEx) launchKernelEx; // null before CUDA 12 drivers
   decltype(&::cuTensorMapEncodeTiled) tensorMapEncodeTiled;
   decltype(&::cuMemHostAlloc) memHostAlloc;
   decltype(&::cuMemHostRegister) memHostRegister;

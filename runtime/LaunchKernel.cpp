@@ -14,14 +14,17 @@ PyObject *dataPtrName, *shapeName, *strideName;
 
 int Kernel_init(KernelObject *self, PyObject *args, PyObject *kwargs) {
   static const char *keywords[] = {"image", "name", "kinds", "tensormaps", "threads",
-                                   "smem", "packing", nullptr};
+                                   "smem", "packing", "dependent_launch", nullptr};
   Py_buffer image;
   const char *name, *kinds;
   PyObject *tms;
   unsigned threads, smem, px = 1, py = 1, pz = 1;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "y*ssOII|(III)", const_cast<char **>(keywords),
-                                   &image, &name, &kinds, &tms, &threads, &smem, &px, &py, &pz))
+  int dependent = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "y*ssOII|(III)p", const_cast<char **>(keywords),
+                                   &image, &name, &kinds, &tms, &threads, &smem, &px, &py, &pz,
+                                   &dependent))
     return -1;
+  self->dependent = dependent;
   self->image = new std::string(static_cast<const char *>(image.buf), image.len);
   PyBuffer_Release(&image);
   self->name = new std::string(name);
@@ -273,7 +276,8 @@ bool initKernelType() {
   KernelType.tp_name = "fakv._runtime.Kernel";
   KernelType.tp_basicsize = sizeof(KernelObject);
   KernelType.tp_flags = Py_TPFLAGS_DEFAULT;
-  KernelType.tp_doc = "Kernel(image, name, kinds, tensormaps, threads, smem, packing=(1, 1, 1))";
+  KernelType.tp_doc = "Kernel(image, name, kinds, tensormaps, threads, smem, packing=(1, 1, 1), "
+                         "dependent_launch=False)";
   KernelType.tp_new = PyType_GenericNew;
   KernelType.tp_init = reinterpret_cast<initproc>(Kernel_init);
   KernelType.tp_dealloc = reinterpret_cast<destructor>(Kernel_dealloc);
@@ -337,7 +341,7 @@ bool launchSlots(KernelObject *k, const unsigned grid[3], uint64_t stream, unsig
   if (grid[0] == 0 || grid[1] == 0 || grid[2] == 0)
     return true; // nothing to run
   if (fakv_launch(f, grid[0], grid[1], grid[2], k->threads, k->smem,
-                  reinterpret_cast<void *>(stream), params)) {
+                  reinterpret_cast<void *>(stream), params, k->dependent)) {
     raiseRuntime();
     return false;
   }

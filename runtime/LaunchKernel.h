@@ -42,6 +42,7 @@ struct KernelObject {
   std::vector<CachedMap> *maps;   // most recent first
   unsigned threads, smem;
   unsigned packing[3];
+  int dependent;                  // waits for the grids before it: launched programmatically
 };
 
 extern PyTypeObject KernelType;

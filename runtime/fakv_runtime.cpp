@@ -105,7 +105,7 @@ int fakv_encode_kv_tensormap(void *out128, const void *base,
 }
 
 int fakv_launch(void *kernel, unsigned gx, unsigned gy, unsigned gz,
-                unsigned threads, unsigned smem, void *stream, void **params) {
+                unsigned threads, unsigned smem, void *stream, void **params, int dependent) {
   auto *d = cuda("fakv_launch");
   if (!d)
     return 1;
@@ -120,6 +120,28 @@ int fakv_launch(void *kernel, unsigned gx, unsigned gy, unsigned gz,
         return fail("fakv_launch: cannot raise the shared-memory limit", r);
       limit = smem;
     }
+  }
+  static const bool programmatic = [] {
+    const char *e = std::getenv("FAKV_DEPENDENT_LAUNCH");
+    return !(e && std::strcmp(e, "0") == 0);
+  }();
+  if (dependent && programmatic && d->launchKernelEx) {
+    CUlaunchAttribute attr{};
+    attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attr.value.programmaticStreamSerializationAllowed = 1;
+    CUlaunchConfig config{};
+    config.gridDimX = gx;
+    config.gridDimY = gy;
+    config.gridDimZ = gz;
+    config.blockDimX = threads;
+    config.blockDimY = config.blockDimZ = 1;
+    config.sharedMemBytes = smem;
+    config.hStream = static_cast<CUstream>(stream);
+    config.attrs = &attr;
+    config.numAttrs = 1;
+    if (CUresult r = d->launchKernelEx(&config, f, params, nullptr); r != CUDA_SUCCESS)
+      return fail("fakv_launch", r);
+    return 0;
   }
   if (CUresult r = d->launchKernel(f, gx, gy, gz, threads, 1, 1, smem,
                                    static_cast<CUstream>(stream), params, nullptr);

@@ -42,10 +42,14 @@ int fakv_encode_kv_tensormap(void *out128, const void *base,
 
 /* Launches `kernel` on `stream` (0 = the current context's default) with
  * `params[i]` pointing at the value of parameter i (a tensor map is 128
- * bytes). Raises the kernel's dynamic shared-memory limit when needed. */
+ * bytes). Raises the kernel's dynamic shared-memory limit when needed.
+ * `dependent`: the kernel waits for the grids before it (griddepcontrol.wait,
+ * fakvgpu-dependent-launch), so it is launched with programmatic stream
+ * serialization: it may start while the previous kernel finishes (off with
+ * FAKV_DEPENDENT_LAUNCH=0). */
 int fakv_launch(void *kernel, unsigned grid_x, unsigned grid_y, unsigned grid_z,
                 unsigned threads, unsigned smem_bytes, void *stream,
-                void **params);
+                void **params, int dependent);
 
 /* `bytes` of zeroed page-locked host memory that kernels on every device can
  * write at the same address (portable, mapped; unified addressing). */

@@ -69,7 +69,8 @@ class GPUKernel:
         self.kernel = _runtime.Kernel(binary, facts["name"], "".join(_KINDS[k] for k in kinds),
                                       [(tm["arg"], tm["rows"]) for tm in facts["tensormaps"]],
                                       facts["threads"], facts["smem_bytes"],
-                                      tuple(facts.get("grid_packing", (1, 1, 1))))
+                                      tuple(facts.get("grid_packing", (1, 1, 1))),
+                                      bool(facts.get("dependent_launch", False)))
         self.launch_raw = self.kernel.launch     # (gx, gy, gz, stream, *args)
         self._stream = stream_getter()
 

@@ -5,8 +5,6 @@ same math in the input dtype. A result passes when (semantics.md)
     max|out - ref| <= 2 max|out_pt - ref| + 1e-5  and
     mean|out - ref| <= 1.5 mean|out_pt - ref|.
 """
-import math
-
 import torch
 
 
@@ -31,8 +29,9 @@ def attention_ref(q, k, v, seqlens, causal, scale, upcast=True, softcap=0.0, fa_
     bias is slope * j). As FlashAttention: causal makes right 0, bounds >=
     capacity are unbounded, and the call is causal iff the window is then
     (unbounded, 0).
+    A left-only window ends at the capacity (FlashAttention 2).
     Returns out (b, sq, h, d) in q's dtype (float32 when upcast) and the
-    natural-log LSE (b, h, sq) in float32."""
+    natural-log LSE (b, h, sq) in float32, +inf for a row without keys."""
     dtype = torch.float32 if upcast else q.dtype
     q, k, v = q.to(dtype), k.to(dtype), v.to(dtype)
     b, sq, h, d = q.shape
@@ -63,12 +62,14 @@ def attention_ref(q, k, v, seqlens, causal, scale, upcast=True, softcap=0.0, fa_
         scores = scores - (slope * (end - key).abs()).to(scores.dtype)
         if left < 0 and right == 0:
             scores = scores + (slope * end).to(scores.dtype)
+    if left >= 0 and right < 0:                      # FlashAttention 2: a left-only window ends at the capacity
+        right = capacity
     if left >= 0:
         visible = visible & (key >= end - left)
     if right >= 0:
         visible = visible & (key <= end + right)
     scores = scores.masked_fill(~visible, float("-inf"))
-    lse = torch.logsumexp(scores.float(), dim=-1)
+    lse = torch.logsumexp(scores.float(), dim=-1).masked_fill(~visible.any(-1), float("inf"))
     p = torch.softmax(scores.float(), dim=-1)
     p = torch.nan_to_num(p, nan=0.0).to(dtype)
     out = torch.einsum("bhqk,bkhd->bqhd", p, v)

@@ -18,10 +18,8 @@ FlashAttention 2).
     python -m pytest test/gpu/test_kvcache.py -n 8     # on the GPU machine
     python test/gpu/test_kvcache.py                     # a summary
 """
-import itertools
 import math
 import os
-import random
 import sys
 import zlib
 
@@ -30,6 +28,8 @@ import pytest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import source_tree  # noqa: E402,F401  (the source tree's fakv when it is built, else the installed one)
+sys.path.insert(0, os.path.join(HERE, "..", "python"))
+from kvcache_grid import case_id, sample  # noqa: E402  (shared with the CPU-path port)
 
 try:
     import torch
@@ -56,43 +56,7 @@ FA3 = dict(
 SAMPLE_FA2, SAMPLE_FA3 = 240, 160
 
 
-def valid(c):
-    sq, sk = c["seqlens"]
-    if sq > sk and c["new_kv"]:
-        return False
-    if not c["new_kv"] and c["rotary_fraction"] > 0:
-        return False
-    if c["has_batch_idx"] and c["page_size"]:
-        return False
-    if c["page_size"] and sk % c["page_size"] and c["grid"] == "fa3":
-        return False
-    return True
-
-
-def sample(axes, n, seed, grid):
-    rng = random.Random(seed)
-    out, seen = [], set()
-    while len(out) < n:
-        c = {k: rng.choice(v) for k, v in axes.items()}
-        if "causal_local" in c:
-            c["causal"], c["local"] = c.pop("causal_local")
-        c["grid"] = grid
-        ident = repr(sorted(c.items()))
-        if valid(c) and ident not in seen:
-            seen.add(ident)
-            out.append(c)
-    return out
-
-
 CASES = sample(FA2, SAMPLE_FA2, 2, "fa2") + sample(FA3, SAMPLE_FA3, 3, "fa3")
-
-
-def case_id(c):
-    sq, sk = c["seqlens"]
-    return (f"{c['grid']}-{c['dtype']}-d{c['d']}-{c['mha_type']}-sq{sq}sk{sk}-{'new' if c['new_kv'] else 'old'}"
-            f"{'-causal' if c['causal'] else ''}{'-local' if c['local'] else ''}{'-alibi' if c['alibi'] else ''}"
-            f"-rot{c['rotary_fraction']}{'i' if c['rotary_interleaved'] else 'n'}-page{c['page_size']}"
-            f"{'-leftpad' if c['has_leftpad'] else ''}{'-bidx' if c['has_batch_idx'] else ''}-s{c['num_splits']}")
 
 
 def make_case(c):
@@ -170,38 +134,14 @@ def dense(cache, table, page, row):
 
 
 def attention(q, k, v, n, causal, window, capacity, alibi, scale, rounded):
-    """One sequence: q (sq, h, d), keys/values (n, hk, d); FlashAttention's
-    masks (bottom-right, its window normalisation) and ALiBi; returns out
+    """One sequence: q (sq, h, d), keys/values (n, hk, d), through
+    reference.attention_ref (FlashAttention's masks and ALiBi); returns out
     (sq, h, d) float32 and lse (h, sq) (+inf where no key)."""
-    sq, h, d = q.shape
-    group = h // k.shape[1]
-    kk, vv = k.repeat_interleave(group, 1).float(), v.repeat_interleave(group, 1).float()
-    rnd = (lambda x: x.to(q.dtype).float()) if rounded else (lambda x: x)
-    s = rnd(torch.einsum("qhd,khd->hqk", q.float() * scale, kk))
-    left, right = (-1 if w < 0 or w >= capacity else w for w in window)
-    if causal:
-        right = 0
-    fa_causal = left < 0 and right == 0
-    if left >= 0 and right < 0:
-        right = capacity
-    qpos = torch.arange(sq, device=q.device)[:, None] + n - sq
-    kpos = torch.arange(n, device=q.device)[None, :]
-    if alibi is not None:
-        s = s - alibi[:, None, None] * (qpos - kpos).abs()[None]
-        if fa_causal:
-            s = s + alibi[:, None, None] * qpos[None]
-    mask = torch.zeros((sq, n), dtype=torch.bool, device=q.device)
-    if left >= 0:
-        mask |= kpos < qpos - left
-    if right >= 0:
-        mask |= kpos > qpos + right
-    s = s.masked_fill(mask[None], float("-inf"))
-    empty = mask.all(-1) if n else torch.ones(sq, dtype=torch.bool, device=q.device)
-    lse = torch.logsumexp(s, -1) if n else torch.full((h, sq), float("-inf"), device=q.device)
-    p = rnd(torch.softmax(s, -1).nan_to_num(0.0)) if n else None
-    out = rnd(torch.einsum("hqk,khd->qhd", p, vv)) if n else torch.zeros(sq, h, d, device=q.device)
-    out[empty] = 0
-    return out, lse.masked_fill(empty[None], float("inf"))
+    from reference import attention_ref
+    out, lse = attention_ref(q[None], k[None], v[None], torch.tensor([n], device=q.device), causal, scale,
+                             upcast=not rounded, window=window, capacity=capacity,
+                             alibi=None if alibi is None else alibi[None])
+    return out[0].float(), lse[0]
 
 
 def reference(a):

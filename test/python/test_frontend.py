@@ -1,5 +1,6 @@
 """The DSL front end: the IR it writes for small kernels, its errors (with
 the kernel's file and line), the on-disk cache, FAKV_DUMP_IR and the CLI."""
+import json
 import os
 import re
 import subprocess
@@ -308,7 +309,39 @@ def test_cli_cubin(tmp_path):
                     "cubin", "-o", str(out), "--attention", "batch=2,heads=32,kv_heads=8,head_dim=128,num_splits=3"],
                    env=env, check=True, capture_output=True)
     assert out.read_bytes()[:4] == b"\x7fELF"
-    assert (tmp_path / "decode.json").exists()
+    facts = json.loads((tmp_path / "decode.json").read_text())
+    assert facts["kernels"][0]["dependent_launch"] is True     # launched programmatically (runtime)
+
+
+@pytest.mark.skipif(not HAS_PTXAS, reason="needs the CUDA toolkit")
+@pytest.mark.parametrize("kernel", ["decode.py", "combine.py", "append.py"])
+def test_kernels_wait_for_the_grids_before_them(kernel):
+    """fakvgpu-dependent-launch: each kernel's first instructions wait for
+    the kernels before it and then let the next one launch; no global or
+    shared memory access comes before the wait (the runtime launches these
+    kernels while the previous one finishes)."""
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "frontend"))
+    shapes = "batch=2,heads=32,kv_heads=8,head_dim=128,page_size=256,num_splits=3"
+    cmd = [sys.executable, "-m", "fakv.compile", os.path.join(ROOT, "kernels", kernel), "--emit", "ptx"]
+    if kernel == "append.py":
+        cmd += ["--arg", "Q=*bf16", "--arg", "KNew=*bf16", "--arg", "VNew=*bf16", "--arg", "K=*bf16", "--arg",
+                "V=*bf16", "--arg", "QOut=*bf16", "--arg", "Table=*i32", "--arg", "Seqlens=*i32", "--arg",
+                "BatchIdx=*i32", "--arg", "Cos=*bf16", "--arg", "Sin=*bf16", "--arg", "Errors=*i32"]
+        cmd += [f"--arg={n}=i32" for n in (
+            "q_batch_stride q_seq_stride q_head_stride qo_batch_stride qo_seq_stride qo_head_stride "
+            "new_batch_stride new_seq_stride new_head_stride page_stride row_stride head_stride table_stride "
+            "cos_stride seqlen_q seqlen_new kv_heads head_dim rotary_dim page_size num_pages capacity "
+            "rotary_rows").split()]
+        cmd += [f"--const={c}" for c in ("HEAD_DIM=128", "PAGE_SIZE=256", "BATCH_IDX=False", "APPEND=True",
+                                         "ROTARY=True", "INTERLEAVED=False", "Q_ROWS=True")]
+    else:
+        cmd += ["--attention", shapes]
+    ptx = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
+    body = ptx[ptx.index(".entry"):]
+    wait = body.index("griddepcontrol.wait;")
+    assert wait < body.index("griddepcontrol.launch_dependents;")
+    first_access = re.search(r"\b(ld|st|cp\.async|mbarrier|atom|red)\.(global|shared|bulk|async|init)", body)
+    assert first_access and wait < first_access.start(), first_access
 
 
 def test_kernel_file_gone_before_the_first_launch(tmp_path):

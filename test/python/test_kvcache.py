@@ -11,9 +11,7 @@ and FlashAttention 3's mean rule), the LSE (+inf where no key), and the
 caches after the append (v exactly, k exactly without rotary, within 1e-3
 with it).
 """
-import itertools
 import math
-import random
 import zlib
 
 import numpy as np
@@ -21,6 +19,7 @@ import pytest
 
 import fakv
 from attention_ref import NP_DTYPES
+from kvcache_grid import case_id, sample
 from kvcache_ref import check, dense, kvcache_reference
 
 # FlashAttention 2's axes (CPU-sized sequences), and FlashAttention 3's page
@@ -44,39 +43,7 @@ AXES = dict(
 )
 
 
-def valid(c):
-    sq, sk = c["seqlens"]
-    if sq > sk and c["new_kv"]:
-        return False
-    if not c["new_kv"] and c["rotary_fraction"] > 0:
-        return False
-    if c["has_batch_idx"] and c["page_size"]:               # fakv: cache_batch_idx is for contiguous caches
-        return False
-    return True
-
-
-def sample(n, seed):
-    rng = random.Random(seed)
-    keys = list(AXES)
-    out, seen = [], set()
-    while len(out) < n:
-        c = {k: rng.choice(AXES[k]) for k in keys}
-        ident = tuple(c[k] for k in keys)
-        if valid(c) and ident not in seen:
-            seen.add(ident)
-            out.append(c)
-    return out
-
-
-CASES = sample(120, 2026)
-
-
-def case_id(c):
-    sq, sk = c["seqlens"]
-    return (f"{c['dtype']}-d{c['d']}-{c['mha_type']}-sq{sq}sk{sk}-{'new' if c['new_kv'] else 'old'}"
-            f"{'-causal' if c['causal'] else ''}{'-local' if c['local'] else ''}{'-alibi' if c['alibi'] else ''}"
-            f"-rot{c['rotary_fraction']}{'i' if c['rotary_interleaved'] else 'n'}-page{c['page_size']}"
-            f"{'-leftpad' if c['has_leftpad'] else ''}{'-bidx' if c['has_batch_idx'] else ''}-s{c['num_splits']}")
+CASES = sample(AXES, 120, 2026)
 
 
 def make_case(c, seed):

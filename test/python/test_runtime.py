@@ -84,6 +84,9 @@ def test_kernel_arguments_are_checked():
         kernel.launch(1, 6, 1, 0, 0, 1, 1.0)
     with pytest.raises(TypeError, match="does not fit its parameter"):
         kernel.launch(1, 4, 1, 0, 0, 2 ** 40, 1.0)
+    # A kernel that waits for the grids before it (its launch facts' dependent_launch).
+    _runtime.Kernel(b"", "k", "pi", [], 128, 0, (1, 1, 1), True)
+    _runtime.Kernel(b"", "k", "pi", [], 128, 0, dependent_launch=False)
 
 
 def test_the_api_keys_a_call_the_same_way_twice(monkeypatch):
