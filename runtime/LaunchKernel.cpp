@@ -4,13 +4,32 @@
 
 #include "runtime/fakv_runtime.h"
 
+#include <cstdlib>
 #include <cstring>
+#include <string>
 
 namespace fakv::runtime {
 
 namespace {
 
 PyObject *dataPtrName, *shapeName, *strideName;
+
+/// Whether a launch of `k` is programmatic (it may start while the kernel
+/// before it finishes; `k` waits for it: lowering/DependentLaunch.cpp), by
+/// FAKV_DEPENDENT_LAUNCH: unset, only the second kernel of an API call
+/// (`secondOfCall`: combine after its decode); 1, every launch; 0, none;
+/// else a comma-separated list of the kernel names launched so.
+bool programmatic(const KernelObject *k, bool secondOfCall) {
+  static const char *mode = std::getenv("FAKV_DEPENDENT_LAUNCH");
+  if (!k->dependent)
+    return false;
+  if (!mode)
+    return secondOfCall;
+  if (std::strcmp(mode, "1") == 0 || std::strcmp(mode, "0") == 0)
+    return mode[0] == '1';
+  std::string list = std::string(",") + mode + ",";
+  return list.find("," + *k->name + ",") != std::string::npos;
+}
 
 int Kernel_init(KernelObject *self, PyObject *args, PyObject *kwargs) {
   static const char *keywords[] = {"image", "name", "kinds", "tensormaps", "threads",
@@ -252,7 +271,7 @@ PyObject *Kernel_launch(KernelObject *self, PyObject *const *args, Py_ssize_t na
       return nullptr;
     std::memcpy(maps[t], map, 128);
   }
-  if (!launchSlots(self, grid, stream, slots, maps))
+  if (!launchSlots(self, grid, stream, slots, maps, false))
     return nullptr;
   Py_RETURN_NONE;
 }
@@ -328,7 +347,7 @@ const unsigned char *tensorMapAt(KernelObject *k, size_t t, uint64_t address,
 }
 
 bool launchSlots(KernelObject *k, const unsigned grid[3], uint64_t stream, unsigned char *slots,
-                 unsigned char (*maps)[128]) {
+                 unsigned char (*maps)[128], bool secondOfCall) {
   void *params[264];
   size_t n = k->kinds->size();
   for (size_t i = 0; i < n; ++i)
@@ -341,7 +360,7 @@ bool launchSlots(KernelObject *k, const unsigned grid[3], uint64_t stream, unsig
   if (grid[0] == 0 || grid[1] == 0 || grid[2] == 0)
     return true; // nothing to run
   if (fakv_launch(f, grid[0], grid[1], grid[2], k->threads, k->smem,
-                  reinterpret_cast<void *>(stream), params, k->dependent)) {
+                  reinterpret_cast<void *>(stream), params, programmatic(k, secondOfCall))) {
     raiseRuntime();
     return false;
   }

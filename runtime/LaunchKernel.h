@@ -42,7 +42,7 @@ struct KernelObject {
   std::vector<CachedMap> *maps;   // most recent first
   unsigned threads, smem;
   unsigned packing[3];
-  int dependent;                  // waits for the grids before it: launched programmatically
+  int dependent;                  // waits for the grids before it: may be launched programmatically
 };
 
 extern PyTypeObject KernelType;
@@ -69,9 +69,12 @@ const unsigned char *tensorMapAt(KernelObject *k, size_t t, uint64_t address,
                                  const uint64_t layout[8]);
 
 /// Launches `k` with its runtime arguments in 8-byte `slots` and its tensor
-/// maps (128 bytes each) after them. False with a Python exception.
+/// maps (128 bytes each) after them; `secondOfCall`: `k` reads what the
+/// kernel launched just before it by the same API call wrote (then, by
+/// default, it is launched programmatically: LaunchKernel.cpp). False with
+/// a Python exception.
 bool launchSlots(KernelObject *k, const unsigned grid[3], uint64_t stream,
-                 unsigned char *slots, unsigned char (*maps)[128]);
+                 unsigned char *slots, unsigned char (*maps)[128], bool secondOfCall);
 
 } // namespace fakv::runtime
 

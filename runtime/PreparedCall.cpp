@@ -153,7 +153,7 @@ void setSlot(Launch &l, int slot, uint64_t value) {
   std::memcpy(l.slots.data() + 8 * slot, &value, 8);
 }
 
-bool launch(Launch &l, uint64_t stream, const uint64_t *layout) {
+bool launch(Launch &l, uint64_t stream, const uint64_t *layout, bool secondOfCall) {
   unsigned grid[3];
   if (!launchGrid(l.kernel, l.grid, grid))
     return false;
@@ -166,7 +166,7 @@ bool launch(Launch &l, uint64_t stream, const uint64_t *layout) {
       return false;
     std::memcpy(maps[t], map, 128);
   }
-  return launchSlots(l.kernel, grid, stream, l.slots.data(), maps);
+  return launchSlots(l.kernel, grid, stream, l.slots.data(), maps, secondOfCall);
 }
 
 PyObject *PreparedCall_call(PreparedCallObject *self, PyObject *args, PyObject *kwargs) {
@@ -248,7 +248,7 @@ PyObject *PreparedCall_call(PreparedCallObject *self, PyObject *args, PyObject *
     setSlot(d, s[LsePart], lsePart);
     setSlot(d, s[BatchIdx], a[ABatchIdx] ? a[ABatchIdx] : a[ASeqlens]);
     setSlot(d, s[Slopes], a[ASlopes] ? a[ASlopes] : lp);           // any f32 tensor when unused
-    if (!launch(d, stream, self->layout))
+    if (!launch(d, stream, self->layout, false))
       goto done;
     if (self->combine) {
       Launch &c = *self->combine;
@@ -256,7 +256,7 @@ PyObject *PreparedCall_call(PreparedCallObject *self, PyObject *args, PyObject *
       setSlot(c, CLsePart, lsePart);
       setSlot(c, COut, op);
       setSlot(c, CLse, lp);
-      if (!launch(c, stream, self->layout))
+      if (!launch(c, stream, self->layout, true))
         goto done;
     }
     result = self->returnLse ? PyTuple_Pack(2, out, lse) : (Py_INCREF(out), out);

@@ -121,11 +121,7 @@ int fakv_launch(void *kernel, unsigned gx, unsigned gy, unsigned gz,
       limit = smem;
     }
   }
-  static const bool programmatic = [] {
-    const char *e = std::getenv("FAKV_DEPENDENT_LAUNCH");
-    return !(e && std::strcmp(e, "0") == 0);
-  }();
-  if (dependent && programmatic && d->launchKernelEx) {
+  if (dependent && d->launchKernelEx) {
     CUlaunchAttribute attr{};
     attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
     attr.value.programmaticStreamSerializationAllowed = 1;

@@ -45,8 +45,7 @@ int fakv_encode_kv_tensormap(void *out128, const void *base,
  * bytes). Raises the kernel's dynamic shared-memory limit when needed.
  * `dependent`: the kernel waits for the grids before it (griddepcontrol.wait,
  * fakvgpu-dependent-launch), so it is launched with programmatic stream
- * serialization: it may start while the previous kernel finishes (off with
- * FAKV_DEPENDENT_LAUNCH=0). */
+ * serialization: it may start while the previous kernel finishes. */
 int fakv_launch(void *kernel, unsigned grid_x, unsigned grid_y, unsigned grid_z,
                 unsigned threads, unsigned smem_bytes, void *stream,
                 void **params, int dependent);

@@ -1,6 +1,7 @@
 """How many splits of the keys a decode call uses when num_splits=0: the
-seed's FlashAttention heuristic, with the device's real SM count and L2
-size."""
+seed's FlashAttention heuristic, with the device's L2 size; `num_sms` is
+the number of programs that run at once (fakv.interface.plan passes the SMs
+times the decode programs one SM holds)."""
 import math
 
 

@@ -75,8 +75,13 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
     block_n = 32 if head_tile <= 128 else 64
     n_blocks = math.ceil(max(max_seqlen_k, 1) / block_n)
     if num_splits <= 0:
+        # FlashAttention's heuristic over the programs that run at once: two
+        # decode programs share an SM at head dims up to 128 (~120 registers
+        # x 256 threads, 67 KB of shared memory each), one above (as
+        # FlashAttention 2 passes 2 x the SMs for its two blocks per SM).
         size_one_kv_head = max_seqlen_k * head_dim * 2 * 2
-        num_splits = num_splits_heuristic(batch * kv_heads * m_blocks, num_sms, n_blocks, m_blocks,
+        slots = num_sms * (2 if head_tile <= 128 else 1)
+        num_splits = num_splits_heuristic(batch * kv_heads * m_blocks, slots, n_blocks, m_blocks,
                                           size_one_kv_head, causal, MAX_SPLITS, l2_bytes)
     num_splits = max(1, min(num_splits, MAX_SPLITS, n_blocks))
     head_block = max(1, min(_pow2(heads), 16384 // (_pow2(num_splits) * head_tile)))

@@ -7,7 +7,7 @@
 #
 #   test/gpu/run_all.sh LOGDIR [STEP...]
 #   STEP: install hide ir frontend grid kvcache demo restore sanitize bench host (default: all, in this
-#   order), profile
+#   order), profile; sanitize is memcheck racecheck synccheck initcheck (each a step of its own too)
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 LOGS="${1:-gpu-logs}"; shift || true
@@ -54,11 +54,11 @@ for step in $STEPS; do
     grid) run grid 540 python3 -m pytest -q -p no:cacheprovider -n 8 test/gpu/test_flash_attn.py ;;
     kvcache) run kvcache 540 python3 -m pytest -q -p no:cacheprovider -n 8 test/gpu/test_kvcache.py ;;
     demo) run demo 120 python3 scripts/demo.py ;;
-    sanitize)
-      for tool in memcheck racecheck synccheck; do
-        run "$tool" 300 compute-sanitizer --tool "$tool" --error-exitcode 9 python3 test/gpu/sanitize.py
-      done
-      run initcheck 300 compute-sanitizer --tool initcheck --error-exitcode 9 python3 test/gpu/sanitize.py --no-reference ;;
+    sanitize) "$0" "$LOGS" memcheck racecheck synccheck initcheck | grep '^\[' ;;
+    memcheck|racecheck|synccheck)
+      run "$step" 400 compute-sanitizer --tool "$step" --error-exitcode 9 python3 test/gpu/sanitize.py ;;
+    initcheck)
+      run initcheck 400 compute-sanitizer --tool initcheck --error-exitcode 9 python3 test/gpu/sanitize.py --no-reference ;;
     profile) run profile 300 python3 bench/profile_host.py; cat "$LOGS/profile.log" ;;
     bench)
       run bench 300 python3 bench/bench_decode.py

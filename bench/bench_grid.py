@@ -1,0 +1,387 @@
+#!/usr/bin/env python3
+"""Decode attention over issue 11's grid, fakv next to its peers, all in one
+run on the GPU machine.
+
+    python bench/bench_grid.py [--out DIR] [--only SUBSTRING] [--layouts 0,16,64,256] [--peers LIST]
+    python bench/bench_grid.py --plot DIR/grid.json     # the PNG plots (needs matplotlib)
+
+Shapes (bf16, seqlen_q 1, causal, num_splits=0 for fakv): GQA 32/8 with
+head dim 128 at batch {1, 8, 32, 128} x seqlen_k {1K, 8K, 32K}; MHA 32/32;
+head dims 64 and 256; two ragged batches (lengths drawn uniformly from
+[1, seqlen_k], seeded). Layouts: contiguous and pages of 16, 64 and 256
+(block tables a random permutation of the pages). 20 shapes x 4 layouts.
+
+Timing: GPU time per call, from CUDA graphs of calls that rotate over
+copies of the cache (at least 512 MiB in all, ten times the L2), so no
+cache is read from L2; median of 10 replays after warm-up. Bandwidth:
+bytes of K and V the call must read / time, as a fraction of a
+device-to-device copy measured in the same run.
+
+Peers, each output checked against fakv's first (max |peer - fakv| must
+stay under 2e-2; a failing peer is listed, not timed), fakv's own output
+against a float32 reference of its first and last sequence:
+- `sdpa`: torch's scaled_dot_product_attention with the cuDNN backend
+  (enable_gqa; the backend torch picks when cuDNN refuses), contiguous
+  caches of equal lengths only;
+- `triton`: bench/peers/triton_decode.py, a split-KV decode as a Triton
+  user would write it, every layout;
+- `flashinfer`, `flashinfer-tc`: FlashInfer's BatchDecodeWithPagedKVCacheWrapper
+  (CUDA-core and tensor-core kernels) when `flashinfer` imports, every
+  layout (a contiguous cache as one page per sequence). bench/README.md
+  says how to carry FlashInfer to the H200.
+
+Writes DIR/grid.json (every number) and DIR/grid.md (the table: each cell
+fakv's time and fraction of copy bandwidth, the best peer of that layout,
+and whether fakv is at least as fast within 1 %); then the plots where
+matplotlib imports, else `--plot` makes them elsewhere.
+"""
+import argparse
+import json
+import math
+import os
+import statistics
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+sys.path.insert(0, os.path.join(ROOT, "test", "gpu"))
+import source_tree  # noqa: E402,F401  (the source tree's fakv when it is built, else the installed one)
+
+# (name, batch, seqlen_k, heads, kv_heads, head_dim, ragged)
+SHAPES = [(f"b{b} s{s // 1024}K", b, s, 32, 8, 128, False) for b in (1, 8, 32, 128) for s in (1024, 8192, 32768)]
+SHAPES += [("MHA b1 s32K", 1, 32768, 32, 32, 128, False), ("MHA b8 s8K", 8, 8192, 32, 32, 128, False),
+           ("d64 b8 s8K", 8, 8192, 32, 8, 64, False), ("d64 b32 s32K", 32, 32768, 32, 8, 64, False),
+           ("d256 b1 s8K", 1, 8192, 32, 8, 256, False), ("d256 b8 s32K", 8, 32768, 32, 8, 256, False),
+           ("ragged b32 s<=16K", 32, 16384, 32, 8, 128, True), ("ragged b128 s<=4K", 128, 4096, 32, 8, 128, True)]
+LAYOUTS = (0, 16, 64, 256)                     # 0: contiguous
+PEERS = ("sdpa", "triton", "flashinfer", "flashinfer-tc")
+ROTATE_BYTES = 512 << 20
+TOLERANCE = 2e-2
+
+
+def graph_time_ms(calls, replays=10, warmup=2):
+    """Median GPU time per call of `calls` (one per cache copy, each run
+    once per replay) captured in a CUDA graph; (time, "graph"), or timed as
+    launched, (time, "eager"), when the calls cannot be captured."""
+    import torch
+    for _ in range(warmup):
+        for c in calls:
+            c()
+    torch.cuda.synchronize()
+    mode = "graph"
+    try:
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            for c in calls:
+                c()
+        replay = g.replay
+    except Exception:  # noqa: BLE001
+        torch.cuda.synchronize()
+        mode = "eager"
+
+        def replay():
+            for c in calls:
+                c()
+    replay()
+    times = []
+    for _ in range(replays):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        replay()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b) / len(calls))
+    return statistics.median(times), mode
+
+
+def copy_bandwidth():
+    import torch
+    src = torch.empty(2 ** 30, dtype=torch.bfloat16, device="cuda")
+    dst = torch.empty_like(src)
+    for _ in range(3):
+        dst.copy_(src)
+    times = []
+    for _ in range(10):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        dst.copy_(src)
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b))
+    return 2 * src.numel() * 2 / (statistics.median(times) * 1e-3) / 1e12
+
+
+class Cell:
+    """The inputs of one (shape, layout): q, the lengths, a block table, and
+    `copies` caches (K and V each) that the timed calls rotate over."""
+
+    def __init__(self, shape, page, seed=0):
+        import torch
+        name, b, s, h, hk, d, ragged = shape
+        g = torch.Generator(device="cuda").manual_seed(seed)
+        self.b, self.s, self.h, self.hk, self.d, self.page = b, s, h, hk, d, page
+        self.lens = torch.randint(1, s + 1, (b,), generator=g, device="cuda", dtype=torch.int32) if ragged else \
+            torch.full((b,), s, dtype=torch.int32, device="cuda")
+        self.kv_bytes = int(self.lens.sum()) * hk * d * 2 * 2
+        cache_bytes = b * s * hk * d * 2 * 2
+        self.copies = max(1, min(64, math.ceil(ROTATE_BYTES / cache_bytes)))
+        self.q = torch.randn((b, 1, h, d), generator=g, device="cuda").to(torch.bfloat16)
+        if page:
+            per_seq = s // page
+            shape_ = (self.copies, b * per_seq, page, hk, d)
+            self.table = torch.randperm(b * per_seq, generator=g, device="cuda").to(torch.int32).reshape(b, per_seq)
+        else:
+            shape_ = (self.copies, b, s, hk, d)
+            self.table = None
+        self.k = torch.randn(shape_, generator=g, device="cuda", dtype=torch.bfloat16)
+        self.v = torch.randn(shape_, generator=g, device="cuda", dtype=torch.bfloat16)
+
+    def dense(self, cache, i):
+        """Sequence i's keys (or values) of copy 0, (len, hk, d)."""
+        n = int(self.lens[i])
+        if self.table is None:
+            return cache[0, i, :n]
+        pos = self.table[i].repeat_interleave(self.page)[:n].long()
+        import torch
+        return cache[0][pos, torch.arange(n, device="cuda") % self.page]
+
+    def reference(self, i):
+        """float32 attention of sequence i over copy 0: (h, d)."""
+        import torch
+        k, v = self.dense(self.k, i).float(), self.dense(self.v, i).float()
+        group = self.h // self.hk
+        k, v = k.repeat_interleave(group, 1), v.repeat_interleave(group, 1)
+        s = torch.einsum("hd,nhd->hn", self.q[i, 0].float(), k) / math.sqrt(self.d)
+        return torch.einsum("hn,nhd->hd", torch.softmax(s, -1), v)
+
+
+def fakv_calls(cell):
+    import fakv
+    run = lambda i: fakv.flash_attn_with_kvcache(  # noqa: E731
+        cell.q, cell.k[i], cell.v[i], cache_seqlens=cell.lens, block_table=cell.table, causal=True)
+    return run
+
+
+def sdpa_calls(cell, ragged):
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    if cell.table is not None or ragged:
+        return None, "contiguous caches of equal lengths only"
+    q = cell.q.transpose(1, 2)
+
+    def make(backends):
+        def run(i):
+            with sdpa_kernel(backends):
+                o = F.scaled_dot_product_attention(q, cell.k[i].transpose(1, 2), cell.v[i].transpose(1, 2),
+                                                   enable_gqa=True)
+            return o.transpose(1, 2)
+        return run
+    try:
+        run = make([SDPBackend.CUDNN_ATTENTION])
+        run(0)
+        return run, "cuDNN"
+    except Exception:  # noqa: BLE001  (cuDNN refuses the shape: torch's own pick)
+        return make([SDPBackend.CUDNN_ATTENTION, SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION,
+                     SDPBackend.MATH]), "torch's pick (cuDNN refused)"
+
+
+def triton_calls(cell):
+    from peers.triton_decode import decode
+    return lambda i: decode(cell.q, cell.k[i], cell.v[i], cell.lens, block_table=cell.table)
+
+
+def flashinfer_calls(cell, tensor_cores):
+    import torch
+    import flashinfer
+    page = cell.page or cell.s
+    lens = cell.lens.long()
+    pages = (lens + page - 1) // page
+    indptr = torch.zeros(cell.b + 1, dtype=torch.int32, device="cuda")
+    indptr[1:] = torch.cumsum(pages, 0)
+    if cell.table is None:
+        indices = torch.arange(cell.b, dtype=torch.int32, device="cuda")
+    else:
+        keep = torch.arange(cell.table.shape[1], device="cuda")[None, :] < pages[:, None]
+        indices = cell.table[keep].contiguous()
+    last = (lens - (pages - 1) * page).to(torch.int32)
+    workspace = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+    w = flashinfer.BatchDecodeWithPagedKVCacheWrapper(workspace, "NHD", use_tensor_cores=tensor_cores)
+    w.plan(indptr, indices, last, cell.h, cell.hk, cell.d, page, q_data_type=torch.bfloat16,
+           kv_data_type=torch.bfloat16)
+    q = cell.q[:, 0].contiguous()      # (a contiguous (b, s, hk, d) cache is b pages of s rows)
+    return lambda i: w.run(q, (cell.k[i], cell.v[i]))[:, None]
+
+
+def measure(shape, page, peers, copy_bw):
+    import torch
+    cell = Cell(shape, page)
+    ragged = shape[6]
+    result = {"shape": shape[0], "layout": page, "kv_bytes": cell.kv_bytes, "copies": cell.copies, "impls": {}}
+
+    def timed(name, run, note=""):
+        entry = {"note": note} if note else {}
+        try:
+            out = run(0).float()
+            torch.cuda.synchronize()
+            if name == "fakv":
+                errs = [(out[i, 0] - cell.reference(i)).abs().max().item() for i in (0, cell.b - 1)]
+                entry["err_vs_reference"] = max(errs)
+                result["fakv_out"] = out
+            else:
+                entry["err_vs_fakv"] = (out - result["fakv_out"]).abs().max().item()
+            err = entry.get("err_vs_reference", entry.get("err_vs_fakv"))
+            if not err <= TOLERANCE:
+                entry["failed"] = f"output differs by {err:.3g}"
+            else:
+                t, mode = graph_time_ms([lambda i=i: run(i) for i in range(cell.copies)])
+                entry.update(us=t * 1e3, tbps=cell.kv_bytes / (t * 1e-3) / 1e12, timing=mode)
+                entry["copy_fraction"] = entry["tbps"] / copy_bw
+        except Exception as e:  # noqa: BLE001  (a peer that cannot run this cell)
+            entry["failed"] = f"{type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}"
+        result["impls"][name] = entry
+
+    timed("fakv", fakv_calls(cell))
+    if "sdpa" in peers:
+        run, note = sdpa_calls(cell, ragged)
+        if run is None:
+            result["impls"]["sdpa"] = {"skipped": note}
+        else:
+            timed("sdpa", run, note)
+    if "triton" in peers:
+        timed("triton", triton_calls(cell))
+    for name, tc in (("flashinfer", False), ("flashinfer-tc", True)):
+        if name in peers:
+            try:
+                run = flashinfer_calls(cell, tc)
+            except Exception as e:  # noqa: BLE001  (not installed, or cannot plan this cell)
+                result["impls"][name] = {"failed": f"{type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}"}
+                continue
+            timed(name, run)
+    result.pop("fakv_out", None)
+    return result
+
+
+def best_peer(cell):
+    timed = [(e["us"], n) for n, e in cell["impls"].items() if n != "fakv" and "us" in e]
+    return min(timed) if timed else None
+
+
+def markdown(run):
+    lines = [f"Decode grid, {run['device']}, {run['date']}: bf16, seqlen_q 1, causal; GPU time per call "
+             f"(CUDA graphs over rotating caches); % of the same run's copy bandwidth "
+             f"({run['copy_tbps']:.2f} TB/s). Each cell: fakv, then the best peer of that layout; "
+             f"**win** when fakv is at most 1 % slower.", "",
+             "| shape | " + " | ".join("contiguous" if p == 0 else f"pages of {p}" for p in run["layouts"]) + " |",
+             "|---|" + "---|" * len(run["layouts"])]
+    wins = total = 0
+    by = {(c["shape"], c["layout"]): c for c in run["cells"]}
+    for shape in run["shapes"]:
+        row = [shape]
+        for page in run["layouts"]:
+            c = by.get((shape, page))
+            if c is None:
+                row.append("")
+                continue
+            f = c["impls"]["fakv"]
+            if "us" not in f:
+                row.append(f"fakv failed: {f.get('failed')}")
+                continue
+            text = f"{f['us']:.1f} µs ({f['copy_fraction']:.0%})"
+            peer = best_peer(c)
+            if peer:
+                us, name = peer
+                p = c["impls"][name]
+                win = f["us"] <= 1.01 * us
+                wins += win
+                total += 1
+                text += f" vs {name} {us:.1f} µs ({p['copy_fraction']:.0%}){' **win**' if win else ''}"
+            row.append(text)
+        lines.append("| " + " | ".join(row) + " |")
+    lines += ["", f"fakv at or ahead of the best peer (within 1 %): {wins} of {total} cells.", ""]
+    failures = [f"- {c['shape']}, layout {c['layout']}: {n}: {e['failed']}" for c in run["cells"]
+                for n, e in c["impls"].items() if "failed" in e]
+    if failures:
+        lines += ["Failed or refused (not timed):", ""] + failures + [""]
+    return "\n".join(lines)
+
+
+def plot(path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    run = json.load(open(path))
+    out_dir = os.path.dirname(path)
+    by = {(c["shape"], c["layout"]): c for c in run["cells"]}
+    names = ["fakv"] + list(PEERS)
+    written = []
+    for page in run["layouts"]:
+        fig, axes = plt.subplots(1, 4, figsize=(16, 3.6), sharey=True)
+        for ax, b in zip(axes, (1, 8, 32, 128)):
+            for name in names:
+                xs, ys = [], []
+                for s in (1024, 8192, 32768):
+                    c = by.get((f"b{b} s{s // 1024}K", page))
+                    e = c and c["impls"].get(name)
+                    if e and "copy_fraction" in e:
+                        xs.append(s)
+                        ys.append(100 * e["copy_fraction"])
+                if xs:
+                    ax.plot(xs, ys, marker="o", label=name, linewidth=2.5 if name == "fakv" else 1.2)
+            ax.set_xscale("log", base=2)
+            ax.set_title(f"batch {b}")
+            ax.set_xlabel("seqlen_k")
+            ax.axhline(100, color="gray", linewidth=0.6)
+        axes[0].set_ylabel("% of copy bandwidth")
+        axes[-1].legend(fontsize=8)
+        fig.suptitle(f"decode, GQA 32/8, d128, bf16, {'contiguous' if page == 0 else f'pages of {page}'} "
+                     f"({run['device']}, {run['date']})")
+        fig.tight_layout()
+        name = os.path.join(out_dir, f"grid-{'contiguous' if page == 0 else f'page{page}'}.png")
+        fig.savefig(name, dpi=90)
+        plt.close(fig)
+        written.append(name)
+    print("wrote " + ", ".join(written))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default=os.path.join(ROOT, "docs", "perf"))
+    ap.add_argument("--only", default="", help="shapes whose name contains this")
+    ap.add_argument("--layouts", default=",".join(map(str, LAYOUTS)))
+    ap.add_argument("--peers", default=",".join(PEERS))
+    ap.add_argument("--plot", metavar="JSON", help="only make the plots of a run")
+    args = ap.parse_args()
+    if args.plot:
+        plot(args.plot)
+        return
+    import torch
+    layouts = [int(x) for x in args.layouts.split(",")]
+    peers = [p for p in args.peers.split(",") if p]
+    shapes = [s for s in SHAPES if args.only in s[0]]
+    copy_bw = copy_bandwidth()
+    run = {"device": torch.cuda.get_device_name(), "date": time.strftime("%Y-%m-%d"), "copy_tbps": copy_bw,
+           "layouts": layouts, "shapes": [s[0] for s in shapes], "peers": peers, "cells": []}
+    print(f"copy bandwidth {copy_bw:.2f} TB/s", flush=True)
+    os.makedirs(args.out, exist_ok=True)
+    for shape in shapes:
+        for page in layouts:
+            t0 = time.time()
+            cell = measure(shape, page, peers, copy_bw)
+            torch.cuda.empty_cache()
+            run["cells"].append(cell)
+            parts = [f"{n} {e['us']:.1f}us {e['copy_fraction']:.0%}" if "us" in e else
+                     f"{n} {e.get('failed') or e.get('skipped')}" for n, e in cell["impls"].items()]
+            print(f"{shape[0]:>18} page {page:>3}: " + "; ".join(parts) + f"  [{time.time() - t0:.1f}s]", flush=True)
+            json.dump(run, open(os.path.join(args.out, "grid.json"), "w"), indent=1)
+    md = markdown(run)
+    open(os.path.join(args.out, "grid.md"), "w").write(md + "\n")
+    print(md)
+    try:
+        plot(os.path.join(args.out, "grid.json"))
+    except ImportError:
+        print(f"(no matplotlib here: python bench/bench_grid.py --plot {args.out}/grid.json makes the plots)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""What programmatic dependent launch (lowering/DependentLaunch.cpp, the
+runtime's cuLaunchKernelEx) changes: GPU time per API call, from CUDA
+graphs of 20 calls, with FAKV_DEPENDENT_LAUNCH set to each of its modes in
+a process of its own (it is read when a kernel is loaded):
+
+    python bench/dependent_launch.py            # every mode, a table
+    python bench/dependent_launch.py --child    # one mode (the environment's)
+
+Calls: bf16, 32/8 heads, d128, paged 256 (and contiguous), batch 1 and 32,
+with and without a one-token append with rotary (bench_decode.py's
+append_rows). A call that cannot be captured is reported, not timed as
+launched.
+"""
+import os
+import statistics
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+sys.path.insert(0, os.path.join(ROOT, "test", "gpu"))
+import source_tree  # noqa: E402,F401
+
+MODES = ["unset", "0", "1", "decode,combine"]   # "unset": the default (combine after decode)
+CASES = [(1, 1024, True, False), (1, 8192, True, False), (1, 8192, True, True), (1, 8192, False, False),
+         (32, 8192, True, False), (32, 8192, True, True)]
+
+
+def graph_us(fn, reps=20, replays=15):
+    import torch
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        for _ in range(reps):
+            fn()
+    g.replay()
+    times = []
+    for _ in range(replays):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        g.replay()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b) * 1e3 / reps)
+    return statistics.median(times)
+
+
+def child():
+    import torch
+    import fakv
+    from bench_decode import D, HK, inputs
+    for b, s, paged, append in CASES:
+        q, k, v, lens, table = inputs(torch, paged, B=b, S=s)
+        kw = {}
+        if append:
+            lens -= 1
+            g = torch.Generator(device="cuda").manual_seed(1)
+            kn, vn = (torch.randn((b, 1, HK, D), device="cuda", dtype=torch.bfloat16, generator=g) for _ in range(2))
+            angle = torch.rand((s, D // 2), device="cuda", generator=g)
+            kw = dict(k=kn, v=vn, rotary_cos=angle.cos().to(torch.bfloat16), rotary_sin=angle.sin().to(torch.bfloat16))
+        call = lambda: fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table, **kw)  # noqa: E731
+        name = f"b{b} s{s} {'paged 256' if paged else 'contiguous'}{' + append, rotary' if append else ''}"
+        try:
+            print(f"{name}\t{graph_us(call):.2f}", flush=True)
+        except Exception as e:  # noqa: BLE001
+            print(f"{name}\tcapture failed: {type(e).__name__}: {e}", flush=True)
+
+
+def main():
+    if "--child" in sys.argv:
+        child()
+        return
+    results = {}
+    for mode in MODES:
+        env = dict(os.environ, FAKV_DEPENDENT_LAUNCH=mode)
+        if mode == "unset":
+            del env["FAKV_DEPENDENT_LAUNCH"]
+        out = subprocess.run([sys.executable, __file__, "--child"], env=env, capture_output=True, text=True)
+        if out.returncode:
+            print(f"mode {mode}: rc {out.returncode}\n{out.stderr[-2000:]}")
+        for line in out.stdout.splitlines():
+            name, _, value = line.partition("\t")
+            results.setdefault(name, {})[mode] = value
+    print("GPU time per call (us), CUDA graphs of 20 calls; columns: FAKV_DEPENDENT_LAUNCH")
+    print(f"{'call':<42}" + "".join(f"{m:>16}" for m in MODES))
+    for name, row in results.items():
+        print(f"{name:<42}" + "".join(f"{row.get(m, ''):>16}" for m in MODES))
+
+
+if __name__ == "__main__":
+    main()
