@@ -370,7 +370,8 @@ def main():
             cell = measure(shape, page, peers, copy_bw)
             torch.cuda.empty_cache()
             run["cells"].append(cell)
-            parts = [f"{n} {e['us']:.1f}us {e['copy_fraction']:.0%}" if "us" in e else
+            parts = [f"{n} {e['us']:.1f}us {e['copy_fraction']:.0%}{' (' + e['note'] + ')' if e.get('note') else ''}"
+                     if "us" in e else
                      f"{n} {e.get('failed') or e.get('skipped')}" for n, e in cell["impls"].items()]
             print(f"{shape[0]:>18} page {page:>3}: " + "; ".join(parts) + f"  [{time.time() - t0:.1f}s]", flush=True)
             json.dump(run, open(os.path.join(args.out, "grid.json"), "w"), indent=1)

@@ -69,10 +69,12 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
                                   f"fakv handles ({MAX_ROWS})")
     sq_block = max(1, min(_pow2(seqlen_q), MAX_ROWS // group_tile))
     m_blocks = math.ceil(seqlen_q / sq_block)
-    # Keys per block: 32 reads the cache fastest on the H200 for head dims up
-    # to 128 (bench/sweep_decode.py: small tiles, several blocks per SM); 64
-    # above. Pages that hold whole blocks are copied by TMA, others gathered.
-    block_n = 32 if head_tile <= 128 else 64
+    # Keys per block: 32 reads the cache fastest on the H200 at head dim 128
+    # (bench/sweep_decode.py: small tiles, several blocks per SM); 64 at 64
+    # and at 256 (bench/plan_sweep.py). Pages that hold whole blocks are
+    # copied by TMA, others gathered (pages of 16 in 16-key blocks by TMA
+    # measured slower than the gather: plan_sweep.py).
+    block_n = 32 if head_tile == 128 else 64
     n_blocks = math.ceil(max(max_seqlen_k, 1) / block_n)
     if num_splits <= 0:
         # FlashAttention's heuristic over the programs that run at once: two
@@ -81,8 +83,11 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
         # FlashAttention 2 passes 2 x the SMs for its two blocks per SM).
         size_one_kv_head = max_seqlen_k * head_dim * 2 * 2
         slots = num_sms * (2 if head_tile <= 128 else 1)
+        # A split reads at least 4 key blocks (1K keys at batch 1: 8 splits
+        # 9.2 us, 28 splits 10.4 us; plan_sweep.py).
         num_splits = num_splits_heuristic(batch * kv_heads * m_blocks, slots, n_blocks, m_blocks,
-                                          size_one_kv_head, causal, MAX_SPLITS, l2_bytes)
+                                          size_one_kv_head, causal, min(MAX_SPLITS, max(1, n_blocks // 4)),
+                                          l2_bytes)
     num_splits = max(1, min(num_splits, MAX_SPLITS, n_blocks))
     head_block = max(1, min(_pow2(heads), 16384 // (_pow2(num_splits) * head_tile)))
     return {
