@@ -109,8 +109,8 @@ def FakvGPU_AsyncPagedLoadOp : FakvGPU_Op<"async_paged_load", [AttrSizedOperandS
   let description = [{
     The tile `fakv.paged_load` with the same operands would return, copied
     asynchronously into slot `slot` of `ring`; barrier `slot` of `signal`
-    completes its phase when the data has landed (rows past `valid` are
-    zero; a page outside `[0, num_pages)` reads nothing, its rows are zero and
+    completes its phase when the data has landed (rows past `valid`, or past
+    a contiguous cache's page, are zero; a page outside `[0, num_pages)` reads nothing, its rows are zero and
     it reports `error_code`, as `fakv.paged_load` says). Lowered to TMA when
     every tile lies inside one page (page size a
     compile-time multiple of the tile's rows), else to a `cp.async` gather.

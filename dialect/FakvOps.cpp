@@ -283,6 +283,14 @@ LogicalResult PagedLoadOp::verify() {
   return success();
 }
 
+Value PagedLoadOp::rowsRead(OpBuilder &b, Location loc, Value valid, Value page,
+                           Value leftpad, Value pageSize) {
+  if (!page)
+    return valid;
+  Value inPage = leftpad ? Value(arith::SubIOp::create(b, loc, pageSize, leftpad)) : pageSize;
+  return arith::MinSIOp::create(b, loc, valid, inPage);
+}
+
 //===----------------------------------------------------------------------===//
 // Matmul, online softmax, LSE combine
 //===----------------------------------------------------------------------===//

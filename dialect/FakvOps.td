@@ -296,9 +296,12 @@ def Fakv_PagedLoadOp : Fakv_Op<"paged_load", [AttrSizedOperandSegments,
     ```
       page_idx = (r + leftpad) / page_size,  offset = (r + leftpad) % page_size
       page     = table[page_idx]        (paged cache: `table` given)
-               = page + page_idx        (contiguous cache: `page` given)
+      page     = page, offset = r + leftpad   (contiguous cache: `page` given)
     ```
-    and rows with `r >= valid` are zero and read nothing. `leftpad` defaults
+    and rows with `r >= valid` are zero and read nothing. A contiguous
+    cache's sequence is its page: rows at `r + leftpad >= page_size` are zero
+    and read nothing too (never the next sequence's rows; a TMA copy reads
+    them as out of bounds). `leftpad` defaults
     to 0. With `channels`, the channels `c >= channels` are zero and read
     nothing (a head dimension below the tile's, e.g. 96 in a 128 tile). Exactly one of `table` (the block-table row of this sequence, i32
     page indices) and `page` (the cache row of this sequence; the cache is then
@@ -339,6 +342,14 @@ def Fakv_PagedLoadOp : Fakv_Op<"paged_load", [AttrSizedOperandSegments,
     attr-dict `:` qualified(type($cache)) `->` type($result)
   }];
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The rows of a tile that are read, counted from position 0: `valid`,
+    /// bounded by `page_size - leftpad` in the contiguous (`page`) form. For
+    /// the lowerings of paged_load and fakvgpu.async_paged_load.
+    static ::mlir::Value rowsRead(::mlir::OpBuilder &b, ::mlir::Location loc,
+                                  ::mlir::Value valid, ::mlir::Value page,
+                                  ::mlir::Value leftpad, ::mlir::Value pageSize);
+  }];
 }
 
 //===----------------------------------------------------------------------===//

@@ -241,7 +241,10 @@ struct AsyncPagedLoadLowering : OpConversionPattern<fakvgpu::AsyncPagedLoadOp> {
       return success();
     }
 
-    // cp.async gather: 16-byte chunks, rows past `valid` zero-filled.
+    // cp.async gather: 16-byte chunks, rows past `valid` (or past a
+    // contiguous cache's page) zero-filled.
+    Value rowsRead = fakv::PagedLoadOp::rowsRead(rewriter, loc, a.getValid(), a.getPage(),
+                                                 a.getLeftpad(), a.getPageSize());
     int64_t chunksPerRow = cols * elemBytes / 16;
     bool wholeChunks = op->hasAttr(fakvgpu::kWholeChunksAttr);
     int64_t threads = roleOf(op).count;
@@ -258,7 +261,7 @@ struct AsyncPagedLoadLowering : OpConversionPattern<fakvgpu::AsyncPagedLoadOp> {
           i32(tb, loc, 16 / elemBytes));
       Value key = arith::AddIOp::create(tb, loc, a.getRow(), r);
       Value valid = arith::CmpIOp::create(tb, loc, arith::CmpIPredicate::slt, key,
-                                          a.getValid());
+                                          rowsRead);
       Value rowValid = valid;
       if (a.getChannels())
         valid = arith::AndIOp::create(

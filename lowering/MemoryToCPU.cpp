@@ -122,13 +122,16 @@ struct PagedLoadLowering : OpConversionPattern<PagedLoadOp> {
     RankedTensorType type = op.getType();
     Type et = type.getElementType();
     // Element offset of the start of each tile row (page lookup done once per
-    // row), or -1 for rows past the valid length.
+    // row), or -1 for rows past the valid length (or past a contiguous
+    // cache's page).
     auto rowType = RankedTensorType::get({type.getDimSize(0)}, b.getI64Type());
+    Value rowsRead = PagedLoadOp::rowsRead(b, op.getLoc(), a.getValid(), a.getPage(),
+                                           a.getLeftpad(), a.getPageSize());
     Value rowBase = generate(b, rowType, [&](ImplicitLocOpBuilder &ib,
                                              ValueRange ivs) -> Value {
       Value r = arith::AddIOp::create(ib, a.getRow(), indexToI32(ib, ivs[0]));
       Value valid =
-          arith::CmpIOp::create(ib, arith::CmpIPredicate::slt, r, a.getValid());
+          arith::CmpIOp::create(ib, arith::CmpIPredicate::slt, r, rowsRead);
       return select(
           ib, valid,
           [&](ImplicitLocOpBuilder &tb) -> Value {

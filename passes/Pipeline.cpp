@@ -207,8 +207,9 @@ LogicalResult pipelineLoop(scf::ForOp loop, unsigned stages,
   for (PipelinedLoad &p : loads) {
     b.setInsertionPoint(p.load);
     WaitOp::create(b, loc, p.full, slot, phase);
-    Value first = arith::SubIOp::create(b, loc, p.load.getValid(),
-                                        p.load.getRow());
+    Value rowsRead = PagedLoadOp::rowsRead(b, loc, p.load.getValid(), p.load.getPage(),
+                                           p.load.getLeftpad(), p.load.getPageSize());
+    Value first = arith::SubIOp::create(b, loc, rowsRead, p.load.getRow());
     ClearRowsOp::create(b, loc, p.ring, slot, first);
     Value view = RingViewOp::create(b, loc, p.ring, slot);
     p.load.replaceAllUsesWith(view);

@@ -28,6 +28,7 @@ fakv.flash_attn_with_kvcache(q, kc, vc, kn, vn, cache_seqlens=np.array([10, 63],
 assert (kc[0, 10] == kn[0, 0]).all() and (vc[1, 63] == vn[1, 0]).all() and (kc[0, 11:] == k[0, 11:]).all()
 print("CPU path append: the new rows are in the caches")
 os.environ["FAKV_COMPILE_ONLY"] = "1"
+k = v = np.zeros((2, 512, 2, 64), ml_dtypes.bfloat16)     # enough key blocks for two splits
 fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, num_splits=2)
 files = os.listdir(os.environ["FAKV_CACHE_DIR"])
 print("sm_90a compile: assembler", fakv.ptx.assembler(), "cache entries", len(files))

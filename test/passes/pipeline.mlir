@@ -7,6 +7,10 @@
 // RUN: sed -e 's/page_size %%ps/page_size %%np/' %S/Inputs/attention.mlir | fakv-opt --fakv-decompose \
 // RUN:   --canonicalize --fakv-assign-layouts --fakv-pipeline | FileCheck %s --check-prefix=GATHER
 // RUN: not fakv-opt %S/Inputs/attention.mlir --fakv-pipeline 2>&1 | FileCheck %s --check-prefix=ORDER
+// A contiguous cache (`page`): the rows past its page are cleared too, so
+// that the TMA copy (out of bounds past the page) and the gather agree.
+// RUN: sed -e 's/table %%bt/page %%c0/' %S/Inputs/attention.mlir | fakv-opt --fakv-decompose \
+// RUN:   --canonicalize --fakv-assign-layouts --fakv-pipeline | FileCheck %s --check-prefix=PAGE
 
 // CHECK-LABEL: func.func @attention(
 // One ring per load, and a `full` barrier per slot (TMA: one arrival, the
@@ -42,3 +46,9 @@
 // GATHER: fakvgpu.alloc_barriers arrivals 128 : !fakvgpu.barriers<2>
 
 // ORDER: error: fakv-pipeline runs after fakv-assign-layouts
+
+// PAGE: scf.for
+// PAGE: fakvgpu.wait
+// PAGE: %[[READ:.*]] = arith.minsi %{{.*}}, %{{.*}} : i32
+// PAGE: %[[FIRST:.*]] = arith.subi %[[READ]], %{{.*}} : i32
+// PAGE: fakvgpu.clear_rows %{{.*}} from %[[FIRST]]

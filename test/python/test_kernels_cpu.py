@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import fakv
+import fakv.language as fl
 from attention_ref import NP_DTYPES, attention, check, gather
 
 CASES = list(itertools.product(
@@ -245,3 +246,23 @@ def test_window_normalisation(window, causal):
 def test_cache_batch_idx_with_a_bigger_cache():
     """cache_batch_idx into a cache with more sequences than the batch."""
     _run_window_case((8, 2), 1, [120, 33, 7], (-1, -1), False, False, 3, rows=[4, 0, 2], cache_rows=5)
+
+
+@fakv.jit
+def _contiguous_rows(Cache, Out, valid, pad, seq, PS: fl.constexpr):
+    t = fl.paged_load(Cache, 0, 0, 16, 64, valid, PS, 2, (PS * 64, 64, 64), page=seq, leftpad=pad)
+    fl.store(Out, t, (0, 0), (64, 1))
+
+
+@pytest.mark.parametrize("valid,pad", [(16, 3), (16, 0), (4, 3), (0, 0)])
+def test_contiguous_cache_reads_only_its_own_row(valid, pad):
+    """fakv.paged_load's contiguous form (`page`): a sequence's keys end
+    where its cache row ends; positions past page_size read zero (as the
+    GPU's TMA copy reads them: out of bounds), never the next sequence's
+    rows (issue 10: the page form honours page_size)."""
+    cache = (np.arange(2 * 8 * 64, dtype=np.float32).reshape(2, 8, 1, 64) + 1).astype(np.float16)
+    out = np.full((16, 64), np.nan, np.float16)
+    _contiguous_rows[(1,)](cache, out, valid, pad, 0, PS=8)
+    n = max(0, min(valid, 8 - pad))
+    assert np.array_equal(out[:n], cache[0, pad:pad + n, 0])
+    assert not out[n:].any()
