@@ -33,6 +33,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "bench", "kernels"))
 sys.path.insert(0, os.path.join(ROOT, "test", "gpu"))
 import source_tree  # noqa: E402,F401  (the source tree's fakv when it is built, else the installed one)
+from timing import event_ms, graph_time_ms  # noqa: E402
 
 B, H, HK, D, S = 32, 32, 8, 128, 8192
 PAGE = 256
@@ -61,36 +62,16 @@ def inputs(lib, paged, B=B, S=S):
 
 
 def time_ms(fn, iters=20, reps=10, warmup=3, graph=True):
-    """Median and min over `iters` of the GPU time per call of `reps` calls
-    in a row, replayed from a CUDA graph so that no host work (which differs
-    between implementations and machines) shows in the time; with
-    graph=False, or calls that cannot be captured, timed as launched (the
-    host's work overlapping the GPU's)."""
-    import torch
+    """Median GPU time per call over `iters` replays of a CUDA graph of
+    `reps` calls, so that no host work (which differs between
+    implementations and machines) shows in the time; with graph=False, or
+    calls that cannot be captured, timed as launched (the host's work
+    overlapping the GPU's). Returns (ms, "graph" or "eager")."""
+    if graph:
+        return graph_time_ms([fn] * reps, replays=iters, warmup=warmup)
     for _ in range(warmup):
         fn()
-    torch.cuda.synchronize()
-    def run():
-        for _ in range(reps):
-            fn()
-    if graph:
-        try:
-            g = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(g):
-                run()
-            run = g.replay
-        except Exception:  # noqa: BLE001  (not capturable: timed as launched)
-            torch.cuda.synchronize()
-    run()
-    times = []
-    for _ in range(iters):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        run()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b) / reps)
-    return statistics.median(times), min(times)
+    return statistics.median(event_ms(lambda: [fn() for _ in range(reps)], iters)) / reps, "eager"
 
 
 def main():
@@ -134,7 +115,7 @@ def main():
                 *plain_extras(lens, lse, S))
         assert p["num_splits"] == 1
         launch = lambda: decode[p["decode_grid"]](*args, **p["decode"])  # noqa: E731
-        t, tmin = time_ms(launch)
+        t, _ = time_ms(launch)
         name = f"fakv decode, {'paged 256' if paged else 'contiguous'}"
         rows.append((name, t, kv_bytes / (t * 1e-3) / 1e12))
         t, _ = time_ms(hand_packed(torch, paged, q, k, v, lens, table))

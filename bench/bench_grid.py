@@ -47,6 +47,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 sys.path.insert(0, os.path.join(ROOT, "test", "gpu"))
 import source_tree  # noqa: E402,F401  (the source tree's fakv when it is built, else the installed one)
+from timing import event_ms, graph_time_ms  # noqa: E402
 
 # (name, batch, seqlen_k, heads, kv_heads, head_dim, ragged)
 SHAPES = [(f"b{b} s{s // 1024}K", b, s, 32, 8, 128, False) for b in (1, 8, 32, 128) for s in (1024, 8192, 32768)]
@@ -60,56 +61,14 @@ ROTATE_BYTES = 512 << 20
 TOLERANCE = 2e-2
 
 
-def graph_time_ms(calls, replays=10, warmup=2):
-    """Median GPU time per call of `calls` (one per cache copy, each run
-    once per replay) captured in a CUDA graph; (time, "graph"), or timed as
-    launched, (time, "eager"), when the calls cannot be captured."""
-    import torch
-    for _ in range(warmup):
-        for c in calls:
-            c()
-    torch.cuda.synchronize()
-    mode = "graph"
-    try:
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
-            for c in calls:
-                c()
-        replay = g.replay
-    except Exception:  # noqa: BLE001
-        torch.cuda.synchronize()
-        mode = "eager"
-
-        def replay():
-            for c in calls:
-                c()
-    replay()
-    times = []
-    for _ in range(replays):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        replay()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b) / len(calls))
-    return statistics.median(times), mode
-
-
 def copy_bandwidth():
     import torch
     src = torch.empty(2 ** 30, dtype=torch.bfloat16, device="cuda")
     dst = torch.empty_like(src)
     for _ in range(3):
         dst.copy_(src)
-    times = []
-    for _ in range(10):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        dst.copy_(src)
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b))
-    return 2 * src.numel() * 2 / (statistics.median(times) * 1e-3) / 1e12
+    t = statistics.median(event_ms(lambda: dst.copy_(src), 10))
+    return 2 * src.numel() * 2 / (t * 1e-3) / 1e12
 
 
 class Cell:

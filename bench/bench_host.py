@@ -101,22 +101,8 @@ def start_times(name, reps):
 
 def gpu_us(fn, reps=10, iters=20):
     """GPU microseconds per call, replayed from a CUDA graph of `reps` calls."""
-    import torch
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        for _ in range(reps):
-            fn()
-    g.replay()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(iters):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        g.replay()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b) * 1e3 / reps)
-    return statistics.median(times)
+    from timing import graph_time_ms
+    return graph_time_ms([fn] * reps, replays=iters, warmup=0, fallback=False)[0] * 1e3
 
 
 def eager_us(fn, n=500, rounds=9):

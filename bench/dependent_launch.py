@@ -13,7 +13,6 @@ append_rows). A call that cannot be captured is reported, not timed as
 launched.
 """
 import os
-import statistics
 import subprocess
 import sys
 
@@ -21,31 +20,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 sys.path.insert(0, os.path.join(ROOT, "test", "gpu"))
 import source_tree  # noqa: E402,F401
+from timing import graph_time_ms  # noqa: E402
 
 MODES = ["unset", "0", "1", "decode,combine"]   # "unset": the default (combine after decode)
 CASES = [(1, 1024, True, False), (1, 8192, True, False), (1, 8192, True, True), (1, 8192, False, False),
          (32, 8192, True, False), (32, 8192, True, True)]
-
-
-def graph_us(fn, reps=20, replays=15):
-    import torch
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        for _ in range(reps):
-            fn()
-    g.replay()
-    times = []
-    for _ in range(replays):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        g.replay()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b) * 1e3 / reps)
-    return statistics.median(times)
 
 
 def child():
@@ -64,7 +43,8 @@ def child():
         call = lambda: fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table, **kw)  # noqa: E731
         name = f"b{b} s{s} {'paged 256' if paged else 'contiguous'}{' + append, rotary' if append else ''}"
         try:
-            print(f"{name}\t{graph_us(call):.2f}", flush=True)
+            t, _ = graph_time_ms([call] * 20, replays=15, warmup=3, fallback=False)
+            print(f"{name}\t{t * 1e3:.2f}", flush=True)
         except Exception as e:  # noqa: BLE001
             print(f"{name}\tcapture failed: {type(e).__name__}: {e}", flush=True)
 

@@ -13,7 +13,8 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_grid import SHAPES, Cell, copy_bandwidth, graph_time_ms  # noqa: E402
+from bench_grid import SHAPES, Cell, copy_bandwidth  # noqa: E402
+from timing import graph_time_ms  # noqa: E402
 
 # (shape name, layout, [(num_splits, BLOCK_N, stages), ...]); None keeps plan's choice.
 SWEEP = [
