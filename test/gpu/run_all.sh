@@ -12,6 +12,7 @@ set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 LOGS="${1:-gpu-logs}"; shift || true
 STEPS="${*:-install hide ir frontend grid kvcache demo restore sanitize bench host}"
+STEPS="${STEPS//sanitize/memcheck racecheck synccheck initcheck}"
 mkdir -p "$LOGS"
 LOGS="$(cd "$LOGS" && pwd)"
 export FAKV_CACHE_DIR="${FAKV_CACHE_DIR:-$(mktemp -d /tmp/fakv-cache.XXXXXX)}"
@@ -54,7 +55,6 @@ for step in $STEPS; do
     grid) run grid 540 python3 -m pytest -q -p no:cacheprovider -n 8 test/gpu/test_flash_attn.py ;;
     kvcache) run kvcache 540 python3 -m pytest -q -p no:cacheprovider -n 8 test/gpu/test_kvcache.py ;;
     demo) run demo 120 python3 scripts/demo.py ;;
-    sanitize) "$0" "$LOGS" memcheck racecheck synccheck initcheck | grep '^\[' ;;
     memcheck|racecheck|synccheck)
       run "$step" 400 compute-sanitizer --tool "$step" --error-exitcode 9 python3 test/gpu/sanitize.py ;;
     initcheck)
