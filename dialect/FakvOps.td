@@ -196,6 +196,27 @@ def Fakv_LoadScalarOp : Fakv_Op<"load_scalar", [MemoryEffects<[MemRead]>]> {
   let hasVerifier = 1;
 }
 
+def Fakv_AtomicAddOp : Fakv_Op<"atomic_add", [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "add to an i32 in memory once per program; the value before";
+  let description = [{
+    `result = ptr[index]; ptr[index] += value`, atomically, once for the
+    program (not once per thread), every thread of it getting `result`.
+    Ordered at device scope, acquire and release: the memory writes the
+    program made before it are visible to a program that reads its
+    addition, and the program sees the writes of every program whose
+    additions it read. So the last of N programs to add 1 to a counter can
+    read what all of them wrote (and subtract N to leave it 0 for the next
+    launch).
+
+    ```mlir
+    %done = fakv.atomic_add %counters[%i], %c1 : !fakv.ptr<i32>
+    ```
+  }];
+  let arguments = (ins Fakv_I32Ptr:$ptr, I32:$index, I32:$value);
+  let results = (outs I32:$result);
+  let assemblyFormat = "$ptr `[` $index `]` `,` $value attr-dict `:` qualified(type($ptr))";
+}
+
 def Fakv_ReportOp : Fakv_Op<"report", [MemoryEffects<[MemWrite]>]> {
   let summary = "record bad data: store a code when a condition holds";
   let description = [{

@@ -168,6 +168,8 @@ std::optional<int64_t> LinearLayout::regOf(ArrayRef<int64_t> regPart) const {
 LinearLayout LinearLayout::fromAttr(LinearAttr attr) {
   LinearLayout l;
   l.rank = attr.getRank();
+  if (l.rank == 0)                       // (no coordinates: no bases to read)
+    return l;
   auto split = [&](ArrayRef<int64_t> flat, SmallVector<Coord> &out) {
     for (size_t i = 0; i + l.rank <= flat.size(); i += l.rank)
       out.push_back(Coord(flat.slice(i, l.rank)));

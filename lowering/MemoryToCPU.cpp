@@ -192,9 +192,27 @@ struct PagedLoadLowering : OpConversionPattern<PagedLoadOp> {
   }
 };
 
+/// The CPU runs the programs of a launch one after the other, on one
+/// thread: a load, an add and a store are the atomic add.
+struct AtomicAddLowering : OpConversionPattern<AtomicAddOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(AtomicAddOp op, OpAdaptor a,
+                  ConversionPatternRewriter &rewriter) const override {
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    Value index = arith::ExtSIOp::create(b, b.getI64Type(), a.getIndex());
+    Value addr = elementAddress(b, b.getLoc(), a.getPtr(), index, b.getI32Type());
+    Value old = LLVM::LoadOp::create(b, b.getI32Type(), addr);
+    LLVM::StoreOp::create(b, arith::AddIOp::create(b, old, a.getValue()), addr);
+    rewriter.replaceOp(op, old);
+    return success();
+  }
+};
+
 } // namespace
 
 void cpu::populateMemoryToCPUPatterns(const TypeConverter &converter,
                                       RewritePatternSet &patterns) {
-  patterns.add<LoadLowering, StoreLowering, PagedLoadLowering>(converter, patterns.getContext());
+  patterns.add<LoadLowering, StoreLowering, PagedLoadLowering, AtomicAddLowering>(
+      converter, patterns.getContext());
 }

@@ -273,6 +273,44 @@ struct PagedLoadLowering : OpConversionPattern<PagedLoadOp> {
   }
 };
 
+/// Once per program: the role's threads meet (their writes before it happen
+/// before the add), thread 0 adds at device scope and leaves the old value
+/// in the role's scratch word, they meet again and all read it (thread 0's
+/// acquire, then the barrier, orders their later reads), and meet a third
+/// time before the scratch is reused.
+struct AtomicAddLowering : OpConversionPattern<AtomicAddOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(AtomicAddOp op, OpAdaptor a,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value word = smemOf(rewriter, loc, op);
+    syncRole(rewriter, loc, op);
+    Value leader = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq,
+                                         roleThreadId(rewriter, loc, op), i32(rewriter, loc, 0));
+    auto ifOp = scf::IfOp::create(rewriter, loc, leader, /*withElseRegion=*/false);
+    OpBuilder tb = OpBuilder::atBlockBegin(&ifOp.getThenRegion().front());
+    Value index = arith::ExtSIOp::create(tb, loc, tb.getI64Type(), a.getIndex());
+    Value addr = elementAddress(tb, loc, a.getPtr(), index, tb.getI32Type());
+    // Inline PTX: LLVM 22's NVPTX drops the ordering of an atomicrmw (a
+    // relaxed `atom`).
+    Value old = LLVM::InlineAsmOp::create(
+                    tb, loc, tb.getI32Type(), ValueRange{addr, a.getValue()},
+                    tb.getStringAttr("atom.acq_rel.gpu.global.add.u32 $0, [$1], $2;"),
+                    tb.getStringAttr("=r,l,r,~{memory}"), tb.getUnitAttr(), UnitAttr(),
+                    LLVM::TailCallKindAttr(),
+                    LLVM::AsmDialectAttr::get(tb.getContext(), LLVM::AsmDialect::AD_ATT),
+                    ArrayAttr())
+                    .getResult(0);
+    LLVM::StoreOp::create(tb, loc, old, word, /*alignment=*/4);
+    syncRole(rewriter, loc, op);
+    Value result = LLVM::LoadOp::create(rewriter, loc, rewriter.getI32Type(), word, /*alignment=*/4);
+    syncRole(rewriter, loc, op);
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
 } // namespace
 
 /// Marks the loads and stores whose vectors are provably aligned, before
@@ -300,7 +338,8 @@ void codegen::markAlignedAccesses(func::FuncOp func) {
 
 void codegen::populateMemoryToNVVMPatterns(const TypeConverter &converter,
                                            RewritePatternSet &patterns) {
-  patterns.add<LoadLowering, StoreLowering, PagedLoadLowering>(converter, patterns.getContext());
+  patterns.add<LoadLowering, StoreLowering, PagedLoadLowering, AtomicAddLowering>(
+      converter, patterns.getContext());
 }
 
 namespace {

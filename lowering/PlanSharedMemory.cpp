@@ -52,6 +52,8 @@ void planSharedMemory(func::FuncOp func) {
         scratchUsers.push_back(
             {op, dst.getNumElements() *
                      std::max<int64_t>(1, dst.getElementTypeBitWidth() / 8)});
+    } else if (isa<AtomicAddOp>(op)) {
+      scratchUsers.push_back({op, 4});       // the old value, for the whole program
     } else if (auto red = dyn_cast<ReduceOp>(op)) {
       LinearLayout src = layoutOf(red.getSrc().getType());
       int64_t k = 1;

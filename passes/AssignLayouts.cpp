@@ -96,6 +96,12 @@ private:
 LogicalResult LayoutAssigner::checkShapes() {
   WalkResult r = func.walk([&](Operation *op) {
     for (Value v : op->getResults()) {
+      if (isTile(v) && tileType(v).getRank() == 0) {
+        op->emitOpError() << "the GPU lowering has no 0-d tiles (a reduction of "
+                             "every dimension); keep a dimension of 1, e.g. "
+                             "fl.sum(x[None, :], 1)";
+        return WalkResult::interrupt();
+      }
       if (isTile(v) && !fakvgpu::isPowerOfTwoShape(tileType(v).getShape())) {
         op->emitOpError() << "the GPU lowering needs tiles whose dimensions "
                              "are powers of two, got "

@@ -235,6 +235,18 @@ def load_scalar(b, ptr, index):
 
 
 @builtin
+def atomic_add(b, ptr, index, value):
+    """ptr[index] += value (int32) once for the program, atomically, with
+    acquire-release order at device scope; returns the value before, to
+    every thread of the program."""
+    ptr = _ptr(ptr, "atomic_add's pointer")
+    if ptr.type.dtype != "i32":
+        raise FakvTypeError(f"atomic_add adds to an int32 array, not {ptr.type.dtype}")
+    i, v = _i32(b, index), _i32(b, value)
+    return b.op1(f"fakv.atomic_add {ptr.name}[{i.name}], {v.name} : {ptr.type.mlir()}", ScalarType("i32"))
+
+
+@builtin
 def report(b, error, cond, code):
     """Bad data: when `cond` holds, store the int32 `code` to error[0] (the
     host reads it after the launch). A kernel masks what it reports."""

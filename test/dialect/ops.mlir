@@ -43,6 +43,7 @@ func.func @construction(%f: f32, %t: tensor<4x16x128xbf16>, %p: tensor<64x128xf3
 // CHECK-LABEL: func.func @memory
 // CHECK: fakv.addptr %{{.*}}, %{{.*}} : !fakv.ptr<i32>
 // CHECK: fakv.load_scalar %{{.*}}[%{{.*}}] : !fakv.ptr<i32> -> i32
+// CHECK: fakv.atomic_add %{{.*}}[%{{.*}}], %{{.*}} : !fakv.ptr<i32>
 // CHECK: fakv.load %{{.*}}[%{{.*}}, %{{.*}}] strides [%{{.*}}, %{{.*}}] : !fakv.ptr<bf16> -> tensor<64x128xbf16>
 // CHECK: fakv.load %{{.*}}[%{{.*}}, %{{.*}}] strides [%{{.*}}, %{{.*}}] bounds [%{{.*}}, %{{.*}}] mask %{{.*}} other %{{.*}} : !fakv.ptr<f32> -> tensor<64x128xf32>
 // CHECK: fakv.store %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}] strides [%{{.*}}, %{{.*}}] bounds [%{{.*}}, %{{.*}}] : tensor<64x128xf32>, !fakv.ptr<f32>
@@ -55,6 +56,7 @@ func.func @memory(%q: !fakv.ptr<bf16>, %o: !fakv.ptr<f32>, %kc: !fakv.ptr<bf16>,
                   %f: f32, %t: tensor<64x128xf32>, %t1: tensor<64xf32>) {
   %row = fakv.addptr %bt, %s : !fakv.ptr<i32>
   %len = fakv.load_scalar %row[%i] : !fakv.ptr<i32> -> i32
+  %old = fakv.atomic_add %bt[%i], %len : !fakv.ptr<i32>
   %x = fakv.load %q[%i, %i] strides [%s, %s] : !fakv.ptr<bf16> -> tensor<64x128xbf16>
   %y = fakv.load %o[%i, %i] strides [%s, %s] bounds [%len, %i] mask %m other %f
          : !fakv.ptr<f32> -> tensor<64x128xf32>

@@ -266,3 +266,36 @@ def test_contiguous_cache_reads_only_its_own_row(valid, pad):
     n = max(0, min(valid, 8 - pad))
     assert np.array_equal(out[:n], cache[0, pad:pad + n, 0])
     assert not out[n:].any()
+
+
+@fakv.jit
+def _last_program_sums(X, Total, Counter, N: fl.constexpr):
+    """Each program writes its value; the last to count in sums them all and
+    leaves the counter at 0 for the next launch."""
+    pid = fl.program_id(0)
+    fl.store(X, fl.full((1,), 1.0) * (pid + 1).to(fl.float32), (pid,), (1,))
+    done = fl.atomic_add(Counter, 0, 1)
+    if done == fl.num_programs(0) - 1:
+        total = fl.sum(fl.load(X, (N,), (0,), (1,), bounds=(fl.num_programs(0),))[None, :], 1)
+        fl.store(Total, total, (0,), (1,))
+        fl.atomic_add(Counter, 0, -fl.num_programs(0))
+
+
+def test_atomic_add_lets_the_last_program_read_the_others():
+    """fl.atomic_add: once per program, the value before; the last of the
+    programs sees what all wrote (the building block of a decode that merges
+    its splits itself)."""
+    counter = np.zeros(1, np.int32)
+    for programs in (1, 5, 7):
+        x, total = np.zeros(8, np.float32), np.zeros(1, np.float32)
+        _last_program_sums[(programs,)](x, total, counter, N=8)
+        assert total[0] == programs * (programs + 1) / 2
+        assert counter[0] == 0
+
+
+def test_atomic_add_wants_an_int32_array():
+    @fakv.jit
+    def bad(X):
+        fl.atomic_add(X, 0, 1)
+    with pytest.raises(Exception, match="atomic_add adds to an int32 array, not f32"):
+        bad[(1,)](np.zeros(1, np.float32))
