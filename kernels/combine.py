@@ -10,6 +10,36 @@ import fakv.language as fl
 
 
 @fakv.jit
+def merge_splits(OutPart, LsePart, Out, Lse, Counters, b, h, q0, counter, num_splits, batch, seqlen_q, heads,
+                 head_dim, out_batch_stride, out_seq_stride, out_head_stride,
+                 HEAD_DIM: fl.constexpr, SQ_BLOCK: fl.constexpr):
+    """decode.py's ending with MERGE (one launch instead of decode + combine):
+    the last split of (sequence b, head h, query block q0) to store its
+    partial merges every split's, as combine does, and leaves its counter at
+    0 for the next launch."""
+    if fl.atomic_add(Counters, counter, 1) == num_splits - 1:
+        m, l = fl.full((SQ_BLOCK,), float("-inf")), fl.zeros((SQ_BLOCK,))
+        acc = fl.zeros((SQ_BLOCK, HEAD_DIM))
+        for s in fl.range(0, num_splits):
+            part = s * batch + b
+            lse = fl.load(LsePart + (part * heads + h) * seqlen_q, (SQ_BLOCK,), (q0,), (1,), bounds=(seqlen_q,),
+                          other=float("-inf"))
+            o = fl.load(OutPart + (part * seqlen_q * heads + h) * HEAD_DIM, (SQ_BLOCK, HEAD_DIM), (q0, 0),
+                        (heads * HEAD_DIM, 1), bounds=(seqlen_q, head_dim))
+            new = fl.maximum(m, lse)
+            top = fl.where(new == float("-inf"), 0.0, new)
+            alpha, w = fl.exp(m - top), fl.exp(lse - top)
+            acc = acc * alpha[:, None] + o * w[:, None]
+            l, m = l * alpha + w, new
+        empty = l == 0.0        # no key in any split: 0 and +inf, as FlashAttention 2
+        fl.store(Out + b * out_batch_stride + h * out_head_stride, acc * fl.where(empty, 0.0, 1.0 / l)[:, None],
+                 (q0, 0), (out_seq_stride, 1), bounds=(seqlen_q, head_dim))
+        fl.store(Lse + (b * heads + h) * seqlen_q, fl.where(empty, float("inf"), m + fl.log(l)), (q0,), (1,),
+                 bounds=(seqlen_q,))
+        fl.atomic_add(Counters, counter, -num_splits)
+
+
+@fakv.jit
 def combine(OutPart, LsePart, Out, Lse, out_batch_stride, out_seq_stride, out_head_stride,
             num_splits, batch, seqlen_q, heads, head_dim,
             HEAD_DIM: fl.constexpr, HEAD_BLOCK: fl.constexpr, MAX_SPLITS: fl.constexpr):

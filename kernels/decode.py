@@ -12,6 +12,7 @@ and V in flight (fakv.interface.plan lowers it to 2 for head dims above 128).
 """
 import fakv
 import fakv.language as fl
+from fakv.kernels.combine import merge_splits
 
 # Codes a program reports bad data with (fl.report; fakv.runtime.ERROR_KINDS),
 # plus the batch row.
@@ -55,9 +56,10 @@ def decode(Q, K, V, Table, Seqlens, Out, Lse, OutPart, LsePart,
            page_stride, row_stride, head_stride, table_stride,
            batch, seqlen_q, heads, kv_heads, head_dim, page_size, num_pages, scale,
            BatchIdx, softcap, left, right, Slopes, slopes_batch_stride, Errors, capacity, LeftPad, new_keys,
-           HEAD_DIM: fl.constexpr, BLOCK_N: fl.constexpr, GROUP: fl.constexpr, SQ_BLOCK: fl.constexpr,
+           Counters, HEAD_DIM: fl.constexpr, BLOCK_N: fl.constexpr, GROUP: fl.constexpr, SQ_BLOCK: fl.constexpr,
            PAGE_SIZE: fl.constexpr, CAUSAL: fl.constexpr, BATCH_IDX: fl.constexpr, SOFTCAP: fl.constexpr,
-           WINDOW: fl.constexpr, ALIBI: fl.constexpr, LEFTPAD: fl.constexpr, PRESCALE: fl.constexpr):
+           WINDOW: fl.constexpr, ALIBI: fl.constexpr, LEFTPAD: fl.constexpr, PRESCALE: fl.constexpr,
+           MERGE: fl.constexpr):
     split_mb, h, b = fl.program_id(0), fl.program_id(1), fl.program_id(2)
     m_blocks = (seqlen_q + SQ_BLOCK - 1) // SQ_BLOCK
     split, q0 = split_mb // m_blocks, (split_mb % m_blocks) * SQ_BLOCK
@@ -141,3 +143,7 @@ def decode(Q, K, V, Table, Seqlens, Out, Lse, OutPart, LsePart,
         fl.store(OutPart + (part * seqlen_q * heads + h) * HEAD_DIM, out, (q0, 0), (heads * HEAD_DIM, 1),
                  bounds=(seqlen_q, head_dim))
         fl.store(LsePart + (part * heads + h) * seqlen_q, lse, (q0,), (1,), bounds=(seqlen_q,))
+        if MERGE:                          # one launch: the last split merges (combine.py's merge_splits)
+            merge_splits(OutPart, LsePart, Out, Lse, Counters, b, h, q0, (b * heads + h) * m_blocks + q0 // SQ_BLOCK,
+                         num_splits, batch, seqlen_q, heads, head_dim, q_batch_stride, q_seq_stride, q_head_stride,
+                         HEAD_DIM, SQ_BLOCK)

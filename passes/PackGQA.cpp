@@ -235,7 +235,9 @@ void Packer::analyse() {
           }
         return;
       }
-      if (any && op->getNumRegions() == 0 && !isKvHead(op))
+      // An atomic_add of the head's own counter returns what every head of
+      // the kv head would (they run together): uniform (rewriteOp).
+      if (any && op->getNumRegions() == 0 && !isKvHead(op) && !isa<AtomicAddOp>(op))
         for (Value r : op->getResults())
           mark(r);
     });
@@ -375,6 +377,10 @@ LogicalResult Packer::rewriteBlock(Block &from, ImplicitLocOpBuilder &b) {
   for (Operation &op : from) {
     b.setLoc(op.getLoc());
     if (!touched.contains(&op)) {
+      if (isa<AtomicAddOp>(op))      // the per-head programs would add GROUP times
+        return fail(&op, "an atomic_add that the query heads of a kv head share cannot be "
+                         "packed (one program adds for them all): give each head its own "
+                         "index");
       b.clone(op, map);
       continue;
     }
@@ -423,6 +429,17 @@ LogicalResult Packer::rewriteOp(Operation *op, ImplicitLocOpBuilder &b) {
     if (np.getAxis() == axis)
       n = arith::MulIOp::create(b, n, cst(b, b.getI32Type(), group));
     map.map(np.getResult(), n);
+    return success();
+  }
+  if (auto atomic = dyn_cast<AtomicAddOp>(op)) {
+    // Each head adds to its own counter; the packed program adds once, to
+    // its first head's, and every head reads what it would have read.
+    Affine ptr = affineOf(atomic.getPtr()), index = affineOf(atomic.getIndex());
+    if (dependent.contains(atomic.getValue()))
+      return fail(op, "an atomic_add's value depends on the query head");
+    Value result = AtomicAddOp::create(b, b.getI32Type(), ptr.base, index.base,
+                                       uniform(atomic.getValue()));
+    map.map(atomic.getResult(), result);
     return success();
   }
   if (auto load = dyn_cast<LoadOp>(op))

@@ -95,7 +95,8 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
         # heads of a kv head (padded to group_tile rows) in one program.
         "decode": dict(HEAD_DIM=head_tile, BLOCK_N=block_n, GROUP=group, SQ_BLOCK=sq_block,
                        PAGE_SIZE=page_size if paged else 0, CAUSAL=bool(causal) and seqlen_q > 1,
-                       BATCH_IDX=False, SOFTCAP=False, WINDOW=False, ALIBI=False, LEFTPAD=False, PRESCALE=False),
+                       BATCH_IDX=False, SOFTCAP=False, WINDOW=False, ALIBI=False, LEFTPAD=False, PRESCALE=False,
+                       MERGE=False),
         "decode_grid": (num_splits * m_blocks, heads, batch),
         # Ring depth (docs/gpu-results.md): three K/V blocks in flight read
         # the cache fastest at head dims up to 128 (decode.py's own stages=3);
@@ -111,10 +112,34 @@ def plain_extras(seqlens, lse, capacity, errors=None):
     """decode.py's arguments after `scale` when cache_batch_idx, softcap,
     window_size, alibi_slopes, cache_leftpad and new keys are not used:
     (BatchIdx, softcap, left, right, Slopes, slopes_batch_stride, Errors,
-    capacity, LeftPad, new_keys); pointers to tensors never read, the error
-    word (errors_for(seqlens) when not given) and the rows a sequence's cache
-    holds."""
-    return (seqlens, 0.0, -1, -1, lse, 0, errors_for(seqlens) if errors is None else errors, capacity, seqlens, 0)
+    capacity, LeftPad, new_keys, Counters); pointers to tensors never read,
+    the error word (errors_for(seqlens) when not given) and the rows a
+    sequence's cache holds."""
+    return (seqlens, 0.0, -1, -1, lse, 0, errors_for(seqlens) if errors is None else errors, capacity, seqlens, 0,
+            seqlens)
+
+
+# FAKV_MERGE_SPLITS=1: with several splits, the decode kernel's last split
+# of each row merges them (kernels/combine.py's merge_splits, through
+# fl.atomic_add on a counter per row): one launch instead of decode + combine.
+# Not the default until measured on the GPU; on the GPU its counters are one
+# buffer per device, so calls must not run on two streams at once.
+_MERGE_SPLITS = os.environ.get("FAKV_MERGE_SPLITS") == "1"
+_COUNTERS = {}          # device -> the counters buffers made (the largest last; all kept)
+
+
+def _counters(q, n, on_gpu):
+    """n zeroed int32 counters for decode's MERGE (each program that merges
+    leaves its counter at 0): a fresh array on the CPU path, else the
+    device's buffer, grown as needed (older ones stay alive: a CUDA graph
+    may hold them)."""
+    if not on_gpu:
+        return T.full_int32((n,), 0, q)
+    import torch
+    kept = _COUNTERS.setdefault(q.device, [])
+    if not kept or kept[-1].numel() < n:
+        kept.append(torch.zeros(max(n, 4096), dtype=torch.int32, device=q.device))
+    return kept[-1]
 
 
 def errors_for(like):
@@ -583,8 +608,11 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
         qs[0], qs[1], qs[2], ks[0], ks[1], ks[2], T.strides(block_table)[0] if paged else 0,
         batch, seqlen_q, heads, kv_heads, head_dim, page_size, num_pages, scale,
         batch_idx, softcap, left, right, slopes, slopes_stride, errors, capacity,
-        seqlens if cache_leftpad is None else cache_leftpad, seqlen_new]
-    decode_consts = dict(p["decode"], **extras, LEFTPAD=cache_leftpad is not None)
+        seqlens if cache_leftpad is None else cache_leftpad, seqlen_new, seqlens]
+    merge = splits > 1 and _MERGE_SPLITS       # decode merges its own splits: no combine launch
+    if merge:
+        decode_args[34] = _counters(q, batch * heads * -(-seqlen_q // p["decode"]["SQ_BLOCK"]), on_gpu)
+    decode_consts = dict(p["decode"], **extras, LEFTPAD=cache_leftpad is not None, MERGE=merge)
     lse_shape = (batch, heads, seqlen_q)
     part_out = splits * batch * seqlen_q * heads * tile if splits > 1 else 0
     part_lse = splits * batch * heads * seqlen_q if splits > 1 else 0
@@ -602,11 +630,11 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
         combine_args[:4] = [out_part, lse_part, out, lse]
         if on_gpu or compile_only():                   # compile only: both kernels at once
             jobs = [(decode, decode_args, decode_consts)]
-            jobs += [(combine, combine_args, p["combine"])] if splits > 1 else []
+            jobs += [(combine, combine_args, p["combine"])] if splits > 1 and not merge else []
             _specialise_all(jobs)
             return (out, lse) if return_softmax_lse else out
         decode[p["decode_grid"]](*decode_args, **decode_consts)
-        if splits > 1:
+        if splits > 1 and not merge:
             combine[p["combine_grid"]](*combine_args, **p["combine"])
         _raise_reported(errors)                         # (the CPU path: on_gpu is False here)
         return (out, lse) if return_softmax_lse else out
@@ -617,7 +645,7 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
     if _Tensor is None:
         _runtime.set_tensor_type(torch.Tensor)
         _Tensor, _signature = torch.Tensor, _runtime.signature
-    call = _prepare(decode, decode_args, decode_consts, p["decode_grid"], combine if splits > 1 else None,
+    call = _prepare(decode, decode_args, decode_consts, p["decode_grid"], combine if splits > 1 and not merge else None,
                     combine_args, p["combine"], p["combine_grid"], q, lse_shape, part_out, part_lse,
                     return_softmax_lse, capacity, copy_q)
     found = _key(kernels, q, k_cache, v_cache, given_seqlens, block_table, cache_batch_idx, alibi_slopes,

@@ -127,3 +127,17 @@ func.func @while_loop(%n: i32) attributes {fakv.kernel, fakv.pack_gqa = 1 : i32}
   }
   return
 }
+
+// -----
+
+// A counter the query heads share: each per-head program adds to it, the
+// packed program would add once for them all (and read other values).
+func.func @shared_counter(%c: !fakv.ptr<i32>) attributes {fakv.kernel, fakv.pack_gqa = 1 : i32} {
+  %h = fakv.program_id 1
+  %c2 = arith.constant 2 : i32
+  %kvh = arith.divsi %h, %c2 : i32
+  %one = arith.constant 1 : i32
+  // expected-error @+1 {{an atomic_add that the query heads of a kv head share cannot be packed}}
+  %old = fakv.atomic_add %c[%kvh], %one : !fakv.ptr<i32>
+  return
+}

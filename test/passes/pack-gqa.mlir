@@ -236,3 +236,21 @@ func.func @uniform_sides(%out: !fakv.ptr<f32>, %c: i1, %len: i32) attributes {fa
   fakv.store %t, %p[%c0, %c0] strides [%c32, %s1] : tensor<4x32xf32>, !fakv.ptr<f32>
   return
 }
+
+// -----
+
+// A counter per query head: the packed program adds once, to its first
+// head's counter (h = kvh * GROUP), and its value is every head's.
+// CHECK-LABEL: func.func @counter_per_head
+// CHECK: %[[KVH:.*]] = fakv.program_id 1
+// CHECK: %[[H0:.*]] = arith.muli %[[KVH]], %c4_i32
+// CHECK: fakv.atomic_add %{{.*}}[%[[H0]]], %c1_i32 : !fakv.ptr<i32>
+// CHECK-NOT: fakv.atomic_add
+func.func @counter_per_head(%c: !fakv.ptr<i32>) attributes {fakv.kernel, fakv.pack_gqa = 1 : i32} {
+  %h = fakv.program_id 1
+  %c4 = arith.constant 4 : i32
+  %kvh = arith.divsi %h, %c4 : i32
+  %one = arith.constant 1 : i32
+  %old = fakv.atomic_add %c[%h], %one : !fakv.ptr<i32>
+  return
+}

@@ -299,3 +299,37 @@ def test_atomic_add_wants_an_int32_array():
         fl.atomic_add(X, 0, 1)
     with pytest.raises(Exception, match="atomic_add adds to an int32 array, not f32"):
         bad[(1,)](np.zeros(1, np.float32))
+
+
+@pytest.mark.parametrize("case", [("bf16", (8, 2), 16, (1, False)), ("f16", (4, 1), None, (3, True)),
+                                  ("bf16", (6, 3), 64, (2, False)), ("f16", (4, 4), 16, (3, True))])
+@pytest.mark.parametrize("splits", [2, 3, 0])
+def test_decode_merges_its_own_splits(monkeypatch, case, splits):
+    """FAKV_MERGE_SPLITS: the last split of each row merges the partials in
+    decode.py (combine.py's merge_splits, fl.atomic_add): one launch, the
+    same attention; the counters are left at 0."""
+    from fakv import interface
+    monkeypatch.setattr(interface, "_MERGE_SPLITS", True)
+    decode, _ = interface._kernels()
+
+    class NoCombine:
+        def __getitem__(self, grid):
+            raise AssertionError("combine launched")
+    monkeypatch.setattr(interface, "_kernels", lambda: (decode, NoCombine()))
+    counters = []
+    real_counters = interface._counters
+    monkeypatch.setattr(interface, "_counters", lambda *a: counters.append(real_counters(*a)) or counters[-1])
+    dtype, heads, page, query = case
+    q, k, v, seqlens, table, causal = make(dtype, heads, page, query, seed=zlib.crc32(repr(case).encode()))
+    keys, values = gather(k, table, seqlens, page), gather(v, table, seqlens, page)
+    ref, lse_ref = attention(q, keys, values, seqlens, causal, 1 / math.sqrt(q.shape[-1]))
+    pt, _ = attention(q, keys, values, seqlens, causal, 1 / math.sqrt(q.shape[-1]), NP_DTYPES[dtype])
+    out, lse = fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=seqlens, block_table=table, causal=causal,
+                                           num_splits=splits, return_softmax_lse=True)
+    ok, msg = check(out, ref, pt)
+    assert ok, msg
+    finite = np.isfinite(lse_ref)
+    assert np.array_equal(np.isposinf(lse), ~finite)
+    assert np.abs(lse[finite] - lse_ref[finite]).max() <= 1e-4
+    assert len(counters) == (splits > 0) or len(counters) <= 1     # (num_splits=0 may plan one split)
+    assert not any(c.any() for c in counters)
