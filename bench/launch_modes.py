@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
-"""What programmatic dependent launch (lowering/DependentLaunch.cpp, the
-runtime's cuLaunchKernelEx) changes: GPU time per API call, from CUDA
-graphs of 20 calls, with FAKV_DEPENDENT_LAUNCH set to each of its modes in
-a process of its own (it is read when a kernel is loaded):
+"""How the launch modes change an API call's GPU time: programmatic
+dependent launch (FAKV_DEPENDENT_LAUNCH; lowering/DependentLaunch.cpp, the
+runtime's cuLaunchKernelEx) and decode merging its own splits
+(FAKV_MERGE_SPLITS=1: one launch instead of decode + combine). GPU time per
+call from CUDA graphs of 20 calls, each mode in a process of its own (the
+variables are read when a kernel is loaded, or at import):
 
-    python bench/dependent_launch.py            # every mode, a table
-    python bench/dependent_launch.py --child    # one mode (the environment's)
+    python bench/launch_modes.py            # every mode, a table
+    python bench/launch_modes.py --child    # one mode (the environment's)
 
 Calls: bf16, 32/8 heads, d128, paged 256 (and contiguous), batch 1 and 32,
 with and without a one-token append with rotary (bench_decode.py's
@@ -22,9 +24,10 @@ sys.path.insert(0, os.path.join(ROOT, "test", "gpu"))
 import source_tree  # noqa: E402,F401
 from timing import graph_time_ms  # noqa: E402
 
-MODES = ["unset", "0", "1", "decode,combine"]   # "unset": the default (combine after decode)
-CASES = [(1, 1024, True, False), (1, 8192, True, False), (1, 8192, True, True), (1, 8192, False, False),
-         (32, 8192, True, False), (32, 8192, True, True)]
+MODES = {"default": {}, "no PDL": {"FAKV_DEPENDENT_LAUNCH": "0"}, "all PDL": {"FAKV_DEPENDENT_LAUNCH": "1"},
+         "merge": {"FAKV_MERGE_SPLITS": "1"}, "merge, all PDL": {"FAKV_MERGE_SPLITS": "1", "FAKV_DEPENDENT_LAUNCH": "1"}}
+CASES = [(1, 1024, True, False), (1, 1024, False, False), (1, 8192, True, False), (1, 8192, True, True),
+         (1, 8192, False, False), (8, 8192, True, False), (32, 8192, True, False), (32, 8192, True, True)]
 
 
 def child():
@@ -54,17 +57,17 @@ def main():
         child()
         return
     results = {}
-    for mode in MODES:
-        env = dict(os.environ, FAKV_DEPENDENT_LAUNCH=mode)
-        if mode == "unset":
-            del env["FAKV_DEPENDENT_LAUNCH"]
+    for mode, settings in MODES.items():
+        env = {k: v for k, v in os.environ.items() if k not in ("FAKV_DEPENDENT_LAUNCH", "FAKV_MERGE_SPLITS")}
+        env.update(settings)
         out = subprocess.run([sys.executable, __file__, "--child"], env=env, capture_output=True, text=True)
         if out.returncode:
             print(f"mode {mode}: rc {out.returncode}\n{out.stderr[-2000:]}")
         for line in out.stdout.splitlines():
             name, _, value = line.partition("\t")
             results.setdefault(name, {})[mode] = value
-    print("GPU time per call (us), CUDA graphs of 20 calls; columns: FAKV_DEPENDENT_LAUNCH")
+    print("GPU time per call (us), CUDA graphs of 20 calls; columns: " +
+          "; ".join(f"{m}: {' '.join(f'{k}={v}' for k, v in s.items()) or 'neither set'}" for m, s in MODES.items()))
     print(f"{'call':<42}" + "".join(f"{m:>16}" for m in MODES))
     for name, row in results.items():
         print(f"{name:<42}" + "".join(f"{row.get(m, ''):>16}" for m in MODES))
