@@ -25,6 +25,8 @@ against a float32 reference of its first and last sequence:
   caches of equal lengths only;
 - `triton`: bench/peers/triton_decode.py, a split-KV decode as a Triton
   user would write it, every layout;
+- `fakv-merge` (not a peer; only when asked for): fakv with
+  FAKV_MERGE_SPLITS, decode merging its own splits in one launch;
 - `flashinfer`, `flashinfer-tc`: FlashInfer's BatchDecodeWithPagedKVCacheWrapper
   (CUDA-core and tensor-core kernels) when `flashinfer` imports, every
   layout (a contiguous cache as one page per sequence). bench/README.md
@@ -122,6 +124,24 @@ def fakv_calls(cell):
     return run
 
 
+def fakv_merge_calls(cell):
+    """fakv with FAKV_MERGE_SPLITS (decode merges its own splits: one
+    launch); prepared calls are forgotten on each switch (their key does not
+    hold the mode)."""
+    from fakv import interface
+    plain = fakv_calls(cell)
+
+    def run(i):
+        interface._MERGE_SPLITS = True
+        interface._CALLS.clear()
+        try:
+            return plain(i)
+        finally:
+            interface._MERGE_SPLITS = False
+            interface._CALLS.clear()
+    return run
+
+
 def sdpa_calls(cell, ragged):
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -201,6 +221,8 @@ def measure(shape, page, peers, copy_bw):
         result["impls"][name] = entry
 
     timed("fakv", fakv_calls(cell))
+    if "fakv-merge" in peers:
+        timed("fakv-merge", fakv_merge_calls(cell))
     if "sdpa" in peers:
         run, note = sdpa_calls(cell, ragged)
         if run is None:
@@ -222,7 +244,7 @@ def measure(shape, page, peers, copy_bw):
 
 
 def best_peer(cell):
-    timed = [(e["us"], n) for n, e in cell["impls"].items() if n != "fakv" and "us" in e]
+    timed = [(e["us"], n) for n, e in cell["impls"].items() if not n.startswith("fakv") and "us" in e]
     return min(timed) if timed else None
 
 
@@ -247,6 +269,8 @@ def markdown(run):
                 row.append(f"fakv failed: {f.get('failed')}")
                 continue
             text = f"{f['us']:.1f} µs ({f['copy_fraction']:.0%})"
+            if "us" in c["impls"].get("fakv-merge", {}):
+                text += f" [merged splits: {c['impls']['fakv-merge']['us']:.1f} µs]"
             peer = best_peer(c)
             if peer:
                 us, name = peer
