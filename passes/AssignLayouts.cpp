@@ -148,9 +148,12 @@ void LayoutAssigner::anchor() {
         dot.getType().getShape(), numWarps));
     assign(dot.getResult(), acc);
     assign(dot.getAcc(), acc);
-    assign(dot.getB(), shared());
   });
-  // A paged load feeding a dot loads straight into shared memory.
+  // A paged load feeding a dot loads straight into shared memory; another B
+  // operand (a tile in registers: a fakv.load, math) is converted to shared
+  // memory before the dot (materialize: `required`). (Giving every B the
+  // shared layout made a fakv.load produce shared memory, which its
+  // lowering cannot: a crash.)
   func.walk([&](PagedLoadOp load) {
     for (OpOperand &use : load->getUses())
       if (auto dot = dyn_cast<DotOp>(use.getOwner()))

@@ -2,6 +2,11 @@
 // flowing through softmax math and the loop, conversions where needed.
 // RUN: fakv-opt %S/Inputs/attention.mlir --fakv-decompose --canonicalize --fakv-assign-layouts | FileCheck %s
 // RUN: not fakv-opt %S/Inputs/attention.mlir --fakv-assign-layouts=num-warps=6 2>&1 | FileCheck %s --check-prefix=WARPS
+// A dot's B loaded into registers is converted to shared memory before the
+// dot (it once got the shared layout itself, which a load cannot produce:
+// a crash in the conversion); the whole pipeline then compiles.
+// RUN: fakv-opt %S/Inputs/dot-register-operands.mlir --fakv-assign-layouts | FileCheck %s --check-prefix=REGB
+// RUN: fakv-opt %S/Inputs/dot-register-operands.mlir --fakv-to-cubin=format=isa | FileCheck %s --check-prefix=REGB-PTX
 
 // The layouts, printed as aliases: the wgmma accumulator of a 16 x 32 tile
 // (rows from lanes 4..31 and register bit 1, columns from lanes 0..3 and the
@@ -28,3 +33,8 @@
 // CHECK: fakv.store {{.*}} : tensor<16x64xf32, #[[O]]>, !fakv.ptr<f32>
 
 // WARPS: error: num-warps must be a multiple of 4 (whole warpgroups), got 6
+
+// REGB: %[[K:.*]] = fakv.load %{{.*}} -> tensor<32x128xbf16, #linear{{[0-9]*}}>
+// REGB: %[[KS:.*]] = fakvgpu.convert_layout %[[K]] : tensor<32x128xbf16, #linear{{.*}}> -> tensor<32x128xbf16, #shared>
+// REGB: fakv.dot %{{.*}}, %[[KS]], %{{.*}} {transpose_b}
+// REGB-PTX: wgmma.mma_async
