@@ -47,6 +47,44 @@ def copy_row(Src, Dst, Cos, Sin, pos, head_dim, rotary_dim, cos_stride,
 
 
 @fakv.jit
+def rotated_rows(X, row_stride, rows, head_dim, Cos, Sin, pos, pos_step, cos_stride, rotary_dim,
+                 ROWS: fl.constexpr, HEAD_DIM: fl.constexpr, INTERLEAVED: fl.constexpr):
+    """copy_row's rotation for a tile: rows [0, rows) of X (rows `row_stride`
+    apart; rows past `rows` and channels past head_dim read as zero), the
+    first rotary_dim channels of row i rotated by the angles of position
+    pos + i * pos_step, in f32 rounded once. Partners come from loads at
+    +/- 1 channel (interleaved) or +/- rotary_dim / 2 (NeoX), so no lane
+    exchange is needed."""
+    c = fl.broadcast_to(fl.arange(0, HEAD_DIM)[None, :], (ROWS, HEAD_DIM))
+    rot = c < rotary_dim
+    x = fl.load(X, (ROWS, HEAD_DIM), (0, 0), (row_stride, 1), bounds=(rows, head_dim))
+    half = rotary_dim // 2
+    angles = (pos_step * cos_stride, 1)
+    cos, sin = Cos + pos.to(fl.int64) * cos_stride, Sin + pos.to(fl.int64) * cos_stride
+    if INTERLEAVED:     # channel 2k pairs with 2k + 1; angle k
+        first = (c % 2) == 0
+        shift = 1
+        cs = fl.load(cos, (ROWS, HEAD_DIM // 2), (0, 0), angles, bounds=(rows, half))
+        sn = fl.load(sin, (ROWS, HEAD_DIM // 2), (0, 0), angles, bounds=(rows, half))
+        cs = fl.reshape(fl.broadcast_to(cs[:, :, None], (ROWS, HEAD_DIM // 2, 2)), (ROWS, HEAD_DIM))
+        sn = fl.reshape(fl.broadcast_to(sn[:, :, None], (ROWS, HEAD_DIM // 2, 2)), (ROWS, HEAD_DIM))
+    else:               # channel k pairs with k + rotary_dim / 2; angle k
+        first = c < half
+        shift = half
+        lo, hi = first, (c >= half) & rot
+        cs = fl.load(cos, (ROWS, HEAD_DIM), (0, 0), angles, bounds=(rows, half)) + \
+            fl.load(cos - half, (ROWS, HEAD_DIM), (0, 0), angles, bounds=(rows, HEAD_DIM), mask=hi)
+        sn = fl.load(sin, (ROWS, HEAD_DIM), (0, 0), angles, bounds=(rows, half)) + \
+            fl.load(sin - half, (ROWS, HEAD_DIM), (0, 0), angles, bounds=(rows, HEAD_DIM), mask=hi)
+    after = fl.load(X + shift, (ROWS, HEAD_DIM), (0, 0), (row_stride, 1), bounds=(rows, head_dim), mask=first & rot)
+    before = fl.load(X - shift, (ROWS, HEAD_DIM), (0, 0), (row_stride, 1), bounds=(rows, head_dim),
+                     mask=(not first) & rot)
+    partner = fl.where(first, -after.to(fl.float32), before.to(fl.float32))
+    cs, sn = fl.where(rot, cs.to(fl.float32), 1.0), fl.where(rot, sn.to(fl.float32), 0.0)
+    return (x.to(fl.float32) * cs + partner * sn).to(x.dtype)
+
+
+@fakv.jit
 def append(Q, KNew, VNew, K, V, QOut, Table, Seqlens, BatchIdx, Cos, Sin, Errors,
            q_batch_stride, q_seq_stride, q_head_stride, qo_batch_stride, qo_seq_stride, qo_head_stride,
            new_batch_stride, new_seq_stride, new_head_stride,

@@ -186,11 +186,14 @@ def binary(b, op, x, y):
     if _is_pointer(x) or _is_pointer(y):
         if op == "add" and _is_pointer(y) and not _is_pointer(x):
             x, y = y, x
-        if op != "add" or not _is_integer(y):
+        if op not in ("add", "sub") or not _is_pointer(x) or not _is_integer(y):
             other = y.type if is_value(y) else type(y).__name__
-            raise FakvTypeError(f"pointer arithmetic is `pointer + integer scalar` (an element offset); "
+            raise FakvTypeError(f"pointer arithmetic is `pointer +/- integer scalar` (an element offset); "
                                 f"got `{op}` with {other}")
         off = convert(b, to_value(b, y, "i64"), "i64")
+        if op == "sub":
+            zero = to_value(b, 0, "i64")
+            off = b.op1(f"arith.subi {zero.name}, {off.name} : i64", off.type)
         return b.op1(f"fakv.addptr {x.name}, {off.name} : {x.type.mlir()}", x.type)
     if op == "truediv":
         x, y = unify(b, x, y)

@@ -333,3 +333,45 @@ def test_decode_merges_its_own_splits(monkeypatch, case, splits):
     assert np.abs(lse[finite] - lse_ref[finite]).max() <= 1e-4
     assert len(counters) == (splits > 0) or len(counters) <= 1     # (num_splits=0 may plan one split)
     assert not any(c.any() for c in counters)
+
+
+from fakv.kernels.append import rotated_rows  # noqa: E402
+
+
+@fakv.jit
+def _rotate_tile(X, Out, Cos, Sin, rows, head_dim, pos, pos_step, rotary_dim,
+                 ROWS: fl.constexpr, HEAD_DIM: fl.constexpr, INTERLEAVED: fl.constexpr):
+    y = rotated_rows(X, head_dim, rows, head_dim, Cos, Sin, pos, pos_step, rotary_dim // 2, rotary_dim,
+                     ROWS, HEAD_DIM, INTERLEAVED)
+    fl.store(Out, y, (0, 0), (head_dim, 1), bounds=(rows, head_dim))
+
+
+@pytest.mark.parametrize("interleaved", [False, True])
+@pytest.mark.parametrize("head_dim,rotary_dim,rows,pos_step", [(64, 64, 4, 1), (80, 32, 3, 1), (59, 16, 5, 0),
+                                                               (128, 64, 1, 1)])
+def test_rotated_rows(interleaved, head_dim, rotary_dim, rows, pos_step):
+    """append.py's rotated_rows (the rotation of a tile of rows by partner
+    loads, for decode to rotate q and new keys itself) against numpy:
+    f32 rotation rounded once, channels past rotary_dim unchanged."""
+    rng = np.random.default_rng(head_dim + rows)
+    bf = NP_DTYPES["bf16"]
+    x = rng.standard_normal((rows, head_dim)).astype(bf)
+    positions, half = 20, rotary_dim // 2
+    angle = rng.random((positions, half)) * 6.3
+    cos, sin = np.cos(angle).astype(bf), np.sin(angle).astype(bf)
+    pos = 7
+    out = np.zeros_like(x)
+    tile = max(64, 1 << (head_dim - 1).bit_length())
+    _rotate_tile[(1,)](x, out, cos, sin, rows, head_dim, pos, pos_step, rotary_dim,
+                       ROWS=1 << (rows - 1).bit_length(), HEAD_DIM=tile, INTERLEAVED=interleaved)
+    xf = x.astype(np.float32)
+    ref = xf.copy()
+    for i in range(rows):
+        c, s = cos[pos + i * pos_step].astype(np.float32), sin[pos + i * pos_step].astype(np.float32)
+        if interleaved:
+            a, b = xf[i, 0:rotary_dim:2], xf[i, 1:rotary_dim:2]
+            ref[i, 0:rotary_dim:2], ref[i, 1:rotary_dim:2] = a * c - b * s, a * s + b * c
+        else:
+            a, b = xf[i, :half], xf[i, half:rotary_dim]
+            ref[i, :half], ref[i, half:rotary_dim] = a * c - b * s, a * s + b * c
+    assert np.array_equal(out, ref.astype(bf))
