@@ -122,21 +122,30 @@ def plain_extras(seqlens, lse, capacity, errors=None):
 # FAKV_MERGE_SPLITS=1: with several splits, the decode kernel's last split
 # of each row merges them (kernels/combine.py's merge_splits, through
 # fl.atomic_add on a counter per row): one launch instead of decode + combine.
-# Not the default until measured on the GPU; on the GPU its counters are one
-# buffer per device, so calls must not run on two streams at once.
+# Not the default until measured on the GPU. Its counters are one buffer per
+# stream (calls on one stream run in turn; a prepared call is keyed by its
+# stream then, _key).
 _MERGE_SPLITS = os.environ.get("FAKV_MERGE_SPLITS") == "1"
-_COUNTERS = {}          # device -> the counters buffers made (the largest last; all kept)
+_COUNTERS = {}          # (device, stream) -> the counters buffers made (the largest last; all kept)
+_STREAM = None          # runtime.stream_getter(), once needed
+
+
+def _current_stream():
+    global _STREAM
+    if _STREAM is None:
+        _STREAM = runtime.stream_getter()
+    return _STREAM()
 
 
 def _counters(q, n, on_gpu):
     """n zeroed int32 counters for decode's MERGE (each program that merges
     leaves its counter at 0): a fresh array on the CPU path, else the
-    device's buffer, grown as needed (older ones stay alive: a CUDA graph
-    may hold them)."""
+    current stream's buffer, grown as needed (older ones stay alive: a CUDA
+    graph may hold them)."""
     if not on_gpu:
         return T.full_int32((n,), 0, q)
     import torch
-    kept = _COUNTERS.setdefault(q.device, [])
+    kept = _COUNTERS.setdefault((q.device, _current_stream()), [])
     if not kept or kept[-1].numel() < n:
         kept.append(torch.zeros(max(n, 4096), dtype=torch.int32, device=q.device))
     return kept[-1]
@@ -246,7 +255,8 @@ def _key(kernels, q, k_cache, v_cache, cache_seqlens, block_table, cache_batch_i
     argument is of a kind the key cannot hold. The one place both the fast
     path and the call that prepares make it."""
     return _signature((q, k_cache, v_cache, cache_seqlens, block_table, cache_batch_idx, alibi_slopes),
-                      (softmax_scale, causal, window_size, softcap, num_splits, return_softmax_lse, _check_data()),
+                      (softmax_scale, causal, window_size, softcap, num_splits, return_softmax_lse, _check_data(),
+                       _current_stream() if _MERGE_SPLITS else 0),
                       kernels)
 
 
