@@ -170,6 +170,27 @@ def test_int_seqlens_and_scale(extra, splits):
     assert ok, msg
 
 
+# FAKV_MERGE_SPLITS: decode merges its own splits (one launch; fl.atomic_add
+# counts a row's finished splits). A sample of the grid and an all-options
+# case, each call twice (the second through the prepared call: the counters
+# must have been left at 0).
+MERGE_CASES = [(c, None) for c in CASES[::7]] + [(("bf16", 128, (32, 8), 256, (1, False)), "all"),
+                                                  (("f16", 64, (32, 1), 16, (3, True)), "all")]
+
+
+@pytest.mark.parametrize("case,option", MERGE_CASES, ids=[f"{case_id(c)}-{o}" for c, o in MERGE_CASES])
+def test_merged_splits(case, option, monkeypatch):
+    from fakv import interface
+    monkeypatch.setattr(interface, "_MERGE_SPLITS", True)
+    interface._CALLS.clear()                     # prepared calls do not record the mode
+    try:
+        for _ in range(2):
+            ok, msg = run_case(case, 3, option=option)
+            assert ok, msg
+    finally:
+        interface._CALLS.clear()
+
+
 def compile_all():
     """Fill the kernel cache for every case (FAKV_COMPILE_ONLY; no GPU)."""
     import numpy as np
@@ -191,7 +212,16 @@ def compile_all():
         for splits in SPLITS:
             fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table, causal=case[4][1],
                                          num_splits=splits, **kw)
-    print(f"compiled the kernels of {len(CASES) + len(EXTRA)} cases x {len(SPLITS)} split settings")
+    from fakv import interface
+    interface._MERGE_SPLITS = True
+    for case, option in MERGE_CASES:
+        q, k, v, lens, table = make_inputs(case, np)
+        kw = option_kwargs(option, case, np)[0] if option else {}
+        fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table, causal=case[4][1],
+                                     num_splits=3, **kw)
+    interface._MERGE_SPLITS = False
+    print(f"compiled the kernels of {len(CASES) + len(EXTRA)} cases x {len(SPLITS)} split settings, "
+          f"and {len(MERGE_CASES)} merging their splits")
 
 
 if __name__ == "__main__":
