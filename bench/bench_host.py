@@ -147,6 +147,41 @@ def steady(calls):
     return rows
 
 
+def fakv_variants():
+    """The same measures for fakv calls beside the plain one, at b1 s1024:
+    with a one-token append and rotary (k, v, rotary_cos/sin: the call takes
+    the JIT path), and with FAKV_MERGE_SPLITS (decode merges its splits: one
+    launch)."""
+    import torch
+    import fakv
+    from fakv import interface
+    rows = []
+    for paged in (True, False):
+        q, k, v, lens, table = inputs(1, 1024, paged)
+        g = torch.Generator(device="cuda").manual_seed(1)
+        kn, vn = (torch.randn((1, 1) + tuple(k.shape[2:]), device="cuda", dtype=q.dtype, generator=g)
+                  for _ in range(2))
+        angle = torch.rand((1024, q.shape[-1] // 2), device="cuda", generator=g)
+        cos, sin = angle.cos().to(q.dtype), angle.sin().to(q.dtype)
+        lens1 = lens - 1
+        append = lambda: fakv.flash_attn_with_kvcache(q, k, v, kn, vn, cos, sin, cache_seqlens=lens1,  # noqa: E731
+                                                      block_table=table)
+        plain = lambda: fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table)  # noqa: E731
+        for name, fn, merge in (("+append", append, False), ("merged", plain, True)):
+            interface._MERGE_SPLITS = merge
+            interface._CALLS.clear()
+            for _ in range(20):
+                fn()
+            torch.cuda.synchronize()
+            gpu = gpu_us(fn)
+            eager, host = eager_us(fn)
+            rows.append((f"b1 s1024 {'paged 256' if paged else 'contiguous'}", f"fakv {name}", gpu, eager,
+                         eager - gpu, host, float("nan")))
+        interface._MERGE_SPLITS = False
+        interface._CALLS.clear()
+    return rows
+
+
 def no_sync(calls):
     import torch
     rows = []
@@ -193,7 +228,7 @@ def main():
           f"{torch.cuda.get_device_name()}")
     starts = {name: start_times(name, args.reps) for name in ("fakv", "triton")}
     calls = [(name, library(name)[0]) for name in ("fakv", "triton")]
-    rows = steady(calls)
+    rows = steady(calls) + fakv_variants()
     syncs = no_sync(calls)
     replay = graph_replay_us()
 
@@ -206,9 +241,9 @@ def main():
             print(f"{name:8} {kind:6} {r['import_ms']:8.1f} {r['first_call_ms']:9.1f} {r['total_ms']:8.1f}")
     print("\neager overhead per call (us, medians of 9 rounds): eager = 500 calls in a row / 500; gpu = CUDA-graph replay; "
           "overhead = eager - gpu; host = host time per call before the sync")
-    print(f"{'case':22} {'':7} {'gpu':>7} {'eager':>7} {'overhead':>9} {'host':>7}  max|out - fakv|")
+    print(f"{'case':22} {'':13} {'gpu':>7} {'eager':>7} {'overhead':>9} {'host':>7}  max|out - fakv|")
     for case, name, gpu, eager, over, host, err in rows:
-        print(f"{case:22} {name:7} {gpu:7.1f} {eager:7.1f} {over:9.1f} {host:7.1f}  {err:.2e}")
+        print(f"{case:22} {name:13} {gpu:7.1f} {eager:7.1f} {over:9.1f} {host:7.1f}  {err:.2e}")
     print("\nno sync: a call queued behind ~50 ms of GPU work (b8 s8192 paged)")
     for name, ms, busy in syncs:
         print(f"{name:8} returned after {ms:7.3f} ms, GPU still busy: {busy}")
