@@ -26,11 +26,8 @@ def merge_splits(OutPart, LsePart, Out, Lse, Counters, b, h, q0, counter, num_sp
                           other=float("-inf"))
             o = fl.load(OutPart + (part * seqlen_q * heads + h) * HEAD_DIM, (SQ_BLOCK, HEAD_DIM), (q0, 0),
                         (heads * HEAD_DIM, 1), bounds=(seqlen_q, head_dim))
-            new = fl.maximum(m, lse)
-            top = fl.where(new == float("-inf"), 0.0, new)
-            alpha, w = fl.exp(m - top), fl.exp(lse - top)
-            acc = acc * alpha[:, None] + o * w[:, None]
-            l, m = l * alpha + w, new
+            m, l, w, alpha = fl.online_softmax(lse[:, None], m, l)      # each split's LSE, a score
+            acc = acc * alpha[:, None] + o * w
         empty = l == 0.0        # no key in any split: 0 and +inf, as FlashAttention 2
         fl.store(Out + b * out_batch_stride + h * out_head_stride, acc * fl.where(empty, 0.0, 1.0 / l)[:, None],
                  (q0, 0), (out_seq_stride, 1), bounds=(seqlen_q, head_dim))
