@@ -14,21 +14,23 @@ namespace {
 
 PyObject *dataPtrName, *shapeName, *strideName;
 
-/// Whether a launch of `k` is programmatic (it may start while the kernel
-/// before it finishes; `k` waits for it: lowering/DependentLaunch.cpp), by
-/// FAKV_DEPENDENT_LAUNCH: unset, only the second kernel of an API call
-/// (`secondOfCall`: combine after its decode); 1, every launch; 0, none;
-/// else a comma-separated list of the kernel names launched so.
-bool programmatic(const KernelObject *k, bool secondOfCall) {
-  static const char *mode = std::getenv("FAKV_DEPENDENT_LAUNCH");
-  if (!k->dependent)
-    return false;
+/// When a kernel named `name` is launched programmatically (it may start
+/// while the kernel before it finishes), decided once when it is made: never
+/// unless it waits for the grids before it (`dependent`:
+/// lowering/DependentLaunch.cpp); then by FAKV_DEPENDENT_LAUNCH: unset, as
+/// the second kernel of an API call (combine after its decode); 1, always;
+/// 0, never; else a comma-separated list of the kernel names always so.
+LaunchMode launchModeOf(const char *name, bool dependent) {
+  const char *mode = std::getenv("FAKV_DEPENDENT_LAUNCH");
+  if (!dependent || (mode && std::strcmp(mode, "0") == 0))
+    return LaunchMode::Plain;
   if (!mode)
-    return secondOfCall;
-  if (std::strcmp(mode, "1") == 0 || std::strcmp(mode, "0") == 0)
-    return mode[0] == '1';
+    return LaunchMode::SecondOfCall;
+  if (std::strcmp(mode, "1") == 0)
+    return LaunchMode::Programmatic;
   std::string list = std::string(",") + mode + ",";
-  return list.find("," + *k->name + ",") != std::string::npos;
+  return list.find(std::string(",") + name + ",") != std::string::npos ? LaunchMode::Programmatic
+                                                                       : LaunchMode::Plain;
 }
 
 int Kernel_init(KernelObject *self, PyObject *args, PyObject *kwargs) {
@@ -43,7 +45,7 @@ int Kernel_init(KernelObject *self, PyObject *args, PyObject *kwargs) {
                                    &image, &name, &kinds, &tms, &threads, &smem, &px, &py, &pz,
                                    &dependent))
     return -1;
-  self->dependent = dependent;
+  self->launchMode = launchModeOf(name, dependent);
   self->image = new std::string(static_cast<const char *>(image.buf), image.len);
   PyBuffer_Release(&image);
   self->name = new std::string(name);
@@ -360,7 +362,9 @@ bool launchSlots(KernelObject *k, const unsigned grid[3], uint64_t stream, unsig
   if (grid[0] == 0 || grid[1] == 0 || grid[2] == 0)
     return true; // nothing to run
   if (fakv_launch(f, grid[0], grid[1], grid[2], k->threads, k->smem,
-                  reinterpret_cast<void *>(stream), params, programmatic(k, secondOfCall))) {
+                  reinterpret_cast<void *>(stream), params,
+                  k->launchMode == LaunchMode::Programmatic ||
+                      (k->launchMode == LaunchMode::SecondOfCall && secondOfCall))) {
     raiseRuntime();
     return false;
   }

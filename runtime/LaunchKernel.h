@@ -32,6 +32,9 @@ struct CachedMap {
   alignas(64) unsigned char map[128];
 };
 
+/// When a kernel is launched with programmatic stream serialization.
+enum class LaunchMode { Plain, Programmatic, SecondOfCall };
+
 struct KernelObject {
   PyObject_HEAD
   std::string *image;
@@ -42,7 +45,7 @@ struct KernelObject {
   std::vector<CachedMap> *maps;   // most recent first
   unsigned threads, smem;
   unsigned packing[3];
-  int dependent;                  // waits for the grids before it: may be launched programmatically
+  LaunchMode launchMode;          // when it is launched programmatically (LaunchKernel.cpp)
 };
 
 extern PyTypeObject KernelType;

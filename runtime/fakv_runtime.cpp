@@ -105,7 +105,7 @@ int fakv_encode_kv_tensormap(void *out128, const void *base,
 }
 
 int fakv_launch(void *kernel, unsigned gx, unsigned gy, unsigned gz,
-                unsigned threads, unsigned smem, void *stream, void **params, int dependent) {
+                unsigned threads, unsigned smem, void *stream, void **params, int programmatic) {
   auto *d = cuda("fakv_launch");
   if (!d)
     return 1;
@@ -121,7 +121,7 @@ int fakv_launch(void *kernel, unsigned gx, unsigned gy, unsigned gz,
       limit = smem;
     }
   }
-  if (dependent && d->launchKernelEx) {
+  if (programmatic && d->launchKernelEx) {
     CUlaunchAttribute attr{};
     attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
     attr.value.programmaticStreamSerializationAllowed = 1;

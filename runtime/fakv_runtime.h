@@ -43,12 +43,12 @@ int fakv_encode_kv_tensormap(void *out128, const void *base,
 /* Launches `kernel` on `stream` (0 = the current context's default) with
  * `params[i]` pointing at the value of parameter i (a tensor map is 128
  * bytes). Raises the kernel's dynamic shared-memory limit when needed.
- * `dependent`: the kernel waits for the grids before it (griddepcontrol.wait,
- * fakvgpu-dependent-launch), so it is launched with programmatic stream
- * serialization: it may start while the previous kernel finishes. */
+ * `programmatic`: with programmatic stream serialization (it may start while
+ * the previous kernel finishes; it must wait for it before touching memory:
+ * griddepcontrol.wait, fakvgpu-dependent-launch). */
 int fakv_launch(void *kernel, unsigned grid_x, unsigned grid_y, unsigned grid_z,
                 unsigned threads, unsigned smem_bytes, void *stream,
-                void **params, int dependent);
+                void **params, int programmatic);
 
 /* `bytes` of zeroed page-locked host memory that kernels on every device can
  * write at the same address (portable, mapped; unified addressing). */
