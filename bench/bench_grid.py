@@ -126,19 +126,16 @@ def fakv_calls(cell):
 
 def fakv_merge_calls(cell):
     """fakv with FAKV_MERGE_SPLITS (decode merges its own splits: one
-    launch); prepared calls are forgotten on each switch (their key does not
-    hold the mode)."""
+    launch; a prepared call's key holds the mode)."""
     from fakv import interface
     plain = fakv_calls(cell)
 
     def run(i):
         interface._MERGE_SPLITS = True
-        interface._CALLS.clear()
         try:
             return plain(i)
         finally:
             interface._MERGE_SPLITS = False
-            interface._CALLS.clear()
     return run
 
 

@@ -169,7 +169,6 @@ def fakv_variants():
         plain = lambda: fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table)  # noqa: E731
         for name, fn, merge in (("+append", append, False), ("merged", plain, True)):
             interface._MERGE_SPLITS = merge
-            interface._CALLS.clear()
             for _ in range(20):
                 fn()
             torch.cuda.synchronize()
@@ -178,7 +177,6 @@ def fakv_variants():
             rows.append((f"b1 s1024 {'paged 256' if paged else 'contiguous'}", f"fakv {name}", gpu, eager,
                          eager - gpu, host, float("nan")))
         interface._MERGE_SPLITS = False
-        interface._CALLS.clear()
     return rows
 
 

@@ -123,8 +123,8 @@ def plain_extras(seqlens, lse, capacity, errors=None):
 # of each row merges them (kernels/combine.py's merge_splits, through
 # fl.atomic_add on a counter per row): one launch instead of decode + combine.
 # Not the default until measured on the GPU. Its counters are one buffer per
-# stream (calls on one stream run in turn; a prepared call is keyed by its
-# stream then, _key).
+# stream (calls on one stream run in turn); a prepared call's key holds the
+# mode and then the stream (_key).
 _MERGE_SPLITS = os.environ.get("FAKV_MERGE_SPLITS") == "1"
 _COUNTERS = {}          # (device, stream) -> the counters buffers made (the largest last; all kept)
 _STREAM = None          # runtime.stream_getter(), once needed
@@ -256,7 +256,7 @@ def _key(kernels, q, k_cache, v_cache, cache_seqlens, block_table, cache_batch_i
     path and the call that prepares make it."""
     return _signature((q, k_cache, v_cache, cache_seqlens, block_table, cache_batch_idx, alibi_slopes),
                       (softmax_scale, causal, window_size, softcap, num_splits, return_softmax_lse, _check_data(),
-                       _current_stream() if _MERGE_SPLITS else 0),
+                       (_current_stream(),) if _MERGE_SPLITS else None),
                       kernels)
 
 

@@ -109,9 +109,11 @@ def test_the_api_keys_a_call_the_same_way_twice(monkeypatch):
     checked = interface._key(*args)[0]
     monkeypatch.delenv("FAKV_CHECK_DATA")
     assert interface._key(*args)[0] != checked
-    # FAKV_MERGE_SPLITS: a prepared call (and its split counters) per stream.
+    # FAKV_MERGE_SPLITS: the mode, and a prepared call (and its split
+    # counters) per stream, even the default stream's (0).
+    plain = interface._key(*args)[0]
     monkeypatch.setattr(interface, "_MERGE_SPLITS", True)
-    monkeypatch.setattr(interface, "_current_stream", lambda: 7)
-    on_7 = interface._key(*args)[0]
+    monkeypatch.setattr(interface, "_current_stream", lambda: 0)
+    on_0 = interface._key(*args)[0]
     monkeypatch.setattr(interface, "_current_stream", lambda: 8)
-    assert interface._key(*args)[0] != on_7
+    assert len({plain, on_0, interface._key(*args)[0]}) == 3
