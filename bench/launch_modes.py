@@ -2,7 +2,9 @@
 """How the launch modes change an API call's GPU time: programmatic
 dependent launch (FAKV_DEPENDENT_LAUNCH; lowering/DependentLaunch.cpp, the
 runtime's cuLaunchKernelEx) and decode merging its own splits
-(FAKV_MERGE_SPLITS=1: one launch instead of decode + combine). GPU time per
+(FAKV_MERGE_SPLITS=1: one launch instead of decode + combine), and the
+new keys appended by a kernel of their own before decode
+(FAKV_FUSED_APPEND=0) instead of by decode itself. GPU time per
 call from CUDA graphs of 20 calls, each mode in a process of its own (the
 variables are read when a kernel is loaded, or at import):
 
@@ -11,7 +13,8 @@ variables are read when a kernel is loaded, or at import):
 
 Calls: bf16, 32/8 heads, d128, paged 256 (and contiguous), batch 1 and 32,
 with and without a one-token append with rotary (bench_decode.py's
-append_rows). A call that cannot be captured is reported, not timed as
+append_rows), and b1 s8192 with 2 to 16 splits (the merge's cost against the
+split count). A call that cannot be captured is reported, not timed as
 launched.
 """
 import os
@@ -25,16 +28,18 @@ import source_tree  # noqa: E402,F401
 from timing import graph_time_ms  # noqa: E402
 
 MODES = {"default": {}, "no PDL": {"FAKV_DEPENDENT_LAUNCH": "0"}, "all PDL": {"FAKV_DEPENDENT_LAUNCH": "1"},
-         "merge": {"FAKV_MERGE_SPLITS": "1"}, "merge, all PDL": {"FAKV_MERGE_SPLITS": "1", "FAKV_DEPENDENT_LAUNCH": "1"}}
+         "merge": {"FAKV_MERGE_SPLITS": "1"}, "merge, all PDL": {"FAKV_MERGE_SPLITS": "1", "FAKV_DEPENDENT_LAUNCH": "1"},
+         "append kernel": {"FAKV_FUSED_APPEND": "0"}}
 CASES = [(1, 1024, True, False), (1, 1024, False, False), (1, 8192, True, False), (1, 8192, True, True),
          (1, 8192, False, False), (8, 8192, True, False), (32, 8192, True, False), (32, 8192, True, True)]
+CASES = [c + (0,) for c in CASES] + [(1, 8192, True, False, n) for n in (2, 4, 8, 16)]   # (+ num_splits)
 
 
 def child():
     import torch
     import fakv
     from bench_decode import D, HK, inputs
-    for b, s, paged, append in CASES:
+    for b, s, paged, append, splits in CASES:
         q, k, v, lens, table = inputs(torch, paged, B=b, S=s)
         kw = {}
         if append:
@@ -43,8 +48,10 @@ def child():
             kn, vn = (torch.randn((b, 1, HK, D), device="cuda", dtype=torch.bfloat16, generator=g) for _ in range(2))
             angle = torch.rand((s, D // 2), device="cuda", generator=g)
             kw = dict(k=kn, v=vn, rotary_cos=angle.cos().to(torch.bfloat16), rotary_sin=angle.sin().to(torch.bfloat16))
-        call = lambda: fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table, **kw)  # noqa: E731
-        name = f"b{b} s{s} {'paged 256' if paged else 'contiguous'}{' + append, rotary' if append else ''}"
+        call = lambda: fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table,  # noqa: E731
+                                                    num_splits=splits, **kw)
+        name = f"b{b} s{s} {'paged 256' if paged else 'contiguous'}{' + append, rotary' if append else ''}" + \
+            (f" {splits} splits" if splits else "")
         try:
             t, _ = graph_time_ms([call] * 20, replays=15, warmup=3, fallback=False)
             print(f"{name}\t{t * 1e3:.2f}", flush=True)
@@ -58,7 +65,8 @@ def main():
         return
     results = {}
     for mode, settings in MODES.items():
-        env = {k: v for k, v in os.environ.items() if k not in ("FAKV_DEPENDENT_LAUNCH", "FAKV_MERGE_SPLITS")}
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("FAKV_DEPENDENT_LAUNCH", "FAKV_MERGE_SPLITS", "FAKV_FUSED_APPEND")}
         env.update(settings)
         out = subprocess.run([sys.executable, __file__, "--child"], env=env, capture_output=True, text=True)
         if out.returncode:

@@ -45,7 +45,8 @@ def steps():
         q, k, v, lens, table = inputs(1, 1024, paged)
         api = lambda: fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table)  # noqa: E731
         api()
-        key_args = ((None, None), q, k, v, lens, table, None, None, None, False, (-1, -1), 0.0, 0, False)
+        key_args = ((None, None), q, k, v, lens, table, None, None, None, None, None, None, None, None, False, (-1, -1),
+                    0.0, True, 0, False)
         key, ptrs = interface._key(*key_args)
         call = interface._CALLS[key]
         s = stream()

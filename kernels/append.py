@@ -47,17 +47,24 @@ def copy_row(Src, Dst, Cos, Sin, pos, head_dim, rotary_dim, cos_stride,
 
 
 @fakv.jit
-def rotated_rows(X, row_stride, rows, head_dim, Cos, Sin, pos, pos_step, cos_stride, rotary_dim,
-                 ROWS: fl.constexpr, HEAD_DIM: fl.constexpr, INTERLEAVED: fl.constexpr):
+def rotated_rows(X, row_stride, rows, head_dim, Cos, Sin, pos, pos_step, cos_stride, rotary_dim, angle_rows,
+                 Errors, code, ROWS: fl.constexpr, HEAD_DIM: fl.constexpr, ROTARY: fl.constexpr,
+                 INTERLEAVED: fl.constexpr):
     """copy_row's rotation for a tile: rows [0, rows) of X (rows `row_stride`
     apart; rows past `rows` and channels past head_dim read as zero), the
     first rotary_dim channels of row i rotated by the angles of position
-    pos + i * pos_step, in f32 rounded once. Partners come from loads at
-    +/- 1 channel (interleaved) or +/- rotary_dim / 2 (NeoX), so no lane
-    exchange is needed."""
+    pos + i * pos_step, in f32 rounded once (not rotated unless ROTARY).
+    Positions outside the angle_rows rows of Cos / Sin are reported (`code`)
+    and read row 0. Partners come from loads at +/- 1 channel (interleaved)
+    or +/- rotary_dim / 2 (NeoX), so no lane exchange is needed."""
+    x = fl.load(X, (ROWS, HEAD_DIM), (0, 0), (row_stride, 1), bounds=(rows, head_dim))
+    if not ROTARY:
+        return x
+    inside = (pos >= 0) & (pos + (fl.minimum(rows, ROWS) - 1) * pos_step < angle_rows)
+    fl.report(Errors, not inside, code)
+    pos, pos_step = fl.where(inside, pos, 0), fl.where(inside, pos_step, 0)
     c = fl.broadcast_to(fl.arange(0, HEAD_DIM)[None, :], (ROWS, HEAD_DIM))
     rot = c < rotary_dim
-    x = fl.load(X, (ROWS, HEAD_DIM), (0, 0), (row_stride, 1), bounds=(rows, head_dim))
     half = rotary_dim // 2
     angles = (pos_step * cos_stride, 1)
     cos, sin = Cos + pos.to(fl.int64) * cos_stride, Sin + pos.to(fl.int64) * cos_stride
@@ -85,6 +92,34 @@ def rotated_rows(X, row_stride, rows, head_dim, Cos, Sin, pos, pos_step, cos_str
 
 
 @fakv.jit
+def append_rows(KNew, VNew, new_stride, K, V, table, BatchIdx, Cos, Sin, Errors, b, first, last, step, seqlen,
+                page_stride, row_stride, num_pages, head_dim, rotary_dim, cos_stride,
+                HEAD_DIM: fl.constexpr, PAGE_SIZE: fl.constexpr, BATCH_IDX: fl.constexpr, ROTARY: fl.constexpr,
+                INTERLEAVED: fl.constexpr):
+    """New rows t = first, first + step, ... < last of one kv head (KNew,
+    VNew: row 0 of sequence b; K, V: the caches at that head) to the cache
+    at position seqlen + t (the keys rotated there), through the block-table
+    row `table` or into cache row b (BatchIdx[b]). Nothing is written when
+    seqlen < 0 (a length already reported), nor through a block-table entry
+    outside [0, num_pages) (reported)."""
+    for t in fl.range(first, fl.where(seqlen >= 0, last, first), step):
+        pos = seqlen + t
+        page, offset = b, pos
+        if BATCH_IDX:
+            page = BatchIdx[b]
+        if PAGE_SIZE:
+            page, offset = table[pos // PAGE_SIZE], pos % PAGE_SIZE
+        inside = (page >= 0) & (page < num_pages)
+        fl.report(Errors, not inside, (BLOCK_TABLE_ERROR if PAGE_SIZE else BATCH_IDX_ERROR) + b)
+        if inside:
+            row = page.to(fl.int64) * page_stride + offset.to(fl.int64) * row_stride
+            copy_row(KNew + t * new_stride, K + row, Cos, Sin, pos, head_dim, rotary_dim, cos_stride,
+                     HEAD_DIM, ROTARY, INTERLEAVED)
+            copy_row(VNew + t * new_stride, V + row, Cos, Sin, pos, head_dim, rotary_dim, cos_stride,
+                     HEAD_DIM, False, INTERLEAVED)
+
+
+@fakv.jit
 def append(Q, KNew, VNew, K, V, QOut, Table, Seqlens, BatchIdx, Cos, Sin, Errors,
            q_batch_stride, q_seq_stride, q_head_stride, qo_batch_stride, qo_seq_stride, qo_head_stride,
            new_batch_stride, new_seq_stride, new_head_stride,
@@ -106,22 +141,12 @@ def append(Q, KNew, VNew, K, V, QOut, Table, Seqlens, BatchIdx, Cos, Sin, Errors
                      Cos, Sin, fl.where(inside, pos, 0), head_dim, rotary_dim, cos_stride, HEAD_DIM, ROTARY,
                      INTERLEAVED)
     if APPEND:
-        if (h < kv_heads) & (t < seqlen_new):
-            pos = seqlen + t
+        if h < kv_heads:
             fits = (seqlen >= 0) & (seqlen + seqlen_new <= capacity)
             fl.report(Errors, not fits, APPEND_ERROR + b)
-            page, offset = b, pos
-            if BATCH_IDX:
-                page = BatchIdx[b]
-            if PAGE_SIZE:
-                page = (Table + b * table_stride)[fl.where(fits, pos // PAGE_SIZE, 0)]
-                offset = pos % PAGE_SIZE
-            inside = (page >= 0) & (page < num_pages)
-            fl.report(Errors, fits & (not inside), (BLOCK_TABLE_ERROR if PAGE_SIZE else BATCH_IDX_ERROR) + b)
-            if fits & inside:
-                row = page.to(fl.int64) * page_stride + offset.to(fl.int64) * row_stride + h.to(fl.int64) * head_stride
-                new = b * new_batch_stride + t * new_seq_stride + h * new_head_stride
-                copy_row(KNew + new, K + row, Cos, Sin, pos, head_dim, rotary_dim, cos_stride,
-                         HEAD_DIM, ROTARY, INTERLEAVED)
-                copy_row(VNew + new, V + row, Cos, Sin, pos, head_dim, rotary_dim, cos_stride,
-                         HEAD_DIM, False, INTERLEAVED)
+            new = b * new_batch_stride + h * new_head_stride
+            append_rows(KNew + new, VNew + new, new_seq_stride, K + h.to(fl.int64) * head_stride,
+                        V + h.to(fl.int64) * head_stride, Table + b * table_stride, BatchIdx, Cos, Sin, Errors,
+                        b, t, fl.minimum(t + 1, seqlen_new), 1, fl.where(fits, seqlen, -1), page_stride,
+                        row_stride, num_pages, head_dim, rotary_dim, cos_stride, HEAD_DIM, PAGE_SIZE, BATCH_IDX,
+                        ROTARY, INTERLEAVED)

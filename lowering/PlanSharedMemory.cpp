@@ -1,9 +1,12 @@
 //===- PlanSharedMemory.cpp - fakvgpu-plan-shared-memory --------------------===//
 //
 // Places every shared-memory buffer of a kernel with layouts: the persistent
-// ones (rings, barriers, operand tiles) one after the other, then a scratch
-// area per warp role for layout conversions and cross-warp reductions,
-// reused by the users of that role.
+// ones (rings first, barriers, operand tiles) one after the other, then a
+// scratch area per warp role for layout conversions and cross-warp
+// reductions, reused by the users of that role. What a warp-specialized
+// consumer does after its last use of the rings (every copy into them has
+// landed and been read: the epilogue, work on tiles loaded from registers)
+// reuses the rings' bytes when it fits in them.
 // Records offsets (fakvgpu.smem_offset) and the kernel's total
 // (fakvgpu.smem_bytes). Test: test/lowering/plan-shared-memory.mlir.
 //
@@ -27,33 +30,83 @@ using fakvgpu::LinearLayout;
 
 namespace {
 
+/// The top-level op of a warp-specialized consumer's block after which the
+/// rings are dead: its last op that uses a ring or a barrier (the consumer
+/// has then waited for, and read, every copy the producer issued). Null
+/// when the kernel has no consumer role.
+Operation *lastRingUser(func::FuncOp func) {
+  Operation *last = nullptr;
+  func.walk([&](scf::IfOp role) {
+    auto r = role->getAttrOfType<DenseI64ArrayAttr>(kRoleAttr);
+    if (!r || r.size() < 1 || r[0] == 0)   // (the producer: thread 0 on)
+      return;
+    for (Operation &top : role.getThenRegion().front()) {
+      bool uses = false;
+      top.walk([&](Operation *op) {
+        for (Value v : op->getOperands())
+          if (Operation *def = v.getDefiningOp())
+            uses |= isa<fakvgpu::AllocRingOp, fakvgpu::AllocBarriersOp>(def);
+      });
+      if (uses)
+        last = &top;
+    }
+  });
+  return last;
+}
+
 /// Places every shared-memory buffer of `func`: the persistent ones (rings,
 /// barriers, operand tiles) one after the other, then a scratch area per role
-/// for the layout conversions and cross-warp reductions, reused by each.
+/// for the layout conversions and cross-warp reductions, reused by each. The
+/// buffers of what runs after the consumer's last ring use ("late") go to an
+/// area of their own, on the rings' bytes when they fit there.
 void planSharedMemory(func::FuncOp func) {
-  int64_t next = 0;
+  MLIRContext *ctx = func.getContext();
+  Operation *ringsDead = lastRingUser(func);
+  auto late = [&](Operation *op) {
+    if (!ringsDead)
+      return false;
+    Operation *top = ringsDead->getBlock()->findAncestorOpInBlock(*op);
+    return top && top != ringsDead && ringsDead->isBeforeInBlock(top);
+  };
+  // Offsets: persistent buffers from `next`, late ones from `lateNext`
+  // (relative to the late area's base, decided at the end).
+  int64_t next = 0, lateNext = 0;
+  SmallVector<std::pair<Operation *, int64_t>> lateBuffers;   // (op, relative offset)
+  auto setOffset = [&](Operation *op, int64_t offset) {
+    op->setAttr(kSmemOffsetAttr, IntegerAttr::get(IntegerType::get(ctx, 64), offset));
+  };
   auto place = [&](Operation *op, int64_t bytes, int64_t align) {
+    if (late(op)) {
+      lateNext = llvm::alignTo(lateNext, align);
+      lateBuffers.push_back({op, lateNext});
+      lateNext += bytes;
+      return;
+    }
     next = llvm::alignTo(next, align);
-    op->setAttr(kSmemOffsetAttr, IntegerAttr::get(IntegerType::get(func.getContext(), 64), next));
+    setOffset(op, next);
     next += bytes;
   };
-  SmallVector<std::pair<Operation *, int64_t>> scratchUsers;
+  // The rings first, so that their bytes are one span from offset 0.
+  func.walk([&](fakvgpu::AllocRingOp ring) {
+    RankedTensorType tile = ring.getType().getTile();
+    place(ring, ring.getType().getStages() * sharedTileBytes(tile, tile.getDimSize(0)), 1024);
+  });
+  int64_t ringBytes = next;
+  SmallVector<std::pair<Operation *, int64_t>> scratchUsers, lateScratchUsers;
+  auto scratchUser = [&](Operation *op, int64_t bytes) {
+    (late(op) ? lateScratchUsers : scratchUsers).push_back({op, bytes});
+  };
   func.walk([&](Operation *op) {
     if (auto bars = dyn_cast<fakvgpu::AllocBarriersOp>(op))
       place(op, 8 * bars.getType().getCount(), 8);
-    else if (auto ring = dyn_cast<fakvgpu::AllocRingOp>(op)) {
-      RankedTensorType tile = ring.getType().getTile();
-      place(op, ring.getType().getStages() * sharedTileBytes(tile, tile.getDimSize(0)), 1024);
-    } else if (auto conv = dyn_cast<fakvgpu::ConvertLayoutOp>(op)) {
+    else if (auto conv = dyn_cast<fakvgpu::ConvertLayoutOp>(op)) {
       auto dst = cast<RankedTensorType>(conv.getType());
       if (isa<fakvgpu::SharedAttr>(dst.getEncoding()))
         place(op, sharedTileBytes(dst, sharedRows(conv.getResult())), 1024);
       else
-        scratchUsers.push_back(
-            {op, dst.getNumElements() *
-                     std::max<int64_t>(1, dst.getElementTypeBitWidth() / 8)});
+        scratchUser(op, dst.getNumElements() * std::max<int64_t>(1, dst.getElementTypeBitWidth() / 8));
     } else if (isa<AtomicAddOp>(op)) {
-      scratchUsers.push_back({op, 4});       // the old value, for the whole program
+      scratchUser(op, 4);                    // the old value, for the whole program
     } else if (auto red = dyn_cast<ReduceOp>(op)) {
       LinearLayout src = layoutOf(red.getSrc().getType());
       int64_t k = 1;
@@ -61,7 +114,7 @@ void planSharedMemory(func::FuncOp func) {
         if (w[red.getAxis()])
           k *= 2;
       if (k > 1)
-        scratchUsers.push_back({op, red.getType().getNumElements() * k * 4});
+        scratchUser(op, red.getType().getNumElements() * k * 4);
     }
   });
   // One scratch area per warp role (the roles run concurrently; the users
@@ -83,10 +136,23 @@ void planSharedMemory(func::FuncOp func) {
     next += scratch[role];
   }
   for (auto &u : scratchUsers)
-    u.first->setAttr(kSmemOffsetAttr, IntegerAttr::get(IntegerType::get(func.getContext(), 64),
-                                                       base[roleOf(u.first).barrier]));
-  func->setAttr(kSmemBytesAttr, IntegerAttr::get(IntegerType::get(func.getContext(), 64),
-                                                 next + kSmemAlignSlack));
+    setOffset(u.first, base[roleOf(u.first).barrier]);
+  // The late area: its buffers, then one scratch area (one role runs it).
+  int64_t lateScratch = 0;
+  for (auto &u : lateScratchUsers)
+    lateScratch = std::max(lateScratch, u.second);
+  int64_t lateScratchAt = llvm::alignTo(lateNext, 128);
+  int64_t lateBytes = lateScratchUsers.empty() ? lateNext : lateScratchAt + lateScratch;
+  int64_t lateBase = 0;                       // on the rings' bytes when it fits there
+  if (lateBytes > ringBytes) {
+    lateBase = llvm::alignTo(next, 1024);
+    next = lateBase + lateBytes;
+  }
+  for (auto &b : lateBuffers)
+    setOffset(b.first, lateBase + b.second);
+  for (auto &u : lateScratchUsers)
+    setOffset(u.first, lateBase + lateScratchAt);
+  func->setAttr(kSmemBytesAttr, IntegerAttr::get(IntegerType::get(ctx, 64), next + kSmemAlignSlack));
 }
 
 struct PlanSharedMemoryPass

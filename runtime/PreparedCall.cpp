@@ -16,11 +16,16 @@ PyObject *dataPtrName, *contiguousName;
 
 // The decode kernel's per-call pointer parameters, in the order of the
 // constructor's `decode_slots`.
-enum Slot { Q, K, V, Table, Seqlens, Out, Lse, OutPart, LsePart, BatchIdx, Slopes, NumSlots };
+enum Slot {
+  Q, K, V, Table, Seqlens, Out, Lse, OutPart, LsePart, BatchIdx, Slopes, KNew, VNew, Cos, Sin, LeftPad,
+  NumSlots
+};
 // The combine kernel's: its first four parameters.
 enum CombineSlot { COutPart, CLsePart, COut, CLse };
 // The addresses a call passes, in this order.
-enum Address { AQ, AK, AV, ASeqlens, ATable, ABatchIdx, ASlopes, NumAddresses };
+enum Address {
+  AQ, AK, AV, ASeqlens, ATable, ABatchIdx, ASlopes, AKNew, AVNew, ACos, ASin, ALeftPad, NumAddresses
+};
 
 struct Launch {
   KernelObject *kernel = nullptr;
@@ -91,11 +96,18 @@ int PreparedCall_init(PreparedCallObject *self, PyObject *args, PyObject *kwargs
     if (!pack(*self->combine, combine, cgrid, cargs))
       return -1;
   }
-  if (!PyArg_ParseTuple(dslots, "iiiiiiiiiii", &self->decodeSlots[Q], &self->decodeSlots[K],
-                        &self->decodeSlots[V], &self->decodeSlots[Table], &self->decodeSlots[Seqlens],
-                        &self->decodeSlots[Out], &self->decodeSlots[Lse], &self->decodeSlots[OutPart],
-                        &self->decodeSlots[LsePart], &self->decodeSlots[BatchIdx],
-                        &self->decodeSlots[Slopes]))
+  PyObject *slots = PySequence_Fast(dslots, "PreparedCall: decode_slots must be a sequence");
+  if (!slots)
+    return -1;
+  if (PySequence_Fast_GET_SIZE(slots) != NumSlots) {
+    Py_DECREF(slots);
+    PyErr_Format(PyExc_TypeError, "PreparedCall: %d decode slots", static_cast<int>(NumSlots));
+    return -1;
+  }
+  for (int i = 0; i < NumSlots; ++i)
+    self->decodeSlots[i] = static_cast<int>(PyLong_AsLong(PySequence_Fast_GET_ITEM(slots, i)));
+  Py_DECREF(slots);
+  if (PyErr_Occurred())
     return -1;
   for (int s : self->decodeSlots)
     if (s < 0 || static_cast<size_t>(s) >= self->decode->kernel->kinds->size() ||
@@ -176,7 +188,7 @@ PyObject *PreparedCall_call(PreparedCallObject *self, PyObject *args, PyObject *
                   : nullptr;
   uint64_t a[NumAddresses];
   if (!PyTuple_Check(addressTuple) || PyTuple_GET_SIZE(addressTuple) != NumAddresses) {
-    PyErr_SetString(PyExc_TypeError, "PreparedCall: 7 addresses");
+    PyErr_Format(PyExc_TypeError, "PreparedCall: %d addresses", static_cast<int>(NumAddresses));
     return nullptr;
   }
   for (int i = 0; i < NumAddresses; ++i) {
@@ -248,6 +260,11 @@ PyObject *PreparedCall_call(PreparedCallObject *self, PyObject *args, PyObject *
     setSlot(d, s[LsePart], lsePart);
     setSlot(d, s[BatchIdx], a[ABatchIdx] ? a[ABatchIdx] : a[ASeqlens]);
     setSlot(d, s[Slopes], a[ASlopes] ? a[ASlopes] : lp);           // any f32 tensor when unused
+    setSlot(d, s[KNew], a[AKNew] ? a[AKNew] : a[AQ]);              // (not read without new keys,
+    setSlot(d, s[VNew], a[AVNew] ? a[AVNew] : a[AQ]);              //  rotary or padding)
+    setSlot(d, s[Cos], a[ACos] ? a[ACos] : a[AQ]);
+    setSlot(d, s[Sin], a[ASin] ? a[ASin] : a[AQ]);
+    setSlot(d, s[LeftPad], a[ALeftPad] ? a[ALeftPad] : a[ASeqlens]);
     if (!launch(d, stream, self->layout, false))
       goto done;
     if (self->combine) {

@@ -11,7 +11,8 @@
 //
 //   PreparedCall(...)(addresses, q, cache_seqlens) -> out, or (out, lse)
 //   addresses: those of q, k_cache, v_cache, cache_seqlens, block_table,
-//   cache_batch_idx, alibi_slopes (0 where not a tensor)
+//   cache_batch_idx, alibi_slopes, k, v, rotary_cos, rotary_sin,
+//   cache_leftpad (0 where not a tensor)
 //
 //===----------------------------------------------------------------------===//
 

@@ -53,7 +53,8 @@ def decode(Q, K, V, Table, Seqlens, Out, Lse, OutPart, LsePart,
         v = load_kv(V, table, kvh, b, b, n0, seqlen, 0, head_dim, page_size, num_pages, strides, Errors,
                     BLOCK_N, HEAD_DIM, PAGE_SIZE)
         s = fl.dot(q, k, trans_b=True)
-        s = score_mod(s, q_pos, n0 + fl.arange(0, BLOCK_N), seqlen, seqlen_q, -1, -1, l, CAUSAL, False, False)
+        s = score_mod(s, q_pos, n0 + fl.arange(0, BLOCK_N), seqlen, seqlen, seqlen_q, -1, -1, l, CAUSAL, False,
+                      False)
         m, l, p, alpha = fl.online_softmax(s, m, l, scale)
         acc = fl.dot(p.to(q.dtype), v, acc * alpha[:, None])
 

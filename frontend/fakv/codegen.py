@@ -525,7 +525,17 @@ class CodeGen:
 
     def expr_Call(self, node):
         fn = self.expr(node.func)
-        args = [self.expr(a) for a in node.args]
+        args = []
+        for a in node.args:
+            if not isinstance(a, ast.Starred):
+                args.append(self.expr(a))
+                continue
+            value = self.expr(a.value)            # f(*xs): a tuple (or list) of arguments
+            if not isinstance(value, (tuple, list)):
+                raise self.error(a, "only a tuple can be passed as *arguments")
+            args.extend(value)
+        if any(k.arg is None for k in node.keywords):
+            raise self.error(node, "**arguments are not supported in kernels")
         kwargs = {k.arg: self.expr(k.value) for k in node.keywords}
         self.at(node)
         if getattr(fn, "__fakv_builtin__", False):

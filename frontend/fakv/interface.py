@@ -96,7 +96,7 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
         "decode": dict(HEAD_DIM=head_tile, BLOCK_N=block_n, GROUP=group, SQ_BLOCK=sq_block,
                        PAGE_SIZE=page_size if paged else 0, CAUSAL=bool(causal) and seqlen_q > 1,
                        BATCH_IDX=False, SOFTCAP=False, WINDOW=False, ALIBI=False, LEFTPAD=False, PRESCALE=False,
-                       MERGE=False),
+                       MERGE=False, APPEND=False, ROTARY=False, INTERLEAVED=False),
         "decode_grid": (num_splits * m_blocks, heads, batch),
         # Ring depth (docs/gpu-results.md): three K/V blocks in flight read
         # the cache fastest at head dims up to 128 (decode.py's own stages=3);
@@ -110,13 +110,14 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
 
 def plain_extras(seqlens, lse, capacity, errors=None):
     """decode.py's arguments after `scale` when cache_batch_idx, softcap,
-    window_size, alibi_slopes, cache_leftpad and new keys are not used:
-    (BatchIdx, softcap, left, right, Slopes, slopes_batch_stride, Errors,
-    capacity, LeftPad, new_keys, Counters); pointers to tensors never read,
-    the error word (errors_for(seqlens) when not given) and the rows a
-    sequence's cache holds."""
+    window_size, alibi_slopes, cache_leftpad, new keys and rotary are not
+    used: (BatchIdx, softcap, left, right, Slopes, slopes_batch_stride,
+    Errors, capacity, LeftPad, new_keys, Counters, KNew, VNew, the new keys'
+    3 strides, Cos, Sin, cos_stride, rotary_dim, rotary_rows, q_step);
+    pointers to tensors never read, the error word (errors_for(seqlens) when
+    not given) and the rows a sequence's cache holds."""
     return (seqlens, 0.0, -1, -1, lse, 0, errors_for(seqlens) if errors is None else errors, capacity, seqlens, 0,
-            seqlens)
+            seqlens, lse, lse, 0, 0, 0, lse, lse, 0, 0, 0, 0)
 
 
 # FAKV_MERGE_SPLITS=1: with several splits, the decode kernel's last split
@@ -126,6 +127,10 @@ def plain_extras(seqlens, lse, capacity, errors=None):
 # stream (calls on one stream run in turn); a prepared call's key holds the
 # mode and then the stream (_key).
 _MERGE_SPLITS = os.environ.get("FAKV_MERGE_SPLITS") == "1"
+# FAKV_FUSED_APPEND=0: k / v appended (and q rotated) by kernels/append.py's
+# kernel before decode, instead of by decode itself (kernels/decode.py's APPEND).
+_FUSED_APPEND = os.environ.get("FAKV_FUSED_APPEND", "1") != "0"
+_APPEND_REGISTERS = (24, 232)   # (producer, consumer) per thread: compiled at their average, 128
 _COUNTERS = {}          # (device, stream) -> the counters buffers made (the largest last; all kept)
 _STREAM = None          # runtime.stream_getter(), once needed
 
@@ -196,10 +201,10 @@ def with_kernels(decode=None, combine=None):
                                 rotary_interleaved=True, alibi_slopes=None, num_splits=0,
                                 return_softmax_lse=False):
         runtime.raise_pending()              # a kernel of an earlier call found bad data
-        if (type(q) is _Tensor and k is None and v is None and rotary_cos is None and rotary_sin is None
-                and cache_leftpad is None):
+        if type(q) is _Tensor:
             found = _key(kernels, q, k_cache, v_cache, cache_seqlens, block_table, cache_batch_idx, alibi_slopes,
-                         softmax_scale, causal, window_size, softcap, num_splits, return_softmax_lse)
+                         k, v, rotary_cos, rotary_sin, cache_leftpad, softmax_scale, causal, window_size, softcap,
+                         rotary_interleaved, num_splits, return_softmax_lse)
             if found is not None:
                 call = _CALLS.get(found[0])
                 if call is not None:
@@ -249,14 +254,16 @@ _MAX_CALLS = 256
 _KEPT = set()           # the with_kernels kernels the keys name
 
 
-def _key(kernels, q, k_cache, v_cache, cache_seqlens, block_table, cache_batch_idx, alibi_slopes, softmax_scale,
-         causal, window_size, softcap, num_splits, return_softmax_lse):
+def _key(kernels, q, k_cache, v_cache, cache_seqlens, block_table, cache_batch_idx, alibi_slopes, k, v, rotary_cos,
+         rotary_sin, cache_leftpad, softmax_scale, causal, window_size, softcap, rotary_interleaved, num_splits,
+         return_softmax_lse):
     """(key, addresses) of a call (fakv._runtime.signature), or None when an
     argument is of a kind the key cannot hold. The one place both the fast
     path and the call that prepares make it."""
-    return _signature((q, k_cache, v_cache, cache_seqlens, block_table, cache_batch_idx, alibi_slopes),
-                      (softmax_scale, causal, window_size, softcap, num_splits, return_softmax_lse, _check_data(),
-                       (_current_stream(),) if _MERGE_SPLITS else None),
+    return _signature((q, k_cache, v_cache, cache_seqlens, block_table, cache_batch_idx, alibi_slopes, k, v,
+                       rotary_cos, rotary_sin, cache_leftpad),
+                      (softmax_scale, causal, window_size, softcap, rotary_interleaved, num_splits,
+                       return_softmax_lse, _check_data(), (_current_stream(),) if _MERGE_SPLITS else None),
                       kernels)
 
 
@@ -340,8 +347,7 @@ def _prepare(decode, decode_args, decode_consts, decode_grid, combine, combine_a
 
     def template(args):
         # The slots' addresses are filled in per call; the others stay as
-        # given: the error word's, and cache_leftpad's (a call with it is
-        # never reused; without it the kernel does not read that pointer).
+        # given (the error word's, the counters').
         return [v.data_ptr() if hasattr(v, "data_ptr") else v if isinstance(v, (int, float)) else 0
                 for v in args]
     import torch
@@ -365,8 +371,9 @@ def _prepare(decode, decode_args, decode_consts, decode_grid, combine, combine_a
 
 
 # decode.py's pointer parameters a PreparedCall fills in per call: Q, K, V,
-# Table, Seqlens, Out, Lse, OutPart, LsePart, BatchIdx, Slopes.
-_DECODE_SLOTS = (0, 1, 2, 3, 4, 5, 6, 7, 8, 24, 28)
+# Table, Seqlens, Out, Lse, OutPart, LsePart, BatchIdx, Slopes, KNew, VNew,
+# Cos, Sin, LeftPad.
+_DECODE_SLOTS = (0, 1, 2, 3, 4, 5, 6, 7, 8, 24, 28, 35, 36, 40, 41, 32)
 
 
 def _check_contents(seqlens, block_table, cache_batch_idx, batch, capacity, page_size, num_pages,
@@ -492,7 +499,7 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
         seqlens = cache_seqlens
 
     # ---- new keys and values, rotary, left padding ---------------------------------------------
-    seqlen_new = 0
+    seqlen_new, copied_kv = 0, False
     _check((k is None) == (v is None), "`k` and `v` are given together (the keys and values to append)")
     if k is not None:
         for name, t in (("k", k), ("v", v)):
@@ -507,6 +514,7 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
         _check(tuple(k.shape) == tuple(v.shape), "`k` and `v` must have one shape")
         if T.strides(k) != T.strides(v) or min(T.strides(k) + T.strides(v)) < 0:
             k, v = T.contiguous(k), T.contiguous(v)   # append.py takes one set of strides (new rows: cheap)
+            copied_kv = True
         seqlen_new = k.shape[1]
         _check(1 <= seqlen_new <= capacity, f"`k` holds {seqlen_new} new keys; a sequence's cache holds "
                                             f"{capacity} (FlashAttention: at most the cache's seqlen)")
@@ -537,7 +545,6 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
                and tuple(cache_leftpad.shape) == (batch,) and (batch <= 1 or T.strides(cache_leftpad)[0] == 1),
                f"`cache_leftpad` must be a contiguous int32 tensor ({batch},)")
         _check(T.device(cache_leftpad) == T.device(q), "`cache_leftpad` must be on q's device")
-    prepared = k is None and rotary_dim == 0 and cache_leftpad is None     # a call the fast path can repeat
 
     # ---- cache_batch_idx, softcap, window_size, alibi_slopes -------------------------------------
     batch_idx = seqlens                                   # any int32 tensor when unused
@@ -603,13 +610,20 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
         decode, combine = decode or default_decode, combine or default_combine
     decode = decode.with_options(**p["decode_options"])
     tile = p["decode"]["HEAD_DIM"]
+    # Head dims up to 128: decode appends and rotates itself (kernels/decode.py's APPEND; its new keys rotated
+    # in registers, setmaxnreg giving the consumer more); above, append.py's kernel first (shared memory).
+    fused = k is not None and _FUSED_APPEND and tile <= 128
+    if fused:
+        decode = decode.with_options(registers=_APPEND_REGISTERS)
     errors = errors_for(q)
-    if k is not None:                                     # append (and rotate) first: kernels/append.py
+    prepared = k is None or (fused and not copied_kv)     # a call the fast path can repeat
+    if k is not None and not fused:                       # append (and rotate) first: kernels/append.py
         q_rot = T.empty(tuple(q.shape), T.dtype(q), q) if rotary_dim else q
         _append(q, k, v, k_cache, v_cache, q_rot, block_table, seqlens, batch_idx, rotary_cos, rotary_sin,
                 errors, capacity, num_pages, page_size, paged, cache_batch_idx is not None, rotary_dim,
                 bool(rotary_interleaved), q_rows, tile, on_gpu)
         q = q_rot
+        rotary_dim = 0
     copy_q = tuple(T.strides(q)) != (seqlen_q * heads * head_dim, heads * head_dim, head_dim, 1)
     q_c = T.contiguous(q) if copy_q else q                # out is written with q's strides
     qs, ks = T.strides(q_c), T.strides(k_cache)
@@ -619,10 +633,15 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
         batch, seqlen_q, heads, kv_heads, head_dim, page_size, num_pages, scale,
         batch_idx, softcap, left, right, slopes, slopes_stride, errors, capacity,
         seqlens if cache_leftpad is None else cache_leftpad, seqlen_new, seqlens]
+    ns = T.strides(k) if fused else (0, 0, 0)
+    decode_args += [k if fused else q_c, v if fused else q_c, *ns[:3], rotary_cos if rotary_dim else q_c,
+                    rotary_sin if rotary_dim else q_c, T.strides(rotary_cos)[0] if rotary_dim else 0, rotary_dim,
+                    rotary_cos.shape[0] if rotary_dim else 0, int(q_rows)]
     merge = splits > 1 and _MERGE_SPLITS       # decode merges its own splits: no combine launch
     if merge:
         decode_args[34] = _counters(q, batch * heads * -(-seqlen_q // p["decode"]["SQ_BLOCK"]), on_gpu)
-    decode_consts = dict(p["decode"], **extras, LEFTPAD=cache_leftpad is not None, MERGE=merge)
+    decode_consts = dict(p["decode"], **extras, LEFTPAD=cache_leftpad is not None, MERGE=merge, APPEND=fused,
+                         ROTARY=rotary_dim > 0, INTERLEAVED=rotary_dim > 0 and bool(rotary_interleaved))
     lse_shape = (batch, heads, seqlen_q)
     part_out = splits * batch * seqlen_q * heads * tile if splits > 1 else 0
     part_lse = splits * batch * heads * seqlen_q if splits > 1 else 0
@@ -658,18 +677,21 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
     call = _prepare(decode, decode_args, decode_consts, p["decode_grid"], combine if splits > 1 and not merge else None,
                     combine_args, p["combine"], p["combine_grid"], q, lse_shape, part_out, part_lse,
                     return_softmax_lse, capacity, copy_q)
-    found = _key(kernels, q, k_cache, v_cache, given_seqlens, block_table, cache_batch_idx, alibi_slopes,
-                 softmax_scale, causal, window_size, softcap, num_splits, return_softmax_lse)
+    found = _key(kernels, q, k_cache, v_cache, given_seqlens, block_table, cache_batch_idx, alibi_slopes, k, v,
+                 rotary_cos, rotary_sin, cache_leftpad, softmax_scale, causal, window_size, softcap,
+                 rotary_interleaved, num_splits, return_softmax_lse)
     if found is None:                                    # an argument the key cannot hold: never reused
         found = (None, tuple(t.data_ptr() if T.is_torch(t) else 0 for t in (
-            q, k_cache, v_cache, given_seqlens, block_table, cache_batch_idx, alibi_slopes)))
+            q, k_cache, v_cache, given_seqlens, block_table, cache_batch_idx, alibi_slopes, k, v, rotary_cos,
+            rotary_sin, cache_leftpad)))
     elif not host_checks and prepared:                   # FAKV_CHECK_DATA=1 checks every call
         if len(_CALLS) >= _MAX_CALLS:
             _CALLS.clear()
         _CALLS[found[0]] = call
         _KEPT.add(kernels)                               # the key holds their identities
-    if not prepared:
-        found = (None, (q.data_ptr(),) + found[1][1:])   # q: the rotated copy, when rotary
+    if not prepared:                                     # q: the rotated copy, k and v: the copies, when made
+        found = (None, (q.data_ptr(),) + found[1][1:7] + tuple(
+            t.data_ptr() if fused and T.is_torch(t) else 0 for t in (k, v, rotary_cos, rotary_sin)) + found[1][11:])
     return call(found[1], q, given_seqlens)
 
 

@@ -7,9 +7,10 @@ machine:
 
 The cases cover every kernel variant the API launches: decode through TMA
 (warp-specialized) and through the cp.async gather, contiguous and paged,
-one split and several (then the combine), FlashAttention's options, and the
-append kernel (contiguous, paged, cache_batch_idx) with rotary and
-cache_leftpad, head dims 32 and 59 (element-wise gathers) to 256.
+one split and several (then the combine), FlashAttention's options, and
+calls that append (decode.py's APPEND: contiguous, paged, cache_batch_idx)
+with rotary and cache_leftpad, head dims 32 and 59 (element-wise gathers)
+to 256.
 
 --no-reference checks fakv's outputs on the host (copied back: every byte
 must have been written, and finite) instead of against torch's reference,

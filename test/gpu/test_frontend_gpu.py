@@ -241,11 +241,47 @@ def test_second_call_is_prepared(page, seqlens, monkeypatch):
     assert torch.equal(first, second)
 
 
+@pytest.mark.parametrize("page", [None, 256])
+def test_appending_call_is_prepared(page, monkeypatch):
+    """A call with new keys, rotary and left padding is prepared too: the
+    second such call (other caches, other new keys) runs the prepared call,
+    which takes every tensor's address afresh."""
+    from fakv import interface
+    q, k, v, lens, table = _inputs(page)
+    lens = lens - 1
+    g = torch.Generator(device="cuda").manual_seed(5)
+    new = [torch.randn((q.shape[0], 1) + tuple(k.shape[2:]), device="cuda", dtype=q.dtype, generator=g)
+           for _ in range(4)]
+    angle = torch.rand((k.shape[1] * (table.shape[1] if page else 1), 64), device="cuda", generator=g)
+    cos, sin = angle.cos().to(q.dtype), angle.sin().to(q.dtype)
+    pad = torch.ones_like(lens)
+    call = lambda kc, vc, kn, vn: fakv.flash_attn_with_kvcache(  # noqa: E731
+        q, kc, vc, kn, vn, cos, sin, cache_seqlens=lens, block_table=table, cache_leftpad=pad, causal=True)
+    caches = [(k.clone(), v.clone()) for _ in range(3)]
+    want = call(*caches[0], new[0], new[1])                 # prepares
+    monkeypatch.setattr(interface, "_attention", lambda *a, **kw: (_ for _ in ()).throw(
+        AssertionError("the call was checked and planned again")))
+    got = call(*caches[1], new[0], new[1])
+    other = call(*caches[2], new[2], new[3])
+    torch.cuda.synchronize()
+    assert torch.equal(want, got) and not torch.equal(want, other)
+    assert torch.equal(caches[0][0], caches[1][0]) and torch.equal(caches[0][1], caches[1][1])
+    assert not torch.equal(caches[0][1], caches[2][1])      # each call appended its own new values
+
+
 def second_call_is_prepared(page, seqlens):
     """test_second_call_is_prepared without pytest's fixture."""
     mp = pytest.MonkeyPatch()
     try:
         test_second_call_is_prepared(page, seqlens, mp)
+    finally:
+        mp.undo()
+
+
+def appending_call_is_prepared(page):
+    mp = pytest.MonkeyPatch()
+    try:
+        test_appending_call_is_prepared(page, mp)
     finally:
         mp.undo()
 
@@ -273,6 +309,7 @@ def run_all():
     cases += [(test_bad_seqlens_are_reported, (p,)) for p in (None, 16, 256)]
     cases += [(test_call_does_not_wait_for_the_gpu, c) for c in [(256, "tensor"), (None, "int")]]
     cases += [(second_call_is_prepared, c) for c in [(256, "tensor"), (None, "int")]]
+    cases += [(appending_call_is_prepared, (p,)) for p in (None, 256)]
     fails = 0
     for fn, args in cases:
         try:

@@ -35,3 +35,31 @@ func.func @two_roles(%out: !fakv.ptr<f32>) attributes {fakv.kernel, fakvgpu.num_
   }
   return
 }
+
+// What the consumer does after its last use of the rings (here the arrive)
+// reuses the rings' bytes: the late shared copy at offset 0, on the ring;
+// the early one (the consumer may write it while copies land) after the
+// barriers. The same copy before the arrive gets bytes of its own.
+// RUN: fakv-opt %s --fakvgpu-lower-warp-specialize | fakv-opt --fakvgpu-plan-shared-memory | FileCheck %s --check-prefix=LATE
+// LATE: func.func @late_on_rings({{.*}}fakvgpu.smem_bytes = 18432 : i64
+// LATE: fakvgpu.alloc_ring {fakvgpu.smem_offset = 0 : i64}
+// LATE: fakvgpu.alloc_barriers arrivals 128 {fakvgpu.smem_offset = 8192 : i64}
+// LATE: fakvgpu.convert_layout %{{.*}} {fakvgpu.smem_offset = 9216 : i64}
+// LATE: fakvgpu.arrive
+// LATE: fakvgpu.convert_layout %{{.*}} {fakvgpu.smem_offset = 0 : i64}
+#l3 = #fakvgpu.linear<regs = [[0, 1], [0, 2], [0, 4]], lanes = [[0, 8], [0, 16], [0, 32], [1, 0], [2, 0]], warps = [[4, 0], [8, 0]]>
+#sh = #fakvgpu.shared<swizzle = 128>
+func.func @late_on_rings(%out: !fakv.ptr<f32>) attributes {fakv.kernel, fakvgpu.num_warps = 8 : i32} {
+  %c0 = arith.constant 0 : i32
+  %x = arith.constant dense<0.0> : tensor<16x64xbf16, #l3>
+  %r = fakvgpu.alloc_ring : !fakvgpu.ring<2, tensor<32x64xbf16, #sh>>
+  %b = fakvgpu.alloc_barriers arrivals 128 : !fakvgpu.barriers<2>
+  fakvgpu.warp_specialize producer_warps 4 consumer_warps 4 registers 0, 0 {
+    %v = fakvgpu.ring_view %r[%c0] : !fakvgpu.ring<2, tensor<32x64xbf16, #sh>>
+  }, {
+    %early = fakvgpu.convert_layout %x : tensor<16x64xbf16, #l3> -> tensor<16x64xbf16, #sh>
+    fakvgpu.arrive %b[%c0] : !fakvgpu.barriers<2>
+    %late = fakvgpu.convert_layout %x : tensor<16x64xbf16, #l3> -> tensor<16x64xbf16, #sh>
+  }
+  return
+}

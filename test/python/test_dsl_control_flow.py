@@ -3,7 +3,7 @@ skips the rest of its function, in kernels and in inlined helpers, run on
 the CPU path; what cannot be lowered (a value returned from a runtime
 branch, a return in a loop under a runtime condition) is a CompilationError
 at the `return`'s line, never dropped code. Also: pointer arithmetic with a
-float is a type error."""
+float is a type error; f(*tuple) and fl.where of two Python numbers."""
 import inspect
 
 import numpy as np
@@ -147,3 +147,35 @@ def test_pointer_plus_float_is_a_type_error():
     with pytest.raises(fakv.CompilationError, match="pointer") as e:
         bad.ir(np.zeros(8, np.float32))
     assert f"{__file__}:{line_of(bad.fn, 'X + 1.5')}:" in str(e.value)
+
+
+@fakv.jit
+def scaled_sum(x, y, scale, offset):
+    return (x + y) * scale + offset
+
+
+@fakv.jit
+def starred_call(Y, a, n):
+    args = (a, 2.0)
+    picks = fl.where(fl.arange(0, 4) < n, 1, 0)          # two Python numbers: int32
+    step = fl.where(a > 0.0, 1, 0)                        # a scalar condition too
+    fl.store(Y, scaled_sum(fl.full((4,), 1.0), *args, picks.to(fl.float32) + step), (0,), (1,))
+
+
+def test_starred_arguments_and_where_of_two_numbers():
+    """f(*t) passes a tuple's values as arguments (decode.py passes its score
+    modifiers so); fl.where of a condition and two Python numbers is an
+    int32 value."""
+    y = np.zeros(4, np.float32)
+    starred_call[(1,)](y, 3.0, 2)
+    assert y.tolist() == [(1 + 3) * 2 + 1 + 1] * 2 + [(1 + 3) * 2 + 1] * 2
+
+
+@fakv.jit
+def starred_int(Y, a):
+    fl.store(Y, fl.full((4,), 1.0) * scaled_sum(*a), (0,), (1,))
+
+
+def test_starred_argument_must_be_a_tuple():
+    with pytest.raises(fakv.CompilationError, match="only a tuple can be passed as"):
+        starred_int[(1,)](np.zeros(4, np.float32), 3)

@@ -339,10 +339,10 @@ from fakv.kernels.append import rotated_rows  # noqa: E402
 
 
 @fakv.jit
-def _rotate_tile(X, Out, Cos, Sin, rows, head_dim, pos, pos_step, rotary_dim,
+def _rotate_tile(X, Out, Cos, Sin, Errors, rows, head_dim, pos, pos_step, rotary_dim,
                  ROWS: fl.constexpr, HEAD_DIM: fl.constexpr, INTERLEAVED: fl.constexpr):
-    y = rotated_rows(X, head_dim, rows, head_dim, Cos, Sin, pos, pos_step, rotary_dim // 2, rotary_dim,
-                     ROWS, HEAD_DIM, INTERLEAVED)
+    y = rotated_rows(X, head_dim, rows, head_dim, Cos, Sin, pos, pos_step, rotary_dim // 2, rotary_dim, 20, Errors, 1,
+                     ROWS, HEAD_DIM, True, INTERLEAVED)
     fl.store(Out, y, (0, 0), (head_dim, 1), bounds=(rows, head_dim))
 
 
@@ -362,7 +362,8 @@ def test_rotated_rows(interleaved, head_dim, rotary_dim, rows, pos_step):
     pos = 7
     out = np.zeros_like(x)
     tile = max(64, 1 << (head_dim - 1).bit_length())
-    _rotate_tile[(1,)](x, out, cos, sin, rows, head_dim, pos, pos_step, rotary_dim,
+    errors = np.zeros(1, np.int32)
+    _rotate_tile[(1,)](x, out, cos, sin, errors, rows, head_dim, pos, pos_step, rotary_dim,
                        ROWS=1 << (rows - 1).bit_length(), HEAD_DIM=tile, INTERLEAVED=interleaved)
     xf = x.astype(np.float32)
     ref = xf.copy()
@@ -375,3 +376,4 @@ def test_rotated_rows(interleaved, head_dim, rotary_dim, rows, pos_step):
             a, b = xf[i, :half], xf[i, half:rotary_dim]
             ref[i, :half], ref[i, half:rotary_dim] = a * c - b * s, a * s + b * c
     assert np.array_equal(out, ref.astype(bf))
+    assert errors[0] == 0                           # (positions 7 + i * pos_step: all rows of cos / sin)

@@ -168,3 +168,22 @@ def test_softmax_scale_zero_or_negative(scale, option):
     ok, msg = check(out, out_ref, out_pt, alibi=option == "alibi")
     assert ok, msg
     assert np.abs(lse - lse_ref).max() <= 1e-3
+
+
+APPEND_CASES = [c for c in CASES if c["new_kv"] and c["rotary_fraction"]][:6]
+
+
+@pytest.mark.parametrize("case", APPEND_CASES, ids=[case_id(c) for c in APPEND_CASES])
+def test_append_kernel_route(case, monkeypatch):
+    """The other route for appending calls: kernels/append.py's kernel before
+    the decode (FAKV_FUSED_APPEND=0, and what head dims above 128 run)
+    against the same reference as decode appending itself."""
+    from fakv import interface
+    monkeypatch.setattr(interface, "_FUSED_APPEND", False)
+    run_case(case)
+
+
+@pytest.mark.parametrize("d", [160, 256])
+def test_append_above_head_dim_128(d):
+    for case in APPEND_CASES[:2]:
+        run_case(dict(case, d=d))

@@ -97,7 +97,8 @@ def test_the_api_keys_a_call_the_same_way_twice(monkeypatch):
     from fakv import interface
     monkeypatch.setattr(interface, "_signature", _runtime.signature)
     t = FakeTensor((2, 1, 8, 64), (512, 512, 64, 1))
-    args = ((None, None), t, t, t, None, None, None, None, None, False, (-1, -1), 0.0, 0, False)
+    args = ((None, None), t, t, t, None, None, None, None, None, None, None, None, None, None, False, (-1, -1), 0.0,
+            True, 0, False)
     for mode in (None, "1", "0", "2"):
         if mode is None:
             monkeypatch.delenv("FAKV_CHECK_DATA", raising=False)
@@ -109,6 +110,12 @@ def test_the_api_keys_a_call_the_same_way_twice(monkeypatch):
     checked = interface._key(*args)[0]
     monkeypatch.delenv("FAKV_CHECK_DATA")
     assert interface._key(*args)[0] != checked
+    # New keys, rotary and left padding are in the key (a call with them is prepared too).
+    appending = args[:8] + (t, t) + args[10:]
+    assert interface._key(*appending)[0] != interface._key(*args)[0]
+    assert interface._key(*appending)[1][7:9] == (t.data_ptr(), t.data_ptr())
+    interleaved = appending[:17] + (False,) + appending[18:]
+    assert interface._key(*interleaved)[0] != interface._key(*appending)[0]
     # FAKV_MERGE_SPLITS: the mode, and a prepared call (and its split
     # counters) per stream, even the default stream's (0).
     plain = interface._key(*args)[0]

@@ -6,7 +6,7 @@ import os
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CAP = 30.0
-ANCHOR = "    s = fl.length_mask(s, k_pos, seqlen_k)\n"
+ANCHOR = "    s = fl.length_mask(s, k_pos, valid)\n"
 LINE = f"    s = fl.softcap(s, {CAP})\n"
 
 
