@@ -123,9 +123,10 @@ def decode(Q, K, V, Table, Seqlens, Out, Lse, OutPart, LsePart,
             v = fl.load(VNew + at, (16, HEAD_DIM), (0, 0), (new_seq_stride, 1), bounds=(rows, head_dim))
             m, l, acc = attend(q, k, v, m, l, acc, q_pos, old - pad + t0 + fl.arange(0, 16), seqlen, seqlen, *mods)
         append_rows(KNew + new, VNew + new, new_seq_stride, K + kvh.to(fl.int64) * head_stride,
-                    V + kvh.to(fl.int64) * head_stride, table, BatchIdx, Cos, Sin, Errors, b, split_mb, new_keys,
-                    fl.num_programs(0), fl.where(bad, -1, old), page_stride, row_stride, num_pages, head_dim,
-                    rotary_dim, cos_stride, HEAD_DIM, PAGE_SIZE, BATCH_IDX, ROTARY, INTERLEAVED)   # (a share each)
+                    V + kvh.to(fl.int64) * head_stride, table, BatchIdx, Cos, Sin, Errors, b,
+                    fl.num_programs(0) - 1 - split_mb, new_keys, fl.num_programs(0), fl.where(bad, -1, old),
+                    page_stride, row_stride, num_pages, head_dim, rotary_dim, cos_stride, HEAD_DIM, PAGE_SIZE,
+                    BATCH_IDX, ROTARY, INTERLEAVED)   # a share each, the last split's first: it has the fewest blocks
     # out = acc / l, lse = m + log(l); a row that saw no key gives 0 and -inf (+inf in Lse, as FlashAttention 2).
     empty = l == 0.0
     out = acc * fl.where(empty, 0.0, 1.0 / l)[:, None]
