@@ -124,3 +124,17 @@ def test_the_api_keys_a_call_the_same_way_twice(monkeypatch):
     on_0 = interface._key(*args)[0]
     monkeypatch.setattr(interface, "_current_stream", lambda: 8)
     assert len({plain, on_0, interface._key(*args)[0]}) == 3
+
+
+def test_prepared_call_slots_name_decode_parameters():
+    """The parameters of kernels/decode.py a PreparedCall fills in per call,
+    in runtime/PreparedCall.cpp's Slot order: a reordered decode signature
+    would otherwise get addresses in the wrong parameters."""
+    import inspect
+    from fakv import interface
+    from fakv.kernels.decode import decode
+    names = list(inspect.signature(decode.fn).parameters)
+    assert [names[i] for i in interface._DECODE_SLOTS] == [
+        "Q", "K", "V", "Table", "Seqlens", "Out", "Lse", "OutPart", "LsePart", "BatchIdx", "Slopes", "KNew",
+        "VNew", "Cos", "Sin", "LeftPad"]
+    assert names[34] == "Counters"              # (interface: decode_args[34], the merge's counters)
