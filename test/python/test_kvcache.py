@@ -187,3 +187,15 @@ def test_append_kernel_route(case, monkeypatch):
 def test_append_above_head_dim_128(d):
     for case in APPEND_CASES[:2]:
         run_case(dict(case, d=d))
+
+
+@pytest.mark.parametrize("page,splits,window", [(16, 3, False), (None, 1, True), (64, 0, False)])
+def test_many_new_keys(page, splits, window):
+    """More new keys than one of decode's 16-row new-key tiles (37, and as
+    many queries: several query blocks), rotated, with left padding, into
+    caches whose rows are split over several splits."""
+    base = next(c for c in CASES if c["new_kv"])
+    case = dict(base, seqlens=(37, 160), seqlen_new_eq_seqlen_q=True, page_size=page, num_splits=splits,
+                rotary_fraction=0.5, rotary_interleaved=False, has_leftpad=True, has_batch_idx=False,
+                causal=not window, local=window, d=64, alibi=False)
+    run_case(case)
