@@ -285,8 +285,9 @@ class _SeqlensTensors:
     tensor: one tensor per value, kept (a call captured in a CUDA graph
     reads it at every replay)."""
 
-    def __init__(self, batch, capacity, device):
+    def __init__(self, batch, capacity, device, seqlen_new=0, paged=False):
         self.batch, self.capacity, self.device, self.tensors = batch, capacity, device, {}
+        self.seqlen_new, self.paged = seqlen_new, paged
 
     def __call__(self, value):
         if value is None:
@@ -295,6 +296,8 @@ class _SeqlensTensors:
         if t is None:
             _check(type(value) is int and 0 <= value <= self.capacity,
                    f"cache_seqlens ({value}) must be in [0, {self.capacity}] (the cache's rows)")
+            if value + self.seqlen_new > self.capacity:
+                raise _capacity_error(0, value, self.seqlen_new, self.capacity, self.paged)
             import torch
             if len(self.tensors) >= 64 and not _capturing():
                 self.tensors.clear()
@@ -324,7 +327,7 @@ _POOL = None
 
 
 def _prepare(decode, decode_args, decode_consts, decode_grid, combine, combine_args, combine_consts,
-             combine_grid, q, lse_shape, part_out, part_lse, return_lse, capacity, copy_q):
+             combine_grid, q, lse_shape, part_out, part_lse, return_lse, capacity, copy_q, seqlen_new, paged):
     """The PreparedCall of a checked GPU call: decode and combine specialised and
     compiled (in parallel threads when both compile), their launchers made."""
     ptr = runtime.Pointer
@@ -366,7 +369,8 @@ def _prepare(decode, decode_args, decode_consts, decode_grid, combine, combine_a
         return_lse=bool(return_lse), copy_q=bool(copy_q), empty_like=torch.empty_like,
         empty_lse=functools.partial(torch.empty, lse_shape, dtype=torch.float32, device=q.device),
         raw_alloc=raw_alloc, raw_delete=raw_delete, stream=runtime.stream_getter(),
-        seqlens_address=_SeqlensTensors(q.shape[0], capacity, q.device),
+        seqlens_address=_SeqlensTensors(q.shape[0], capacity, q.device, seqlen_new if decode_consts["APPEND"] else 0,
+                                        paged),
         empty_workspace=lambda n: torch.empty(n // 4, dtype=torch.float32, device=q.device))
 
 
@@ -374,6 +378,22 @@ def _prepare(decode, decode_args, decode_consts, decode_grid, combine, combine_a
 # Table, Seqlens, Out, Lse, OutPart, LsePart, BatchIdx, Slopes, KNew, VNew,
 # Cos, Sin, LeftPad.
 _DECODE_SLOTS = (0, 1, 2, 3, 4, 5, 6, 7, 8, 24, 28, 35, 36, 40, 41, 32)
+
+
+def _capacity_error(r, length, seqlen_new, capacity, paged):
+    """The DataError of a sequence whose keys (cache_seqlens[r] = length,
+    plus the new ones) do not fit in its cache: FlashAttention's message
+    when paged."""
+    if paged:
+        return DataError("Paged KV cache: max(seqlens_k)" + (" + seqlen_knew" if seqlen_new else "")
+                         + f" (= {length + seqlen_new}) exceeds the capacity addressable by block_table "
+                           f"(max_num_blocks_per_seq * page_block_size = {capacity}). Allocate more "
+                           f"columns in block_table, otherwise the kernel would index block_table out "
+                           f"of bounds. (flash_attn_with_kvcache: cache_seqlens[{r}] = {length})")
+    return DataError(f"flash_attn_with_kvcache: cache_seqlens[{r}] = {length}"
+                     + (f" + {seqlen_new} new keys" if seqlen_new else "")
+                     + f" is outside [0, {capacity}] (the rows the cache holds for a sequence); "
+                       f"cache_seqlens ({length + seqlen_new}) exceeds the cache ({capacity} rows)")
 
 
 def _check_contents(seqlens, block_table, cache_batch_idx, batch, capacity, page_size, num_pages,
@@ -392,16 +412,7 @@ def _check_contents(seqlens, block_table, cache_batch_idx, batch, capacity, page
         total = lens + seqlen_new
         if int(total.max()) > capacity:
             r = int(np.argmax(total))
-            if block_table is not None:
-                raise DataError("Paged KV cache: max(seqlens_k)" + (" + seqlen_knew" if seqlen_new else "")
-                                + f" (= {int(total.max())}) exceeds the capacity addressable by block_table "
-                                  f"(max_num_blocks_per_seq * page_block_size = {capacity}). Allocate more "
-                                  f"columns in block_table, otherwise the kernel would index block_table out "
-                                  f"of bounds. (flash_attn_with_kvcache: cache_seqlens[{r}] = {int(lens[r])})")
-            raise DataError(f"flash_attn_with_kvcache: cache_seqlens[{r}] = {int(lens[r])}"
-                            + (f" + {seqlen_new} new keys" if seqlen_new else "")
-                            + f" is outside [0, {capacity}] (the rows the cache holds for a sequence); "
-                              f"cache_seqlens ({int(total[r])}) exceeds the cache ({capacity} rows)")
+            raise _capacity_error(r, int(lens[r]), seqlen_new, capacity, block_table is not None)
     if rotary_rows and lens is not None and lens.size and int(lens.max()) + q_span > rotary_rows:
         r = int(np.argmax(lens))
         raise DataError(f"flash_attn_with_kvcache: rotary_cos/rotary_sin have {rotary_rows} rows; q is rotated at "
@@ -518,6 +529,8 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
         seqlen_new = k.shape[1]
         _check(1 <= seqlen_new <= capacity, f"`k` holds {seqlen_new} new keys; a sequence's cache holds "
                                             f"{capacity} (FlashAttention: at most the cache's seqlen)")
+        if seqlens_int and cache_seqlens + seqlen_new > capacity:    # known here: raised now, not reported
+            raise _capacity_error(0, cache_seqlens, seqlen_new, capacity, paged)
     _check((rotary_cos is None) == (rotary_sin is None), "`rotary_cos` and `rotary_sin` are given together")
     rotary_dim = 0
     if rotary_cos is not None:
@@ -676,7 +689,7 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
         _Tensor, _signature = torch.Tensor, _runtime.signature
     call = _prepare(decode, decode_args, decode_consts, p["decode_grid"], combine if splits > 1 and not merge else None,
                     combine_args, p["combine"], p["combine_grid"], q, lse_shape, part_out, part_lse,
-                    return_softmax_lse, capacity, copy_q)
+                    return_softmax_lse, capacity, copy_q, seqlen_new, paged)
     found = _key(kernels, q, k_cache, v_cache, given_seqlens, block_table, cache_batch_idx, alibi_slopes, k, v,
                  rotary_cos, rotary_sin, cache_leftpad, softmax_scale, causal, window_size, softcap,
                  rotary_interleaved, num_splits, return_softmax_lse)

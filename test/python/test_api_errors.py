@@ -89,6 +89,27 @@ def test_append_past_the_capacity_is_refused():
     assert k[1, 15].any() and not k[3].any()                    # row 0's key at 31 went in; row 1's did not
 
 
+@pytest.mark.parametrize("paged", [True, False])
+def test_append_past_the_capacity_with_an_int_length(paged, monkeypatch):
+    """An int cache_seqlens is known on the host: new keys past the
+    capacity raise in the call, whatever FAKV_CHECK_DATA says (on the GPU
+    too, where data checks are off by default), and nothing is written; the
+    prepared call of a GPU signature checks a new int the same way."""
+    from fakv import interface
+    monkeypatch.setenv("FAKV_CHECK_DATA", "0")
+    q = np.zeros((2, 1, 8, 64), bf16)
+    k = np.zeros((4, 16, 2, 64), bf16) if paged else np.zeros((2, 32, 2, 64), bf16)
+    new = np.ones((2, 2, 2, 64), bf16)
+    table = np.array([[0, 1], [2, 3]], np.int32) if paged else None     # 32 rows per sequence
+    message = "exceeds the capacity addressable by block_table" if paged else r"cache_seqlens\[0\] = 31 \+ 2 new"
+    with pytest.raises(RuntimeError, match=message):
+        fakv.flash_attn_with_kvcache(q, k, k.copy(), k=new, v=new, cache_seqlens=31, block_table=table)
+    assert not k.any()
+    seqlens = interface._SeqlensTensors(2, 32, "cuda", seqlen_new=2, paged=paged)
+    with pytest.raises(RuntimeError, match=message):
+        seqlens(31)
+
+
 def test_defaults_are_accepted():
     q, k, v = tensors()
     out = fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=3, window_size=(-1, -1), softcap=0.0,
