@@ -529,8 +529,6 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
         seqlen_new = k.shape[1]
         _check(1 <= seqlen_new <= capacity, f"`k` holds {seqlen_new} new keys; a sequence's cache holds "
                                             f"{capacity} (FlashAttention: at most the cache's seqlen)")
-        if seqlens_int and cache_seqlens + seqlen_new > capacity:    # known here: raised now, not reported
-            raise _capacity_error(0, cache_seqlens, seqlen_new, capacity, paged)
     _check((rotary_cos is None) == (rotary_sin is None), "`rotary_cos` and `rotary_sin` are given together")
     rotary_dim = 0
     if rotary_cos is not None:
@@ -558,6 +556,8 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
                and tuple(cache_leftpad.shape) == (batch,) and (batch <= 1 or T.strides(cache_leftpad)[0] == 1),
                f"`cache_leftpad` must be a contiguous int32 tensor ({batch},)")
         _check(T.device(cache_leftpad) == T.device(q), "`cache_leftpad` must be on q's device")
+    if seqlens_int and cache_seqlens + seqlen_new > capacity:    # known here: raised now, not reported
+        raise _capacity_error(0, cache_seqlens, seqlen_new, capacity, paged)
 
     # ---- cache_batch_idx, softcap, window_size, alibi_slopes -------------------------------------
     batch_idx = seqlens                                   # any int32 tensor when unused
