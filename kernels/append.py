@@ -142,7 +142,7 @@ def append(Q, KNew, VNew, K, V, QOut, Table, Seqlens, BatchIdx, Cos, Sin, Errors
                      INTERLEAVED)
     if APPEND:
         if h < kv_heads:
-            fits = (seqlen >= 0) & (seqlen + seqlen_new <= capacity)
+            fits = (seqlen >= 0) & (seqlen <= capacity - seqlen_new)      # (seqlen + seqlen_new may wrap)
             fl.report(Errors, not fits, APPEND_ERROR + b)
             new = b * new_batch_stride + h * new_head_stride
             append_rows(KNew + new, VNew + new, new_seq_stride, K + h.to(fl.int64) * head_stride,

@@ -33,7 +33,11 @@ namespace {
 /// The top-level op of a warp-specialized consumer's block after which the
 /// rings are dead: its last op that uses a ring or a barrier (the consumer
 /// has then waited for, and read, every copy the producer issued). Null
-/// when the kernel has no consumer role.
+/// when the kernel has no consumer role. This rests on what
+/// fakv-warp-specialize and the lowering guarantee: the producer loop runs
+/// the consumer loop's iterations exactly; ring views are made inside that
+/// loop (never carried out of it); a dot waits for its wgmma before it
+/// returns; every shared-memory write of a role first synchronises the role.
 Operation *lastRingUser(func::FuncOp func) {
   Operation *last = nullptr;
   func.walk([&](scf::IfOp role) {

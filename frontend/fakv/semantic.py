@@ -219,8 +219,8 @@ def compare(b, op, x, y):
 
 def select(b, cond, x, y):
     cond = to_value(b, cond, "i1")
-    if not is_value(x) and not is_value(y):     # two Python numbers: int32, or float32 if either is a float
-        x = to_value(b, x, "f32" if isinstance(x, float) or isinstance(y, float) else "i32")
+    if not is_value(x) and not is_value(y):     # two Python numbers: their promoted type (i32, i64, f32, i1)
+        x = to_value(b, x, promote(python_dtype(x), python_dtype(y)))
     x, y = unify(b, x, y)
     if is_tile(cond) or is_tile(x):
         shape = broadcast_shapes(cond.type.shape if is_tile(cond) else (), x.type.shape if is_tile(x) else ())

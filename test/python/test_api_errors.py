@@ -110,6 +110,27 @@ def test_append_past_the_capacity_with_an_int_length(paged, monkeypatch):
         seqlens(31)
 
 
+@pytest.mark.parametrize("paged", [True, False])
+@pytest.mark.parametrize("fused", [True, False])
+def test_a_length_near_the_int32_limit_is_refused(paged, fused, monkeypatch):
+    """cache_seqlens near 2**31 plus the new keys would wrap in int32: the
+    kernels compare without adding, so the row is refused and reported, not
+    written at a wrapped position (it used to crash the process)."""
+    from fakv import interface
+    monkeypatch.setenv("FAKV_CHECK_DATA", "0")
+    monkeypatch.setattr(interface, "_FUSED_APPEND", fused)
+    q = np.zeros((2, 1, 8, 64), bf16)
+    k = np.zeros((4, 16, 2, 64), bf16) if paged else np.zeros((2, 32, 2, 64), bf16)
+    new = np.ones((2, 2, 2, 64), bf16)
+    table = np.array([[0, 1], [2, 3]], np.int32) if paged else None
+    with pytest.raises(fakv.DataError, match="cache_seqlens of batch row 0"):
+        fakv.flash_attn_with_kvcache(q, k, k.copy(), k=new, v=new, block_table=table,
+                                     cache_seqlens=np.array([2**31 - 1, 3], np.int32))
+    rows = k[2:4] if paged else k[1]
+    assert not k[:2].any() if paged else not k[0].any()         # row 0: nothing written
+    assert rows.any()                                            # row 1's new keys went in
+
+
 def test_defaults_are_accepted():
     q, k, v = tensors()
     out = fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=3, window_size=(-1, -1), softcap=0.0,

@@ -179,3 +179,14 @@ def starred_int(Y, a):
 def test_starred_argument_must_be_a_tuple():
     with pytest.raises(fakv.CompilationError, match="only a tuple can be passed as"):
         starred_int[(1,)](np.zeros(4, np.float32), 3)
+
+
+@fakv.jit
+def big_choice(Y, n):
+    fl.store(Y, fl.zeros((4,), fl.int64) + fl.where(n > 0, 5000000000, 0), (0,), (1,))
+
+
+def test_where_of_two_numbers_takes_their_type():
+    y = np.zeros(4, np.int64)
+    big_choice[(1,)](y, 1)
+    assert (y == 5000000000).all()
