@@ -94,8 +94,10 @@ def make_case(c, seed):
                 alibi_slopes=alibi, num_splits=c["num_splits"])
 
 
-def run_case(c):
+def run_case(c, edit=None):
     args = make_case(c, zlib.crc32(case_id(c).encode()))
+    if edit:
+        edit(args)
     ref_out, ref_pt, ref_lse, k_ref, v_ref = kvcache_reference(
         args["q"], args["k_cache"], args["v_cache"], args["cache_seqlens"], k=args["k"], v=args["v"],
         cos=args["rotary_cos"], sin=args["rotary_sin"], leftpad=args["cache_leftpad"], table=args["block_table"],
@@ -199,3 +201,19 @@ def test_many_new_keys(page, splits, window):
                 rotary_fraction=0.5, rotary_interleaved=False, has_leftpad=True, has_batch_idx=False,
                 causal=not window, local=window, d=64, alibi=False)
     run_case(case)
+
+
+@pytest.mark.parametrize("fused", [True, False])
+@pytest.mark.parametrize("page", [None, 16])
+def test_left_padding_past_the_cached_keys(fused, page, monkeypatch):
+    """cache_leftpad in (cache_seqlens, cache_seqlens + seqlen_new]: the new
+    keys before the padding are appended but not attended (both routes)."""
+    from fakv import interface
+    monkeypatch.setattr(interface, "_FUSED_APPEND", fused)
+    base = next(c for c in CASES if c["new_kv"])
+    case = dict(base, seqlens=(5, 64), seqlen_new_eq_seqlen_q=True, page_size=page, has_leftpad=True,
+                has_batch_idx=False, rotary_fraction=0.5, d=64, num_splits=2)
+
+    def pad_past(args):
+        args["cache_leftpad"] = (args["cache_seqlens"] + np.array([1, 5], np.int32)).astype(np.int32)
+    run_case(case, pad_past)
