@@ -369,8 +369,7 @@ def _prepare(decode, decode_args, decode_consts, decode_grid, combine, combine_a
         return_lse=bool(return_lse), copy_q=bool(copy_q), empty_like=torch.empty_like,
         empty_lse=functools.partial(torch.empty, lse_shape, dtype=torch.float32, device=q.device),
         raw_alloc=raw_alloc, raw_delete=raw_delete, stream=runtime.stream_getter(),
-        seqlens_address=_SeqlensTensors(q.shape[0], capacity, q.device, seqlen_new if decode_consts["APPEND"] else 0,
-                                        paged),
+        seqlens_address=_SeqlensTensors(q.shape[0], capacity, q.device, seqlen_new, paged),
         empty_workspace=lambda n: torch.empty(n // 4, dtype=torch.float32, device=q.device))
 
 
@@ -636,7 +635,7 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
                 errors, capacity, num_pages, page_size, paged, cache_batch_idx is not None, rotary_dim,
                 bool(rotary_interleaved), q_rows, tile, on_gpu)
         q = q_rot
-        rotary_dim = 0
+        rotary_dim = 0                                    # (q and the new keys are rotated: decode does not)
     copy_q = tuple(T.strides(q)) != (seqlen_q * heads * head_dim, heads * head_dim, head_dim, 1)
     q_c = T.contiguous(q) if copy_q else q                # out is written with q's strides
     qs, ks = T.strides(q_c), T.strides(k_cache)
@@ -702,9 +701,12 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
             _CALLS.clear()
         _CALLS[found[0]] = call
         _KEPT.add(kernels)                               # the key holds their identities
-    if not prepared:                                     # q: the rotated copy, k and v: the copies, when made
-        found = (None, (q.data_ptr(),) + found[1][1:7] + tuple(
-            t.data_ptr() if fused and T.is_torch(t) else 0 for t in (k, v, rotary_cos, rotary_sin)) + found[1][11:])
+    if not prepared:                   # q: append.py's rotated copy; k and v: their copies (fused), when made
+        addresses = list(found[1])
+        addresses[0] = q.data_ptr()
+        if fused:
+            addresses[7:9] = k.data_ptr(), v.data_ptr()
+        found = (None, tuple(addresses))
     return call(found[1], q, given_seqlens)
 
 
