@@ -63,32 +63,26 @@ def rotated_rows(X, row_stride, rows, head_dim, Cos, Sin, pos, pos_step, cos_str
     inside = (pos >= 0) & (pos + (fl.minimum(rows, ROWS) - 1) * pos_step < angle_rows)
     fl.report(Errors, not inside, code)
     pos, pos_step = fl.where(inside, pos, 0), fl.where(inside, pos_step, 0)
-    c = fl.broadcast_to(fl.arange(0, HEAD_DIM)[None, :], (ROWS, HEAD_DIM))
-    rot = c < rotary_dim
     half = rotary_dim // 2
-    angles = (pos_step * cos_stride, 1)
     cos, sin = Cos + pos.to(fl.int64) * cos_stride, Sin + pos.to(fl.int64) * cos_stride
-    if INTERLEAVED:     # channel 2k pairs with 2k + 1; angle k
-        first = (c % 2) == 0
-        shift = 1
-        cs = fl.load(cos, (ROWS, HEAD_DIM // 2), (0, 0), angles, bounds=(rows, half))
-        sn = fl.load(sin, (ROWS, HEAD_DIM // 2), (0, 0), angles, bounds=(rows, half))
-        cs = fl.reshape(fl.broadcast_to(cs[:, :, None], (ROWS, HEAD_DIM // 2, 2)), (ROWS, HEAD_DIM))
-        sn = fl.reshape(fl.broadcast_to(sn[:, :, None], (ROWS, HEAD_DIM // 2, 2)), (ROWS, HEAD_DIM))
-    else:               # channel k pairs with k + rotary_dim / 2; angle k
-        first = c < half
-        shift = half
-        lo, hi = first, (c >= half) & rot
-        cs = fl.load(cos, (ROWS, HEAD_DIM), (0, 0), angles, bounds=(rows, half)) + \
-            fl.load(cos - half, (ROWS, HEAD_DIM), (0, 0), angles, bounds=(rows, HEAD_DIM), mask=hi)
-        sn = fl.load(sin, (ROWS, HEAD_DIM), (0, 0), angles, bounds=(rows, half)) + \
-            fl.load(sin - half, (ROWS, HEAD_DIM), (0, 0), angles, bounds=(rows, HEAD_DIM), mask=hi)
-    after = fl.load(X + shift, (ROWS, HEAD_DIM), (0, 0), (row_stride, 1), bounds=(rows, head_dim), mask=first & rot)
-    before = fl.load(X - shift, (ROWS, HEAD_DIM), (0, 0), (row_stride, 1), bounds=(rows, head_dim),
-                     mask=(not first) & rot)
-    partner = fl.where(first, -after.to(fl.float32), before.to(fl.float32))
-    cs, sn = fl.where(rot, cs.to(fl.float32), 1.0), fl.where(rot, sn.to(fl.float32), 0.0)
-    return (x.to(fl.float32) * cs + partner * sn).to(x.dtype)
+    a, f32 = pos_step * cos_stride, fl.float32
+    if INTERLEAVED:     # element (i, k, j) is channel 2k + j, angle k; its partner 2k + 1 - j, sign 2j - 1
+        shape, bounds = (ROWS, HEAD_DIM // 2, 2), (rows, half, 2)
+        cs = fl.load(cos, shape, (0, 0, 0), (a, 1, 0), bounds=bounds, other=1.0).to(f32)   # 1 past rotary_dim
+        sn = fl.load(sin, shape, (0, 0, 0), (a, 1, 0), bounds=bounds).to(f32)
+        partner = fl.load(X + 1, shape, (0, 0, 0), (row_stride, 2, -1), bounds=bounds).to(f32)
+        rotated = partner * sn * (fl.arange(0, 2) * 2 - 1).to(f32)[None, None, :]
+        return (x.to(f32) * fl.reshape(cs, (ROWS, HEAD_DIM)) + fl.reshape(rotated, (ROWS, HEAD_DIM))).to(x.dtype)
+    # GPT-NeoX: channel c < half pairs with c + half (sign -1), c in [half, rotary_dim) with c - half (angle
+    # c - half). Loads at column offsets +/- half select each side (offsets outside the bounds read 0, or 1).
+    shape, back = (ROWS, HEAD_DIM), (0, -half)
+    cs = fl.load(cos, shape, (0, 0), (a, 1), bounds=(rows, half), other=1.0).to(f32) * \
+        fl.load(cos, shape, back, (a, 1), bounds=(rows, half), other=1.0).to(f32)
+    lo = fl.load(sin, shape, (0, 0), (a, 1), bounds=(rows, half)).to(f32) * \
+        fl.load(X, shape, (0, half), (row_stride, 1), bounds=(rows, rotary_dim)).to(f32)
+    hi = fl.load(sin, shape, back, (a, 1), bounds=(rows, half)).to(f32) * \
+        fl.load(X, shape, back, (row_stride, 1), bounds=(rows, half)).to(f32)
+    return (x.to(f32) * cs - lo + hi).to(x.dtype)
 
 
 @fakv.jit
