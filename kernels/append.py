@@ -55,8 +55,9 @@ def rotated_rows(X, row_stride, rows, head_dim, Cos, Sin, pos, pos_step, cos_str
     first rotary_dim channels of row i rotated by the angles of position
     pos + i * pos_step, in f32 rounded once (not rotated unless ROTARY).
     Positions outside the angle_rows rows of Cos / Sin are reported (`code`)
-    and read row 0. Partners come from loads at +/- 1 channel (interleaved)
-    or +/- rotary_dim / 2 (NeoX), so no lane exchange is needed."""
+    and read row 0. Partners come from loads (a (rows, d/2, 2) view with a
+    -1 stride, or column offsets of +/- rotary_dim / 2), so no lane exchange
+    and no mask is needed."""
     x = fl.load(X, (ROWS, HEAD_DIM), (0, 0), (row_stride, 1), bounds=(rows, head_dim))
     if not ROTARY:
         return x
