@@ -9,6 +9,7 @@ call from CUDA graphs of 20 calls, each mode in a process of its own (the
 variables are read when a kernel is loaded, or at import):
 
     python bench/launch_modes.py            # every mode, a table
+    python bench/launch_modes.py --modes "default,append kernel"   # some of them
     python bench/launch_modes.py --child    # one mode (the environment's)
 
 Calls: bf16, 32/8 heads, d128, paged 256 (and contiguous), batch 1 and 32,
@@ -63,8 +64,12 @@ def main():
     if "--child" in sys.argv:
         child()
         return
+    modes = MODES
+    if "--modes" in sys.argv:
+        names = sys.argv[sys.argv.index("--modes") + 1].split(",")
+        modes = {m: MODES[m] for m in names}
     results = {}
-    for mode, settings in MODES.items():
+    for mode, settings in modes.items():
         env = {k: v for k, v in os.environ.items()
                if k not in ("FAKV_DEPENDENT_LAUNCH", "FAKV_MERGE_SPLITS", "FAKV_FUSED_APPEND")}
         env.update(settings)
@@ -75,10 +80,10 @@ def main():
             name, _, value = line.partition("\t")
             results.setdefault(name, {})[mode] = value
     print("GPU time per call (us), CUDA graphs of 20 calls; columns: " +
-          "; ".join(f"{m}: {' '.join(f'{k}={v}' for k, v in s.items()) or 'neither set'}" for m, s in MODES.items()))
-    print(f"{'call':<42}" + "".join(f"{m:>16}" for m in MODES))
+          "; ".join(f"{m}: {' '.join(f'{k}={v}' for k, v in s.items()) or 'neither set'}" for m, s in modes.items()))
+    print(f"{'call':<42}" + "".join(f"{m:>16}" for m in modes))
     for name, row in results.items():
-        print(f"{name:<42}" + "".join(f"{row.get(m, ''):>16}" for m in MODES))
+        print(f"{name:<42}" + "".join(f"{row.get(m, ''):>16}" for m in modes))
 
 
 if __name__ == "__main__":
