@@ -10,10 +10,10 @@ variables are read when a kernel is loaded, or at import):
 
     python bench/launch_modes.py            # every mode, a table
     python bench/launch_modes.py --modes "default,append kernel"   # some of them
-    python bench/launch_modes.py --child    # one mode (the environment's)
+    python bench/launch_modes.py --child [CALL...]   # one mode (the environment's), some calls
 
 Calls: bf16, 32/8 heads, d128, paged 256 (and contiguous), batch 1 and 32,
-with and without a one-token append with rotary (bench_decode.py's
+with and without a one-token append (with and without rotary) (bench_decode.py's
 append_rows), and b1 s8192 with 2 to 16 splits (the merge's cost against the
 split count). A call that cannot be captured is reported, not timed as
 launched.
@@ -31,16 +31,23 @@ from timing import graph_time_ms  # noqa: E402
 MODES = {"default": {}, "no PDL": {"FAKV_DEPENDENT_LAUNCH": "0"}, "all PDL": {"FAKV_DEPENDENT_LAUNCH": "1"},
          "merge": {"FAKV_MERGE_SPLITS": "1"}, "merge, all PDL": {"FAKV_MERGE_SPLITS": "1", "FAKV_DEPENDENT_LAUNCH": "1"},
          "append kernel": {"FAKV_FUSED_APPEND": "0"}}
-CASES = [(1, 1024, True, False), (1, 1024, False, False), (1, 8192, True, False), (1, 8192, True, True),
-         (1, 8192, False, False), (8, 8192, True, False), (32, 8192, True, False), (32, 8192, True, True)]
-CASES = [c + (0,) for c in CASES] + [(1, 8192, True, False, n) for n in (2, 4, 8, 16)]   # (+ num_splits)
+# (batch, seqlen_k, paged, appended: "" / "append" / "append, rotary", num_splits)
+CASES = [(1, 1024, True, ""), (1, 1024, False, ""), (1, 8192, True, ""), (1, 8192, True, "append"),
+         (1, 8192, True, "append, rotary"), (1, 8192, False, ""), (8, 8192, True, ""), (32, 8192, True, ""),
+         (32, 8192, True, "append"), (32, 8192, True, "append, rotary")]
+CASES = [c + (0,) for c in CASES] + [(1, 8192, True, "", n) for n in (2, 4, 8, 16)]
 
 
 def child():
     import torch
     import fakv
     from bench_decode import D, HK, inputs
+    only = sys.argv[2:]
     for b, s, paged, append, splits in CASES:
+        name = f"b{b} s{s} {'paged 256' if paged else 'contiguous'}{' + ' + append if append else ''}" + \
+            (f" {splits} splits" if splits else "")
+        if only and name not in only:
+            continue
         q, k, v, lens, table = inputs(torch, paged, B=b, S=s)
         kw = {}
         if append:
@@ -48,11 +55,11 @@ def child():
             g = torch.Generator(device="cuda").manual_seed(1)
             kn, vn = (torch.randn((b, 1, HK, D), device="cuda", dtype=torch.bfloat16, generator=g) for _ in range(2))
             angle = torch.rand((s, D // 2), device="cuda", generator=g)
-            kw = dict(k=kn, v=vn, rotary_cos=angle.cos().to(torch.bfloat16), rotary_sin=angle.sin().to(torch.bfloat16))
+            kw = dict(k=kn, v=vn)
+            if "rotary" in append:
+                kw.update(rotary_cos=angle.cos().to(torch.bfloat16), rotary_sin=angle.sin().to(torch.bfloat16))
         call = lambda: fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table,  # noqa: E731
                                                     num_splits=splits, **kw)
-        name = f"b{b} s{s} {'paged 256' if paged else 'contiguous'}{' + append, rotary' if append else ''}" + \
-            (f" {splits} splits" if splits else "")
         try:
             t, _ = graph_time_ms([call] * 20, replays=15, warmup=3, fallback=False)
             print(f"{name}\t{t * 1e3:.2f}", flush=True)
