@@ -162,7 +162,7 @@ def append_rows(time_ms):
     """The cost of appending one token with rotary (issue 9): graph-timed API
     calls on a paged cache (pages of 256) holding S - 1 keys per sequence,
     without and with k, v (1 token each) and rotary_cos/sin (rotary dim =
-    head dim, NeoX), at batch 32 and batch 1; the bandwidth counts the K, V
+    head dim, interleaved: the default), at batch 32 and batch 1; the bandwidth counts the K, V
     bytes read (S keys with the append)."""
     import torch
     import fakv

@@ -82,7 +82,7 @@ torch.cuda.synchronize()
 pr.disable()
 print(f"first call with import: {{(time.perf_counter() - t) * 1e3:.2f}} ms (under cProfile)")
 s = io.StringIO()
-pstats.Stats(pr, stream=s).sort_stats("tottime").print_stats(18)
+pstats.Stats(pr, stream=s).sort_stats("cumulative").print_stats(45)
 print(s.getvalue())
 """
 

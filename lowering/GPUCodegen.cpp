@@ -175,6 +175,25 @@ Value codegen::swizzledOffset(OpBuilder &b, Location loc, Value row, Value col,
           i32(b, loc, 2)));
 }
 
+int64_t codegen::alignedVectorRegs(const fakvgpu::LinearLayout &l, int64_t maxElems) {
+  int64_t width = 1;
+  unsigned bits = 0;
+  for (; bits < l.regs.size() && width < maxElems; ++bits, width *= 2) {
+    fakvgpu::Coord expect(l.rank, 0);
+    expect[l.rank - 1] = width;
+    if (l.regs[bits] != expect)
+      break;
+  }
+  // Shrink until every other basis moves the last coordinate by a multiple.
+  auto starts = [&](ArrayRef<fakvgpu::Coord> bases, int64_t w) {
+    return llvm::all_of(bases, [&](const fakvgpu::Coord &c) { return c[l.rank - 1] % w == 0; });
+  };
+  while (width > 1 && !(starts(ArrayRef(l.regs).drop_front(llvm::Log2_64(width)), width) &&
+                        starts(l.lanes, width) && starts(l.warps, width)))
+    width /= 2;
+  return width;
+}
+
 int64_t codegen::sharedRows(Value tile) {
   int64_t rows = cast<RankedTensorType>(tile.getType()).getDimSize(0);
   if (tile.getDefiningOp<fakvgpu::RingViewOp>())

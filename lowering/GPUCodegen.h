@@ -31,6 +31,10 @@ constexpr llvm::StringLiteral kTmaBoxesAttr = "fakvgpu.tma_boxes";
 constexpr llvm::StringLiteral kMaxRegistersAttr = "fakvgpu.max_registers";
 /// A load or store whose vectors are aligned whatever the run-time values.
 constexpr llvm::StringLiteral kAlignedAttr = "fakvgpu.aligned";
+/// An aligned load or store whose last bound is a multiple of its vector
+/// width: each vector is wholly inside the bounds or wholly outside, so its
+/// first element's check decides it (no element-by-element fallback).
+constexpr llvm::StringLiteral kWholeVectorsAttr = "fakvgpu.whole_vectors";
 /// A kernel convert-fakvgpu-to-nvvm converted (its fakv.kernel attribute,
 /// whose verifier wants fakv argument types, replaced), to be outlined.
 constexpr llvm::StringLiteral kConvertedKernelAttr = "fakvgpu.converted_kernel";
@@ -87,6 +91,11 @@ Value addBytes(OpBuilder &b, Location loc, Value base, Value bytes);
 /// #fakvgpu.shared layout with `rows` rows (i32 values).
 Value swizzledOffset(OpBuilder &b, Location loc, Value row, Value col,
                      int64_t rows);
+
+/// How many leading registers of `l` hold consecutive elements of the last
+/// dimension, each group of them starting at a multiple of that count (a
+/// power of two, at most `maxElems`): the width of a vector move of the tile.
+int64_t alignedVectorRegs(const fakvgpu::LinearLayout &l, int64_t maxElems);
 
 /// Rows a #fakvgpu.shared tile value is stored with: its own for a ring
 /// slot (as the copies write it); at least 64 for a tile written from

@@ -3,7 +3,9 @@
 // fakv.load / fakv.store of tiles: each thread's elements in vectors of up
 // to 16 bytes where its registers hold consecutive elements; a vector that
 // markAlignedAccesses proves aligned is one access, others are checked at
-// run time (one access when aligned, element by element otherwise).
+// run time (one access when aligned, element by element otherwise); an
+// aligned vector whose last bound is a multiple of its width is in or out
+// of bounds as a whole (its first element decides).
 // fakv.paged_load must have been pipelined (fakv-pipeline). The pass
 // fakvgpu-mark-aligned runs markAlignedAccesses before the conversion.
 //
@@ -122,6 +124,14 @@ VectorGroup vectorGroup(OpBuilder &b, Location loc, const LinearLayout &l,
   return {lin0, valid0, whole};
 }
 
+/// The `width` elements of a vector value.
+SmallVector<Value> vectorElements(OpBuilder &b, Location loc, Value v, int64_t width) {
+  SmallVector<Value> out;
+  for (int64_t j = 0; j < width; ++j)
+    out.push_back(vecElement(b, loc, v, j));
+  return out;
+}
+
 /// Whether every vector of `width` elements of a strided access is
 /// aligned, whatever the run-time values: the pointer, the strides but the
 /// last (1) and the last offset are known multiples (passes/Divisibility.h),
@@ -191,6 +201,19 @@ struct LoadLowering : OpConversionPattern<LoadOp> {
                                   et, a.getOffsets(), a.getStrides(),
                                   a.getBounds(), op->hasAttr(kAlignedAttr));
       auto vt = VectorType::get({width}, et);
+      if (op->hasAttr(kWholeVectorsAttr)) {   // wholly inside or outside: no fallback
+        out.append(vectorElements(rewriter, loc, ifValue(
+            rewriter, loc, g.firstValid, vt,
+            [&](OpBuilder &tb) -> Value {
+              return LLVM::LoadOp::create(
+                  tb, loc, vt, elementAddress(tb, loc, a.getPtr(), g.first, et),
+                  width * et.getIntOrFloatBitWidth() / 8);
+            },
+            [&](OpBuilder &eb) -> Value {
+              return fromElements(eb, loc, vt, SmallVector<Value>(width, otherValue(eb)));
+            }), width));
+        continue;
+      }
       Value v = ifValue(
           rewriter, loc, g.whole, vt,
           [&](OpBuilder &tb) -> Value {
@@ -245,7 +268,8 @@ struct StoreLowering : OpConversionPattern<StoreOp> {
       VectorGroup g = vectorGroup(rewriter, loc, l, base, r, width, a.getPtr(),
                                   et, a.getOffsets(), a.getStrides(),
                                   a.getBounds(), op->hasAttr(kAlignedAttr));
-      auto ifOp = scf::IfOp::create(rewriter, loc, g.whole, true);
+      bool whole = op->hasAttr(kWholeVectorsAttr);   // wholly inside or outside: no fallback
+      auto ifOp = scf::IfOp::create(rewriter, loc, whole ? g.firstValid : g.whole, !whole);
       OpBuilder tb = OpBuilder::atBlockBegin(&ifOp.getThenRegion().front());
       SmallVector<int64_t> lanes;
       for (int64_t j = 0; j < width; ++j)
@@ -253,6 +277,8 @@ struct StoreLowering : OpConversionPattern<StoreOp> {
       Value v = vector::ShuffleOp::create(tb, loc, a.getValue(), a.getValue(), lanes);
       LLVM::StoreOp::create(tb, loc, v, elementAddress(tb, loc, a.getPtr(), g.first, et),
                             width * et.getIntOrFloatBitWidth() / 8);
+      if (whole)
+        continue;
       OpBuilder eb = OpBuilder::atBlockBegin(&ifOp.getElseRegion().front());
       for (int64_t j = 0; j < width; ++j)
         scalar(eb, r + j);
@@ -317,22 +343,28 @@ struct AtomicAddLowering : OpConversionPattern<AtomicAddOp> {
 /// the conversion (which then needs no address check for them).
 void codegen::markAlignedAccesses(func::FuncOp func) {
   auto mark = [](Operation *op, RankedTensorType tile, Value ptr,
-                 ValueRange offsets, ValueRange strides, Value mask) {
+                 ValueRange offsets, ValueRange strides, ValueRange bounds, Value mask) {
     if (!isLinearTile(tile))
       return;
     LinearLayout l = layoutOf(tile);
     int64_t width = vectorWidth(l, tile.getElementType(), strides.back(), mask);
     if (width > 1 && provablyAligned(l, width, tile.getElementType(), ptr,
-                                     offsets, strides))
+                                     offsets, strides)) {
       op->setAttr(kAlignedAttr, UnitAttr::get(op->getContext()));
+      // A vector starts at a multiple of its width in the last dimension
+      // (provablyAligned); with the last bound a multiple too, its first and
+      // last elements are both inside the bounds or both outside.
+      if (bounds.empty() || knownDivisor(bounds.back()) % width == 0)
+        op->setAttr(kWholeVectorsAttr, UnitAttr::get(op->getContext()));
+    }
   };
   func.walk([&](LoadOp op) {
     mark(op, op.getType(), op.getPtr(), op.getOffsets(), op.getStrides(),
-         op.getMask());
+         op.getBounds(), op.getMask());
   });
   func.walk([&](StoreOp op) {
     mark(op, op.getValue().getType(), op.getPtr(), op.getOffsets(),
-         op.getStrides(), op.getMask());
+         op.getStrides(), op.getBounds(), op.getMask());
   });
 }
 

@@ -404,16 +404,24 @@ struct ConvertLayoutLowering : OpConversionPattern<fakvgpu::ConvertLayoutOp> {
                                    "64 columns to shared memory";
       int64_t rows = srcType.getDimSize(0);
       int64_t stored = sharedRows(op.getResult());
+      // Registers holding up to 8 consecutive columns (16 bytes, one swizzle
+      // chunk) from a multiple of 8 are stored as one vector.
+      int64_t width = alignedVectorRegs(src, 8);
+      auto vt = VectorType::get({width}, et);
       syncRole(rewriter, loc, op);
-      for (int64_t r = 0; r < src.numRegs(); ++r) {
+      for (int64_t r = 0; r < src.numRegs(); r += width) {
         SmallVector<Value> c = elementCoords(rewriter, loc, src, base, r);
-        Value v = vecElement(rewriter, loc, a.getSrc(), r);
+        SmallVector<Value> parts;
+        for (int64_t j = 0; j < width; ++j)
+          parts.push_back(vecElement(rewriter, loc, a.getSrc(), r + j));
+        Value v = width == 1 ? parts[0] : fromElements(rewriter, loc, vt, parts);
         for (int64_t copy = 0; copy < stored / rows; ++copy) {
           Value row = copy ? Value(arith::AddIOp::create(
                                  rewriter, loc, c[0], i32(rewriter, loc, copy * rows)))
                            : c[0];
           Value off = swizzledOffset(rewriter, loc, row, c[1], stored);
-          LLVM::StoreOp::create(rewriter, loc, v, addBytes(rewriter, loc, smem, off));
+          LLVM::StoreOp::create(rewriter, loc, v, addBytes(rewriter, loc, smem, off),
+                                width * 2);
         }
       }
       NVVM::FenceProxyOp::create(

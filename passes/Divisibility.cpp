@@ -56,6 +56,20 @@ int64_t divisorUncached(Value v, unsigned depth,
   if (isa<arith::ShLIOp>(op) && matchPattern(op->getOperand(1), m_ConstantInt(&c)) &&
       c.ult(30))
     return std::min(kMax, d(0) << c.getZExtValue());
+  // x / 2^k with 2^k dividing x is exact (every rounding agrees): a multiple
+  // of divisor(x) / 2^k. (rotary_dim // 2, say.)
+  int64_t by = 0;
+  if (isa<arith::DivSIOp, arith::DivUIOp, arith::FloorDivSIOp, arith::CeilDivSIOp>(op) &&
+      matchPattern(op->getOperand(1), m_ConstantInt(&c)) && c.isStrictlyPositive() &&
+      c.isPowerOf2() && c.ult(kMax))
+    by = c.getZExtValue();
+  if (isa<arith::ShRSIOp, arith::ShRUIOp>(op) && matchPattern(op->getOperand(1), m_ConstantInt(&c)) &&
+      c.ult(30))
+    by = int64_t(1) << c.getZExtValue();
+  if (by) {
+    int64_t x = d(0);
+    return x % by == 0 ? std::max<int64_t>(1, x / by) : 1;
+  }
   return 1;
 }
 

@@ -2,7 +2,8 @@
 //
 // The power of two an i32/i64 value is known to be a multiple of, and the
 // byte alignment of a !fakv.ptr, from constants, `fakv.divisibility` kernel
-// arguments, arithmetic (mul, add, sub, shl, extensions, select) and
+// arguments, arithmetic (mul, add, sub, shl, extensions, select, divisions
+// and right shifts by powers of two that divide the value) and
 // fakv.addptr. The GPU lowering uses it to move vectors without run-time
 // address checks.
 //

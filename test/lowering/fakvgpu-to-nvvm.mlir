@@ -37,8 +37,11 @@
 // CHECK: nvvm.mbarrier.arrive.expect_tx %{{.*}}, %{{.*}} : !llvm.ptr<3>, i32
 // CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %{{.*}}, %{{.*}}, box[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] : !llvm.ptr<7>, !llvm.ptr
 // CHECK: } {fakvgpu.role = array<i64: 0, 128, 1>}
-// Consumer warpgroup (threads 128..255): Q to shared memory, then the loop.
+// Consumer warpgroup (threads 128..255): Q to shared memory (16 bytes a
+// store: 8 consecutive columns are one swizzle chunk), then the loop.
 // CHECK: scf.if
+// CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 16 : i64} : vector<8xbf16>, !llvm.ptr<3>
+// CHECK-NOT: : bf16, !llvm.ptr<3>
 // CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
 // CHECK: nvvm.barrier id = %{{.*}} number_of_threads = %{{.*}}
 // CHECK: scf.for

@@ -75,3 +75,47 @@ func.func @column_offset(%x: !fakv.ptr<bf16> {fakv.divisibility = 16 : i64},
   fakv.store %t, %x[%c0, %c0] strides [%stride, %s1] bounds [%n, %n] : tensor<64x64xbf16>, !fakv.ptr<bf16>
   return
 }
+
+// -----
+
+// With the column bound a multiple of 16 as well, a vector is wholly inside
+// or wholly outside the bounds: its first element decides, and there is no
+// element-by-element fallback.
+// CHECK-LABEL: gpu.func @copy_whole
+// CHECK-NOT: llvm.ptrtoint
+// CHECK: llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<8xbf16>
+// CHECK-NOT: !llvm.ptr<1> -> bf16
+// CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 16 : i64} : vector<8xbf16>, !llvm.ptr<1>
+// CHECK-NOT: : bf16, !llvm.ptr<1>
+// CHECK: gpu.return
+func.func @copy_whole(%x: !fakv.ptr<bf16> {fakv.divisibility = 16 : i64},
+                      %y: !fakv.ptr<bf16> {fakv.divisibility = 16 : i64},
+                      %stride: i64 {fakv.divisibility = 16 : i64}, %m: i32, %n: i32 {fakv.divisibility = 16 : i64})
+    attributes {fakv.kernel} {
+  %c0 = arith.constant 0 : i32
+  %s1 = arith.constant 1 : i64
+  %t = fakv.load %x[%c0, %c0] strides [%stride, %s1] bounds [%m, %n] : !fakv.ptr<bf16> -> tensor<64x64xbf16>
+  fakv.store %t, %y[%c0, %c0] strides [%stride, %s1] bounds [%m, %n] : tensor<64x64xbf16>, !fakv.ptr<bf16>
+  return
+}
+
+// -----
+
+// Half a multiple of 16 (rotary_dim // 2, say) is a multiple of 8: whole
+// vectors of 8 bf16 too.
+// CHECK-LABEL: gpu.func @half_bound
+// CHECK: llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<8xbf16>
+// CHECK-NOT: !llvm.ptr<1> -> bf16
+// CHECK: gpu.return
+func.func @half_bound(%x: !fakv.ptr<bf16> {fakv.divisibility = 16 : i64},
+                      %y: !fakv.ptr<bf16> {fakv.divisibility = 16 : i64},
+                      %stride: i64 {fakv.divisibility = 16 : i64}, %m: i32, %n: i32 {fakv.divisibility = 16 : i64})
+    attributes {fakv.kernel} {
+  %c0 = arith.constant 0 : i32
+  %c2 = arith.constant 2 : i32
+  %s1 = arith.constant 1 : i64
+  %h = arith.divsi %n, %c2 : i32
+  %t = fakv.load %x[%c0, %c0] strides [%stride, %s1] bounds [%m, %h] : !fakv.ptr<bf16> -> tensor<64x64xbf16>
+  fakv.store %t, %y[%c0, %c0] strides [%stride, %s1] bounds [%m, %n] : tensor<64x64xbf16>, !fakv.ptr<bf16>
+  return
+}
