@@ -124,14 +124,6 @@ VectorGroup vectorGroup(OpBuilder &b, Location loc, const LinearLayout &l,
   return {lin0, valid0, whole};
 }
 
-/// The `width` elements of a vector value.
-SmallVector<Value> vectorElements(OpBuilder &b, Location loc, Value v, int64_t width) {
-  SmallVector<Value> out;
-  for (int64_t j = 0; j < width; ++j)
-    out.push_back(vecElement(b, loc, v, j));
-  return out;
-}
-
 /// Whether every vector of `width` elements of a strided access is
 /// aligned, whatever the run-time values: the pointer, the strides but the
 /// last (1) and the last offset are known multiples (passes/Divisibility.h),
@@ -201,21 +193,9 @@ struct LoadLowering : OpConversionPattern<LoadOp> {
                                   et, a.getOffsets(), a.getStrides(),
                                   a.getBounds(), op->hasAttr(kAlignedAttr));
       auto vt = VectorType::get({width}, et);
-      if (op->hasAttr(kWholeVectorsAttr)) {   // wholly inside or outside: no fallback
-        out.append(vectorElements(rewriter, loc, ifValue(
-            rewriter, loc, g.firstValid, vt,
-            [&](OpBuilder &tb) -> Value {
-              return LLVM::LoadOp::create(
-                  tb, loc, vt, elementAddress(tb, loc, a.getPtr(), g.first, et),
-                  width * et.getIntOrFloatBitWidth() / 8);
-            },
-            [&](OpBuilder &eb) -> Value {
-              return fromElements(eb, loc, vt, SmallVector<Value>(width, otherValue(eb)));
-            }), width));
-        continue;
-      }
+      bool whole = op->hasAttr(kWholeVectorsAttr);   // wholly inside or outside: no fallback
       Value v = ifValue(
-          rewriter, loc, g.whole, vt,
+          rewriter, loc, whole ? g.firstValid : g.whole, vt,
           [&](OpBuilder &tb) -> Value {
             return LLVM::LoadOp::create(
                 tb, loc, vt, elementAddress(tb, loc, a.getPtr(), g.first, et),
@@ -224,7 +204,7 @@ struct LoadLowering : OpConversionPattern<LoadOp> {
           [&](OpBuilder &eb) -> Value {
             SmallVector<Value> parts;
             for (int64_t j = 0; j < width; ++j)
-              parts.push_back(scalar(eb, r + j));
+              parts.push_back(whole ? otherValue(eb) : scalar(eb, r + j));
             return fromElements(eb, loc, vt, parts);
           });
       for (int64_t j = 0; j < width; ++j)
