@@ -3,7 +3,9 @@
 machine: the microseconds of each step of a prepared call (the signature
 key, the allocations, the stream, each launch) at batch 1 / 1024 keys, paged
 and contiguous; the start-up of a new process with a filled cache
-(cProfile of its first call); and the cold start's parts (loading the
+(the milliseconds of each stage of its first call: importing the kernels,
+reading the cache, loading the cubins, the error word, preparing the call);
+and the cold start's parts (loading the
 compiler, compiling decode and combine, each stage). Diagnostics for
 bench/bench_host.py's numbers, not a benchmark of its own.
 
@@ -67,23 +69,45 @@ def steps():
 
 
 WARM = """
-import time, torch, sys
+import time, torch, sys, collections
 sys.path[:0] = {paths!r}
 from bench_host import inputs
 q, k, v, lens, table = inputs(8, 8192, True)
 torch.cuda.synchronize()
-import cProfile, pstats, io
-pr = cProfile.Profile()
-t = time.perf_counter()
-pr.enable()
+t0 = time.perf_counter()
 import fakv
+t1 = time.perf_counter()
+import fakv.interface as I, fakv.jit as J, fakv.runtime as R, fakv.cache as C
+t2 = time.perf_counter()
+spent = collections.defaultdict(float)
+def timed(owner, name, label):
+    f = getattr(owner, name)
+    def wrapper(*a, **kw):
+        t = time.perf_counter()
+        try:
+            return f(*a, **kw)
+        finally:
+            spent[label] += time.perf_counter() - t
+    setattr(owner, name, wrapper)
+timed(I, "_kernels", "import the kernels (kernels/*.py)")
+timed(C, "load", "read the disk cache (cubin + facts)")
+timed(J.JITFunction, "_load_gpu", "name and read the cache entry")
+timed(R.GPUKernel, "__init__", "GPUKernel (the cubin into a _runtime.Kernel)")
+timed(I, "errors_for", "the error word (host-mapped memory)")
+timed(I, "_prepare", "_prepare (specialise, kernels, PreparedCall)")
+timed(I, "_attention", "_attention (the whole first call's Python path)")
+out = fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table)
+t3 = time.perf_counter()
+torch.cuda.synchronize()
+t4 = time.perf_counter()
 out = fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table)
 torch.cuda.synchronize()
-pr.disable()
-print(f"first call with import: {{(time.perf_counter() - t) * 1e3:.2f}} ms (under cProfile)")
-s = io.StringIO()
-pstats.Stats(pr, stream=s).sort_stats("cumulative").print_stats(45)
-print(s.getvalue())
+t5 = time.perf_counter()
+print(f"import fakv {{(t1 - t0) * 1e3:.2f}} ms; import fakv.interface (and jit, runtime) {{(t2 - t1) * 1e3:.2f}} ms")
+print(f"first call {{(t3 - t2) * 1e3:.2f}} ms until it returns, {{(t4 - t2) * 1e3:.2f}} ms with the synchronize; "
+      f"second call with the synchronize {{(t5 - t4) * 1e3:.2f}} ms")
+for label, sec in spent.items():
+    print(f"  {{label:58}} {{sec * 1e3:7.2f}} ms")
 """
 
 COLD = """
