@@ -159,11 +159,12 @@ def main():
 
 
 def append_rows(time_ms):
-    """The cost of appending one token with rotary (issue 9): graph-timed API
-    calls on a paged cache (pages of 256) holding S - 1 keys per sequence,
-    without and with k, v (1 token each) and rotary_cos/sin (rotary dim =
-    head dim, interleaved: the default), at batch 32 and batch 1; the bandwidth counts the K, V
-    bytes read (S keys with the append)."""
+    """The cost of appending one token with rotary (issue 9; bench/append_cost.py
+    has more rows): graph-timed API calls on a paged cache (pages of 256)
+    holding S - 1 keys per sequence, without and with k, v (1 token each)
+    and rotary_cos/sin (rotary dim = head dim, interleaved: the default),
+    timed in turn five times (medians), at batch 32 and batch 1; the
+    bandwidth counts the K, V bytes read (S keys with the append)."""
     import torch
     import fakv
     rows = []
@@ -178,8 +179,11 @@ def append_rows(time_ms):
         append = lambda: fakv.flash_attn_with_kvcache(q, k, v, kn, vn, cos, sin, cache_seqlens=lens,  # noqa: E731
                                                       block_table=table)
         byt = 2 * b * S * HK * D * 2
-        t0, _ = time_ms(plain)
-        t1, _ = time_ms(append)
+        t0, t1 = [], []
+        for _ in range(5):                # in turn, medians: one timing each varies by a few % at batch 32
+            t0.append(time_ms(plain)[0])
+            t1.append(time_ms(append)[0])
+        t0, t1 = statistics.median(t0), statistics.median(t1)
         rows.append((f"API call, batch {b}, paged 256, {S - 1} keys", t0, byt * (S - 1) / S / (t0 * 1e-3) / 1e12))
         rows.append((f"  + append 1 token, rotary ({t1 / t0 - 1:+.1%})", t1, byt / (t1 * 1e-3) / 1e12))
         del q, k, v
