@@ -8,6 +8,7 @@ constexpr); integer scalars are i32 unless they come from i64 arguments.
 The ops and their exact semantics are those of the fakv dialect
 (docs/dialect.md).
 """
+import builtins
 import functools
 import math
 import numbers
@@ -163,11 +164,15 @@ def where(b, cond, x, y):
 
 @builtin
 def maximum(b, x, y):
+    if not sem.is_value(x) and not sem.is_value(y):      # two Python numbers: folded
+        return builtins.max(x, y)
     return sem.binary(b, "max", x, y)
 
 
 @builtin
 def minimum(b, x, y):
+    if not sem.is_value(x) and not sem.is_value(y):
+        return builtins.min(x, y)
     return sem.binary(b, "min", x, y)
 
 

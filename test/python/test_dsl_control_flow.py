@@ -3,7 +3,8 @@ skips the rest of its function, in kernels and in inlined helpers, run on
 the CPU path; what cannot be lowered (a value returned from a runtime
 branch, a return in a loop under a runtime condition) is a CompilationError
 at the `return`'s line, never dropped code. Also: pointer arithmetic with a
-float is a type error; f(*tuple) and fl.where of two Python numbers."""
+float is a type error; f(*tuple), fl.where, fl.minimum and fl.maximum of two
+Python numbers."""
 import inspect
 
 import numpy as np
@@ -190,3 +191,15 @@ def test_where_of_two_numbers_takes_their_type():
     y = np.zeros(4, np.int64)
     big_choice[(1,)](y, 1)
     assert (y == 5000000000).all()
+
+
+@fakv.jit
+def folded_bounds(Y, n, ROWS: fl.constexpr):
+    rows = fl.minimum(ROWS, 3) + fl.maximum(ROWS, 3)     # two Python numbers: folded (rotated_rows with one row)
+    fl.store(Y, fl.full((4,), 1.0) * rows + fl.minimum(n, 2), (0,), (1,))
+
+
+def test_minimum_and_maximum_of_two_numbers_fold():
+    y = np.zeros(4, np.float32)
+    folded_bounds[(1,)](y, 5, ROWS=1)
+    assert (y == 1 + 3 + 2).all()
