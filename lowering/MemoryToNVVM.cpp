@@ -193,7 +193,8 @@ struct LoadLowering : OpConversionPattern<LoadOp> {
                                   et, a.getOffsets(), a.getStrides(),
                                   a.getBounds(), op->hasAttr(kAlignedAttr));
       auto vt = VectorType::get({width}, et);
-      bool whole = op->hasAttr(kWholeVectorsAttr);   // wholly inside or outside: no fallback
+      // Wholly inside or outside the bounds (and aligned): no fallback.
+      bool whole = op->hasAttr(kWholeVectorsAttr) && op->hasAttr(kAlignedAttr);
       Value v = ifValue(
           rewriter, loc, whole ? g.firstValid : g.whole, vt,
           [&](OpBuilder &tb) -> Value {
@@ -248,7 +249,7 @@ struct StoreLowering : OpConversionPattern<StoreOp> {
       VectorGroup g = vectorGroup(rewriter, loc, l, base, r, width, a.getPtr(),
                                   et, a.getOffsets(), a.getStrides(),
                                   a.getBounds(), op->hasAttr(kAlignedAttr));
-      bool whole = op->hasAttr(kWholeVectorsAttr);   // wholly inside or outside: no fallback
+      bool whole = op->hasAttr(kWholeVectorsAttr) && op->hasAttr(kAlignedAttr);   // no fallback
       auto ifOp = scf::IfOp::create(rewriter, loc, whole ? g.firstValid : g.whole, !whole);
       OpBuilder tb = OpBuilder::atBlockBegin(&ifOp.getThenRegion().front());
       SmallVector<int64_t> lanes;

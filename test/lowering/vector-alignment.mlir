@@ -119,3 +119,31 @@ func.func @half_bound(%x: !fakv.ptr<bf16> {fakv.divisibility = 16 : i64},
   fakv.store %t, %y[%c0, %c0] strides [%stride, %s1] bounds [%m, %n] : tensor<64x64xbf16>, !fakv.ptr<bf16>
   return
 }
+
+// -----
+
+// Not whole: the column bound is only known to be a multiple of 4 (8-wide
+// vectors), or is a multiple of 16 divided by 32 (not exact); whole: a
+// multiple of 16 halved by a shift, a column offset of -8.
+// CHECK-LABEL: gpu.func @whole_or_not
+func.func @whole_or_not(%x: !fakv.ptr<bf16> {fakv.divisibility = 16 : i64},
+                        %stride: i64 {fakv.divisibility = 16 : i64}, %m: i32,
+                        %n4: i32 {fakv.divisibility = 4 : i64}, %n16: i32 {fakv.divisibility = 16 : i64})
+    attributes {fakv.kernel} {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %c32 = arith.constant 32 : i32
+  %cm8 = arith.constant -8 : i32
+  %s1 = arith.constant 1 : i64
+  %inexact = arith.divsi %n16, %c32 : i32
+  %shifted = arith.shrui %n16, %c1 : i32
+  %a = fakv.load %x[%c0, %c0] strides [%stride, %s1] bounds [%m, %n4] : !fakv.ptr<bf16> -> tensor<64x64xbf16>
+  %b = fakv.load %x[%c0, %c0] strides [%stride, %s1] bounds [%m, %inexact] : !fakv.ptr<bf16> -> tensor<64x64xbf16>
+  %c = fakv.load %x[%c0, %c0] strides [%stride, %s1] bounds [%m, %shifted] : !fakv.ptr<bf16> -> tensor<64x64xbf16>
+  %d = fakv.load %x[%c0, %cm8] strides [%stride, %s1] bounds [%m, %n16] : !fakv.ptr<bf16> -> tensor<64x64xbf16>
+  %ab = arith.addf %a, %b : tensor<64x64xbf16>
+  %cd = arith.addf %c, %d : tensor<64x64xbf16>
+  %t = arith.addf %ab, %cd : tensor<64x64xbf16>
+  fakv.store %t, %x[%c0, %c0] strides [%stride, %s1] bounds [%m, %n16] : tensor<64x64xbf16>, !fakv.ptr<bf16>
+  return
+}
