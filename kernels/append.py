@@ -37,7 +37,8 @@ def rotated_rows(X, row_stride, rows, head_dim, Cos, Sin, pos, pos_step, cos_str
     """Rows [0, rows) of X (rows `row_stride`
     apart; rows past `rows` and channels past head_dim read as zero), the
     first rotary_dim channels of row i rotated by the angles of position
-    pos + i * pos_step, in f32 rounded once (not rotated unless ROTARY).
+    pos + i * pos_step, in f32 rounded once (not rotated unless ROTARY; 2:
+    rotary_dim is HEAD_DIM).
     Positions outside the angle_rows rows of Cos / Sin are reported (`code`)
     and read row 0. Interleaved partners are the other channel of a pair in
     the same registers (sums over the pair); NeoX partners come from loads
@@ -58,6 +59,13 @@ def rotated_rows(X, row_stride, rows, head_dim, Cos, Sin, pos, pos_step, cos_str
         even, odd = fl.sum(x3 * (1.0 - j), axis=2), fl.sum(x3 * j, axis=2)      # a pair's two channels
         rotated = x3 * cs[:, :, None] + (odd[:, :, None] * (1.0 - j) + even[:, :, None] * j) * sn[:, :, None] * \
             (j * 2.0 - 1.0)
+        return fl.reshape(rotated, (ROWS, HEAD_DIM)).to(x.dtype)
+    if ROTARY == 2:     # rotary_dim == HEAD_DIM: element (i, j, k) is channel j * half + k, angle k, its partner
+        shape, bounds = (ROWS, 2, HEAD_DIM // 2), (rows, 2, half)     # (1 - j) * half + k, sign 2j - 1
+        cs = fl.load(cos, shape, (0, 0, 0), (a, 0, 1), bounds=bounds).to(f32)
+        sn = fl.load(sin, shape, (0, 0, 0), (a, 0, 1), bounds=bounds).to(f32)
+        partner = fl.load(X + half, shape, (0, 0, 0), (row_stride, -half, 1), bounds=bounds).to(f32)
+        rotated = fl.reshape(x, shape).to(f32) * cs + partner * sn * (fl.arange(0, 2) * 2 - 1).to(f32)[None, :, None]
         return fl.reshape(rotated, (ROWS, HEAD_DIM)).to(x.dtype)
     # GPT-NeoX: channel c < half pairs with c + half (sign -1), c in [half, rotary_dim) with c - half (angle
     # c - half). Loads at column offsets +/- half select each side (offsets outside the bounds read 0, or 1).
