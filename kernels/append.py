@@ -20,44 +20,29 @@ BLOCK_TABLE_ERROR, BATCH_IDX_ERROR, APPEND_ERROR, ROTARY_ERROR = 2 << 24, 3 << 2
 
 
 @fakv.jit
-def copy_row(Src, Dst, Cos, Sin, pos, head_dim, rotary_dim, cos_stride,
+def copy_row(Src, Dst, Cos, Sin, Errors, pos, head_dim, rotary_dim, cos_stride,
              HEAD_DIM: fl.constexpr, ROTARY: fl.constexpr, INTERLEAVED: fl.constexpr):
     """Dst[c] = Src[c] for c < head_dim, the first rotary_dim channels rotated
-    by the angles of position `pos` (row `pos` of Cos and Sin)."""
-    x = fl.load(Src, (HEAD_DIM,), (0,), (1,), bounds=(head_dim,))
-    if ROTARY:
-        fl.store(Dst, x, (0,), (1,), bounds=(head_dim,), mask=fl.arange(0, HEAD_DIM) >= rotary_dim)
-        half = rotary_dim // 2
-        cos, sin = Cos + pos.to(fl.int64) * cos_stride, Sin + pos.to(fl.int64) * cos_stride
-        if INTERLEAVED:     # element (k, j) is channel 2k + j; its partner 2k + 1 - j
-            shape, strides, angle, bounds = (HEAD_DIM // 2, 2), (2, 1), (1, 0), (half, 2)
-            partner, partner_strides = Src + 1, (2, -1)
-            sign = (fl.arange(0, 2) * 2 - 1)[None, :]
-        else:               # element (j, k) is channel j * half + k; its partner (1 - j) * half + k
-            shape, strides, angle, bounds = (2, HEAD_DIM // 2), (half, 1), (0, 1), (2, half)
-            partner, partner_strides = Src + half, (-half, 1)
-            sign = (fl.arange(0, 2) * 2 - 1)[:, None]
-        a = fl.load(Src, shape, (0, 0), strides, bounds=bounds).to(fl.float32)
-        b = fl.load(partner, shape, (0, 0), partner_strides, bounds=bounds).to(fl.float32)
-        c = fl.load(cos, shape, (0, 0), angle, bounds=bounds).to(fl.float32)
-        s = fl.load(sin, shape, (0, 0), angle, bounds=bounds).to(fl.float32)
-        fl.store(Dst, a * c + b * s * sign.to(fl.float32), (0, 0), strides, bounds=bounds)
-    else:
-        fl.store(Dst, x, (0,), (1,), bounds=(head_dim,))
+    by the angles of position `pos`: rotated_rows with one row (`pos` is a
+    row of Cos and Sin: the callers' checks)."""
+    x = rotated_rows(Src, 0, 1, head_dim, Cos, Sin, pos, 0, cos_stride, rotary_dim, pos + 1, Errors, 0, 1, HEAD_DIM,
+                     ROTARY, INTERLEAVED)
+    fl.store(Dst, x, (0, 0), (0, 1), bounds=(1, head_dim))
 
 
 @fakv.jit
 def rotated_rows(X, row_stride, rows, head_dim, Cos, Sin, pos, pos_step, cos_stride, rotary_dim, angle_rows,
                  Errors, code, ROWS: fl.constexpr, HEAD_DIM: fl.constexpr, ROTARY: fl.constexpr,
                  INTERLEAVED: fl.constexpr):
-    """copy_row's rotation for a tile: rows [0, rows) of X (rows `row_stride`
+    """Rows [0, rows) of X (rows `row_stride`
     apart; rows past `rows` and channels past head_dim read as zero), the
     first rotary_dim channels of row i rotated by the angles of position
-    pos + i * pos_step, in f32 rounded once (not rotated unless ROTARY).
+    pos + i * pos_step, in f32 rounded once (not rotated unless ROTARY; 2:
+    rotary_dim is HEAD_DIM).
     Positions outside the angle_rows rows of Cos / Sin are reported (`code`)
-    and read row 0. Partners come from loads (a (rows, d/2, 2) view with a
-    -1 stride, or column offsets of +/- rotary_dim / 2), so no lane exchange
-    and no mask is needed."""
+    and read row 0. Interleaved partners are the other channel of a pair in
+    the same registers (sums over the pair); NeoX partners come from loads
+    at column offsets of +/- rotary_dim / 2. No mask is needed."""
     x = fl.load(X, (ROWS, HEAD_DIM), (0, 0), (row_stride, 1), bounds=(rows, head_dim))
     if not ROTARY:
         return x
@@ -68,12 +53,20 @@ def rotated_rows(X, row_stride, rows, head_dim, Cos, Sin, pos, pos_step, cos_str
     cos, sin = Cos + pos.to(fl.int64) * cos_stride, Sin + pos.to(fl.int64) * cos_stride
     a, f32 = pos_step * cos_stride, fl.float32
     if INTERLEAVED:     # element (i, k, j) is channel 2k + j, angle k; its partner 2k + 1 - j, sign 2j - 1
-        shape, bounds = (ROWS, HEAD_DIM // 2, 2), (rows, half, 2)
-        cs = fl.load(cos, shape, (0, 0, 0), (a, 1, 0), bounds=bounds, other=1.0).to(f32)   # 1 past rotary_dim
-        sn = fl.load(sin, shape, (0, 0, 0), (a, 1, 0), bounds=bounds).to(f32)
-        partner = fl.load(X + 1, shape, (0, 0, 0), (row_stride, 2, -1), bounds=bounds).to(f32)
-        rotated = partner * sn * (fl.arange(0, 2) * 2 - 1).to(f32)[None, None, :]
-        return (x.to(f32) * fl.reshape(cs, (ROWS, HEAD_DIM)) + fl.reshape(rotated, (ROWS, HEAD_DIM))).to(x.dtype)
+        cs = fl.load(cos, (ROWS, HEAD_DIM // 2), (0, 0), (a, 1), bounds=(rows, half), other=1.0).to(f32)
+        sn = fl.load(sin, (ROWS, HEAD_DIM // 2), (0, 0), (a, 1), bounds=(rows, half)).to(f32)
+        x3, j = fl.reshape(x, (ROWS, HEAD_DIM // 2, 2)).to(f32), fl.arange(0, 2).to(f32)[None, None, :]
+        even, odd = fl.sum(x3 * (1.0 - j), axis=2), fl.sum(x3 * j, axis=2)      # a pair's two channels
+        rotated = x3 * cs[:, :, None] + (odd[:, :, None] * (1.0 - j) + even[:, :, None] * j) * sn[:, :, None] * \
+            (j * 2.0 - 1.0)
+        return fl.reshape(rotated, (ROWS, HEAD_DIM)).to(x.dtype)
+    if ROTARY == 2:     # rotary_dim == HEAD_DIM: element (i, j, k) is channel j * half + k, angle k, its partner
+        shape, bounds = (ROWS, 2, HEAD_DIM // 2), (rows, 2, half)     # (1 - j) * half + k, sign 2j - 1
+        cs = fl.load(cos, shape, (0, 0, 0), (a, 0, 1), bounds=bounds).to(f32)
+        sn = fl.load(sin, shape, (0, 0, 0), (a, 0, 1), bounds=bounds).to(f32)
+        partner = fl.load(X + half, shape, (0, 0, 0), (row_stride, -half, 1), bounds=bounds).to(f32)
+        rotated = fl.reshape(x, shape).to(f32) * cs + partner * sn * (fl.arange(0, 2) * 2 - 1).to(f32)[None, :, None]
+        return fl.reshape(rotated, (ROWS, HEAD_DIM)).to(x.dtype)
     # GPT-NeoX: channel c < half pairs with c + half (sign -1), c in [half, rotary_dim) with c - half (angle
     # c - half). Loads at column offsets +/- half select each side (offsets outside the bounds read 0, or 1).
     shape, back = (ROWS, HEAD_DIM), (0, -half)
@@ -108,9 +101,9 @@ def append_rows(KNew, VNew, new_stride, K, V, table, BatchIdx, Cos, Sin, Errors,
         fl.report(Errors, not inside, (BLOCK_TABLE_ERROR if PAGE_SIZE else BATCH_IDX_ERROR) + b)
         if inside:
             row = page.to(fl.int64) * page_stride + offset.to(fl.int64) * row_stride
-            copy_row(KNew + t * new_stride, K + row, Cos, Sin, pos, head_dim, rotary_dim, cos_stride,
+            copy_row(KNew + t * new_stride, K + row, Cos, Sin, Errors, pos, head_dim, rotary_dim, cos_stride,
                      HEAD_DIM, ROTARY, INTERLEAVED)
-            copy_row(VNew + t * new_stride, V + row, Cos, Sin, pos, head_dim, rotary_dim, cos_stride,
+            copy_row(VNew + t * new_stride, V + row, Cos, Sin, Errors, pos, head_dim, rotary_dim, cos_stride,
                      HEAD_DIM, False, INTERLEAVED)
 
 
@@ -133,7 +126,7 @@ def append(Q, KNew, VNew, K, V, QOut, Table, Seqlens, BatchIdx, Cos, Sin, Errors
             fl.report(Errors, not inside, ROTARY_ERROR + b)
             copy_row(Q + b * q_batch_stride + t * q_seq_stride + h * q_head_stride,
                      QOut + b * qo_batch_stride + t * qo_seq_stride + h * qo_head_stride,
-                     Cos, Sin, fl.where(inside, pos, 0), head_dim, rotary_dim, cos_stride, HEAD_DIM, ROTARY,
+                     Cos, Sin, Errors, fl.where(inside, pos, 0), head_dim, rotary_dim, cos_stride, HEAD_DIM, ROTARY,
                      INTERLEAVED)
     if APPEND:
         if h < kv_heads:

@@ -379,6 +379,13 @@ def _prepare(decode, decode_args, decode_consts, decode_grid, combine, combine_a
 _DECODE_SLOTS = (0, 1, 2, 3, 4, 5, 6, 7, 8, 24, 28, 35, 36, 40, 41, 32)
 
 
+def _rotary_kind(rotary_dim, tile):
+    """The kernels' ROTARY: 0 (none), 1, or 2 when every channel of the
+    HEAD_DIM tile is rotated (rotary_dim == tile: NeoX's partners and angles
+    are then one strided load each; kernels/append.py's rotated_rows)."""
+    return 0 if rotary_dim <= 0 else 2 if rotary_dim == tile else 1
+
+
 def _capacity_error(r, length, seqlen_new, capacity, paged):
     """The DataError of a sequence whose keys (cache_seqlens[r] = length,
     plus the new ones) do not fit in its cache: FlashAttention's message
@@ -653,7 +660,7 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
     if merge:
         decode_args[34] = _counters(q, batch * heads * -(-seqlen_q // p["decode"]["SQ_BLOCK"]), on_gpu)
     decode_consts = dict(p["decode"], **extras, LEFTPAD=cache_leftpad is not None, MERGE=merge, APPEND=fused,
-                         ROTARY=rotary_dim > 0, INTERLEAVED=rotary_dim > 0 and bool(rotary_interleaved))
+                         ROTARY=_rotary_kind(rotary_dim, tile), INTERLEAVED=rotary_dim > 0 and bool(rotary_interleaved))
     lse_shape = (batch, heads, seqlen_q)
     part_out = splits * batch * seqlen_q * heads * tile if splits > 1 else 0
     part_lse = splits * batch * heads * seqlen_q if splits > 1 else 0
@@ -725,7 +732,8 @@ def _append(q, k, v, k_cache, v_cache, q_rot, block_table, seqlens, batch_idx, c
             page_size, num_pages, capacity, cos.shape[0] if rotary_dim else 0]
     grid = (max(seqlen_q if rotary_dim else 0, seqlen_new), heads, batch)
     _append_kernel()[grid](*args, HEAD_DIM=tile, PAGE_SIZE=page_size if paged else 0,
-                           BATCH_IDX=has_batch_idx, APPEND=True, ROTARY=rotary_dim > 0, INTERLEAVED=interleaved,
+                           BATCH_IDX=has_batch_idx, APPEND=True, ROTARY=_rotary_kind(rotary_dim, tile),
+                           INTERLEAVED=interleaved,
                            Q_ROWS=q_rows)
     if not on_gpu:
         _raise_reported(errors)

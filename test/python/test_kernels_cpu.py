@@ -340,19 +340,20 @@ from fakv.kernels.append import rotated_rows  # noqa: E402
 
 @fakv.jit
 def _rotate_tile(X, Out, Cos, Sin, Errors, rows, head_dim, pos, pos_step, rotary_dim,
-                 ROWS: fl.constexpr, HEAD_DIM: fl.constexpr, INTERLEAVED: fl.constexpr):
+                 ROWS: fl.constexpr, HEAD_DIM: fl.constexpr, ROTARY: fl.constexpr, INTERLEAVED: fl.constexpr):
     y = rotated_rows(X, head_dim, rows, head_dim, Cos, Sin, pos, pos_step, rotary_dim // 2, rotary_dim, 20, Errors, 1,
-                     ROWS, HEAD_DIM, True, INTERLEAVED)
+                     ROWS, HEAD_DIM, ROTARY, INTERLEAVED)
     fl.store(Out, y, (0, 0), (head_dim, 1), bounds=(rows, head_dim))
 
 
 @pytest.mark.parametrize("interleaved", [False, True])
 @pytest.mark.parametrize("head_dim,rotary_dim,rows,pos_step", [(64, 64, 4, 1), (80, 32, 3, 1), (59, 16, 5, 0),
-                                                               (128, 64, 1, 1)])
+                                                               (128, 64, 1, 1), (128, 128, 2, 1)])
 def test_rotated_rows(interleaved, head_dim, rotary_dim, rows, pos_step):
-    """append.py's rotated_rows (the rotation of a tile of rows by partner
-    loads, for decode to rotate q and new keys itself) against numpy:
-    f32 rotation rounded once, channels past rotary_dim unchanged."""
+    """append.py's rotated_rows (the rotation of a tile of rows, for decode
+    to rotate q and new keys itself) against numpy: f32 rotation rounded
+    once, channels past rotary_dim unchanged; ROTARY=2 (every channel of the
+    tile rotated) as flash_attn_with_kvcache passes it."""
     rng = np.random.default_rng(head_dim + rows)
     bf = NP_DTYPES["bf16"]
     x = rng.standard_normal((rows, head_dim)).astype(bf)
@@ -364,7 +365,8 @@ def test_rotated_rows(interleaved, head_dim, rotary_dim, rows, pos_step):
     tile = max(64, 1 << (head_dim - 1).bit_length())
     errors = np.zeros(1, np.int32)
     _rotate_tile[(1,)](x, out, cos, sin, errors, rows, head_dim, pos, pos_step, rotary_dim,
-                       ROWS=1 << (rows - 1).bit_length(), HEAD_DIM=tile, INTERLEAVED=interleaved)
+                       ROWS=1 << (rows - 1).bit_length(), HEAD_DIM=tile, ROTARY=2 if rotary_dim == tile else 1,
+                       INTERLEAVED=interleaved)
     xf = x.astype(np.float32)
     ref = xf.copy()
     for i in range(rows):
