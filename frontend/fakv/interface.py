@@ -55,9 +55,15 @@ def plan(*args, **kwargs):
     return {k: dict(v) if isinstance(v, dict) else v for k, v in _plan(*args, **kwargs).items()}
 
 
+# What an appending call's last split does besides its cache blocks (the new
+# keys attended and written), in key blocks; an estimate (a one-token append
+# with rotary added 1.4-2.1 us to a 3.7 us call of one split, H200).
+_APPEND_BLOCKS = 3
+
+
 @functools.lru_cache(maxsize=4096)
 def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, max_seqlen_k, causal,
-         num_splits, num_sms=132, l2_bytes=50 * 1024 * 1024):
+         num_splits, num_sms=132, l2_bytes=50 * 1024 * 1024, appending=False):
     """The kernel specialisations and launch grids of one call (no tensors
     needed: shapes and options only). Returns a dict with the decode and
     combine constexprs and grids and the number of splits."""
@@ -85,9 +91,22 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
         slots = num_sms * (2 if head_tile <= 128 else 1)
         # A split reads at least 4 key blocks (1K keys at batch 1: 8 splits
         # 9.2 us, 28 splits 10.4 us; plan_sweep.py).
+        max_splits = min(MAX_SPLITS, max(1, n_blocks // 4))
         num_splits = num_splits_heuristic(batch * kv_heads * m_blocks, slots, n_blocks, m_blocks,
-                                          size_one_kv_head, causal, min(MAX_SPLITS, max(1, n_blocks // 4)),
-                                          l2_bytes)
+                                          size_one_kv_head, causal, max_splits, l2_bytes)
+        if num_splits > 1:
+            # Even shares: among the split counts whose programs still run at
+            # once, the one whose longest split has the fewest blocks (the
+            # call's critical path), then the fewest splits (b1 s8192 d128: 32
+            # splits of 8 blocks 15.4-15.6 us, the heuristic's 29, 28 of 9 and
+            # one of 4, 16.1-16.3 us). An appending call's last split also
+            # does the new keys' work.
+            def longest(s):
+                per = -(-n_blocks // s)
+                last = max(0, n_blocks - (s - 1) * per) + (_APPEND_BLOCKS if appending else 0)
+                return max(per, last), s
+            wave = max(num_splits, slots // (batch * kv_heads * m_blocks))
+            num_splits = min(range(num_splits, min(max_splits, wave) + 1), key=longest)
     num_splits = max(1, min(num_splits, MAX_SPLITS, n_blocks))
     head_block = max(1, min(_pow2(heads), 16384 // (_pow2(num_splits) * head_tile)))
     return {
@@ -614,7 +633,7 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
     # Planned on the cache's capacity, as FlashAttention does (no data needed):
     # each program stops at its sequence's length.
     p = plan(batch, seqlen_q, heads, kv_heads, head_dim, T.dtype(q), paged, page_size, capacity, causal,
-             int(num_splits), num_sms, l2)
+             int(num_splits), num_sms, l2, appending=k is not None)
     splits = p["num_splits"]
 
     capturing = on_gpu and _capturing()

@@ -1,0 +1,47 @@
+"""fakv.interface.plan's split counts (num_splits=0): FlashAttention's
+heuristic, then even shares: the count whose longest split reads the fewest
+key blocks, the fewest splits among those, while every program still runs
+at once; an appending call counts the new keys' work on its last split."""
+import math
+
+import pytest
+
+from fakv.interface import _APPEND_BLOCKS, plan
+
+L2 = 50 * 1024 * 1024
+
+
+def blocks(seqlen, splits, block_n=32):
+    """Key blocks of each split, as decode.py shares them out."""
+    n = math.ceil(seqlen / block_n)
+    per = -(-n // splits)
+    return [max(0, min(per, n - s * per)) for s in range(splits)]
+
+
+@pytest.mark.parametrize("batch,seqlen", [(1, 1024), (1, 2048), (1, 8192), (1, 32768), (2, 8192), (4, 8192)])
+def test_even_shares(batch, seqlen):
+    splits = plan(batch, 1, 32, 8, 128, "bf16", True, 256, seqlen, False, 0, 132, L2)["num_splits"]
+    shares = blocks(seqlen, splits)
+    assert splits * batch * 8 <= 2 * 132                    # one wave: two programs per SM
+    assert max(shares) == min(shares) or shares[-1] < max(shares)
+    fewer = blocks(seqlen, splits - 1)
+    assert max(fewer) > max(shares)                         # one split fewer: a longer critical path
+
+
+def test_batch_1_8k_keys():
+    """b1 s8192 d128 (8 kv heads): 32 splits of 8 blocks (measured faster
+    than the heuristic's 29: 28 of 9 blocks and one of 4)."""
+    assert plan(1, 1, 32, 8, 128, "bf16", True, 256, 8192, False, 0, 132, L2)["num_splits"] == 32
+    assert plan(1, 1, 32, 8, 128, "bf16", True, 256, 8192, False, 0, 132, L2, appending=True)["num_splits"] == 33
+
+
+@pytest.mark.parametrize("seqlen", [1024, 8192, 32768])
+def test_appending_call_leaves_the_last_split_room(seqlen):
+    splits = plan(1, 1, 32, 8, 128, "bf16", True, 256, seqlen, False, 0, 132, L2, appending=True)["num_splits"]
+    shares = blocks(seqlen, splits)
+    assert shares[-1] + _APPEND_BLOCKS <= max(shares)       # the new keys' work fits beside the longest split
+
+
+def test_enough_programs_keep_one_split():
+    assert plan(32, 1, 32, 8, 128, "bf16", True, 256, 8192, False, 0, 132, L2)["num_splits"] == 1
+    assert plan(8, 1, 32, 8, 128, "bf16", True, 256, 8192, False, 0, 132, L2)["num_splits"] == 4
