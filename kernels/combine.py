@@ -20,14 +20,15 @@ def merge_splits(OutPart, LsePart, Out, Lse, Counters, b, h, q0, counter, num_sp
     if fl.atomic_add(Counters, counter, 1) == num_splits - 1:
         m, l = fl.full((SQ_BLOCK,), float("-inf")), fl.zeros((SQ_BLOCK,))
         acc = fl.zeros((SQ_BLOCK, HEAD_DIM))
-        for s in fl.range(0, num_splits):
+        for s in fl.range(0, num_splits, 8):        # 8 splits at a time, loaded at once; their LSEs are scores
             part = s * batch + b
-            lse = fl.load(LsePart + (part * heads + h) * seqlen_q, (SQ_BLOCK,), (q0,), (1,), bounds=(seqlen_q,),
-                          other=float("-inf"))
-            o = fl.load(OutPart + (part * seqlen_q * heads + h) * HEAD_DIM, (SQ_BLOCK, HEAD_DIM), (q0, 0),
-                        (heads * HEAD_DIM, 1), bounds=(seqlen_q, head_dim))
-            m, l, w, alpha = fl.online_softmax(lse[:, None], m, l)      # each split's LSE, a score
-            acc = acc * alpha[:, None] + o * w
+            lse = fl.load(LsePart + (part * heads + h) * seqlen_q, (SQ_BLOCK, 8), (q0, 0),
+                          (1, batch * heads * seqlen_q), bounds=(seqlen_q, num_splits - s), other=float("-inf"))
+            o = fl.load(OutPart + (part * seqlen_q * heads + h) * HEAD_DIM, (SQ_BLOCK, 8, HEAD_DIM), (q0, 0, 0),
+                        (heads * HEAD_DIM, batch * seqlen_q * heads * HEAD_DIM, 1),
+                        bounds=(seqlen_q, num_splits - s, head_dim))
+            m, l, w, alpha = fl.online_softmax(lse, m, l)
+            acc = acc * alpha[:, None] + fl.sum(o * w[:, :, None], 1)
         empty = l == 0.0        # no key in any split: 0 and +inf, as FlashAttention 2
         fl.store(Out + b * out_batch_stride + h * out_head_stride, acc * fl.where(empty, 0.0, 1.0 / l)[:, None],
                  (q0, 0), (out_seq_stride, 1), bounds=(seqlen_q, head_dim))

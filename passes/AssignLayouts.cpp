@@ -358,28 +358,50 @@ LogicalResult LayoutAssigner::materialize() {
   return success();
 }
 
+/// A tile constant with several users (CSE merges the kernel's zeros and
+/// -inf fills: a loop's initial values with another's) becomes one constant
+/// per user, so that each takes the layout its user needs instead of one
+/// use's layout and a conversion for the others.
+void splitSharedConstants(func::FuncOp func) {
+  SmallVector<arith::ConstantOp> shared;
+  func.walk([&](arith::ConstantOp c) {
+    if (isa<RankedTensorType>(c.getType()) && !c->hasOneUse() && !c->use_empty())
+      shared.push_back(c);
+  });
+  for (arith::ConstantOp c : shared) {
+    SmallVector<OpOperand *> uses;
+    for (OpOperand &use : c->getUses())
+      uses.push_back(&use);
+    OpBuilder b(c);
+    b.setInsertionPointAfter(c);
+    for (OpOperand *use : ArrayRef(uses).drop_front())
+      use->set(b.clone(*c)->getResult(0));
+  }
+}
+
 LogicalResult LayoutAssigner::run() {
   if (failed(checkShapes()))
     return failure();
+  splitSharedConstants(func);
   anchor();
   propagateAll();
   // Tiles nobody constrained: blocked (16-byte vectors along the last
-  // dimension), taken in program order so that later tiles inherit.
+  // dimension), the largest first (program order among equals), so that
+  // smaller tiles inherit from it rather than a big one being converted.
   while (true) {
     Value pending;
+    auto consider = [&](Value v) {
+      if (isTile(v) && !layout.count(v) &&
+          (!pending || tileType(v).getNumElements() > tileType(pending).getNumElements()))
+        pending = v;
+    };
     func.walk([&](Operation *op) {
-      if (pending)
-        return;
       for (Value v : op->getResults())
-        if (isTile(v) && !layout.count(v)) {
-          pending = v;
-          return;
-        }
+        consider(v);
       for (Region &r : op->getRegions())
         for (Block &blk : r)
           for (Value arg : blk.getArguments())
-            if (isTile(arg) && !layout.count(arg) && !pending)
-              pending = arg;
+            consider(arg);
     });
     if (!pending)
       break;

@@ -651,7 +651,8 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
     # Head dims up to 128: decode appends and rotates itself (kernels/decode.py's APPEND; its new keys rotated
     # in registers, setmaxnreg giving the consumer more); above, append.py's kernel first (shared memory).
     fused = k is not None and _FUSED_APPEND and tile <= 128
-    if fused:
+    merge = splits > 1 and _MERGE_SPLITS       # decode merges its own splits: no combine launch
+    if fused or (merge and tile <= 128):       # (the merge's rounds of partials: registers, as the new keys)
         decode = decode.with_options(registers=_APPEND_REGISTERS)
     errors = errors_for(q)
     prepared = k is None or (fused and not copied_kv)     # a call the fast path can repeat
@@ -675,7 +676,6 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
     decode_args += [k if fused else q_c, v if fused else q_c, *ns[:3], rotary_cos if rotary_dim else q_c,
                     rotary_sin if rotary_dim else q_c, T.strides(rotary_cos)[0] if rotary_dim else 0, rotary_dim,
                     rotary_cos.shape[0] if rotary_dim else 0, int(q_rows)]
-    merge = splits > 1 and _MERGE_SPLITS       # decode merges its own splits: no combine launch
     if merge:
         decode_args[34] = _counters(q, batch * heads * -(-seqlen_q // p["decode"]["SQ_BLOCK"]), on_gpu)
     decode_consts = dict(p["decode"], **extras, LEFTPAD=cache_leftpad is not None, MERGE=merge, APPEND=fused,

@@ -335,6 +335,29 @@ def test_decode_merges_its_own_splits(monkeypatch, case, splits):
     assert not any(c.any() for c in counters)
 
 
+@pytest.mark.parametrize("splits", [13, 24])
+def test_merge_in_rounds_of_eight_splits(monkeypatch, splits):
+    """merge_splits takes 8 splits at a time: 13 and 24 splits merge in 2
+    and 3 rounds; a sequence of one key leaves all splits but one empty
+    (LSE -inf), whole rounds of them included."""
+    from fakv import interface
+    monkeypatch.setattr(interface, "_MERGE_SPLITS", True)
+    rng = np.random.default_rng(splits)
+    bf = NP_DTYPES["bf16"]
+    q = rng.standard_normal((2, 1, 4, 64)).astype(bf)
+    k, v = (rng.standard_normal((2, 1536, 2, 64)).astype(bf) for _ in range(2))
+    seqlens = np.array([1, 1500], np.int32)
+    assert interface.plan(2, 1, 4, 2, 64, "bf16", False, 0, 1536, False, splits)["num_splits"] == splits
+    keys, values = gather(k, None, seqlens, None), gather(v, None, seqlens, None)
+    ref, lse_ref = attention(q, keys, values, seqlens, False, 1 / 8)
+    pt, _ = attention(q, keys, values, seqlens, False, 1 / 8, bf)
+    out, lse = fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=seqlens, num_splits=splits,
+                                           return_softmax_lse=True)
+    ok, msg = check(out, ref, pt)
+    assert ok, msg
+    assert np.abs(lse - lse_ref).max() <= 1e-4
+
+
 from fakv.kernels.append import rotated_rows  # noqa: E402
 
 
