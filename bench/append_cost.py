@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """What a one-token append with rotary adds to a decode call's GPU time
 (issue 9: at most 5 %): bf16, 32/8 heads, head dim 128, paged 256, s8192,
-batch 1 and 32, rotary interleaved (GPT-J) and NeoX; the plain call and the
+batch 1 and 32, rotary interleaved (GPT-J) and NeoX, and the seed's decode
+step (NeoX, float32 cos/sin, causal); the plain call and the
 appending call timed in turn 7 times (CUDA graphs of 20 calls, 15
 replays), medians and the range of each.
 
@@ -19,23 +20,29 @@ import fakv  # noqa: E402
 from bench_decode import D, HK, inputs  # noqa: E402
 from timing import graph_time_ms  # noqa: E402
 
+# (rotary style, cos/sin dtype, causal): the API's default; NeoX; the seed's decode step (NeoX, float32
+# angles, causal; seqlen_q 1, so causal changes no mask).
+STYLES = [("interleaved", torch.bfloat16, False), ("NeoX", torch.bfloat16, False), ("NeoX", torch.float32, True)]
+
 for b in (1, 32):
-    for interleaved in (True, False):
+    for style, angle_dtype, causal in STYLES:
         q, k, v, lens, table = inputs(torch, True, B=b, S=8192)
         lens -= 1
         g = torch.Generator(device="cuda").manual_seed(1)
         kn, vn = (torch.randn((b, 1, HK, D), device="cuda", dtype=torch.bfloat16, generator=g) for _ in range(2))
         angle = torch.rand((8192, D // 2), device="cuda", generator=g)
-        cos, sin = angle.cos().to(torch.bfloat16), angle.sin().to(torch.bfloat16)
-        plain = lambda: fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table)  # noqa: E731
+        cos, sin = angle.cos().to(angle_dtype), angle.sin().to(angle_dtype)
+        plain = lambda: fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table,  # noqa: E731
+                                                     causal=causal)
         app = lambda: fakv.flash_attn_with_kvcache(q, k, v, kn, vn, cos, sin, cache_seqlens=lens, block_table=table,  # noqa: E731
-                                                   rotary_interleaved=interleaved)
+                                                   causal=causal, rotary_interleaved=style == "interleaved")
         t0, t1 = [], []
         for _ in range(7):
             t0.append(graph_time_ms([plain] * 20, replays=15, warmup=3, fallback=False)[0] * 1e3)
             t1.append(graph_time_ms([app] * 20, replays=15, warmup=3, fallback=False)[0] * 1e3)
         m0, m1 = statistics.median(t0), statistics.median(t1)
-        print(f"b{b} s8192 paged 256, rotary {'interleaved' if interleaved else 'NeoX'}: plain {m0:.2f} us, "
-              f"+ append 1 token with rotary {m1:.2f} us ({m1 / m0 - 1:+.1%}); plain runs {min(t0):.2f}-{max(t0):.2f}, "
-              f"appending {min(t1):.2f}-{max(t1):.2f}", flush=True)
+        name = f"rotary {style}, {str(angle_dtype).split('.')[1]} angles{', causal' if causal else ''}"
+        print(f"b{b} s8192 paged 256, {name}: plain {m0:.2f} us, + append 1 token with rotary {m1:.2f} us "
+              f"({m1 / m0 - 1:+.1%}); plain runs {min(t0):.2f}-{max(t0):.2f}, appending {min(t1):.2f}-{max(t1):.2f}",
+              flush=True)
         torch.cuda.empty_cache()

@@ -8,7 +8,8 @@ the kernel before it is timed on the H200 (docs/gpu-results.md).
     python bench/ptx_stats.py plain append rotary neox merge
 
 Modes: plain; append (a one-token k/v); rotary (append with interleaved
-rotary); neox (append with NeoX rotary); merge (FAKV_MERGE_SPLITS). Needs
+rotary); neox (append with NeoX rotary); seed (the seed's decode step: NeoX,
+float32 cos/sin, causal); merge (FAKV_MERGE_SPLITS). Needs
 ptxas (CUDA_HOME or PATH) and a build of fakv (its compiler).
 """
 import collections
@@ -23,7 +24,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "test", "gpu"))
 import source_tree  # noqa: E402,F401
 
-MODES = ("plain", "append", "rotary", "neox", "merge")
+MODES = ("plain", "append", "rotary", "neox", "seed", "merge")
 
 
 def decode_ptx(mode):
@@ -38,8 +39,9 @@ q = np.zeros((1, 1, 32, 128), bf); k = np.zeros((32, 256, 8, 128), bf)
 table = np.arange(32, dtype=np.int32)[None]; kn = np.zeros((1, 1, 8, 128), bf); cs = np.zeros((8192, 64), bf)
 mode = {mode!r}
 kw = {{}} if mode in ("plain", "merge") else dict(k=kn, v=kn)
-if mode in ("rotary", "neox"):
-    kw.update(rotary_cos=cs, rotary_sin=cs, rotary_interleaved=mode == "rotary")
+if mode in ("rotary", "neox", "seed"):
+    angles = cs.astype(np.float32) if mode == "seed" else cs
+    kw.update(rotary_cos=angles, rotary_sin=angles, rotary_interleaved=mode == "rotary", causal=mode == "seed")
 fakv.flash_attn_with_kvcache(q, k, k, cache_seqlens=np.array([8191], np.int32), block_table=table, **kw)
 """
     env = dict(os.environ, FAKV_DUMP_IR="1", FAKV_MERGE_SPLITS="1" if mode == "merge" else "0")
