@@ -7,7 +7,8 @@
 #
 #   test/gpu/run_all.sh LOGDIR [STEP...]
 #   STEP: install hide ir frontend grid kvcache demo restore sanitize bench host (default: all, in this
-#   order), profile; sanitize is memcheck racecheck synccheck initcheck (each a step of its own too)
+#   order), profile, cost (bench/append_cost.py), modes (bench/launch_modes.py); sanitize is memcheck
+#   racecheck synccheck initcheck (each a step of its own too)
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 LOGS="${1:-gpu-logs}"; shift || true
@@ -60,6 +61,8 @@ for step in $STEPS; do
     initcheck)
       run initcheck 400 compute-sanitizer --tool initcheck --error-exitcode 9 python3 test/gpu/sanitize.py --no-reference ;;
     profile) run profile 300 python3 bench/profile_host.py; cat "$LOGS/profile.log" ;;
+    cost) run cost 300 python3 bench/append_cost.py; cat "$LOGS/cost.log" ;;
+    modes) run modes 300 python3 bench/launch_modes.py; cat "$LOGS/modes.log" ;;
     bench)
       run bench 300 python3 bench/bench_decode.py
       cat "$LOGS/bench.log"
