@@ -12,7 +12,7 @@ import fakv.language as fl
 @fakv.jit
 def merge_splits(OutPart, LsePart, Out, Lse, Counters, b, h, q0, counter, num_splits, batch, seqlen_q, heads,
                  head_dim, out_batch_stride, out_seq_stride, out_head_stride,
-                 HEAD_DIM: fl.constexpr, SQ_BLOCK: fl.constexpr):
+                 HEAD_DIM: fl.constexpr, SQ_BLOCK: fl.constexpr, GROUP: fl.constexpr):
     """decode.py's ending with MERGE (one launch instead of decode + combine):
     the last split of (sequence b, head h, query block q0) to store its
     partial merges every split's, as combine does, and leaves its counter at
@@ -20,11 +20,12 @@ def merge_splits(OutPart, LsePart, Out, Lse, Counters, b, h, q0, counter, num_sp
     if fl.atomic_add(Counters, counter, 1) == num_splits - 1:
         m, l = fl.full((SQ_BLOCK,), float("-inf")), fl.zeros((SQ_BLOCK,))
         acc = fl.zeros((SQ_BLOCK, HEAD_DIM))
-        for s in fl.range(0, num_splits, 8):        # 8 splits at a time, loaded at once; their LSEs are scores
+        ROUND = 8 if SQ_BLOCK * GROUP * HEAD_DIM <= 512 else 1     # splits loaded at once (registers)
+        for s in fl.range(0, num_splits, ROUND):    # a round's LSEs are the scores of one softmax step
             part = s * batch + b
-            lse = fl.load(LsePart + (part * heads + h) * seqlen_q, (SQ_BLOCK, 8), (q0, 0),
+            lse = fl.load(LsePart + (part * heads + h) * seqlen_q, (SQ_BLOCK, ROUND), (q0, 0),
                           (1, batch * heads * seqlen_q), bounds=(seqlen_q, num_splits - s), other=float("-inf"))
-            o = fl.load(OutPart + (part * seqlen_q * heads + h) * HEAD_DIM, (SQ_BLOCK, 8, HEAD_DIM), (q0, 0, 0),
+            o = fl.load(OutPart + (part * seqlen_q * heads + h) * HEAD_DIM, (SQ_BLOCK, ROUND, HEAD_DIM), (q0, 0, 0),
                         (heads * HEAD_DIM, batch * seqlen_q * heads * HEAD_DIM, 1),
                         bounds=(seqlen_q, num_splits - s, head_dim))
             m, l, w, alpha = fl.online_softmax(lse, m, l)

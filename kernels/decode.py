@@ -147,4 +147,4 @@ def decode(Q, K, V, Table, Seqlens, Out, Lse, OutPart, LsePart,
         if MERGE:                          # one launch: the last split merges (combine.py's merge_splits)
             merge_splits(OutPart, LsePart, Out, Lse, Counters, b, h, q0, (b * heads + h) * m_blocks + q0 // SQ_BLOCK,
                          num_splits, batch, seqlen_q, heads, head_dim, q_batch_stride, q_seq_stride, q_head_stride,
-                         HEAD_DIM, SQ_BLOCK)
+                         HEAD_DIM, SQ_BLOCK, GROUP)
