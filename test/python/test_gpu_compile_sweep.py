@@ -1,0 +1,77 @@
+"""Every kind of flash_attn_with_kvcache call compiles for sm_90a, without a
+GPU: a deterministic sample of the API's configurations (head dims 32, 59,
+128, 256; 1, 4 or 32 query heads per kv head; paged or contiguous; new
+keys with no, interleaved, NeoX or partial rotary; cache_leftpad; causal;
+planned, three and merged splits) run in compile-only mode, each kernel
+through the whole GPU pipeline to a cubin that the assembler (nvJitLink or
+ptxas) accepts. A configuration the GPU lowering cannot take (a register
+tile past its limit, a layout it cannot convert) fails here, not first on
+the H200."""
+import itertools
+import os
+import subprocess
+import sys
+
+import pytest
+
+from fakv import ptx
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+try:
+    ptx.assembler()
+    HAS_ASSEMBLER = True
+except ptx.AssemblerError:
+    HAS_ASSEMBLER = False
+
+GRID = list(itertools.product((32, 59, 128, 256), (1, 4, 32), (True, False), ("none", "interleaved", "neox", "half"),
+                              (1, 3), (False, True), (False, True), ("planned", "3", "merged")))
+# A fixed thirteenth (every value of every axis), and the largest tiles: head dim 256, 32 query heads
+# per kv head (MQA), three causal queries, each split mode.
+SAMPLE = [c for i, c in enumerate(GRID) if i % 13 == 0] + \
+    [(256, 32, paged, "neox", 3, True, False, splits) for paged in (True, False) for splits in ("planned", "3", "merged")]
+
+SCRIPT = """
+import os, sys, json, numpy as np, ml_dtypes
+import fakv
+from fakv import interface
+bf = ml_dtypes.bfloat16
+failed = []
+for d, group, paged, rotary, new, causal, leftpad, splits in json.loads(sys.argv[1]):
+    interface._MERGE_SPLITS = splits == "merged"
+    hk, b, cap = 2, 2, 512
+    q = np.zeros((b, new if causal else 1, hk * group, d), bf)
+    if paged:
+        k = np.zeros((b * cap // 256, 256, hk, d), bf)
+        table = np.arange(b * cap // 256, dtype=np.int32).reshape(b, -1)
+    else:
+        k, table = np.zeros((b, cap, hk, d), bf), None
+    kn = np.zeros((b, new, hk, d), bf)
+    kw = {"cache_leftpad": np.zeros((b,), np.int32)} if leftpad else {}
+    if rotary != "none":
+        rd = (d // 2) & ~1 if rotary == "half" else d & ~1
+        angles = np.zeros((cap, rd // 2), bf)
+        kw.update(rotary_cos=angles, rotary_sin=angles, rotary_interleaved=rotary == "interleaved")
+    try:
+        fakv.flash_attn_with_kvcache(q, k, k.copy(), kn, kn, cache_seqlens=np.array([10, 300], np.int32),
+                                     block_table=table, causal=causal,
+                                     num_splits=0 if splits == "planned" else 3, **kw)
+    except Exception as e:  # noqa: BLE001
+        failed.append([d, group, paged, rotary, new, causal, leftpad, splits, str(e)[-300:]])
+print(json.dumps(failed))
+"""
+
+
+@pytest.mark.skipif(not HAS_ASSEMBLER, reason="needs nvJitLink or ptxas (the CUDA toolkit)")
+def test_every_kind_of_call_compiles_for_sm90a(tmp_path):
+    import json
+    assert {c[3] for c in SAMPLE} == {"none", "interleaved", "neox", "half"}
+    assert {c[0] for c in SAMPLE} == {32, 59, 128, 256} and {c[7] for c in SAMPLE} == {"planned", "3", "merged"}
+    env = dict(os.environ, FAKV_CACHE_DIR=str(tmp_path), FAKV_COMPILE_ONLY="1",
+               PYTHONPATH=os.path.join(ROOT, "frontend"))
+    out = subprocess.run([sys.executable, "-c", SCRIPT, json.dumps(SAMPLE)], env=env, capture_output=True,
+                         text=True, timeout=1200)
+    assert out.returncode == 0, out.stderr[-3000:]
+    failed = json.loads(out.stdout.strip().splitlines()[-1])
+    assert not failed, "\n".join(map(str, failed))
+    cubins = [f for f in os.listdir(tmp_path) if f.endswith(".cubin")]
+    assert len(cubins) >= 20, cubins          # decode, combine and append specialisations
