@@ -11,14 +11,9 @@ import pytest
 
 import fakv
 from fakv import _fakv, cache, ptx
+from needs import needs_assembler
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-try:
-    ptx.assembler()
-    HAS_ASSEMBLER = True
-except ptx.AssemblerError:
-    HAS_ASSEMBLER = False
-needs_assembler = pytest.mark.skipif(not HAS_ASSEMBLER, reason="needs nvJitLink or ptxas (the CUDA toolkit)")
 
 # One flash_attn_with_kvcache call in compile-only mode; prints how each kernel was found.
 SCRIPT = """

@@ -12,16 +12,9 @@ import os
 import subprocess
 import sys
 
-import pytest
-
-from fakv import ptx
+from needs import needs_assembler
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-try:
-    ptx.assembler()
-    HAS_ASSEMBLER = True
-except ptx.AssemblerError:
-    HAS_ASSEMBLER = False
 
 GRID = list(itertools.product((32, 59, 128, 256), (1, 4, 32), (True, False), ("none", "interleaved", "neox", "half"),
                               (1, 3), (False, True), (False, True), ("planned", "3", "merged")))
@@ -61,7 +54,7 @@ print(json.dumps(failed))
 """
 
 
-@pytest.mark.skipif(not HAS_ASSEMBLER, reason="needs nvJitLink or ptxas (the CUDA toolkit)")
+@needs_assembler
 def test_every_kind_of_call_compiles_for_sm90a(tmp_path):
     import json
     assert {c[3] for c in SAMPLE} == {"none", "interleaved", "neox", "half"}

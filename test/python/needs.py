@@ -1,0 +1,15 @@
+"""Markers for the tests that need something of the machine."""
+import pytest
+
+from fakv import ptx
+
+
+def _has_assembler():
+    try:
+        ptx.assembler()
+        return True
+    except ptx.AssemblerError:
+        return False
+
+
+needs_assembler = pytest.mark.skipif(not _has_assembler(), reason="needs nvJitLink or ptxas (the CUDA toolkit)")
