@@ -149,9 +149,9 @@ def steady(calls):
 
 def fakv_variants():
     """The same measures for fakv calls beside the plain one, at b1 s1024:
-    with a one-token append and rotary (k, v, rotary_cos/sin: the call takes
-    the JIT path), and with FAKV_MERGE_SPLITS (decode merges its splits: one
-    launch)."""
+    with a one-token append and rotary (k, v, rotary_cos/sin: a prepared
+    call, as the plain one), and with FAKV_MERGE_SPLITS (decode merges its
+    splits: one launch)."""
     import torch
     import fakv
     from fakv import interface
