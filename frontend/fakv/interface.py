@@ -82,13 +82,17 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
     # measured slower than the gather: plan_sweep.py).
     block_n = 32 if head_tile == 128 else 64
     n_blocks = math.ceil(max(max_seqlen_k, 1) / block_n)
+    # Programs of the decode launch, and of the combine's with head_block heads each (none with one split).
+    programs = lambda s: batch * kv_heads * m_blocks * s                                   # noqa: E731
+    combine_programs = lambda s, hb: math.ceil(heads / hb) * seqlen_q * batch if s > 1 else 0  # noqa: E731
+    max_head_block = lambda s: max(1, min(_pow2(heads), 16384 // (_pow2(s) * head_tile)))  # noqa: E731
+    slots = num_sms * (2 if head_tile <= 128 else 1)
     if num_splits <= 0:
         # FlashAttention's heuristic over the programs that run at once: two
         # decode programs share an SM at head dims up to 128 (~120 registers
         # x 256 threads, 67 KB of shared memory each), one above (as
         # FlashAttention 2 passes 2 x the SMs for its two blocks per SM).
         size_one_kv_head = max_seqlen_k * head_dim * 2 * 2
-        slots = num_sms * (2 if head_tile <= 128 else 1)
         # A split reads at least 4 key blocks (1K keys at batch 1: 8 splits
         # 9.2 us, 28 splits 10.4 us; plan_sweep.py).
         max_splits = min(MAX_SPLITS, max(1, n_blocks // 4))
@@ -96,19 +100,28 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
                                           size_one_kv_head, causal, max_splits, l2_bytes)
         if num_splits > 1:
             # Even shares: among the split counts whose programs still run at
-            # once, the one whose longest split has the fewest blocks (the
-            # call's critical path), then the fewest splits (b1 s8192 d128: 32
-            # splits of 8 blocks 15.4-15.6 us, the heuristic's 29, 28 of 9 and
-            # one of 4, 16.1-16.3 us). An appending call's last split also
-            # does the new keys' work.
+            # once, combine's included (it is launched early, programmatically,
+            # and its programs wait in the SMs' free slots: b1 s8192 with 32
+            # combine programs behind 256 decode ones 14.1 us, 8 of them 12.1),
+            # the one whose longest split has the fewest blocks (the call's
+            # critical path), then the fewest splits (b1 s8192 d128: 32 splits
+            # of 8 blocks 15.4-15.6 us, the heuristic's 29, 28 of 9 and one of
+            # 4, 16.1-16.3 us). An appending call's last split also does the
+            # new keys' work.
             def longest(s):
                 per = -(-n_blocks // s)
                 last = max(0, n_blocks - (s - 1) * per) + (_APPEND_BLOCKS if appending else 0)
                 return max(per, last), s
             wave = max(num_splits, slots // (batch * kv_heads * m_blocks))
-            num_splits = min(range(num_splits, min(max_splits, wave) + 1), key=longest)
+            counts = range(num_splits, min(max_splits, wave) + 1)
+            fit = [s for s in counts if programs(s) + combine_programs(s, max_head_block(s)) <= slots]
+            num_splits = min(fit or counts, key=longest)
     num_splits = max(1, min(num_splits, MAX_SPLITS, n_blocks))
-    head_block = max(1, min(_pow2(heads), 16384 // (_pow2(num_splits) * head_tile)))
+    # Heads per combine program: as few as fit beside the decode programs (more programs, each
+    # loading less: b1 s8192, 29 splits, 1 head 12.3 us, 4 heads 13.0), else as many as a tile holds.
+    head_block = max_head_block(num_splits)
+    while head_block > 1 and programs(num_splits) + combine_programs(num_splits, head_block // 2) <= slots:
+        head_block //= 2
     return {
         # decode.py is written per query head; fakv-pack-gqa runs the GROUP
         # heads of a kv head (padded to group_tile rows) in one program.

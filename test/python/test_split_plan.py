@@ -1,7 +1,9 @@
 """fakv.interface.plan's split counts (num_splits=0): FlashAttention's
 heuristic, then even shares: the count whose longest split reads the fewest
 key blocks, the fewest splits among those, while every program still runs
-at once; an appending call counts the new keys' work on its last split."""
+at once (combine's too: it is launched early and waits in free slots); an
+appending call counts the new keys' work on its last split. Combine takes
+as few heads per program as fit beside decode."""
 import math
 
 import pytest
@@ -20,9 +22,11 @@ def blocks(seqlen, splits, block_n=32):
 
 @pytest.mark.parametrize("batch,seqlen", [(1, 1024), (1, 2048), (1, 8192), (1, 32768), (2, 8192), (4, 8192)])
 def test_even_shares(batch, seqlen):
-    splits = plan(batch, 1, 32, 8, 128, "bf16", True, 256, seqlen, False, 0, 132, L2)["num_splits"]
+    p = plan(batch, 1, 32, 8, 128, "bf16", True, 256, seqlen, False, 0, 132, L2)
+    splits = p["num_splits"]
     shares = blocks(seqlen, splits)
-    assert splits * batch * 8 <= 2 * 132                    # one wave: two programs per SM
+    combine = math.prod(p["combine_grid"])
+    assert splits * batch * 8 + combine <= 2 * 132          # one wave, combine's programs too: two per SM
     assert max(shares) == min(shares) or shares[-1] < max(shares)
     fewer = blocks(seqlen, splits - 1)
     assert max(fewer) > max(shares)                         # one split fewer: a longer critical path
@@ -31,8 +35,23 @@ def test_even_shares(batch, seqlen):
 def test_batch_1_8k_keys():
     """b1 s8192 d128 (8 kv heads): 32 splits of 8 blocks (measured faster
     than the heuristic's 29: 28 of 9 blocks and one of 4)."""
-    assert plan(1, 1, 32, 8, 128, "bf16", True, 256, 8192, False, 0, 132, L2)["num_splits"] == 32
-    assert plan(1, 1, 32, 8, 128, "bf16", True, 256, 8192, False, 0, 132, L2, appending=True)["num_splits"] == 33
+    p = plan(1, 1, 32, 8, 128, "bf16", True, 256, 8192, False, 0, 132, L2)
+    assert (p["num_splits"], p["combine"]["HEAD_BLOCK"], p["combine_grid"]) == (32, 4, (8, 1, 1))
+    # Appending: 33 splits (the last one only the new keys) leave no slot for combine; 29 (the last one 4 blocks
+    # and the new keys) leave 32, one head per combine program (H200: 12.8 us, 33 splits 14.0).
+    p = plan(1, 1, 32, 8, 128, "bf16", True, 256, 8192, False, 0, 132, L2, appending=True)
+    assert (p["num_splits"], p["combine"]["HEAD_BLOCK"], p["combine_grid"]) == (29, 1, (32, 1, 1))
+
+
+@pytest.mark.parametrize("batch,seqlen,heads", [(1, 1024, 32), (1, 8192, 32), (8, 8192, 32), (1, 32768, 8)])
+def test_fewest_heads_per_combine_program_that_fit(batch, seqlen, heads):
+    p = plan(batch, 1, heads, 8, 128, "bf16", True, 256, seqlen, False, 0, 132, L2)
+    decode = p["num_splits"] * batch * 8
+    hb = p["combine"]["HEAD_BLOCK"]
+    assert hb * p["combine"]["MAX_SPLITS"] * 128 <= 16384              # the combine tile's registers
+    assert p["combine_grid"] == (math.ceil(heads / hb), 1, batch)
+    if hb > 1:   # half the heads per program would not fit beside decode
+        assert decode + math.ceil(heads / (hb // 2)) * batch > 2 * 132
 
 
 @pytest.mark.parametrize("seqlen", [1024, 8192, 32768])
