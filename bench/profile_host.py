@@ -78,7 +78,6 @@ t0 = time.perf_counter()
 import fakv
 t1 = time.perf_counter()
 import fakv.interface as I, fakv.runtime as R, fakv.cache as C
-J = sys.modules["fakv.jit"]   # (fakv.jit is also the name of the decorator)
 t2 = time.perf_counter()
 spent = collections.defaultdict(float)
 def timed(owner, name, label):
@@ -90,9 +89,10 @@ def timed(owner, name, label):
         finally:
             spent[label] += time.perf_counter() - t
     setattr(owner, name, wrapper)
-timed(I, "_kernels", "import the kernels (kernels/*.py)")
+timed(I._Lazy, "resolve", "import the kernels (kernels/*.py; not when indexed)")
 timed(C, "load", "read the disk cache (cubin + facts)")
-timed(J.JITFunction, "_load_gpu", "name and read the cache entry")
+timed(C, "kernels_version", "hash the kernels' and frontend's files")
+timed(I, "_indexed", "the cache's index (its entry and binaries)")
 timed(R.GPUKernel, "__init__", "GPUKernel (the cubin into a _runtime.Kernel)")
 timed(I, "errors_for", "the error word (host-mapped memory)")
 timed(I, "_prepare", "_prepare (specialise, kernels, PreparedCall)")
@@ -109,6 +109,7 @@ print(f"first call {{(t3 - t2) * 1e3:.2f}} ms until it returns, {{(t4 - t2) * 1e
       f"second call with the synchronize {{(t5 - t4) * 1e3:.2f}} ms")
 for label, sec in spent.items():
     print(f"  {{label:58}} {{sec * 1e3:7.2f}} ms")
+print("fakv modules imported:", " ".join(sorted(m[5:] for m in sys.modules if m.startswith("fakv."))))
 """
 
 COLD = """

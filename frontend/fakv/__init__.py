@@ -9,9 +9,7 @@
     fakv.flash_attn_with_kvcache(q, k_cache, v_cache, ...)   # FlashAttention's API
     fakv.with_kernels(decode=my_decode)(q, k_cache, ...)     # the same, by a variant kernel
 """
-from . import language  # noqa: F401
 from .errors import CompilationError, DataError, FakvError  # noqa: F401
-from .jit import JITFunction, jit  # noqa: F401
 
 __version__ = "0.1.0"
 
@@ -32,8 +30,17 @@ def check_errors():
 
 
 def __getattr__(name):
-    # The attention API (and the kernels it imports) load on first use.
+    # Loaded on first use: the attention API (a warm start's call needs
+    # neither the DSL nor the kernels: the cache's index names their
+    # binaries), the DSL and @fakv.jit (the kernels' modules use them).
     if name in ("flash_attn_with_kvcache", "with_kernels"):
-        from . import interface
-        return getattr(interface, name)
-    raise AttributeError(name)
+        from .interface import flash_attn_with_kvcache, with_kernels
+        return {"flash_attn_with_kvcache": flash_attn_with_kvcache, "with_kernels": with_kernels}[name]
+    import importlib        # (not `from . import`: it would ask this function again)
+    if name == "language":
+        return importlib.import_module("fakv.language")
+    if name in ("jit", "JITFunction"):
+        jitfunction = importlib.import_module("fakv.jitfunction")
+        globals().update(jit=jitfunction.jit, JITFunction=jitfunction.JITFunction)
+        return globals()[name]
+    raise AttributeError(f"module 'fakv' has no attribute {name!r}")

@@ -3,11 +3,18 @@
     $FAKV_CACHE_DIR (default ~/.cache/fakv)/<key>.cubin
                                             /<key>.json   {"facts": ..., "sha256": <the cubin's>}
 
+                                            /index/<key>.json   a prepared call's entries
+
 Entries are written to temporary files and renamed into place, the JSON
 last, so that processes sharing the directory never read half an entry. An
 entry whose cubin does not match its checksum, or whose JSON does not parse,
 is a miss (and is rewritten). A directory that cannot be written leaves the
 kernel in memory only, with one warning.
+
+The index (load_index / store_index) maps what an API call specialises on
+(interface.py) to the entries of its kernels, so that a new process finds
+them without importing the kernels and the DSL: its keys include
+kernels_version(), a hash of every file the kernels' code comes from.
 """
 import hashlib
 import json
@@ -16,6 +23,87 @@ import threading
 import warnings
 
 _warned = set()
+
+try:        # written by the build (cmake/BuildId.cmake): a hash of the compiler's sources
+    from ._build_id import BUILD_ID
+except ImportError:
+    BUILD_ID = "unbuilt"
+COMPILER_VERSION = "0.1.0+" + BUILD_ID
+
+# The frontend files whose code shapes the IR a kernel compiles to: their
+# contents are part of every cache key (with BUILD_ID, the C++ compiler's).
+_FRONTEND_SOURCES = ("codegen.py", "language.py", "semantic.py", "ir.py", "jitfunction.py", "signature.py",
+                     "compiler.py")
+_KERNELS = ("decode", "combine", "append")       # fakv.kernels' modules
+_versions = {}
+
+
+def compile_only():
+    """FAKV_COMPILE_ONLY=1: compile GPU binaries into the cache and launch
+    nothing (arrays of the right dtypes and shapes stand in for the GPU
+    tensors). This is how a cache is prepared for a GPU machine without
+    MLIR (docs/gpu-machine.md)."""
+    return os.environ.get("FAKV_COMPILE_ONLY", "") not in ("", "0")
+
+
+def _hash_files(h, paths):
+    for path in paths:
+        with open(path, "rb") as f:
+            h.update(os.path.basename(path).encode() + b"\0" + f.read())
+    return h.hexdigest()
+
+
+def frontend_version():
+    """The compiler's build and the frontend's sources, hashed (once)."""
+    if "frontend" not in _versions:
+        here = os.path.dirname(os.path.abspath(__file__))
+        h = hashlib.sha256(COMPILER_VERSION.encode())
+        _versions["frontend"] = _hash_files(h, [os.path.join(here, n) for n in _FRONTEND_SOURCES])
+    return _versions["frontend"]
+
+
+def kernels_version():
+    """frontend_version() and the files of fakv.kernels (decode, combine,
+    append, wherever $FAKV_KERNELS or the checkout puts them), hashed
+    without importing them."""
+    if "kernels" not in _versions:
+        import importlib.util
+        paths = [importlib.util.find_spec(f"fakv.kernels.{n}").origin for n in _KERNELS]
+        _versions["kernels"] = _hash_files(hashlib.sha256(frontend_version().encode()), paths)
+    return _versions["kernels"]
+
+
+def index_key(parts):
+    """The index key of a call's specialisations (`parts`: their JSON-able
+    description) under the current kernels."""
+    text = json.dumps([kernels_version(), parts], sort_keys=True, default=repr)
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def load_index(key):
+    """The kernels' (entry, name, params) of an indexed call, or None."""
+    try:
+        with open(os.path.join(cache_dir(), "index", key + ".json")) as f:
+            return [(str(e), str(n), list(p)) for e, n, p in json.load(f)]
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def store_index(key, items):
+    """Records a call's kernels ((entry, name, params) each); quietly
+    nothing when the directory cannot be written (store() warns)."""
+    d = os.path.join(cache_dir(), "index")
+    tmp = os.path.join(d, f"{key}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        os.makedirs(d, exist_ok=True)
+        with open(tmp, "w") as f:
+            json.dump([list(i) for i in items], f)
+        os.replace(tmp, os.path.join(d, key + ".json"))
+    except OSError:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
 
 
 def cache_dir():

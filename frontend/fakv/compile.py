@@ -21,7 +21,7 @@ import os
 import sys
 
 from .ir import PtrType, ScalarType
-from .jit import JITFunction
+from .jitfunction import JITFunction
 
 STAGES = ("fakv", "fakvgpu", "llvm", "ptx", "cubin")
 

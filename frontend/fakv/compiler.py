@@ -1,6 +1,6 @@
 """fakv IR to something that runs: a GPU binary (the C++ compiler's PTX,
 assembled by fakv.ptx) with its launch facts, or a CPU module JIT-compiled
-by the extension. jit.py decides what to compile and caches it; this module
+by the extension. jitfunction.py decides what to compile and caches it; this module
 only compiles (it knows nothing of Python kernels)."""
 import json
 import os

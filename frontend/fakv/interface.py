@@ -10,8 +10,10 @@ import math
 import numbers
 import os
 
-from .jit import compile_only
-from . import runtime
+from . import cache, runtime
+from .cache import compile_only
+from .compiled import Compiled
+from .signature import arg_type, divisible
 from . import tensors as T
 from .errors import DataError, FakvError
 from .heuristics import num_splits_heuristic
@@ -29,6 +31,43 @@ def _kernels():
 def _append_kernel():
     from .kernels import append
     return append.append
+
+
+class _Lazy:
+    """A kernel of fakv.kernels, with @fakv.jit options, imported only when
+    it is compiled or run on the CPU path: the API's GPU calls specialise
+    through _specialise_all, which finds a kernel already compiled by any
+    process through the cache's index, without importing the kernels and
+    the DSL (a warm start). One object per (module, name, options)."""
+    _made = {}
+
+    def __init__(self, module, name, options):
+        self.module, self.__name__, self.options, self._fn = module, name, options, None
+
+    @classmethod
+    def get(cls, module, name, **options):
+        key = (module, name, tuple(sorted(options.items())))
+        if key not in cls._made:
+            cls._made[key] = cls(module, name, options)
+        return cls._made[key]
+
+    def with_options(self, **options):
+        return _Lazy.get(self.module, self.__name__, **dict(self.options, **options))
+
+    def resolve(self):
+        """The JITFunction (the kernel's module imported now)."""
+        if self._fn is None:
+            import importlib
+            fn = getattr(importlib.import_module("fakv.kernels." + self.module), self.__name__)
+            self._fn = fn.with_options(**self.options) if self.options else fn
+        return self._fn
+
+    def __getitem__(self, grid):
+        return self.resolve()[grid]
+
+
+def _lazy_kernels():
+    return _Lazy.get("decode", "decode"), _Lazy.get("combine", "combine")
 
 
 def _pow2(n):
@@ -339,8 +378,17 @@ class _SeqlensTensors:
 
 def _specialise_all(jobs):
     """The specialisations of (kernel, args, constexprs) jobs, compiled in
-    parallel threads when there are several (the compiler releases the GIL)."""
+    parallel threads when there are several (the compiler releases the GIL).
+    Jobs of fakv.kernels' own kernels (_Lazy) are first looked up in the
+    cache's index, and indexed once found or compiled."""
     global _POOL
+    index = None
+    if all(isinstance(fn, _Lazy) for fn, _, _ in jobs):
+        index = cache.index_key([_index_part(*job) for job in jobs])
+        found = _indexed(index)
+        if found is not None:
+            return found
+        jobs = [(fn.resolve(), args, consts) for fn, args, consts in jobs]
     found = [fn.specialize_for(args, consts, compile=False) for fn, args, consts in jobs]   # the caches
     missing = [i for i, c in enumerate(found) if c is None]
     if len(missing) == 1:
@@ -352,6 +400,42 @@ def _specialise_all(jobs):
             _POOL = ThreadPoolExecutor(4, thread_name_prefix="fakv-compile")
         for i, c in zip(missing, _POOL.map(lambda i: jobs[i][0].specialize_for(jobs[i][1], jobs[i][2]), missing)):
             found[i] = c
+    if index is not None and all(c.device == "cuda" and getattr(c, "entry", None) for c in found):
+        cache.store_index(index, [(c.entry, c.name, c.params) for c in found])
+    return found
+
+
+def _index_part(fn, args, consts):
+    """What a job's specialisation depends on besides the kernels' sources
+    (cache.index_key adds those): the kernel and its options, the
+    constexprs, each argument's type and divisibility (signature.py, as the
+    JIT keys them)."""
+    runtime = [(i, v, arg_type(v, str(i))[0]) for i, v in enumerate(args)]
+    return [fn.module, fn.__name__, sorted(fn.options.items()), sorted((k, repr(v)) for k, v in consts.items()),
+            [repr(t) for _, _, t in runtime], divisible(runtime)]
+
+
+_INDEXED = {}
+
+
+def _indexed(index):
+    """The Compiled binaries an index entry names (kept per process), or
+    None when the entry or one of its binaries is missing."""
+    found = _INDEXED.get(index)
+    if found is None:
+        items = cache.load_index(index)
+        if items is None:
+            return None
+        found = []
+        for entry, name, params in items:
+            hit = cache.load(entry)
+            if hit is None:
+                return None
+            c = Compiled(name, params, "cuda", None)
+            c.binary, c.facts = hit
+            c.entry, c.cache = entry, "index"
+            found.append(c)
+        _INDEXED[index] = found
     return found
 
 
@@ -657,7 +741,7 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
                         seqlen_q if q_rows else 1)
 
     if decode is None or combine is None:
-        default_decode, default_combine = _kernels()
+        default_decode, default_combine = _lazy_kernels()
         decode, combine = decode or default_decode, combine or default_combine
     decode = decode.with_options(**p["decode_options"])
     tile = p["decode"]["HEAD_DIM"]

@@ -16,7 +16,7 @@ import numbers
 from . import semantic as sem
 from .ir import FakvTypeError, PtrType, ScalarType, TileType
 
-# Element types, by their MLIR names (torch dtypes map onto them in jit.py).
+# Element types, by their MLIR names (torch dtypes map onto them in signature.py).
 float32, float16, bfloat16 = "f32", "f16", "bf16"
 int1, int8, int32, int64 = "i1", "i8", "i32", "i64"
 

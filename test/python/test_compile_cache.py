@@ -15,14 +15,18 @@ from needs import needs_assembler
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-# One flash_attn_with_kvcache call in compile-only mode; prints how each kernel was found.
+# One flash_attn_with_kvcache call in compile-only mode; prints how each kernel was found: through the
+# cache's index (the kernels not imported), or by the JIT (a disk-cache hit, or a miss: compiled).
 SCRIPT = """
-import numpy as np, ml_dtypes, fakv
-from fakv.interface import _kernels
+import sys, numpy as np, ml_dtypes, fakv
+from fakv import interface
 q = np.zeros((1, 1, 8, 64), ml_dtypes.bfloat16); k = np.zeros((1, 4096, 2, 64), ml_dtypes.bfloat16)
 fakv.flash_attn_with_kvcache(q, k, k, cache_seqlens=200, num_splits=3)
-decode, combine = _kernels()
-print(sorted(c.cache for fn in (decode, *decode._variants.values(), combine) for c in fn._compiled.values()))
+found = [c.cache for cs in interface._INDEXED.values() for c in cs]
+if "fakv.kernels.decode" in sys.modules:
+    decode, combine = interface._kernels()
+    found += [c.cache for fn in (decode, *decode._variants.values(), combine) for c in fn._compiled.values()]
+print(sorted(found))
 """
 
 
@@ -78,8 +82,8 @@ def test_threads_compile_in_parallel():
 @needs_assembler
 def test_processes_share_one_cache(tmp_path):
     """Four processes compiling the same kernels into one empty cache at
-    once all succeed and leave whole entries; a fifth finds every kernel
-    there."""
+    once all succeed and leave whole entries and one index entry; a fifth
+    finds every kernel there through the index."""
     procs = [run_script(tmp_path) for _ in range(4)]
     for p in procs:
         out, err = p.communicate(timeout=600)
@@ -87,18 +91,20 @@ def test_processes_share_one_cache(tmp_path):
         assert out.strip() in ("['miss', 'miss']", "['hit', 'miss']", "['hit', 'hit']", "['miss', 'hit']")
     keys = entries(tmp_path)
     assert len(keys) == 2 and not [f for f in os.listdir(tmp_path) if f.endswith(".tmp")]
+    assert len(os.listdir(tmp_path / "index")) == 1
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("FAKV_CACHE_DIR", str(tmp_path))
         assert all(cache.load(k) is not None for k in keys)
     p = run_script(tmp_path)
     out, err = p.communicate(timeout=600)
-    assert out.strip() == "['hit', 'hit']", err
+    assert out.strip() == "['index', 'index']", err
 
 
 @needs_assembler
 def test_corrupt_entries_are_recompiled(tmp_path):
     """A truncated cubin (its checksum no longer matches) or a JSON that
-    does not parse is a miss: compiled again and replaced."""
+    does not parse is a miss, through the index too: compiled again and
+    replaced."""
     p = run_script(tmp_path)
     assert p.communicate(timeout=600)[0].strip() == "['miss', 'miss']"
     first, second = entries(tmp_path)
@@ -112,7 +118,7 @@ def test_corrupt_entries_are_recompiled(tmp_path):
         assert p.communicate(timeout=600)[0].strip() == "['miss', 'miss']"
         assert cache.load(first) is not None and cache.load(second) is not None
     p = run_script(tmp_path)
-    assert p.communicate(timeout=600)[0].strip() == "['hit', 'hit']"
+    assert p.communicate(timeout=600)[0].strip() == "['index', 'index']"
 
 
 @needs_assembler

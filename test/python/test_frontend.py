@@ -3,6 +3,7 @@ the kernel's file and line), the on-disk cache, FAKV_DUMP_IR and the CLI."""
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -210,22 +211,52 @@ NP_BF16 = NP_DTYPES["bf16"]
 
 @pytest.mark.skipif(not HAS_PTXAS, reason="needs ptxas")
 def test_gpu_binaries_are_cached_on_disk(tmp_path):
-    """The first compilation writes the cubin to $FAKV_CACHE_DIR; another
-    process finds it there (compile-only mode: no GPU needed)."""
+    """The first compilation writes the cubin to $FAKV_CACHE_DIR and indexes
+    the API call; another process's call finds the binary through the index
+    without importing the kernels or the DSL (a warm start), and through
+    the kernel's own key when the index is gone (compile-only mode: no GPU
+    needed)."""
     env = dict(os.environ, FAKV_CACHE_DIR=str(tmp_path), FAKV_COMPILE_ONLY="1",
                PYTHONPATH=os.path.join(ROOT, "frontend"),
                PATH="/usr/local/cuda/bin:" + os.environ.get("PATH", ""))
-    script = ("import numpy as np, ml_dtypes, fakv\n"
+    script = ("import json, sys, numpy as np, ml_dtypes, fakv\n"
               "q = np.zeros((1, 1, 8, 64), ml_dtypes.bfloat16); k = np.zeros((1, 256, 2, 64), ml_dtypes.bfloat16)\n"
               "fakv.flash_attn_with_kvcache(q, k, k, cache_seqlens=200, num_splits=1)\n"
-              "from fakv.interface import _kernels\n"
-              "print([c.cache for c in _kernels()[0]._compiled.values()])\n")
-    first = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
-    assert first.stdout.strip() == "['miss']"
+              "from fakv import interface\n"
+              "dsl = [m for m in ('fakv.language', 'fakv.jitfunction', 'fakv.kernels.decode') if m in sys.modules]\n"
+              "compiled = [c.cache for c in interface._kernels()[0]._compiled.values()] if dsl else []\n"
+              "print(json.dumps([dsl, [c.cache for cs in interface._INDEXED.values() for c in cs], compiled]))\n")
+
+    def run():
+        out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
+        return json.loads(out.stdout)
+    assert run() == [["fakv.language", "fakv.jitfunction", "fakv.kernels.decode"], [], ["miss"]]
     files = sorted(os.listdir(tmp_path))
-    assert len(files) == 2 and files[0].endswith(".cubin") and files[1].endswith(".json")
-    second = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
-    assert second.stdout.strip() == "['hit']"
+    assert len(files) == 3 and files[0].endswith(".cubin") and files[1].endswith(".json") and files[2] == "index"
+    assert len(os.listdir(tmp_path / "index")) == 1
+    assert run() == [[], ["index"], []]                 # the warm start: no DSL, no kernels imported
+    shutil.rmtree(tmp_path / "index")
+    assert run() == [["fakv.language", "fakv.jitfunction", "fakv.kernels.decode"], [], ["hit"]]
+
+
+def test_index_follows_the_kernels_files(tmp_path):
+    """The index's keys change with any kernel file (here a copy of
+    kernels/ with one comment more in combine.py, put first by
+    FAKV_KERNELS), so an edited kernel is never found through a stale
+    entry."""
+    kernels = tmp_path / "kernels"
+    shutil.copytree(os.path.join(ROOT, "kernels"), kernels)
+    script = "from fakv import cache; print(cache.kernels_version())"
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "frontend"))
+    version = lambda: subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,  # noqa: E731
+                                     text=True, check=True).stdout.strip()
+    plain = version()
+    env["FAKV_KERNELS"] = str(kernels)
+    same = version()                    # the same files elsewhere: the same version
+    with open(kernels / "combine.py", "a") as f:
+        f.write("# edited\n")
+    edited = version()
+    assert plain == same != edited
 
 
 def test_dump_ir(monkeypatch, capfd):

@@ -37,7 +37,7 @@ def test_no_import_cycle():
         state[m] = "done"
     for m in sorted(graph):
         visit(m, [])
-    assert "jit" not in graph["codegen"] and "codegen" in graph["jit"]
+    assert "jitfunction" not in graph["codegen"] and "codegen" in graph["jitfunction"]
 
 
 def test_kernels_are_a_package():

@@ -18,98 +18,13 @@ from . import cache, compiler
 from . import language as fl
 from .compiler import dump_ir
 from .errors import DataError
-from .ir import PtrType, ScalarType
+from .ir import PtrType
 from .runtime import GPUKernel, Pointer, check_packing
+from .compiled import Compiled
+from .signature import address, arg_type, divisible
 
-try:        # written by the build (cmake/BuildId.cmake): a hash of the compiler's sources
-    from ._build_id import BUILD_ID
-except ImportError:
-    BUILD_ID = "unbuilt"
-COMPILER_VERSION = "0.1.0+" + BUILD_ID
-
-_TORCH_DTYPES = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "int32": "i32", "int64": "i64",
-                 "int8": "i8", "uint8": "i8"}
-_NUMPY_DTYPES = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "int32": "i32", "int64": "i64",
-                 "int8": "i8"}
-
-
-def compile_only():
-    """FAKV_COMPILE_ONLY=1: compile GPU binaries into the cache and launch
-    nothing (arrays of the right dtypes and shapes stand in for the GPU
-    tensors). This is how a cache is prepared for a GPU machine without
-    MLIR (docs/gpu-machine.md)."""
-    return os.environ.get("FAKV_COMPILE_ONLY", "") not in ("", "0")
-
-
+compile_only = cache.compile_only
 cache_dir = cache.cache_dir
-
-# The frontend files whose code shapes the IR a kernel compiles to: their
-# contents are part of every cache key (with BUILD_ID, the C++ compiler's).
-_FRONTEND_SOURCES = ("codegen.py", "language.py", "semantic.py", "ir.py", "jit.py", "compiler.py")
-_frontend_hash = None
-
-
-def _frontend_version():
-    global _frontend_hash
-    if _frontend_hash is None:
-        h = hashlib.sha256(COMPILER_VERSION.encode())
-        here = os.path.dirname(os.path.abspath(__file__))
-        for name in _FRONTEND_SOURCES:
-            with open(os.path.join(here, name), "rb") as f:
-                h.update(f.read())
-        _frontend_hash = h.hexdigest()
-    return _frontend_hash
-
-
-def arg_type(value, name):
-    """The kernel type of a runtime argument, and whether it lives on the GPU."""
-    if type(value) is Pointer:
-        return PtrType(value.dtype), True
-    mod = type(value).__module__
-    if mod.startswith("torch"):
-        dtype = _TORCH_DTYPES.get(str(value.dtype).replace("torch.", ""))
-        if dtype is None:
-            raise TypeError(f"argument `{name}`: unsupported tensor dtype {value.dtype}")
-        return PtrType(dtype), value.is_cuda
-    if mod.startswith("numpy") and hasattr(value, "dtype"):
-        dtype = _NUMPY_DTYPES.get(str(value.dtype))
-        if dtype is None:
-            raise TypeError(f"argument `{name}`: unsupported array dtype {value.dtype}")
-        if not value.flags["C_CONTIGUOUS"] and value.ndim > 0:
-            pass  # strides are passed explicitly by kernels; any layout is fine
-        return PtrType(dtype), False
-    if isinstance(value, bool):
-        return ScalarType("i1"), None
-    if isinstance(value, int):
-        return ScalarType("i32" if -2**31 <= value < 2**31 else "i64"), None
-    if isinstance(value, float):
-        return ScalarType("f32"), None
-    raise TypeError(f"argument `{name}`: cannot pass {type(value).__name__} to a kernel "
-                    f"(tensors, arrays, ints, floats and bools can be passed)")
-
-
-def address(value):
-    if hasattr(value, "data_ptr"):
-        return value.data_ptr()
-    return value.ctypes.data
-
-
-class Compiled:
-    """One specialisation: its IR (generated when first asked for: a disk
-    cache hit needs none), and the GPU binary or the host module."""
-
-    def __init__(self, name, params, device, make_ir):
-        self.name, self.params, self.device = name, params, device
-        self._make_ir, self._ir = make_ir, None
-        self.binary = self.facts = self.cpu = None
-        self.kernel = None  # runtime.GPUKernel, made at the first GPU launch
-
-    @property
-    def ir(self):
-        if self._ir is None:
-            self._ir = self._make_ir()
-        return self._ir
-
 
 class JITFunction:
     __fakv_inline__ = True     # called from a kernel, codegen inlines it (codegen needs no import of jit)
@@ -171,7 +86,7 @@ class JITFunction:
         Computed once: a global changed after the first launch is not seen
         (as in the in-memory cache)."""
         if self._source_key is None:
-            h = hashlib.sha256(_frontend_version().encode())
+            h = hashlib.sha256(cache.frontend_version().encode())
             if self._file_lines:      # the function's file (cheaper than cutting the function out)
                 h.update(f"{self.fn.__qualname__}:{self.fn.__code__.co_firstlineno}:".encode())
                 h.update("".join(self._file_lines).encode())
@@ -272,12 +187,12 @@ class JITFunction:
         or found in the caches, now); with compile=False, None when it is in
         neither cache."""
         constexprs, types, runtime, device = self.bind(args, kwargs)
-        return self.specialize(constexprs, types, device, _divisible(runtime) if device == "cuda" else (), compile)
+        return self.specialize(constexprs, types, device, divisible(runtime) if device == "cuda" else (), compile)
 
     def ir(self, *args, **kwargs):
         """The fakv IR of the specialisation these arguments select."""
         constexprs, types, runtime, _ = self.bind(args, kwargs)
-        return self._ir(constexprs, types, _divisible(runtime))[0]
+        return self._ir(constexprs, types, divisible(runtime))[0]
 
     def _ir(self, constexprs, types, divisibility=()):
         from . import codegen
@@ -369,7 +284,7 @@ class JITFunction:
         if fast is None:
             constexprs, types, runtime, device = self.bind(args, kwargs)
             # The CPU lowering has no use for divisibility: one module serves all.
-            c = self.specialize(constexprs, types, device, _divisible(runtime) if device == "cuda" else ())
+            c = self.specialize(constexprs, types, device, divisible(runtime) if device == "cuda" else ())
             positions = [self.params.index(p) for p in c.params]
             if key is not None and all(i < len(args) for i in positions):
                 if len(self._fast) >= 1024:
@@ -443,19 +358,6 @@ def _constexpr_key(value):
     if isinstance(value, fl.constexpr):
         value = value.value
     return type(value), repr(value)
-
-
-def _divisible(runtime):
-    """The runtime arguments that are multiples of 16 (integers) or 16-byte
-    aligned (arrays), in parameter order: the kernel is specialised on them."""
-    out = []
-    for name, value, t in runtime:
-        if isinstance(t, PtrType):
-            if address(value) % 16 == 0:
-                out.append(name)
-        elif type(value) is int and value % 16 == 0:
-            out.append(name)
-    return tuple(out)
 
 
 def _kind(value):
