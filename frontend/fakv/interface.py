@@ -388,7 +388,8 @@ def _specialise_all(jobs):
         found = _indexed(index)
         if found is not None:
             return found
-        jobs = [(fn.resolve(), args, consts) for fn, args, consts in jobs]
+    # (with_kernels' calls mix a user's kernel with a lazy default one)
+    jobs = [(fn.resolve() if isinstance(fn, _Lazy) else fn, args, consts) for fn, args, consts in jobs]
     found = [fn.specialize_for(args, consts, compile=False) for fn, args, consts in jobs]   # the caches
     missing = [i for i, c in enumerate(found) if c is None]
     if len(missing) == 1:

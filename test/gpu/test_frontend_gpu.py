@@ -321,7 +321,11 @@ def run_all():
             fails += 1
             print(f"FAIL {fn.__name__}{args}: {type(e).__name__}: {e}")
     print(f"{len(cases) - fails} passed, {fails} failed")
+    return fails
 
 
 if __name__ == "__main__":
-    compile_all() if COMPILE_ONLY else run_all()
+    if COMPILE_ONLY:
+        compile_all()
+    else:
+        sys.exit(1 if run_all() else 0)          # (run_all.sh reports the status)

@@ -115,3 +115,4 @@ if __name__ == "__main__":
             fails += not ok
             print(("PASS " if ok else "FAIL ") + f"{case}: {msg}")
     print(f"{len(CASES) * 2 - fails} passed, {fails} failed")
+    sys.exit(1 if fails else 0)

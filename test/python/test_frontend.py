@@ -298,6 +298,24 @@ def test_cli_generic_kernel(tmp_path):
 
 
 @pytest.mark.skipif(not HAS_PTXAS, reason="needs ptxas")
+def test_variant_decode_with_the_default_combine(monkeypatch, tmp_path):
+    """with_kernels(decode=...) with several splits: the user's decode and
+    fakv's own combine (imported lazily by the API) compile together, and
+    the call is not indexed (the index holds fakv's own kernels only)."""
+    from fakv import interface
+    monkeypatch.setenv("FAKV_COMPILE_ONLY", "1")
+    monkeypatch.setenv("FAKV_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("PATH", "/usr/local/cuda/bin:" + os.environ.get("PATH", ""))
+    decode, combine = interface._kernels()
+    combine.clear()
+    q = np.zeros((1, 1, 8, 64), NP_BF16)
+    k = np.zeros((1, 4096, 2, 64), NP_BF16)
+    fakv.with_kernels(decode=decode)(q, k, k, cache_seqlens=200, num_splits=3)
+    assert [c.cache for c in combine._compiled.values()] == ["miss"]
+    assert not os.path.exists(tmp_path / "index")
+
+
+@pytest.mark.skipif(not HAS_PTXAS, reason="needs ptxas")
 def test_register_split_option(monkeypatch, tmp_path):
     """@fakv.jit(registers=(P, C)) reaches the lowering: setmaxnreg in the
     PTX, and a different cache entry from the default."""
