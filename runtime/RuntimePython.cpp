@@ -34,7 +34,11 @@ PyObject *hostMapped(PyObject *, PyObject *arg) {
   if (PyErr_Occurred())
     return nullptr;
   void *p = nullptr;
-  if (fakv_host_mapped(bytes, &p))
+  int failed;
+  Py_BEGIN_ALLOW_THREADS // the driver pins a page (~1 ms): other threads go on
+  failed = fakv_host_mapped(bytes, &p);
+  Py_END_ALLOW_THREADS
+  if (failed)
     return raiseRuntime();
   return PyLong_FromVoidPtr(p);
 }

@@ -63,13 +63,22 @@ def frontend_version():
 
 
 def kernels_version():
-    """frontend_version() and the files of fakv.kernels (decode, combine,
-    append, wherever $FAKV_KERNELS or the checkout puts them), hashed
-    without importing them."""
+    """What the index's keys depend on besides a call: the compiler's build,
+    the frontend's files (their sizes and modification times: a warm start
+    does not read them; the JIT's own keys hash their contents) and the
+    contents of fakv.kernels' files (decode, combine, append, wherever
+    $FAKV_KERNELS or the checkout puts them), hashed without importing
+    them."""
     if "kernels" not in _versions:
-        import importlib.util
-        paths = [importlib.util.find_spec(f"fakv.kernels.{n}").origin for n in _KERNELS]
-        _versions["kernels"] = _hash_files(hashlib.sha256(frontend_version().encode()), paths)
+        here = os.path.dirname(os.path.abspath(__file__))
+        h = hashlib.sha256(COMPILER_VERSION.encode())
+        for name in _FRONTEND_SOURCES:
+            st = os.stat(os.path.join(here, name))
+            h.update(f"{name}:{st.st_size}:{st.st_mtime_ns};".encode())
+        from . import kernels          # (the package only: its __path__, where its modules are found)
+        paths = [next(p for p in (os.path.join(d, n + ".py") for d in kernels.__path__) if os.path.exists(p))
+                 for n in _KERNELS]
+        _versions["kernels"] = _hash_files(h, paths)
     return _versions["kernels"]
 
 

@@ -867,3 +867,6 @@ _DOC = """Attention of q over a KV cache (FlashAttention's contract).
     """
 
 flash_attn_with_kvcache = with_kernels()
+
+# A new process's first call: the error word's page pinned by the driver meanwhile (runtime.start_error_word).
+runtime.start_error_word()

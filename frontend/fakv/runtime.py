@@ -7,6 +7,9 @@ parameters take Python numbers; each tensor map the kernel's TMA copies need
 is encoded from the tensor passed at the parameter it names (a KV cache) and
 appended.
 """
+import sys
+import threading
+
 from .errors import DataError
 
 _KINDS = {"ptr": "p", "i1": "b", "i8": "c", "i32": "i", "i64": "l", "f32": "f"}
@@ -117,12 +120,45 @@ def error_code(kind, row_base=0):
 
 
 def error_word():
-    """The address of the error word (allocated at first use)."""
+    """The address of the error word (allocated at first use, or by
+    start_error_word's thread: then waited for)."""
     global _word, _take
     if _word is None:
-        from . import _runtime
-        _word, _take = _runtime.host_mapped(64), _runtime.take_word
+        early = _early
+        if early is not None and early is not threading.current_thread():
+            early.join()
+        with _word_lock:
+            if _word is None:
+                from . import _runtime
+                _word, _take = _runtime.host_mapped(64), _runtime.take_word
     return _word
+
+
+_word_lock = threading.Lock()
+_early = None       # start_error_word's thread
+
+
+def start_error_word():
+    """When a CUDA context exists already (torch initialised), allocates the
+    error word in a thread of its own: the driver pins a page (~1 ms on the
+    H200) while a new process's first call does its Python work (imported
+    with the API). error_word() waits for it; a failure there leaves the
+    allocation, and its exception, to error_word()."""
+    global _early
+    torch = sys.modules.get("torch")
+    if _word is not None or _early is not None or torch is None or not torch.cuda.is_initialized():
+        return
+    from . import _runtime  # noqa: F401  (imported here, not in the thread)
+    device = torch.cuda.current_device()
+
+    def allocate():
+        try:
+            torch.cuda.set_device(device)       # this thread's current context: the device's primary one
+            error_word()
+        except Exception:  # noqa: BLE001
+            pass
+    _early = threading.Thread(target=allocate, name="fakv-error-word", daemon=True)
+    _early.start()
 
 
 def describe(code, where="a fakv kernel"):
