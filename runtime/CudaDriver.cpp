@@ -28,6 +28,7 @@ bool resolve(void *lib, Driver &d, std::string &why) {
   FAKV_RESOLVE(getErrorString, cuGetErrorString);
   FAKV_RESOLVE(init, cuInit);
   FAKV_RESOLVE(ctxGetCurrent, cuCtxGetCurrent);
+  FAKV_RESOLVE(ctxSetCurrent, cuCtxSetCurrent);
   FAKV_RESOLVE(moduleLoadData, cuModuleLoadData);
   FAKV_RESOLVE(moduleGetFunction, cuModuleGetFunction);
   FAKV_RESOLVE(funcSetAttribute, cuFuncSetAttribute);

@@ -20,6 +20,7 @@ struct Driver {
   decltype(&::cuGetErrorString) getErrorString;
   decltype(&::cuInit) init;
   decltype(&::cuCtxGetCurrent) ctxGetCurrent;
+  decltype(&::cuCtxSetCurrent) ctxSetCurrent;
   decltype(&::cuModuleLoadData) moduleLoadData;
   decltype(&::cuModuleGetFunction) moduleGetFunction;
   decltype(&::cuFuncSetAttribute) funcSetAttribute;

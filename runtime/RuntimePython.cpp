@@ -29,18 +29,30 @@ using namespace fakv::runtime;
 
 // ---- module functions ---------------------------------------------------------------
 
-PyObject *hostMapped(PyObject *, PyObject *arg) {
-  size_t bytes = PyLong_AsSize_t(arg);
+PyObject *hostMapped(PyObject *, PyObject *args) {
+  Py_ssize_t bytes = 0;
+  PyObject *contextArg = nullptr;
+  if (!PyArg_ParseTuple(args, "n|O", &bytes, &contextArg))
+    return nullptr;
+  void *context = contextArg && contextArg != Py_None ? PyLong_AsVoidPtr(contextArg) : nullptr;
   if (PyErr_Occurred())
     return nullptr;
   void *p = nullptr;
   int failed;
   Py_BEGIN_ALLOW_THREADS // the driver pins a page (~1 ms): other threads go on
-  failed = fakv_host_mapped(bytes, &p);
+  failed = fakv_host_mapped(static_cast<size_t>(bytes), context, &p);
   Py_END_ALLOW_THREADS
   if (failed)
     return raiseRuntime();
   return PyLong_FromVoidPtr(p);
+}
+
+/// current_context() -> the calling thread's current CUDA context (an int; 0: none).
+PyObject *currentContext(PyObject *, PyObject *) {
+  void *context = nullptr;
+  if (fakv_current_context(&context))
+    return raiseRuntime();
+  return PyLong_FromVoidPtr(context);
 }
 
 /// take_word(address): the int32 at `address`, then 0 stored there (the
@@ -73,8 +85,11 @@ PyObject *linkPtx(PyObject *, PyObject *arg) {
 }
 
 PyMethodDef moduleMethods[] = {
-    {"host_mapped", hostMapped, METH_O,
-     "host_mapped(nbytes) -> address of zeroed page-locked host memory every device can write"},
+    {"host_mapped", hostMapped, METH_VARARGS,
+     "host_mapped(nbytes, context=None) -> address of zeroed page-locked host memory every device can "
+     "write (allocated with `context` made current in this thread, when given)"},
+    {"current_context", currentContext, METH_NOARGS,
+     "current_context() -> this thread's current CUDA context, or 0"},
     {"take_word", takeWord, METH_O, "take_word(address) -> the int32 there, which is then zeroed"},
     {"link_ptx", linkPtx, METH_O, "link_ptx(ptx) -> cubin bytes, by the CUDA driver's JIT"},
     {"signature", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(fakv::runtime::callSignature)),

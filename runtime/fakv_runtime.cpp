@@ -146,10 +146,13 @@ int fakv_launch(void *kernel, unsigned gx, unsigned gy, unsigned gz,
   return 0;
 }
 
-int fakv_host_mapped(size_t bytes, void **host) {
+int fakv_host_mapped(size_t bytes, void *context, void **host) {
   auto *d = cuda("fakv_host_mapped");
   if (!d)
     return 1;
+  if (context)
+    if (CUresult r = d->ctxSetCurrent(static_cast<CUcontext>(context)); r != CUDA_SUCCESS)
+      return fail("fakv_host_mapped: cuCtxSetCurrent", r);
   // Registering one page of our own pins less than cuMemHostAlloc sets up
   // (a millisecond on the H200, at a process's first call); the latter is
   // the fallback.

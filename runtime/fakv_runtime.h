@@ -51,8 +51,10 @@ int fakv_launch(void *kernel, unsigned grid_x, unsigned grid_y, unsigned grid_z,
                 void **params, int programmatic);
 
 /* `bytes` of zeroed page-locked host memory that kernels on every device can
- * write at the same address (portable, mapped; unified addressing). */
-int fakv_host_mapped(size_t bytes, void **host);
+ * write at the same address (portable, mapped; unified addressing). With a
+ * `context` (fakv_current_context's, from another thread), that context is
+ * made current in the calling thread first. */
+int fakv_host_mapped(size_t bytes, void *context, void **host);
 
 /* Assembles PTX for the current context's device with the driver's JIT
  * (no CUDA toolkit needed). `*cubin` is malloc'ed: free() it. */

@@ -12,6 +12,9 @@
 from .errors import CompilationError, DataError, FakvError  # noqa: F401
 
 __version__ = "0.1.0"
+# (flash_attn_with_kvcache, with_kernels, language, jit and JITFunction load on first use: __getattr__)
+__all__ = ["CompilationError", "DataError", "FakvError", "JITFunction", "check_errors", "flash_attn_with_kvcache",
+           "jit", "language", "synchronize", "with_kernels"]
 
 
 def synchronize():
@@ -44,3 +47,7 @@ def __getattr__(name):
         globals().update(jit=jitfunction.jit, JITFunction=jitfunction.JITFunction)
         return globals()[name]
     raise AttributeError(f"module 'fakv' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

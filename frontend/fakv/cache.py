@@ -34,7 +34,6 @@ COMPILER_VERSION = "0.1.0+" + BUILD_ID
 # contents are part of every cache key (with BUILD_ID, the C++ compiler's).
 _FRONTEND_SOURCES = ("codegen.py", "language.py", "semantic.py", "ir.py", "jitfunction.py", "signature.py",
                      "compiler.py")
-_KERNELS = ("decode", "combine", "append")       # fakv.kernels' modules
 _versions = {}
 
 
@@ -64,21 +63,23 @@ def frontend_version():
 
 def kernels_version():
     """What the index's keys depend on besides a call: the compiler's build,
-    the frontend's files (their sizes and modification times: a warm start
-    does not read them; the JIT's own keys hash their contents) and the
-    contents of fakv.kernels' files (decode, combine, append, wherever
-    $FAKV_KERNELS or the checkout puts them), hashed without importing
-    them."""
+    the frontend's files (size, inode, modification and change times: a
+    warm start does not read them; the JIT's own keys hash their contents)
+    and the contents of the Python files in fakv.kernels' folders (decode,
+    combine, append and what sits beside them, wherever $FAKV_KERNELS or the
+    checkout puts them), hashed without importing them."""
     if "kernels" not in _versions:
+        from . import kernels          # (the package only: its __path__, where its modules are found)
         here = os.path.dirname(os.path.abspath(__file__))
         h = hashlib.sha256(COMPILER_VERSION.encode())
         for name in _FRONTEND_SOURCES:
             st = os.stat(os.path.join(here, name))
-            h.update(f"{name}:{st.st_size}:{st.st_mtime_ns};".encode())
-        from . import kernels          # (the package only: its __path__, where its modules are found)
-        paths = [next(p for p in (os.path.join(d, n + ".py") for d in kernels.__path__) if os.path.exists(p))
-                 for n in _KERNELS]
-        _versions["kernels"] = _hash_files(h, paths)
+            h.update(f"{name}:{st.st_size}:{st.st_ino}:{st.st_mtime_ns}:{st.st_ctime_ns};".encode())
+        for d in kernels.__path__:
+            names = sorted(n for n in os.listdir(d) if n.endswith(".py")) if os.path.isdir(d) else []
+            h.update(f"{len(names)} files;".encode())
+            _hash_files(h, [os.path.join(d, n) for n in names])
+        _versions["kernels"] = h.hexdigest()
     return _versions["kernels"]
 
 

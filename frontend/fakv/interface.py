@@ -434,7 +434,7 @@ def _indexed(index):
                 return None
             c = Compiled(name, params, "cuda", None)
             c.binary, c.facts = hit
-            c.entry, c.cache = entry, "index"
+            c.entry, c.cache, c.path = entry, "index", os.path.join(cache.cache_dir(), entry + ".cubin")
             found.append(c)
         _INDEXED[index] = found
     return found

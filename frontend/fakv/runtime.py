@@ -119,9 +119,10 @@ def error_code(kind, row_base=0):
     return (kind << _ROW_BITS) + row_base
 
 
-def error_word():
+def error_word(context=None):
     """The address of the error word (allocated at first use, or by
-    start_error_word's thread: then waited for)."""
+    start_error_word's thread: then waited for; `context`: the CUDA context
+    to allocate in, made current in this thread)."""
     global _word, _take
     if _word is None:
         early = _early
@@ -130,7 +131,8 @@ def error_word():
         with _word_lock:
             if _word is None:
                 from . import _runtime
-                _word, _take = _runtime.host_mapped(64), _runtime.take_word
+                _take = _runtime.take_word
+                _word = _runtime.host_mapped(64, context)
     return _word
 
 
@@ -139,26 +141,33 @@ _early = None       # start_error_word's thread
 
 
 def start_error_word():
-    """When a CUDA context exists already (torch initialised), allocates the
-    error word in a thread of its own: the driver pins a page (~1 ms on the
-    H200) while a new process's first call does its Python work (imported
-    with the API). error_word() waits for it; a failure there leaves the
+    """When this thread has a current CUDA context already (torch
+    initialised), allocates the error word in that context from a thread of
+    its own: the driver pins a page (~0.5-1 ms on the H200) while a new
+    process's first call does its Python work (this is called when the API
+    is imported). error_word() waits for it; a failure there leaves the
     allocation, and its exception, to error_word()."""
     global _early
     torch = sys.modules.get("torch")
     if _word is not None or _early is not None or torch is None or not torch.cuda.is_initialized():
         return
-    from . import _runtime  # noqa: F401  (imported here, not in the thread)
-    device = torch.cuda.current_device()
+    try:
+        from . import _runtime           # (imported here, not in the thread)
+        context = _runtime.current_context()
+    except Exception:  # noqa: BLE001  (no extension, no driver: error_word() will say so)
+        return
+    if not context:
+        return
 
     def allocate():
         try:
-            torch.cuda.set_device(device)       # this thread's current context: the device's primary one
-            error_word()
+            error_word(context)
         except Exception:  # noqa: BLE001
             pass
+    import atexit
     _early = threading.Thread(target=allocate, name="fakv-error-word", daemon=True)
     _early.start()
+    atexit.register(_early.join)        # (not inside the driver while the process exits)
 
 
 def describe(code, where="a fakv kernel"):

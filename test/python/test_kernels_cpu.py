@@ -315,7 +315,7 @@ def test_decode_merges_its_own_splits(monkeypatch, case, splits):
     class NoCombine:
         def __getitem__(self, grid):
             raise AssertionError("combine launched")
-    monkeypatch.setattr(interface, "_kernels", lambda: (decode, NoCombine()))
+    monkeypatch.setattr(interface, "_lazy_kernels", lambda: (decode, NoCombine()))   # (what the API takes)
     counters = []
     real_counters = interface._counters
     monkeypatch.setattr(interface, "_counters", lambda *a: counters.append(real_counters(*a)) or counters[-1])

@@ -70,6 +70,13 @@ def test_driver_missing_is_a_clear_error():
         assert "CUDA driver" in str(e) or "cuInit" in str(e) or "CUDA" in str(e)
     else:                                                               # a machine with a GPU
         assert address and _runtime.take_word(address) == 0
+    for call in (lambda: _runtime.host_mapped(64, None), _runtime.current_context):
+        try:
+            call()
+        except RuntimeError as e:
+            assert "CUDA" in str(e)
+    with pytest.raises(TypeError):
+        _runtime.host_mapped(64, "a context")
 
 
 def test_kernel_arguments_are_checked():
