@@ -36,10 +36,9 @@ def __getattr__(name):
     # Loaded on first use: the attention API (a warm start's call needs
     # neither the DSL nor the kernels: the cache's index names their
     # binaries), the DSL and @fakv.jit (the kernels' modules use them).
-    if name in ("flash_attn_with_kvcache", "with_kernels"):
-        from .interface import flash_attn_with_kvcache, with_kernels
-        return {"flash_attn_with_kvcache": flash_attn_with_kvcache, "with_kernels": with_kernels}[name]
     import importlib        # (not `from . import`: it would ask this function again)
+    if name in ("flash_attn_with_kvcache", "with_kernels"):
+        return getattr(importlib.import_module("fakv.interface"), name)
     if name == "language":
         return importlib.import_module("fakv.language")
     if name in ("jit", "JITFunction"):

@@ -34,6 +34,7 @@ COMPILER_VERSION = "0.1.0+" + BUILD_ID
 # contents are part of every cache key (with BUILD_ID, the C++ compiler's).
 _FRONTEND_SOURCES = ("codegen.py", "language.py", "semantic.py", "ir.py", "jitfunction.py", "signature.py",
                      "compiler.py")
+_HERE = os.path.dirname(os.path.abspath(__file__))
 _versions = {}
 
 
@@ -55,9 +56,8 @@ def _hash_files(h, paths):
 def frontend_version():
     """The compiler's build and the frontend's sources, hashed (once)."""
     if "frontend" not in _versions:
-        here = os.path.dirname(os.path.abspath(__file__))
         h = hashlib.sha256(COMPILER_VERSION.encode())
-        _versions["frontend"] = _hash_files(h, [os.path.join(here, n) for n in _FRONTEND_SOURCES])
+        _versions["frontend"] = _hash_files(h, [os.path.join(_HERE, n) for n in _FRONTEND_SOURCES])
     return _versions["frontend"]
 
 
@@ -70,10 +70,9 @@ def kernels_version():
     checkout puts them), hashed without importing them."""
     if "kernels" not in _versions:
         from . import kernels          # (the package only: its __path__, where its modules are found)
-        here = os.path.dirname(os.path.abspath(__file__))
         h = hashlib.sha256(COMPILER_VERSION.encode())
         for name in _FRONTEND_SOURCES:
-            st = os.stat(os.path.join(here, name))
+            st = os.stat(os.path.join(_HERE, name))
             h.update(f"{name}:{st.st_size}:{st.st_ino}:{st.st_mtime_ns}:{st.st_ctime_ns};".encode())
         for d in kernels.__path__:
             names = sorted(n for n in os.listdir(d) if n.endswith(".py")) if os.path.isdir(d) else []

@@ -403,6 +403,7 @@ def _specialise_all(jobs):
             found[i] = c
     if index is not None and all(c.device == "cuda" and getattr(c, "entry", None) for c in found):
         cache.store_index(index, [(c.entry, c.name, c.params) for c in found])
+        _INDEXED[index] = found          # (this process's next prepare: these, their kernels loaded once)
     return found
 
 
@@ -420,8 +421,9 @@ _INDEXED = {}
 
 
 def _indexed(index):
-    """The Compiled binaries an index entry names (kept per process), or
-    None when the entry or one of its binaries is missing."""
+    """The Compiled binaries an index entry names (kept per process, with
+    those this process compiled or found by the JIT for it), or None when
+    the entry or one of its binaries is missing."""
     found = _INDEXED.get(index)
     if found is None:
         items = cache.load_index(index)
