@@ -52,6 +52,7 @@ def steps():
         key, ptrs = interface._key(*key_args)
         call = interface._CALLS[key]
         s = stream()
+        shape, device = tuple(q.shape), q.device
         rows = [
             ("whole API call", per_call_us(api)),
             ("prepared call alone (C: outputs, workspace, 2 launches)", per_call_us(lambda: call(ptrs, q, lens))),
@@ -62,6 +63,16 @@ def steps():
             ("torch.empty_like(q) (out)", per_call_us(lambda: torch.empty_like(q))),
             ("workspace: raw alloc + delete", per_call_us(lambda: raw_delete(raw_alloc(4096, s)))),
             ("stream()", per_call_us(stream)),
+            ("whole API call, num_splits=1 (one launch)", per_call_us(lambda: fakv.flash_attn_with_kvcache(
+                q, k, v, cache_seqlens=lens, block_table=table, num_splits=1))),
+            ("q.shape", per_call_us(lambda: q.shape)),
+            ("q.stride()", per_call_us(lambda: q.stride())),
+            ("q.dtype", per_call_us(lambda: q.dtype)),
+            ("q.get_device()", per_call_us(lambda: q.get_device())),
+            ("q.data_ptr()", per_call_us(lambda: q.data_ptr())),
+            ("torch.empty(shape, dtype=, device=)", per_call_us(
+                lambda: torch.empty(shape, dtype=torch.bfloat16, device=device))),
+            ("q.new_empty(shape)", per_call_us(lambda: q.new_empty(shape))),
         ]
         print(f"\nb1 s1024 {'paged 256' if paged else 'contiguous'}")
         for name, us in rows:
@@ -150,14 +161,23 @@ import fakv, fakv.interface, fakv.kernels.decode, fakv.kernels.combine
 """
 
 
+# The warm start under cProfile (the import of the API and the first call): the functions that take its time.
+PROFILED = WARM.replace("t1 = time.perf_counter()", "import cProfile, pstats; pr = cProfile.Profile(); "
+                        "t1 = time.perf_counter(); pr.enable()", 1).replace(
+    "t3 = time.perf_counter()", "t3 = time.perf_counter(); pr.disable()", 1) + """
+pstats.Stats(pr).sort_stats("tottime").print_stats(25)
+pstats.Stats(pr).sort_stats("cumulative").print_stats(30)
+"""
+
+
 def starts():
     paths = [os.path.join(ROOT, "bench"), os.path.join(ROOT, "test", "gpu")]
     with tempfile.TemporaryDirectory() as cache:
         env = dict(os.environ, FAKV_CACHE_DIR=cache)
-        for name, script in (("cold", COLD), ("warm", WARM)):
+        for name, script in (("cold", COLD), ("warm", WARM), ("warm, under cProfile", PROFILED)):
             r = subprocess.run([sys.executable, "-c", script.format(paths=paths)], env=env, capture_output=True,
                                text=True, timeout=300)
-            print(f"\n--- {name} start ---\n{r.stdout}{r.stderr[-2000:]}")
+            print(f"\n--- {name} start ---\n{r.stdout}{r.stderr[-4000:]}")
     r = subprocess.run([sys.executable, "-X", "importtime", "-c", IMPORTS], capture_output=True, text=True,
                        timeout=120)
     lines = r.stderr.split("--- after torch ---")[-1].splitlines()

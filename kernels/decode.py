@@ -1,12 +1,12 @@
-"""Split-KV decode attention over a paged or contiguous KV cache, in fakv: one
-program per (split x query block, query head, sequence) streams its share of the
-keys of kv head h // GROUP through the online softmax and writes the output and
-LSE, or f32 partials for combine.py. pack_gqa=1: fakv-pack-gqa runs the GROUP
-heads of a kv head in one program; stages=3: three K/V blocks in flight."""
+"""Split-KV decode attention over a paged or contiguous KV cache, in fakv: one program per (sequence, query
+head, split x query block) streams its share of the keys of kv head h // GROUP through the online softmax and
+writes the output and LSE, or f32 partials for combine.py. pack_gqa=1: fakv-pack-gqa runs the GROUP heads of
+a kv head in one program; stages=3: three K/V blocks in flight."""
 import fakv
 import fakv.language as fl
 from fakv.kernels.append import append_rows, rotated_rows
 from fakv.kernels.combine import merge_splits
+from fakv.kernels.splits import used_splits
 
 # Codes a program reports bad data with (fl.report; fakv.runtime.ERROR_KINDS), plus the batch row.
 SEQLENS_ERROR, BLOCK_TABLE_ERROR, BATCH_IDX_ERROR, APPEND_ERROR, LEFTPAD_ERROR, ROTARY_ERROR = \
@@ -63,11 +63,11 @@ def decode(Q, K, V, Table, Seqlens, Out, Lse, OutPart, LsePart,
            SQ_BLOCK: fl.constexpr, PAGE_SIZE: fl.constexpr, CAUSAL: fl.constexpr, BATCH_IDX: fl.constexpr,
            SOFTCAP: fl.constexpr, WINDOW: fl.constexpr, ALIBI: fl.constexpr, LEFTPAD: fl.constexpr,
            PRESCALE: fl.constexpr, MERGE: fl.constexpr, APPEND: fl.constexpr, ROTARY: fl.constexpr,
-           INTERLEAVED: fl.constexpr):
-    split_mb, h, b = fl.program_id(0), fl.program_id(1), fl.program_id(2)
+           INTERLEAVED: fl.constexpr, ADAPTIVE: fl.constexpr):
+    b, h, split_mb = fl.program_id(0), fl.program_id(1), fl.program_id(2)
     m_blocks = (seqlen_q + SQ_BLOCK - 1) // SQ_BLOCK
     split, q0 = split_mb // m_blocks, (split_mb % m_blocks) * SQ_BLOCK
-    num_splits, kvh = fl.num_programs(0) // m_blocks, h // GROUP
+    num_splits, kvh = fl.num_programs(2) // m_blocks, h // GROUP
     # The keys: cache rows [pad, old + new_keys) after the padding; the new ones appended by append.py, or with
     # APPEND read from KNew / VNew. Bad lengths or padding are reported, and the sequence reads no key.
     old = Seqlens[b]
@@ -89,7 +89,8 @@ def decode(Q, K, V, Table, Seqlens, Out, Lse, OutPart, LsePart,
         pos = q0 + seqlen - seqlen_q       # the first query's position in the cache
         lo = fl.where(left < 0, 0, fl.maximum(pos - left, 0) // BLOCK_N)
         hi = fl.where(right < 0, hi, fl.minimum(hi, (pos + SQ_BLOCK - 1 + right) // BLOCK_N + 1))
-    per_split = (hi - lo + num_splits - 1) // num_splits
+    splits = used_splits(Seqlens, cached, num_splits, capacity, ADAPTIVE) if ADAPTIVE else num_splits  # (splits.py)
+    per_split = (hi - lo + splits - 1) // splits
     first, last = lo + split * per_split, fl.minimum(lo + (split + 1) * per_split, hi)
 
     # Queries [q0, q0 + SQ_BLOCK) of head h, with ROTARY rotated at old + q0 + i * q_step (FlashAttention's).
@@ -115,7 +116,7 @@ def decode(Q, K, V, Table, Seqlens, Out, Lse, OutPart, LsePart,
         m, l, acc = attend(q, k, v, m, l, acc, q_pos, n0 + fl.arange(0, BLOCK_N), cached, seqlen, *mods)
     if APPEND:                    # the last split attends the new keys (after: measured faster)
         new = b * new_batch_stride + kvh * new_head_stride
-        for t0 in fl.range(fl.maximum(pad - old, 0), fl.where((split == num_splits - 1) & (not bad), new_keys, 0),
+        for t0 in fl.range(fl.maximum(pad - old, 0), fl.where((split == splits - 1) & (not bad), new_keys, 0),
                            16):          # 16 rows at a time (registers); new keys before the padding: not attended
             at, rows = new + t0 * new_seq_stride, new_keys - t0
             k = rotated_rows(KNew + at, new_seq_stride, rows, head_dim, Cos, Sin, old + t0, 1, cos_stride,
@@ -124,7 +125,7 @@ def decode(Q, K, V, Table, Seqlens, Out, Lse, OutPart, LsePart,
             m, l, acc = attend(q, k, v, m, l, acc, q_pos, old - pad + t0 + fl.arange(0, 16), seqlen, seqlen, *mods)
         append_rows(KNew + new, VNew + new, new_seq_stride, K + kvh.to(fl.int64) * head_stride,
                     V + kvh.to(fl.int64) * head_stride, table, BatchIdx, Cos, Sin, Errors, b,
-                    fl.num_programs(0) - 1 - split_mb, new_keys, fl.num_programs(0), fl.where(bad, -1, old),
+                    fl.num_programs(2) - 1 - split_mb, new_keys, fl.num_programs(2), fl.where(bad, -1, old),
                     page_stride, row_stride, num_pages, head_dim, rotary_dim, cos_stride, HEAD_DIM, PAGE_SIZE,
                     BATCH_IDX, ROTARY, INTERLEAVED)   # a share each, the last split's first: it has the fewest blocks
     # out = acc / l, lse = m + log(l); a row that saw no key gives 0 and -inf (+inf in Lse, as FlashAttention 2).
@@ -139,8 +140,7 @@ def decode(Q, K, V, Table, Seqlens, Out, Lse, OutPart, LsePart,
         fl.store(Lse + (b * heads + h) * seqlen_q, fl.where(empty, float("inf"), lse), (q0,), (1,),
                  bounds=(seqlen_q,))
     else:
-        # Partials: (splits, batch, seqlen_q, heads, HEAD_DIM) and (splits, batch, heads, seqlen_q).
-        part = split * batch + b
+        part = split * batch + b   # partials: (split, batch, seqlen_q, head, HEAD_DIM), (split, batch, head, seqlen_q)
         fl.store(OutPart + (part * seqlen_q * heads + h) * HEAD_DIM, out, (q0, 0), (heads * HEAD_DIM, 1),
                  bounds=(seqlen_q, head_dim))
         fl.store(LsePart + (part * heads + h) * seqlen_q, lse, (q0,), (1,), bounds=(seqlen_q,))

@@ -17,8 +17,10 @@ PyObject *dataPtrName, *shapeName, *strideName;
 /// When a kernel named `name` is launched programmatically (it may start
 /// while the kernel before it finishes), decided once when it is made: never
 /// unless it waits for the grids before it (`dependent`:
-/// lowering/DependentLaunch.cpp); then by FAKV_DEPENDENT_LAUNCH: unset, as
-/// the second kernel of an API call (combine after its decode); 1, always;
+/// lowering/DependentLaunch.cpp); then by FAKV_DEPENDENT_LAUNCH: unset, when
+/// the caller asks (`secondOfCall`: an API call's combine after its decode,
+/// and the decode of a call that reads little, interface.py's
+/// _EARLY_DECODE_BYTES); 1, always;
 /// 0, never; else a comma-separated list of the kernel names always so.
 LaunchMode launchModeOf(const char *name, bool dependent) {
   const char *mode = std::getenv("FAKV_DEPENDENT_LAUNCH");

@@ -72,10 +72,11 @@ const unsigned char *tensorMapAt(KernelObject *k, size_t t, uint64_t address,
                                  const uint64_t layout[8]);
 
 /// Launches `k` with its runtime arguments in 8-byte `slots` and its tensor
-/// maps (128 bytes each) after them; `secondOfCall`: `k` reads what the
-/// kernel launched just before it by the same API call wrote (then, by
-/// default, it is launched programmatically: LaunchKernel.cpp). False with
-/// a Python exception.
+/// maps (128 bytes each) after them; `secondOfCall`: launched
+/// programmatically by default (LaunchKernel.cpp): `k` may be scheduled while
+/// the kernel before it in the stream (the same API call's decode, or
+/// whatever came before a small call's decode) finishes. False with a Python
+/// exception.
 bool launchSlots(KernelObject *k, const unsigned grid[3], uint64_t stream,
                  unsigned char *slots, unsigned char (*maps)[128], bool secondOfCall);
 

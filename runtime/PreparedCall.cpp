@@ -39,7 +39,7 @@ struct PreparedCallObject {
   int decodeSlots[NumSlots];
   uint64_t layout[8];                 // the caches' dims and strides
   unsigned long long wsBytes, partOutBytes, partLseBytes;
-  int returnLse, copyQ;
+  int returnLse, copyQ, earlyDecode;  // earlyDecode: decode launched programmatically too
   PyObject *emptyLike, *emptyLse, *rawAlloc, *rawDelete, *stream, *seqlensAddress, *emptyWorkspace;
   PyObject *kernels;                  // the two Kernel objects, kept alive
   void *context;                      // the CUDA context it was prepared in (its tensors' device)
@@ -79,14 +79,14 @@ int PreparedCall_init(PreparedCallObject *self, PyObject *args, PyObject *kwargs
       "decode", "decode_grid", "decode_args", "decode_slots", "combine", "combine_grid",
       "combine_args", "cache_layout", "ws_bytes", "part_out_bytes", "part_lse_bytes", "return_lse",
       "copy_q", "empty_like", "empty_lse", "raw_alloc", "raw_delete", "stream", "seqlens_address",
-      "empty_workspace", nullptr};
+      "empty_workspace", "early_decode", nullptr};
   PyObject *decode, *dgrid, *dargs, *dslots, *combine, *cgrid, *cargs, *layout;
   PyObject *emptyLike, *emptyLse, *rawAlloc, *rawDelete, *stream, *seqlensAddress, *emptyWorkspace;
   if (!PyArg_ParseTupleAndKeywords(
-          args, kwargs, "OOOOOOOOKKKppOOOOOOO", const_cast<char **>(keywords), &decode, &dgrid,
+          args, kwargs, "OOOOOOOOKKKppOOOOOOO|p", const_cast<char **>(keywords), &decode, &dgrid,
           &dargs, &dslots, &combine, &cgrid, &cargs, &layout, &self->wsBytes, &self->partOutBytes,
           &self->partLseBytes, &self->returnLse, &self->copyQ, &emptyLike, &emptyLse, &rawAlloc,
-          &rawDelete, &stream, &seqlensAddress, &emptyWorkspace))
+          &rawDelete, &stream, &seqlensAddress, &emptyWorkspace, &self->earlyDecode))
     return -1;
   self->decode = new Launch();
   if (!pack(*self->decode, decode, dgrid, dargs))
@@ -265,7 +265,7 @@ PyObject *PreparedCall_call(PreparedCallObject *self, PyObject *args, PyObject *
     setSlot(d, s[Cos], a[ACos] ? a[ACos] : a[AQ]);
     setSlot(d, s[Sin], a[ASin] ? a[ASin] : a[AQ]);
     setSlot(d, s[LeftPad], a[ALeftPad] ? a[ALeftPad] : a[ASeqlens]);
-    if (!launch(d, stream, self->layout, false))
+    if (!launch(d, stream, self->layout, self->earlyDecode))
       goto done;
     if (self->combine) {
       Launch &c = *self->combine;

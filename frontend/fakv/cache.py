@@ -14,7 +14,8 @@ kernel in memory only, with one warning.
 The index (load_index / store_index) maps what an API call specialises on
 (interface.py) to the entries of its kernels, so that a new process finds
 them without importing the kernels and the DSL: its keys include
-kernels_version(), a hash of every file the kernels' code comes from.
+kernels_version(), a hash of the stats of every file the kernels' code
+comes from.
 """
 import hashlib
 import json
@@ -61,23 +62,37 @@ def frontend_version():
     return _versions["frontend"]
 
 
+def kernel_dirs():
+    """The folders fakv.kernels finds its modules in, in order: $FAKV_KERNELS,
+    the package's own folder (installed), the checkout's kernels/."""
+    here = os.path.join(_HERE, "kernels")
+    dirs = [os.environ["FAKV_KERNELS"]] if os.environ.get("FAKV_KERNELS") else []
+    dirs.append(here)
+    if not os.path.exists(os.path.join(here, "decode.py")):
+        dirs.append(os.path.join(os.path.dirname(os.path.dirname(_HERE)), "kernels"))
+    return dirs
+
+
+def _stat_files(h, folder, names):
+    for name in names:
+        st = os.stat(os.path.join(folder, name))
+        h.update(f"{name}:{st.st_size}:{st.st_ino}:{st.st_mtime_ns}:{st.st_ctime_ns};".encode())
+
+
 def kernels_version():
     """What the index's keys depend on besides a call: the compiler's build,
-    the frontend's files (size, inode, modification and change times: a
-    warm start does not read them; the JIT's own keys hash their contents)
-    and the contents of the Python files in fakv.kernels' folders (decode,
-    combine, append and what sits beside them, wherever $FAKV_KERNELS or the
-    checkout puts them), hashed without importing them."""
+    and the frontend's files and the Python files in fakv.kernels' folders
+    (decode, combine, append and what sits beside them, wherever
+    $FAKV_KERNELS or the checkout puts them) by size, inode, modification
+    and change times: a warm start neither reads nor imports them (the
+    JIT's own keys hash their contents)."""
     if "kernels" not in _versions:
-        from . import kernels          # (the package only: its __path__, where its modules are found)
         h = hashlib.sha256(COMPILER_VERSION.encode())
-        for name in _FRONTEND_SOURCES:
-            st = os.stat(os.path.join(_HERE, name))
-            h.update(f"{name}:{st.st_size}:{st.st_ino}:{st.st_mtime_ns}:{st.st_ctime_ns};".encode())
-        for d in kernels.__path__:
+        _stat_files(h, _HERE, _FRONTEND_SOURCES)
+        for d in kernel_dirs():
             names = sorted(n for n in os.listdir(d) if n.endswith(".py")) if os.path.isdir(d) else []
-            h.update(f"{len(names)} files;".encode())
-            _hash_files(h, [os.path.join(d, n) for n in names])
+            h.update(f"{d}:{len(names)} files;".encode())
+            _stat_files(h, d, names)
         _versions["kernels"] = h.hexdigest()
     return _versions["kernels"]
 

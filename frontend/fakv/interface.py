@@ -94,6 +94,15 @@ def plan(*args, **kwargs):
     return {k: dict(v) if isinstance(v, dict) else v for k, v in _plan(*args, **kwargs).items()}
 
 
+# Ragged batches (_plan): ADAPTIVE's split count, and where it applies. H200,
+# num_splits swept (as bench/ragged_splits.py does): b32 with lengths uniform
+# in [1, 16K] 415 us unsplit, 288 / 250 / 245 us in 2 / 4 / 6 even shares;
+# equal lengths, b32 s8K: 245 us unsplit, 252-265 us split evenly.
+_ADAPTIVE_SPLITS = 4
+_ADAPTIVE_MAX_BATCH = 64      # (kernels/splits.py reads every length: BATCH loads, unrolled)
+_ADAPTIVE_MIN_BLOCKS = 16     # key blocks per split of the longest sequence, at least
+
+
 # What an appending call's last split does besides its cache blocks (the new
 # keys attended and written), in key blocks; an estimate (a one-token append
 # with rotary added 1.4-2.1 us to a 3.7 us call of one split, H200).
@@ -126,6 +135,7 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
     combine_programs = lambda s, hb: math.ceil(heads / hb) * seqlen_q * batch if s > 1 else 0  # noqa: E731
     max_head_block = lambda s: max(1, min(_pow2(heads), 16384 // (_pow2(s) * head_tile)))  # noqa: E731
     slots = num_sms * (2 if head_tile <= 128 else 1)
+    adaptive = 0
     if num_splits <= 0:
         # FlashAttention's heuristic over the programs that run at once: two
         # decode programs share an SM at head dims up to 128 (~120 registers
@@ -155,6 +165,15 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
             counts = range(num_splits, min(max_splits, wave) + 1)
             fit = [s for s in counts if programs(s) + combine_programs(s, max_head_block(s)) <= slots]
             num_splits = min(fit or counts, key=longest)
+        # A batch of one wave without splits: if its lengths turn out ragged
+        # (cache_seqlens is read by the kernel, not here), one long sequence
+        # would be one long program while the others' slots idle. Launched
+        # with _ADAPTIVE_SPLITS splits, decode.py's ADAPTIVE (kernels/splits.py)
+        # gives each sequence as many as the batch's lengths call for: one
+        # each when they are near-equal (the other programs stop at once).
+        elif (batch <= _ADAPTIVE_MAX_BATCH and programs(1) <= slots
+              and n_blocks >= _ADAPTIVE_SPLITS * _ADAPTIVE_MIN_BLOCKS):
+            num_splits, adaptive = _ADAPTIVE_SPLITS, batch
     num_splits = max(1, min(num_splits, MAX_SPLITS, n_blocks))
     # Heads per combine program: as few as fit beside the decode programs (more programs, each
     # loading less: b1 s8192, 29 splits, 1 head 12.3 us, 4 heads 13.0), else as many as a tile holds.
@@ -167,8 +186,9 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
         "decode": dict(HEAD_DIM=head_tile, BLOCK_N=block_n, GROUP=group, SQ_BLOCK=sq_block,
                        PAGE_SIZE=page_size if paged else 0, CAUSAL=bool(causal) and seqlen_q > 1,
                        BATCH_IDX=False, SOFTCAP=False, WINDOW=False, ALIBI=False, LEFTPAD=False, PRESCALE=False,
-                       MERGE=False, APPEND=False, ROTARY=False, INTERLEAVED=False),
-        "decode_grid": (num_splits * m_blocks, heads, batch),
+                       MERGE=False, APPEND=False, ROTARY=False, INTERLEAVED=False, ADAPTIVE=adaptive),
+        # (batch, heads, splits): the programs of a split start after those of the split before.
+        "decode_grid": (batch, heads, num_splits * m_blocks),
         # Ring depth (docs/gpu-results.md): three K/V blocks in flight read
         # the cache fastest at head dims up to 128 (decode.py's own stages=3);
         # above, two (shared memory).
@@ -446,9 +466,11 @@ _POOL = None
 
 
 def _prepare(decode, decode_args, decode_consts, decode_grid, combine, combine_args, combine_consts,
-             combine_grid, q, lse_shape, part_out, part_lse, return_lse, capacity, copy_q, seqlen_new, paged):
+             combine_grid, q, lse_shape, part_out, part_lse, return_lse, capacity, copy_q, seqlen_new, paged,
+             early_decode=False):
     """The PreparedCall of a checked GPU call: decode and combine specialised and
-    compiled (in parallel threads when both compile), their launchers made."""
+    compiled (in parallel threads when both compile), their launchers made;
+    `early_decode`: decode launched programmatically too (_EARLY_DECODE_BYTES)."""
     ptr = runtime.Pointer
     dev = q.get_device()
     # Stand-ins (16-byte aligned, as torch's allocations are) for what each call allocates.
@@ -489,7 +511,19 @@ def _prepare(decode, decode_args, decode_consts, decode_grid, combine, combine_a
         empty_lse=functools.partial(torch.empty, lse_shape, dtype=torch.float32, device=q.device),
         raw_alloc=raw_alloc, raw_delete=raw_delete, stream=runtime.stream_getter(),
         seqlens_address=_SeqlensTensors(q.shape[0], capacity, q.device, seqlen_new, paged),
-        empty_workspace=lambda n: torch.empty(n // 4, dtype=torch.float32, device=q.device))
+        empty_workspace=lambda n: torch.empty(n // 4, dtype=torch.float32, device=q.device),
+        early_decode=bool(early_decode))
+
+
+# Calls that read at most this much of the caches launch decode programmatically
+# too (it may be scheduled while the kernel before it in the stream, say the
+# previous call's combine, finishes; it waits for it before touching memory:
+# lowering/DependentLaunch.cpp); not behind append.py's kernel (3 us slower
+# once: docs/decisions.md). H200, bench/launch_modes.py: b1 s1024
+# 6.66 -> 6.32 us, b1 s8192 12.18 -> 11.77, b8 s8192 (256 MiB) 67.70 -> 67.36;
+# but b32 s8192 (1 GiB) 241.9 -> 246.9 (its programs wait in slots the
+# previous call's still need).
+_EARLY_DECODE_BYTES = 256 << 20
 
 
 # decode.py's pointer parameters a PreparedCall fills in per call: Q, K, V,
@@ -814,7 +848,9 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
         _Tensor, _signature = torch.Tensor, _runtime.signature
     call = _prepare(decode, decode_args, decode_consts, p["decode_grid"], combine if splits > 1 and not merge else None,
                     combine_args, p["combine"], p["combine_grid"], q, lse_shape, part_out, part_lse,
-                    return_softmax_lse, capacity, copy_q, seqlen_new, paged)
+                    return_softmax_lse, capacity, copy_q, seqlen_new, paged,
+                    early_decode=(k is None or fused)
+                    and batch * capacity * kv_heads * head_dim * 4 <= _EARLY_DECODE_BYTES)
     found = _key(kernels, q, k_cache, v_cache, given_seqlens, block_table, cache_batch_idx, alibi_slopes, k, v,
                  rotary_cos, rotary_sin, cache_leftpad, softmax_scale, causal, window_size, softcap,
                  rotary_interleaved, num_splits, return_softmax_lse)

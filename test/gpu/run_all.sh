@@ -7,7 +7,8 @@
 #
 #   test/gpu/run_all.sh LOGDIR [STEP...]
 #   STEP: install hide ir frontend grid kvcache demo restore sanitize bench host (default: all, in this
-#   order), profile, cost (bench/append_cost.py), modes (bench/launch_modes.py); sanitize is memcheck
+#   order), profile, cost (bench/append_cost.py), modes (bench/launch_modes.py), ragged
+#   (bench/ragged_splits.py), peers (bench/bench_grid.py, FlashInfer from .carry/wheels); sanitize is memcheck
 #   racecheck synccheck initcheck (each a step of its own too)
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -63,6 +64,12 @@ for step in $STEPS; do
     profile) run profile 300 python3 bench/profile_host.py; cat "$LOGS/profile.log" ;;
     cost) run cost 300 python3 bench/append_cost.py; cat "$LOGS/cost.log" ;;
     modes) run modes 300 python3 bench/launch_modes.py; cat "$LOGS/modes.log" ;;
+    ragged) run ragged 300 python3 bench/ragged_splits.py; cat "$LOGS/ragged.log" ;;
+    peers)     # bench/bench_grid.py with FlashInfer from wheels carried in .carry/wheels (no network there)
+      python3 -m pip install -q --no-deps --no-index --target /tmp/fi "$ROOT"/.carry/wheels/*.whl > "$LOGS/peers-install.log" 2>&1
+      PYTHONPATH=/tmp/fi CUDA_HOME=/usr/local/cuda FLASHINFER_CUDA_ARCH_LIST=9.0a \
+        run peers 540 python3 bench/bench_grid.py --out "$LOGS/perf" --peers sdpa,triton,flashinfer,flashinfer-tc
+      tail -3 "$LOGS/peers.log" ;;
     bench)
       run bench 300 python3 bench/bench_decode.py
       cat "$LOGS/bench.log"

@@ -68,3 +68,41 @@ def test_every_kind_of_call_compiles_for_sm90a(tmp_path):
     assert not failed, "\n".join(map(str, failed))
     cubins = [f for f in os.listdir(tmp_path) if f.endswith(".cubin")]
     assert len(cubins) >= 20, cubins          # decode, combine and append specialisations
+
+
+ADAPTIVE_SCRIPT = """
+import json, numpy as np, ml_dtypes
+import fakv
+from fakv import interface
+bf = ml_dtypes.bfloat16
+interface.T.device_properties = lambda x: (2, 50 << 20)     # a GPU of 2 SMs: a batch of 2 x 2 kv heads fills it
+planned = []
+for d, paged, new in ((64, True, 0), (128, False, 0), (128, True, 1)):
+    b, hk, cap = 2, 2, 4096
+    q = np.zeros((b, 1, 8, d), bf)
+    if paged:
+        k, table = np.zeros((b * cap // 256, 256, hk, d), bf), np.arange(b * cap // 256, dtype=np.int32).reshape(b, -1)
+    else:
+        k, table = np.zeros((b, cap, hk, d), bf), None
+    kn = np.zeros((b, new, hk, d), bf) if new else None
+    p = interface.plan(b, 1, 8, hk, d, "bf16", paged, 256 if paged else cap, cap, False, 0, 2, 50 << 20, bool(new))
+    planned.append(p["decode"]["ADAPTIVE"])
+    fakv.flash_attn_with_kvcache(q, k, k.copy(), kn, kn, cache_seqlens=np.array([10, 3000], np.int32),
+                                 block_table=table)
+print(json.dumps(planned))
+"""
+
+
+@needs_assembler
+def test_adaptive_splits_compile_for_sm90a(tmp_path):
+    """decode.py with ADAPTIVE (kernels/splits.py: every length of the batch
+    read, unrolled) through the GPU pipeline to a cubin, paged and not,
+    head dims 64 and 128, with new keys too."""
+    import json
+    env = dict(os.environ, FAKV_CACHE_DIR=str(tmp_path), FAKV_COMPILE_ONLY="1",
+               PYTHONPATH=os.path.join(ROOT, "frontend"))
+    out = subprocess.run([sys.executable, "-c", ADAPTIVE_SCRIPT], env=env, capture_output=True, text=True,
+                         timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == [2, 2, 2]
+    assert len([f for f in os.listdir(tmp_path) if f.endswith(".cubin")]) >= 5   # 3 decodes, 2 combines

@@ -11,6 +11,7 @@ import pytest
 import fakv
 import fakv.language as fl
 from attention_ref import NP_DTYPES, attention, check, gather
+from fakv.kernels.splits import used_splits
 
 CASES = list(itertools.product(
     ["f16", "bf16"],
@@ -58,6 +59,57 @@ def test_flash_attn_cpu(dtype, heads, page, query):
         finite = np.isfinite(lse_ref)
         assert np.array_equal(np.isposinf(lse), ~finite)      # FlashAttention 2: +inf without keys
         assert np.abs(lse[finite] - lse_ref[finite]).max() <= 1e-4
+
+
+@fakv.jit
+def _splits_of(Seqlens, Out, capacity, BATCH: fl.constexpr):
+    b = fl.program_id(0)
+    fl.store(Out + b, fl.full((1,), 0, fl.int32) + used_splits(Seqlens, Seqlens[b], 4, capacity, BATCH), (0,), (1,))
+
+
+@pytest.mark.parametrize("lengths,used", [
+    ([2048, 100, 700, 1], [4, 1, 2, 1]),          # ragged: the longest uses all 4 splits, the others shares of 512
+    ([2000, 1990, 2048, 1900], [1, 1, 1, 1]),     # near-equal (none 1/8 above the mean): one split each
+    ([0, 0, 2048, 0], [1, 1, 4, 1])])             # empty sequences: one (empty) split
+@pytest.mark.parametrize("page", [None, 64])
+def test_adaptive_splits_follow_the_lengths(monkeypatch, lengths, used, page):
+    """A batch of one wave with long caches is planned with ADAPTIVE
+    (interface._plan; here on a GPU of 4 SMs, whose 8 slots the batch's 8
+    programs fill): 4 splits launched, each sequence using as many as
+    kernels/splits.py finds in the batch's lengths. Results as without
+    splits, against the float64 reference; the splits used, through
+    used_splits itself."""
+    from fakv import interface
+    monkeypatch.setattr(interface.T, "device_properties", lambda x: (4, 50 << 20))
+    rng = np.random.default_rng(len(lengths) + sum(lengths))
+    batch, h, hk, d, capacity = 4, 4, 2, 128, 2048
+    p = interface.plan(batch, 1, h, hk, d, "bf16", page is not None, page or capacity, capacity, True, 0, 4)
+    assert p["num_splits"] == interface._ADAPTIVE_SPLITS and p["decode"]["ADAPTIVE"] == batch
+    assert p["decode_grid"] == (batch, h, interface._ADAPTIVE_SPLITS)
+    seqlens = np.array(lengths, np.int32)
+    got = np.zeros(batch, np.int32)
+    _splits_of[(batch,)](seqlens, got, capacity, BATCH=batch)
+    assert got.tolist() == used
+
+    nd = NP_DTYPES["bf16"]
+    q = rng.standard_normal((batch, 1, h, d)).astype(nd)
+    if page is None:
+        table = None
+        k, v = (rng.standard_normal((batch, capacity, hk, d)).astype(nd) for _ in range(2))
+    else:
+        pages = batch * capacity // page
+        table = rng.permutation(pages).astype(np.int32).reshape(batch, capacity // page)
+        k, v = (rng.standard_normal((pages, page, hk, d)).astype(nd) for _ in range(2))
+    keys, values = gather(k, table, seqlens, page), gather(v, table, seqlens, page)
+    ref, lse_ref = attention(q, keys, values, seqlens, False, 1 / math.sqrt(d))
+    pt, _ = attention(q, keys, values, seqlens, False, 1 / math.sqrt(d), nd)
+    out, lse = fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=seqlens, block_table=table,
+                                           return_softmax_lse=True)
+    ok, msg = check(out, ref, pt)
+    assert ok, msg
+    finite = np.isfinite(lse_ref)
+    assert np.array_equal(np.isposinf(lse), ~finite)
+    assert np.abs(lse[finite] - lse_ref[finite]).max() <= 1e-4
 
 
 @pytest.mark.parametrize("head_dim", [96, 128])

@@ -62,5 +62,17 @@ def test_appending_call_leaves_the_last_split_room(seqlen):
 
 
 def test_enough_programs_keep_one_split():
-    assert plan(32, 1, 32, 8, 128, "bf16", True, 256, 8192, False, 0, 132, L2)["num_splits"] == 1
-    assert plan(8, 1, 32, 8, 128, "bf16", True, 256, 8192, False, 0, 132, L2)["num_splits"] == 4
+    """A batch of enough programs keeps one split (FlashAttention's
+    heuristic); where they are one wave and the caches long, it is launched
+    with ADAPTIVE's splits (kernels/splits.py: one each unless the lengths
+    turn out ragged). Beyond a wave, or with short caches, one split."""
+    from fakv import interface
+    p = plan(32, 1, 32, 8, 128, "bf16", True, 256, 8192, False, 0, 132, L2)
+    assert p["num_splits"] == interface._ADAPTIVE_SPLITS and p["decode"]["ADAPTIVE"] == 32
+    assert p["decode_grid"] == (32, 32, interface._ADAPTIVE_SPLITS)
+    for args in ((32, 1024), (128, 8192), (64, 8192)):             # short caches; more than one wave
+        p = plan(args[0], 1, 32, 8, 128, "bf16", True, 256, args[1], False, 0, 132, L2)
+        assert p["num_splits"] == 1 and p["decode"]["ADAPTIVE"] == 0
+    assert plan(32, 1, 32, 8, 128, "bf16", True, 256, 8192, False, 1, 132, L2)["decode"]["ADAPTIVE"] == 0   # given
+    p = plan(8, 1, 32, 8, 128, "bf16", True, 256, 8192, False, 0, 132, L2)
+    assert p["num_splits"] == 4 and p["decode"]["ADAPTIVE"] == 0

@@ -1,0 +1,22 @@
+"""How many of its splits a sequence of decode.py uses, in fakv: with BATCH
+(the batch size, a constexpr) set, the splits follow the batch's lengths, so
+that a ragged batch's longest sequences are not one program's work each."""
+import fakv
+import fakv.language as fl
+
+
+@fakv.jit
+def used_splits(Seqlens, length, num_splits, capacity, BATCH: fl.constexpr):
+    """One split when no sequence is more than 1/8 longer than the mean (a
+    batch of near-equal lengths runs as one program per sequence; those of
+    the other splits stop at once); else the longest uses all num_splits and
+    each sequence as many shares of the longest's share as its `length`
+    needs (the programs of a split start after those of the split before,
+    so short sequences' unused programs cost little)."""
+    longest, total = 0, 0
+    for i in fl.static_range(BATCH):       # (BATCH loads at once: no loop to wait on)
+        n = fl.minimum(fl.maximum(Seqlens[i], 0), capacity)
+        longest, total = fl.maximum(longest, n), total + n
+    share = fl.maximum((longest + num_splits - 1) // num_splits, 1)
+    mine = fl.minimum(fl.maximum((length + share - 1) // share, 1), num_splits)
+    return fl.where(longest * BATCH <= total + total // 8, 1, mine)
