@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Split counts on ragged and equal-length batches: GPU time per call (CUDA
 graphs over rotating caches, bench_grid.py's cells) of fakv as planned
-(num_splits=0: a batch of one wave gets kernels/splits.py's ADAPTIVE
-splits) beside fixed num_splits (1: unsplit; 2-8: even shares), bf16 GQA
-32/8 d128, contiguous and pages of 256. Diagnostics for the planner
-(interface._ADAPTIVE_SPLITS), not a benchmark against peers.
+(num_splits=0), with FAKV_ADAPTIVE_SPLITS=4 (a batch of one wave gets 4
+splits and kernels/splits.py's ADAPTIVE), and with fixed num_splits (1:
+unsplit; 2-6: even shares), bf16 GQA 32/8 d128, contiguous and pages of
+256. Diagnostics for the planner (interface._ADAPTIVE_SPLITS), not a
+benchmark against peers.
 
     python bench/ragged_splits.py
 """
@@ -18,15 +19,15 @@ import bench_grid as G  # noqa: E402
 SHAPES = [("ragged b32 s<=16K", 32, 16384, 32, 8, 128, True), ("ragged b16 s<=32K", 16, 32768, 32, 8, 128, True),
           ("ragged b128 s<=4K", 128, 4096, 32, 8, 128, True), ("b32 s8K", 32, 8192, 32, 8, 128, False),
           ("b32 s32K", 32, 32768, 32, 8, 128, False), ("b16 s32K", 16, 32768, 32, 8, 128, False)]
-SPLITS = (0, 1, 2, 4, 6)
+SPLITS = (0, "adaptive", 1, 2, 4, 6)
 
 
 def main():
     import torch
     import fakv
     from fakv import interface
-    print(f"copy {G.copy_bandwidth():.2f} TB/s; us per call, num_splits=0 is the plan (its split count and "
-          f"ADAPTIVE in brackets)")
+    print(f"copy {G.copy_bandwidth():.2f} TB/s; us per call: s0 as planned (its split count and ADAPTIVE in "
+          f"brackets), adaptive with FAKV_ADAPTIVE_SPLITS=4, sN with num_splits=N")
     for shape in SHAPES:
         for page in (0, 256):
             cell = G.Cell(shape, page)
@@ -34,11 +35,17 @@ def main():
                                0, torch.cuda.get_device_properties(0).multi_processor_count)
             row = []
             for s in SPLITS:
+                interface._ADAPTIVE_SPLITS = 4 if s == "adaptive" else 0    # (FAKV_ADAPTIVE_SPLITS=4)
+                interface._plan.cache_clear()
+                interface._CALLS.clear()
                 run = lambda i, s=s: fakv.flash_attn_with_kvcache(  # noqa: E731
                     cell.q, cell.k[i], cell.v[i], cache_seqlens=cell.lens, block_table=cell.table, causal=True,
-                    num_splits=s)
+                    num_splits=0 if s == "adaptive" else s)
                 t, _ = G.graph_time_ms([lambda i=i: run(i) for i in range(cell.copies)])
-                row.append(f"s{s}={t * 1e3:7.1f}")
+                row.append(f"{s if s == 'adaptive' else f's{s}'}={t * 1e3:7.1f}")
+            interface._ADAPTIVE_SPLITS = 0
+            interface._plan.cache_clear()
+            interface._CALLS.clear()
             print(f"{shape[0]:20} page {page:3} [{p['num_splits']} splits, ADAPTIVE={p['decode']['ADAPTIVE']}]: "
                   + " ".join(row), flush=True)
             del cell

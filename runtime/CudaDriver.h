@@ -29,6 +29,7 @@ struct Driver {
   decltype(&::cuTensorMapEncodeTiled) tensorMapEncodeTiled;
   decltype(&::cuMemHostAlloc) memHostAlloc;
   decltype(&::cuMemHostRegister) memHostRegister;
+  decltype(&::cuStreamIsCapturing) streamIsCapturing;
   decltype(&::cuLinkCreate) linkCreate;
   decltype(&::cuLinkAddData) linkAddData;
   decltype(&::cuLinkComplete) linkComplete;

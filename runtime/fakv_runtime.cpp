@@ -53,6 +53,17 @@ int fakv_current_context(void **context) {
   return 0;
 }
 
+int fakv_stream_capturing(void *stream, int *capturing) {
+  auto *d = cuda("fakv_stream_capturing");
+  if (!d)
+    return 1;
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  if (CUresult r = d->streamIsCapturing(static_cast<CUstream>(stream), &status); r != CUDA_SUCCESS)
+    return fail("fakv_stream_capturing", r);
+  *capturing = status != CU_STREAM_CAPTURE_STATUS_NONE;
+  return 0;
+}
+
 int fakv_load_module_data(const void *image, void **module) {
   auto *d = cuda("fakv_load_module_data");
   if (!d)

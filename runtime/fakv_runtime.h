@@ -27,6 +27,9 @@ const char *fakv_last_error(void);
 /* The current CUDA context (null when there is none). */
 int fakv_current_context(void **context);
 
+/* Whether `stream` is being captured into a CUDA graph. */
+int fakv_stream_capturing(void *stream, int *capturing);
+
 /* Loads a cubin image from memory into the current context. */
 int fakv_load_module_data(const void *image, void **module);
 /* The kernel `name` of a loaded module. */

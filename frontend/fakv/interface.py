@@ -94,11 +94,13 @@ def plan(*args, **kwargs):
     return {k: dict(v) if isinstance(v, dict) else v for k, v in _plan(*args, **kwargs).items()}
 
 
-# Ragged batches (_plan): ADAPTIVE's split count, and where it applies. H200,
-# num_splits swept (as bench/ragged_splits.py does): b32 with lengths uniform
-# in [1, 16K] 415 us unsplit, 288 / 250 / 245 us in 2 / 4 / 6 even shares;
-# equal lengths, b32 s8K: 245 us unsplit, 252-265 us split evenly.
-_ADAPTIVE_SPLITS = 4
+# Ragged batches (_plan): FAKV_ADAPTIVE_SPLITS=n launches a batch of one wave
+# over long caches with n splits and decode.py's ADAPTIVE (kernels/splits.py).
+# Off by default: H200, bench/ragged_splits.py, b32 paged 256: lengths uniform
+# in [1, 16K] 421 -> 292 us with 4, but equal lengths (s8K) 243 -> 259 us,
+# the programs a sequence does not use costing ~5 us of an SM slot each
+# (docs/decisions.md). 4 is what the ragged batch measured best with.
+_ADAPTIVE_SPLITS = int(os.environ.get("FAKV_ADAPTIVE_SPLITS") or 0)
 _ADAPTIVE_MAX_BATCH = 64      # (kernels/splits.py reads every length: BATCH loads, unrolled)
 _ADAPTIVE_MIN_BLOCKS = 16     # key blocks per split of the longest sequence, at least
 
@@ -167,11 +169,11 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
             num_splits = min(fit or counts, key=longest)
         # A batch of one wave without splits: if its lengths turn out ragged
         # (cache_seqlens is read by the kernel, not here), one long sequence
-        # would be one long program while the others' slots idle. Launched
-        # with _ADAPTIVE_SPLITS splits, decode.py's ADAPTIVE (kernels/splits.py)
-        # gives each sequence as many as the batch's lengths call for: one
-        # each when they are near-equal (the other programs stop at once).
-        elif (batch <= _ADAPTIVE_MAX_BATCH and programs(1) <= slots
+        # is one long program while the others' slots idle. With
+        # FAKV_ADAPTIVE_SPLITS, launched with that many splits and decode.py's
+        # ADAPTIVE (kernels/splits.py), each sequence uses as many as the
+        # batch's lengths call for: one each when they are near-equal.
+        elif (_ADAPTIVE_SPLITS > 1 and batch <= _ADAPTIVE_MAX_BATCH and programs(1) <= slots
               and n_blocks >= _ADAPTIVE_SPLITS * _ADAPTIVE_MIN_BLOCKS):
             num_splits, adaptive = _ADAPTIVE_SPLITS, batch
     num_splits = max(1, min(num_splits, MAX_SPLITS, n_blocks))

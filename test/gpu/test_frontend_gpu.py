@@ -141,6 +141,40 @@ def test_cuda_graph_capture(page, splits):
     assert torch.equal(out, eager_out) and torch.equal(lse, eager_lse)
 
 
+@pytest.mark.parametrize("page", [16, 256])
+def test_streams_keep_their_own_workspace(page):
+    """Calls on two streams at once, and a graph replayed between eager
+    calls on one stream: each stream keeps its own workspace (the
+    PreparedCall's, runtime/README.md) and the graph its own, so the
+    results equal those of the same calls one at a time."""
+    q, k, v, lens, table = _inputs(page)
+    if COMPILE_ONLY:
+        return fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table, num_splits=3)
+    qs = [q, torch.randn_like(q), torch.randn_like(q)]
+    call = lambda x: fakv.flash_attn_with_kvcache(x, k, v, cache_seqlens=lens, block_table=table,  # noqa: E731
+                                                  num_splits=3)
+    alone = [call(x) for x in qs]
+    torch.cuda.synchronize()
+    streams = [torch.cuda.Stream() for _ in range(2)]
+    outs = []
+    for x, s in zip(qs, streams):
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            torch.cuda._sleep(1000000)        # both streams busy: their calls run at once
+            outs.append([call(x) for _ in range(4)])
+    torch.cuda.synchronize()
+    assert all(torch.equal(o, alone[i]) for i, os_ in enumerate(outs) for o in os_)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        captured = call(qs[2])
+    mixed = []
+    for _ in range(3):
+        graph.replay()
+        mixed.append(call(qs[0]))
+    torch.cuda.synchronize()
+    assert torch.equal(captured, alone[2]) and all(torch.equal(m, alone[0]) for m in mixed)
+
+
 def _reference_check(out, q, k, v, lens, table, page):
     from reference import attention_ref, check, gather_cache
     ks, vs = (k, v) if table is None else (gather_cache(k, table, lens, page), gather_cache(v, table, lens, page))
@@ -297,6 +331,7 @@ def compile_all():
         test_cuda_graph_capture(page, splits)
     for page in (16, 256):
         test_bad_block_table_is_reported(page)
+        test_streams_keep_their_own_workspace(page)
     print("compiled the kernels of test_frontend_gpu.py")
 
 
@@ -306,6 +341,7 @@ def run_all():
     cases += [(test_readme_variant, c) for c in [(None, 1), (256, 3), (16, 0)]]
     cases += [(test_cuda_graph_capture, c) for c in [(256, 1), (16, 3)]]
     cases += [(test_bad_block_table_is_reported, (p,)) for p in (16, 256)]
+    cases += [(test_streams_keep_their_own_workspace, (p,)) for p in (16, 256)]
     cases += [(test_bad_seqlens_are_reported, (p,)) for p in (None, 16, 256)]
     cases += [(test_call_does_not_wait_for_the_gpu, c) for c in [(256, "tensor"), (None, "int")]]
     cases += [(second_call_is_prepared, c) for c in [(256, "tensor"), (None, "int")]]

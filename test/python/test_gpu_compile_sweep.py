@@ -76,6 +76,7 @@ import fakv
 from fakv import interface
 bf = ml_dtypes.bfloat16
 interface.T.device_properties = lambda x: (2, 50 << 20)     # a GPU of 2 SMs: a batch of 2 x 2 kv heads fills it
+interface._ADAPTIVE_SPLITS = 4                              # FAKV_ADAPTIVE_SPLITS=4
 planned = []
 for d, paged, new in ((64, True, 0), (128, False, 0), (128, True, 1)):
     b, hk, cap = 2, 2, 4096
@@ -95,7 +96,7 @@ print(json.dumps(planned))
 
 @needs_assembler
 def test_adaptive_splits_compile_for_sm90a(tmp_path):
-    """decode.py with ADAPTIVE (kernels/splits.py: every length of the batch
+    """decode.py with ADAPTIVE (FAKV_ADAPTIVE_SPLITS; kernels/splits.py: every length of the batch
     read, unrolled) through the GPU pipeline to a cubin, paged and not,
     head dims 64 and 128, with new keys too."""
     import json

@@ -72,20 +72,22 @@ def _splits_of(Seqlens, Out, capacity, BATCH: fl.constexpr):
     ([2000, 1990, 2048, 1900], [1, 1, 1, 1]),     # near-equal (none 1/8 above the mean): one split each
     ([0, 0, 2048, 0], [1, 1, 4, 1])])             # empty sequences: one (empty) split
 @pytest.mark.parametrize("page", [None, 64])
-def test_adaptive_splits_follow_the_lengths(monkeypatch, lengths, used, page):
-    """A batch of one wave with long caches is planned with ADAPTIVE
-    (interface._plan; here on a GPU of 4 SMs, whose 8 slots the batch's 8
-    programs fill): 4 splits launched, each sequence using as many as
+def test_adaptive_splits_follow_the_lengths(monkeypatch, request, lengths, used, page):
+    """With FAKV_ADAPTIVE_SPLITS=4, a batch of one wave with long caches is
+    planned with ADAPTIVE (interface._plan; here on a GPU of 4 SMs, whose 8
+    slots the batch's 8 programs fill): 4 splits launched, each sequence using as many as
     kernels/splits.py finds in the batch's lengths. Results as without
     splits, against the float64 reference; the splits used, through
     used_splits itself."""
     from fakv import interface
     monkeypatch.setattr(interface.T, "device_properties", lambda x: (4, 50 << 20))
+    monkeypatch.setattr(interface, "_ADAPTIVE_SPLITS", 4)       # FAKV_ADAPTIVE_SPLITS=4
+    interface._plan.cache_clear()
+    request.addfinalizer(interface._plan.cache_clear)
     rng = np.random.default_rng(len(lengths) + sum(lengths))
     batch, h, hk, d, capacity = 4, 4, 2, 128, 2048
     p = interface.plan(batch, 1, h, hk, d, "bf16", page is not None, page or capacity, capacity, True, 0, 4)
-    assert p["num_splits"] == interface._ADAPTIVE_SPLITS and p["decode"]["ADAPTIVE"] == batch
-    assert p["decode_grid"] == (batch, h, interface._ADAPTIVE_SPLITS)
+    assert p["num_splits"] == 4 and p["decode"]["ADAPTIVE"] == batch and p["decode_grid"] == (batch, h, 4)
     seqlens = np.array(lengths, np.int32)
     got = np.zeros(batch, np.int32)
     _splits_of[(batch,)](seqlens, got, capacity, BATCH=batch)

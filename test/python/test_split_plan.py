@@ -61,16 +61,23 @@ def test_appending_call_leaves_the_last_split_room(seqlen):
     assert shares[-1] + _APPEND_BLOCKS <= max(shares)       # the new keys' work fits beside the longest split
 
 
-def test_enough_programs_keep_one_split():
+def test_enough_programs_keep_one_split(monkeypatch, request):
     """A batch of enough programs keeps one split (FlashAttention's
-    heuristic); where they are one wave and the caches long, it is launched
-    with ADAPTIVE's splits (kernels/splits.py: one each unless the lengths
-    turn out ragged). Beyond a wave, or with short caches, one split."""
+    heuristic); with FAKV_ADAPTIVE_SPLITS=4, where they are one wave and the
+    caches long, it is launched with 4 splits and ADAPTIVE (kernels/splits.py:
+    one each unless the lengths turn out ragged). Beyond a wave, with short
+    caches or a num_splits given: one split, no ADAPTIVE."""
     from fakv import interface
     p = plan(32, 1, 32, 8, 128, "bf16", True, 256, 8192, False, 0, 132, L2)
-    assert p["num_splits"] == interface._ADAPTIVE_SPLITS and p["decode"]["ADAPTIVE"] == 32
-    assert p["decode_grid"] == (32, 32, interface._ADAPTIVE_SPLITS)
-    for args in ((32, 1024), (128, 8192), (64, 8192)):             # short caches; more than one wave
+    assert p["num_splits"] == 1 and p["decode"]["ADAPTIVE"] == 0 and p["decode_grid"] == (32, 32, 1)
+    p = plan(8, 1, 32, 8, 128, "bf16", True, 256, 8192, False, 0, 132, L2)
+    assert p["num_splits"] == 4 and p["decode"]["ADAPTIVE"] == 0
+    monkeypatch.setattr(interface, "_ADAPTIVE_SPLITS", 4)
+    interface._plan.cache_clear()
+    request.addfinalizer(interface._plan.cache_clear)
+    p = plan(32, 1, 32, 8, 128, "bf16", True, 256, 8192, False, 0, 132, L2)
+    assert p["num_splits"] == 4 and p["decode"]["ADAPTIVE"] == 32 and p["decode_grid"] == (32, 32, 4)
+    for args in ((32, 1024), (128, 8192), (65, 8192)):             # short caches; more than one wave
         p = plan(args[0], 1, 32, 8, 128, "bf16", True, 256, args[1], False, 0, 132, L2)
         assert p["num_splits"] == 1 and p["decode"]["ADAPTIVE"] == 0
     assert plan(32, 1, 32, 8, 128, "bf16", True, 256, 8192, False, 1, 132, L2)["decode"]["ADAPTIVE"] == 0   # given
