@@ -1,5 +1,5 @@
-"""Split-KV decode attention over a paged or contiguous KV cache, in fakv: one program per (sequence, query
-head, split x query block) streams its share of the keys of kv head h // GROUP through the online softmax and
+"""Split-KV decode attention over a paged or contiguous KV cache, in fakv: one program per (sequence x query
+block, query head, split) streams its share of the keys of kv head h // GROUP through the online softmax and
 writes the output and LSE, or f32 partials for combine.py. pack_gqa=1: fakv-pack-gqa runs the GROUP heads of
 a kv head in one program; stages=3: three K/V blocks in flight."""
 import fakv
@@ -64,10 +64,10 @@ def decode(Q, K, V, Table, Seqlens, Out, Lse, OutPart, LsePart,
            SOFTCAP: fl.constexpr, WINDOW: fl.constexpr, ALIBI: fl.constexpr, LEFTPAD: fl.constexpr,
            PRESCALE: fl.constexpr, MERGE: fl.constexpr, APPEND: fl.constexpr, ROTARY: fl.constexpr,
            INTERLEAVED: fl.constexpr, ADAPTIVE: fl.constexpr):
-    b, h, split_mb = fl.program_id(0), fl.program_id(1), fl.program_id(2)
+    bm, h, split = fl.program_id(0), fl.program_id(1), fl.program_id(2)
     m_blocks = (seqlen_q + SQ_BLOCK - 1) // SQ_BLOCK
-    split, q0 = split_mb // m_blocks, (split_mb % m_blocks) * SQ_BLOCK
-    num_splits, kvh = fl.num_programs(2) // m_blocks, h // GROUP
+    b, q0 = bm // m_blocks, (bm % m_blocks) * SQ_BLOCK
+    num_splits, kvh = fl.num_programs(2), h // GROUP
     # The keys: cache rows [pad, old + new_keys) after the padding; the new ones appended by append.py, or with
     # APPEND read from KNew / VNew. Bad lengths or padding are reported, and the sequence reads no key.
     old = Seqlens[b]
@@ -125,9 +125,9 @@ def decode(Q, K, V, Table, Seqlens, Out, Lse, OutPart, LsePart,
             m, l, acc = attend(q, k, v, m, l, acc, q_pos, old - pad + t0 + fl.arange(0, 16), seqlen, seqlen, *mods)
         append_rows(KNew + new, VNew + new, new_seq_stride, K + kvh.to(fl.int64) * head_stride,
                     V + kvh.to(fl.int64) * head_stride, table, BatchIdx, Cos, Sin, Errors, b,
-                    fl.num_programs(2) - 1 - split_mb, new_keys, fl.num_programs(2), fl.where(bad, -1, old),
-                    page_stride, row_stride, num_pages, head_dim, rotary_dim, cos_stride, HEAD_DIM, PAGE_SIZE,
-                    BATCH_IDX, ROTARY, INTERLEAVED)   # a share each, the last split's first: it has the fewest blocks
+                    (num_splits - 1 - split) * m_blocks + bm % m_blocks, new_keys, num_splits * m_blocks,
+                    fl.where(bad, -1, old), page_stride, row_stride, num_pages, head_dim, rotary_dim, cos_stride,
+                    HEAD_DIM, PAGE_SIZE, BATCH_IDX, ROTARY, INTERLEAVED)   # a share each, the last split's first
     # out = acc / l, lse = m + log(l); a row that saw no key gives 0 and -inf (+inf in Lse, as FlashAttention 2).
     empty = l == 0.0
     out = acc * fl.where(empty, 0.0, 1.0 / l)[:, None]

@@ -13,10 +13,10 @@ def used_splits(Seqlens, length, num_splits, capacity, BATCH: fl.constexpr):
     each sequence as many shares of the longest's share as its `length`
     needs (the programs of a split start after those of the split before,
     so short sequences' unused programs cost little)."""
-    longest, total = 0, 0
+    longest, mean = 0, 0
     for i in fl.static_range(BATCH):       # (BATCH loads at once: no loop to wait on)
         n = fl.minimum(fl.maximum(Seqlens[i], 0), capacity)
-        longest, total = fl.maximum(longest, n), total + n
+        longest, mean = fl.maximum(longest, n), mean + n // BATCH     # (no sum to overflow int32)
     share = fl.maximum((longest + num_splits - 1) // num_splits, 1)
     mine = fl.minimum(fl.maximum((length + share - 1) // share, 1), num_splits)
-    return fl.where(longest * BATCH <= total + total // 8, 1, mine)
+    return fl.where(longest <= mean + mean // 8 + 1, 1, mine)

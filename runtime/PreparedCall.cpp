@@ -165,55 +165,69 @@ bool asAddress(PyObject *result, uint64_t &out) {
 /// is captured into a CUDA graph (the graph keeps its own), nor above
 /// kKeptBytes, nor past kKeptStreams streams: then allocated and freed per
 /// call. Saves the two calls into the allocator (~1.5 us of host time).
+/// The allocator's calls release the GIL: another thread may use the table
+/// meanwhile, so an entry is emptied before its block is freed and only
+/// filled when still empty after the allocation.
 struct KeptWorkspace {
   void *context;
   uint64_t stream, address;
   unsigned long long bytes;
-  PyObject *rawDelete; // the allocator's free (kept)
 };
-std::vector<KeptWorkspace> keptWorkspaces;
 constexpr unsigned long long kKeptBytes = 64ull << 20;
 constexpr size_t kKeptStreams = 16;
+KeptWorkspace keptTable[kKeptStreams];
+size_t keptCount = 0;
+PyObject *keptDelete = nullptr; // the allocator's free, for the kept blocks
 
-/// The kept workspace of (context, stream) with at least `bytes`; 0 when
-/// none is kept for it (the caller allocates per call); false with a Python
-/// exception.
-bool keptWorkspace(PyObject *rawAlloc, PyObject *rawDelete, void *context, uint64_t stream,
-                   unsigned long long bytes, uint64_t &out) {
-  out = 0;
+/// A workspace of `bytes` for a call on `stream`: the kept one (`*kept`
+/// true), or one allocated for this call alone (the caller frees it after
+/// its launches). False with a Python exception. No Python runs between its
+/// return and the launches (the address stays this call's until then).
+bool workspaceFor(PyObject *rawAlloc, PyObject *rawDelete, void *context, uint64_t stream,
+                  unsigned long long bytes, uint64_t &out, bool *kept) {
+  *kept = false;
+  auto allocate = [&](unsigned long long size, uint64_t &address) {
+    return asAddress(PyObject_CallFunction(rawAlloc, "KK", size, static_cast<unsigned long long>(stream)),
+                     address);
+  };
   int capturing = 1;
   if (bytes > kKeptBytes || fakv_stream_capturing(reinterpret_cast<void *>(stream), &capturing) ||
       capturing)
-    return true;
-  KeptWorkspace *w = nullptr;
-  for (auto &k : keptWorkspaces)
-    if (k.context == context && k.stream == stream)
-      w = &k;
-  if (!w) {
-    if (keptWorkspaces.size() >= kKeptStreams)
-      return true;
-    Py_INCREF(rawDelete);
-    keptWorkspaces.push_back({context, stream, 0, 0, rawDelete});
-    w = &keptWorkspaces.back();
-  }
-  if (w->bytes < bytes) {
-    if (w->address) {   // (stream-ordered: reused by the allocator after this stream's work)
-      PyObject *r = PyObject_CallFunction(w->rawDelete, "K", static_cast<unsigned long long>(w->address));
-      if (!r)
-        return false;
-      Py_DECREF(r);
-      w->address = 0;
-      w->bytes = 0;
+    return allocate(bytes, out);
+  size_t i = 0;
+  while (i < keptCount && !(keptTable[i].context == context && keptTable[i].stream == stream))
+    ++i;
+  if (i == keptCount) {
+    if (keptCount == kKeptStreams)
+      return allocate(bytes, out);
+    keptTable[keptCount++] = {context, stream, 0, 0};
+    if (!keptDelete) {
+      Py_INCREF(rawDelete);
+      keptDelete = rawDelete;
     }
-    unsigned long long size = (bytes + (1u << 20) - 1) & ~static_cast<unsigned long long>((1u << 20) - 1);
-    uint64_t address;
-    if (!asAddress(PyObject_CallFunction(rawAlloc, "KK", size, static_cast<unsigned long long>(stream)),
-                   address))
-      return false;
-    w->address = address;
-    w->bytes = size;
   }
-  out = w->address;
+  KeptWorkspace &w = keptTable[i];
+  if (w.bytes >= bytes) {
+    out = w.address;
+    *kept = true;
+    return true;
+  }
+  if (uint64_t old = w.address) {   // (stream-ordered: reused by the allocator after this stream's work)
+    w.address = 0;
+    w.bytes = 0;
+    PyObject *r = PyObject_CallFunction(keptDelete, "K", static_cast<unsigned long long>(old));
+    if (!r)
+      return false;
+    Py_DECREF(r);
+  }
+  unsigned long long size = (bytes + (1u << 20) - 1) & ~static_cast<unsigned long long>((1u << 20) - 1);
+  if (!allocate(size, out))
+    return false;
+  if (w.address == 0) {             // (else another thread kept one meanwhile: this one is the call's)
+    w.address = out;
+    w.bytes = size;
+    *kept = true;
+  }
   return true;
 }
 
@@ -285,18 +299,17 @@ PyObject *PreparedCall_call(PreparedCallObject *self, PyObject *args, PyObject *
     return nullptr;
   }
   PyObject *lse = nullptr, *ws = nullptr, *result = nullptr;
-  bool rawWorkspace = self->rawAlloc != Py_None;
-  if (rawWorkspace) {
-    if (!keptWorkspace(self->rawAlloc, self->rawDelete, context, stream, self->wsBytes, wp)) {
-      Py_DECREF(out);
-      return nullptr;
-    }
-    rawWorkspace = wp == 0;     // (then allocated for this call, and freed after it)
-    if (rawWorkspace && !asAddress(PyObject_CallFunction(self->rawAlloc, "KK", self->wsBytes,
-                                                         static_cast<unsigned long long>(stream)), wp)) {
-      Py_DECREF(out);
-      return nullptr;
-    }
+  bool rawWorkspace = false;   // a workspace of this call alone, from the allocator: freed after it
+  if (self->returnLse) {
+    lse = PyObject_CallNoArgs(self->emptyLse);
+    if (!lse || !dataPtr(lse, lp))
+      goto done;
+  }
+  if (self->rawAlloc != Py_None) {   // (the last Python before the launches: see workspaceFor)
+    bool kept;
+    if (!workspaceFor(self->rawAlloc, self->rawDelete, context, stream, self->wsBytes, wp, &kept))
+      goto done;
+    rawWorkspace = !kept;
   } else {
     ws = PyObject_CallFunction(self->emptyWorkspace, "K", self->wsBytes);
     if (!ws || !dataPtr(ws, wp))
@@ -304,13 +317,8 @@ PyObject *PreparedCall_call(PreparedCallObject *self, PyObject *args, PyObject *
   }
   {
     uint64_t lsePart = wp + self->partOutBytes;
-    if (self->returnLse) {
-      lse = PyObject_CallNoArgs(self->emptyLse);
-      if (!lse || !dataPtr(lse, lp))
-        goto done;
-    } else {
+    if (!self->returnLse)
       lp = lsePart + self->partLseBytes;
-    }
     Launch &d = *self->decode;
     const int *s = self->decodeSlots;
     setSlot(d, s[Q], a[AQ]);
@@ -362,6 +370,26 @@ done:
 } // namespace
 
 PyTypeObject PreparedCallType = {PyVarObject_HEAD_INIT(nullptr, 0)};
+
+PyObject *keptWorkspaces(PyObject *, PyObject *) {
+  void *context = nullptr;
+  if (fakv_current_context(&context))
+    return raiseRuntime();
+  PyObject *list = PyList_New(0);
+  for (size_t i = 0; list && i < keptCount; ++i) {
+    const KeptWorkspace &w = keptTable[i];
+    if (w.context != context || !w.address)
+      continue;
+    PyObject *item = Py_BuildValue("(KK)", static_cast<unsigned long long>(w.stream), w.bytes);
+    if (!item || PyList_Append(list, item)) {
+      Py_XDECREF(item);
+      Py_CLEAR(list);
+      break;
+    }
+    Py_DECREF(item);
+  }
+  return list;
+}
 
 bool initPreparedCallType() {
   PreparedCallType.tp_name = "fakv._runtime.PreparedCall";

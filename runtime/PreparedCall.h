@@ -6,8 +6,9 @@
 // caches' layout for their TMA maps, and how it gets its outputs and
 // workspace. Calling it does the per-call work in C: the addresses into the
 // argument slots, the output from torch.empty_like(q), the workspace from
-// torch's caching allocator on the current stream (given back once the
-// kernels are queued: stream order keeps it theirs), the two launches.
+// torch's caching allocator on the current stream (kept for the stream's
+// next call, or given back once the kernels are queued: stream order keeps
+// it theirs), the two launches.
 //
 //   PreparedCall(...)(addresses, q, cache_seqlens) -> out, or (out, lse)
 //   addresses: those of q, k_cache, v_cache, cache_seqlens, block_table,
@@ -28,6 +29,10 @@ extern PyTypeObject PreparedCallType;
 
 /// Readies PreparedCallType (once, at module import).
 bool initPreparedCallType();
+
+/// kept_workspaces() -> [(stream, bytes)] of the workspaces kept for the
+/// current context's streams (PreparedCall.cpp).
+PyObject *keptWorkspaces(PyObject *, PyObject *);
 
 } // namespace fakv::runtime
 

@@ -91,6 +91,8 @@ PyMethodDef moduleMethods[] = {
     {"current_context", currentContext, METH_NOARGS,
      "current_context() -> this thread's current CUDA context, or 0"},
     {"take_word", takeWord, METH_O, "take_word(address) -> the int32 there, which is then zeroed"},
+    {"kept_workspaces", fakv::runtime::keptWorkspaces, METH_NOARGS,
+     "kept_workspaces() -> [(stream, bytes)]: the PreparedCall workspaces kept for the current context"},
     {"link_ptx", linkPtx, METH_O, "link_ptx(ptx) -> cubin bytes, by the CUDA driver's JIT"},
     {"signature", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(fakv::runtime::callSignature)),
      METH_FASTCALL,

@@ -81,8 +81,9 @@ def decode(Q, K, V, Table, Seqlens, Out, Lse, OutPart, LsePart,
 def hand_packed_launch(p, kv_heads, group):
     """The grid and constexprs of this kernel for fakv.interface.plan's `p`
     (planned for kernels/decode.py)."""
-    batch, heads, splits_mb = p["decode_grid"]
+    batch_mb, heads, splits = p["decode_grid"]
+    m_blocks = p["m_blocks"]
+    batch = batch_mb // m_blocks
     c = {k: p["decode"][k] for k in ("HEAD_DIM", "BLOCK_N", "SQ_BLOCK", "PAGE_SIZE", "CAUSAL")}
     c["GROUP"] = 1 << (group - 1).bit_length()
-    m_blocks = splits_mb // p["num_splits"]
     return (p["num_splits"], kv_heads * m_blocks, batch), c

@@ -97,10 +97,11 @@ def plan(*args, **kwargs):
 # Ragged batches (_plan): FAKV_ADAPTIVE_SPLITS=n launches a batch of one wave
 # over long caches with n splits and decode.py's ADAPTIVE (kernels/splits.py).
 # Off by default: H200, bench/ragged_splits.py, b32 paged 256: lengths uniform
-# in [1, 16K] 421 -> 292 us with 4, but equal lengths (s8K) 243 -> 259 us,
+# in [1, 16K] 414 -> 284 us with 4, but equal lengths (s8K) 240 -> 253 us,
 # the programs a sequence does not use costing ~5 us of an SM slot each
 # (docs/decisions.md). 4 is what the ragged batch measured best with.
-_ADAPTIVE_SPLITS = int(os.environ.get("FAKV_ADAPTIVE_SPLITS") or 0)
+_ADAPTIVE_SPLITS = int(os.environ.get("FAKV_ADAPTIVE_SPLITS", "0")) if os.environ.get(
+    "FAKV_ADAPTIVE_SPLITS", "0").isdigit() else 0      # (not a number: off)
 _ADAPTIVE_MAX_BATCH = 64      # (kernels/splits.py reads every length: BATCH loads, unrolled)
 _ADAPTIVE_MIN_BLOCKS = 16     # key blocks per split of the longest sequence, at least
 
@@ -189,8 +190,10 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
                        PAGE_SIZE=page_size if paged else 0, CAUSAL=bool(causal) and seqlen_q > 1,
                        BATCH_IDX=False, SOFTCAP=False, WINDOW=False, ALIBI=False, LEFTPAD=False, PRESCALE=False,
                        MERGE=False, APPEND=False, ROTARY=False, INTERLEAVED=False, ADAPTIVE=adaptive),
-        # (batch, heads, splits): the programs of a split start after those of the split before.
-        "decode_grid": (batch, heads, num_splits * m_blocks),
+        # (sequence x query block, heads, splits): the programs of a split start after those of the
+        # split before (axis z: at most 64 splits, within CUDA's 65535).
+        "decode_grid": (batch * m_blocks, heads, num_splits),
+        "m_blocks": m_blocks,
         # Ring depth (docs/gpu-results.md): three K/V blocks in flight read
         # the cache fastest at head dims up to 128 (decode.py's own stages=3);
         # above, two (shared memory).

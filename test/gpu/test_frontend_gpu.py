@@ -164,6 +164,9 @@ def test_streams_keep_their_own_workspace(page):
             outs.append([call(x) for _ in range(4)])
     torch.cuda.synchronize()
     assert all(torch.equal(o, alone[i]) for i, os_ in enumerate(outs) for o in os_)
+    from fakv import _runtime
+    kept = dict(_runtime.kept_workspaces())                    # {stream: bytes}
+    assert all(s.cuda_stream in kept for s in streams), kept   # each stream its own, kept
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         captured = call(qs[2])

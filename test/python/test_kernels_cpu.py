@@ -68,23 +68,24 @@ def _splits_of(Seqlens, Out, capacity, BATCH: fl.constexpr):
 
 
 @pytest.mark.parametrize("lengths,used", [
-    ([2048, 100, 700, 1], [4, 1, 2, 1]),          # ragged: the longest uses all 4 splits, the others shares of 512
-    ([2000, 1990, 2048, 1900], [1, 1, 1, 1]),     # near-equal (none 1/8 above the mean): one split each
-    ([0, 0, 2048, 0], [1, 1, 4, 1])])             # empty sequences: one (empty) split
-@pytest.mark.parametrize("page", [None, 64])
-def test_adaptive_splits_follow_the_lengths(monkeypatch, request, lengths, used, page):
+    ([2047, 100, 700, 1], [4, 1, 2, 1]),          # ragged: the longest uses all 4 splits, the others shares of 512
+    ([2000, 1990, 2047, 1900], [1, 1, 1, 1]),     # near-equal (none 1/8 above the mean): one split each
+    ([0, 0, 2047, 0], [1, 1, 4, 1])])             # empty sequences: one (empty) split
+@pytest.mark.parametrize("page,new", [(None, 0), (64, 0), (None, 1), (64, 1)])
+def test_adaptive_splits_follow_the_lengths(monkeypatch, request, lengths, used, page, new):
     """With FAKV_ADAPTIVE_SPLITS=4, a batch of one wave with long caches is
     planned with ADAPTIVE (interface._plan; here on a GPU of 4 SMs, whose 8
-    slots the batch's 8 programs fill): 4 splits launched, each sequence using as many as
-    kernels/splits.py finds in the batch's lengths. Results as without
-    splits, against the float64 reference; the splits used, through
-    used_splits itself."""
+    slots the batch's 8 programs fill): 4 splits launched, each sequence
+    using as many as kernels/splits.py finds in the batch's lengths. Results
+    as without splits, against the float64 reference, with a new key
+    appended too (the last split a sequence uses attends it; every program
+    writes a share); the splits used, through used_splits itself."""
     from fakv import interface
     monkeypatch.setattr(interface.T, "device_properties", lambda x: (4, 50 << 20))
     monkeypatch.setattr(interface, "_ADAPTIVE_SPLITS", 4)       # FAKV_ADAPTIVE_SPLITS=4
     interface._plan.cache_clear()
     request.addfinalizer(interface._plan.cache_clear)
-    rng = np.random.default_rng(len(lengths) + sum(lengths))
+    rng = np.random.default_rng(len(lengths) + sum(lengths) + new)
     batch, h, hk, d, capacity = 4, 4, 2, 128, 2048
     p = interface.plan(batch, 1, h, hk, d, "bf16", page is not None, page or capacity, capacity, True, 0, 4)
     assert p["num_splits"] == 4 and p["decode"]["ADAPTIVE"] == batch and p["decode_grid"] == (batch, h, 4)
@@ -102,16 +103,24 @@ def test_adaptive_splits_follow_the_lengths(monkeypatch, request, lengths, used,
         pages = batch * capacity // page
         table = rng.permutation(pages).astype(np.int32).reshape(batch, capacity // page)
         k, v = (rng.standard_normal((pages, page, hk, d)).astype(nd) for _ in range(2))
+    kn, vn = ((rng.standard_normal((batch, new, hk, d)).astype(nd) for _ in range(2)) if new else (None, None))
     keys, values = gather(k, table, seqlens, page), gather(v, table, seqlens, page)
-    ref, lse_ref = attention(q, keys, values, seqlens, False, 1 / math.sqrt(d))
-    pt, _ = attention(q, keys, values, seqlens, False, 1 / math.sqrt(d), nd)
-    out, lse = fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=seqlens, block_table=table,
+    if new:
+        keys = [np.concatenate([x, kn[i]]) for i, x in enumerate(keys)]
+        values = [np.concatenate([x, vn[i]]) for i, x in enumerate(values)]
+    total = seqlens + new
+    ref, lse_ref = attention(q, keys, values, total, False, 1 / math.sqrt(d))
+    pt, _ = attention(q, keys, values, total, False, 1 / math.sqrt(d), nd)
+    out, lse = fakv.flash_attn_with_kvcache(q, k, v, kn, vn, cache_seqlens=seqlens, block_table=table,
                                            return_softmax_lse=True)
     ok, msg = check(out, ref, pt)
     assert ok, msg
     finite = np.isfinite(lse_ref)
     assert np.array_equal(np.isposinf(lse), ~finite)
     assert np.abs(lse[finite] - lse_ref[finite]).max() <= 1e-4
+    if new:                                      # the new rows in the caches at cache_seqlens
+        stored = gather(k, table, total, page)
+        assert all(np.array_equal(stored[i][n:], kn[i]) for i, n in enumerate(seqlens))
 
 
 @pytest.mark.parametrize("head_dim", [96, 128])

@@ -68,13 +68,15 @@ def test_enough_programs_keep_one_split(monkeypatch, request):
     one each unless the lengths turn out ragged). Beyond a wave, with short
     caches or a num_splits given: one split, no ADAPTIVE."""
     from fakv import interface
+    monkeypatch.setattr(interface, "_ADAPTIVE_SPLITS", 0)       # (FAKV_ADAPTIVE_SPLITS unset)
+    interface._plan.cache_clear()
+    request.addfinalizer(interface._plan.cache_clear)
     p = plan(32, 1, 32, 8, 128, "bf16", True, 256, 8192, False, 0, 132, L2)
     assert p["num_splits"] == 1 and p["decode"]["ADAPTIVE"] == 0 and p["decode_grid"] == (32, 32, 1)
     p = plan(8, 1, 32, 8, 128, "bf16", True, 256, 8192, False, 0, 132, L2)
     assert p["num_splits"] == 4 and p["decode"]["ADAPTIVE"] == 0
     monkeypatch.setattr(interface, "_ADAPTIVE_SPLITS", 4)
     interface._plan.cache_clear()
-    request.addfinalizer(interface._plan.cache_clear)
     p = plan(32, 1, 32, 8, 128, "bf16", True, 256, 8192, False, 0, 132, L2)
     assert p["num_splits"] == 4 and p["decode"]["ADAPTIVE"] == 32 and p["decode_grid"] == (32, 32, 4)
     for args in ((32, 1024), (128, 8192), (65, 8192)):             # short caches; more than one wave
