@@ -9,10 +9,10 @@ import fakv.language as fl
 def used_splits(Seqlens, length, num_splits, capacity, BATCH: fl.constexpr):
     """One split when no sequence is more than 1/8 longer than the mean (a
     batch of near-equal lengths runs as one program per sequence; those of
-    the other splits stop at once); else the longest uses all num_splits and
-    each sequence as many shares of the longest's share as its `length`
-    needs (the programs of a split start after those of the split before,
-    so short sequences' unused programs cost little)."""
+    the other splits read no key and leave an empty partial); else the
+    longest uses all num_splits and each sequence as many shares of the
+    longest's share as its `length` needs. (An unused program still costs
+    ~5 us of an SM slot on the H200: docs/decisions.md.)"""
     longest, mean = 0, 0
     for i in fl.static_range(BATCH):       # (BATCH loads at once: no loop to wait on)
         n = fl.minimum(fl.maximum(Seqlens[i], 0), capacity)

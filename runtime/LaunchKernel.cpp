@@ -18,7 +18,7 @@ PyObject *dataPtrName, *shapeName, *strideName;
 /// while the kernel before it finishes), decided once when it is made: never
 /// unless it waits for the grids before it (`dependent`:
 /// lowering/DependentLaunch.cpp); then by FAKV_DEPENDENT_LAUNCH: unset, when
-/// the caller asks (`secondOfCall`: an API call's combine after its decode,
+/// the caller asks (`early`: an API call's combine after its decode,
 /// and the decode of a call that reads little, interface.py's
 /// _EARLY_DECODE_BYTES); 1, always;
 /// 0, never; else a comma-separated list of the kernel names always so.
@@ -27,7 +27,7 @@ LaunchMode launchModeOf(const char *name, bool dependent) {
   if (!dependent || (mode && std::strcmp(mode, "0") == 0))
     return LaunchMode::Plain;
   if (!mode)
-    return LaunchMode::SecondOfCall;
+    return LaunchMode::OnRequest;
   if (std::strcmp(mode, "1") == 0)
     return LaunchMode::Programmatic;
   std::string list = std::string(",") + mode + ",";
@@ -351,7 +351,7 @@ const unsigned char *tensorMapAt(KernelObject *k, size_t t, uint64_t address,
 }
 
 bool launchSlots(KernelObject *k, const unsigned grid[3], uint64_t stream, unsigned char *slots,
-                 unsigned char (*maps)[128], bool secondOfCall) {
+                 unsigned char (*maps)[128], bool early) {
   void *params[264];
   size_t n = k->kinds->size();
   for (size_t i = 0; i < n; ++i)
@@ -366,7 +366,7 @@ bool launchSlots(KernelObject *k, const unsigned grid[3], uint64_t stream, unsig
   if (fakv_launch(f, grid[0], grid[1], grid[2], k->threads, k->smem,
                   reinterpret_cast<void *>(stream), params,
                   k->launchMode == LaunchMode::Programmatic ||
-                      (k->launchMode == LaunchMode::SecondOfCall && secondOfCall))) {
+                      (k->launchMode == LaunchMode::OnRequest && early))) {
     raiseRuntime();
     return false;
   }

@@ -32,8 +32,9 @@ struct CachedMap {
   alignas(64) unsigned char map[128];
 };
 
-/// When a kernel is launched with programmatic stream serialization.
-enum class LaunchMode { Plain, Programmatic, SecondOfCall };
+/// When a kernel is launched with programmatic stream serialization: never,
+/// always, or when its launch asks (`early`: FAKV_DEPENDENT_LAUNCH unset).
+enum class LaunchMode { Plain, Programmatic, OnRequest };
 
 struct KernelObject {
   PyObject_HEAD
@@ -72,13 +73,13 @@ const unsigned char *tensorMapAt(KernelObject *k, size_t t, uint64_t address,
                                  const uint64_t layout[8]);
 
 /// Launches `k` with its runtime arguments in 8-byte `slots` and its tensor
-/// maps (128 bytes each) after them; `secondOfCall`: launched
-/// programmatically by default (LaunchKernel.cpp): `k` may be scheduled while
+/// maps (128 bytes each) after them; `early`: launched programmatically
+/// (unless FAKV_DEPENDENT_LAUNCH says otherwise: LaunchKernel.cpp), so that `k` may be scheduled while
 /// the kernel before it in the stream (the same API call's decode, or
 /// whatever came before a small call's decode) finishes. False with a Python
 /// exception.
 bool launchSlots(KernelObject *k, const unsigned grid[3], uint64_t stream,
-                 unsigned char *slots, unsigned char (*maps)[128], bool secondOfCall);
+                 unsigned char *slots, unsigned char (*maps)[128], bool early);
 
 } // namespace fakv::runtime
 

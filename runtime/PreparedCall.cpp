@@ -239,7 +239,7 @@ void setSlot(Launch &l, int slot, uint64_t value) {
   std::memcpy(l.slots.data() + 8 * slot, &value, 8);
 }
 
-bool launch(Launch &l, uint64_t stream, const uint64_t *layout, bool secondOfCall) {
+bool launch(Launch &l, uint64_t stream, const uint64_t *layout, bool early) {
   unsigned grid[3];
   if (!launchGrid(l.kernel, l.grid, grid))
     return false;
@@ -252,7 +252,7 @@ bool launch(Launch &l, uint64_t stream, const uint64_t *layout, bool secondOfCal
       return false;
     std::memcpy(maps[t], map, 128);
   }
-  return launchSlots(l.kernel, grid, stream, l.slots.data(), maps, secondOfCall);
+  return launchSlots(l.kernel, grid, stream, l.slots.data(), maps, early);
 }
 
 PyObject *PreparedCall_call(PreparedCallObject *self, PyObject *args, PyObject *kwargs) {

@@ -100,8 +100,8 @@ def plan(*args, **kwargs):
 # in [1, 16K] 414 -> 284 us with 4, but equal lengths (s8K) 240 -> 253 us,
 # the programs a sequence does not use costing ~5 us of an SM slot each
 # (docs/decisions.md). 4 is what the ragged batch measured best with.
-_ADAPTIVE_SPLITS = int(os.environ.get("FAKV_ADAPTIVE_SPLITS", "0")) if os.environ.get(
-    "FAKV_ADAPTIVE_SPLITS", "0").isdigit() else 0      # (not a number: off)
+_ADAPTIVE_SPLITS = os.environ.get("FAKV_ADAPTIVE_SPLITS", "0")
+_ADAPTIVE_SPLITS = int(_ADAPTIVE_SPLITS) if _ADAPTIVE_SPLITS.isdigit() else 0      # (not a number: off)
 _ADAPTIVE_MAX_BATCH = 64      # (kernels/splits.py reads every length: BATCH loads, unrolled)
 _ADAPTIVE_MIN_BLOCKS = 16     # key blocks per split of the longest sequence, at least
 
