@@ -242,41 +242,40 @@ struct AsyncPagedLoadLowering : OpConversionPattern<fakvgpu::AsyncPagedLoadOp> {
     }
 
     // cp.async gather: 16-byte chunks, rows past `valid` (or past a
-    // contiguous cache's page) zero-filled.
+    // contiguous cache's page) zero-filled. First every chunk's page (the
+    // block-table loads back to back: one round trip, not one per copy),
+    // then one report of the bad pages among them, then the copies.
     Value rowsRead = fakv::PagedLoadOp::rowsRead(rewriter, loc, a.getValid(), a.getPage(),
                                                  a.getLeftpad(), a.getPageSize());
     int64_t chunksPerRow = cols * elemBytes / 16;
     bool wholeChunks = op->hasAttr(fakvgpu::kWholeChunksAttr);
     int64_t threads = roleOf(op).count;
     Type et = tile.getElementType();
-    for (int64_t q0 = 0; q0 < rows * chunksPerRow; q0 += threads) {
-      Value q = arith::AddIOp::create(rewriter, loc, tid, i32(rewriter, loc, q0));
-      Value inTile = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::slt,
-                                           q, i32(rewriter, loc, rows * chunksPerRow));
-      auto ifOp = scf::IfOp::create(rewriter, loc, inTile, false);
-      OpBuilder tb = OpBuilder::atBlockBegin(&ifOp.getThenRegion().front());
-      Value r = arith::DivUIOp::create(tb, loc, q, i32(tb, loc, chunksPerRow));
+    auto chunkAt = [&](OpBuilder &b, int64_t q0) {   // (q, r, col, key, row read, position in the cache)
+      Value q = arith::AddIOp::create(b, loc, tid, i32(b, loc, q0));
+      Value r = arith::DivUIOp::create(b, loc, q, i32(b, loc, chunksPerRow));
       Value col = arith::MulIOp::create(
-          tb, loc, arith::RemUIOp::create(tb, loc, q, i32(tb, loc, chunksPerRow)),
-          i32(tb, loc, 16 / elemBytes));
-      Value key = arith::AddIOp::create(tb, loc, a.getRow(), r);
-      Value valid = arith::CmpIOp::create(tb, loc, arith::CmpIPredicate::slt, key,
-                                          rowsRead);
-      Value rowValid = valid;
-      if (a.getChannels())
-        valid = arith::AndIOp::create(
-            tb, loc, valid,
-            arith::CmpIOp::create(tb, loc, arith::CmpIPredicate::slt, col,
-                                  a.getChannels()));
-      Value p = a.getLeftpad() ? Value(arith::AddIOp::create(tb, loc, key, a.getLeftpad()))
-                               : key;
-      Value pageIdx = arith::DivSIOp::create(tb, loc, p, a.getPageSize());
-      Value offset = arith::RemSIOp::create(tb, loc, p, a.getPageSize());
+          b, loc, arith::RemUIOp::create(b, loc, q, i32(b, loc, chunksPerRow)),
+          i32(b, loc, 16 / elemBytes));
+      Value key = arith::AddIOp::create(b, loc, a.getRow(), r);
+      Value rowValid = arith::AndIOp::create(
+          b, loc,
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, q,
+                                i32(b, loc, rows * chunksPerRow)),
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, key, rowsRead));
+      Value p = a.getLeftpad() ? Value(arith::AddIOp::create(b, loc, key, a.getLeftpad())) : key;
+      return std::make_tuple(q, r, col, rowValid, p);
+    };
+    SmallVector<Value> pages, inside;
+    Value anyBad;
+    for (int64_t q0 = 0; q0 < rows * chunksPerRow; q0 += threads) {
+      auto [q, r, col, rowValid, p] = chunkAt(rewriter, q0);
+      Value pageIdx = arith::DivSIOp::create(rewriter, loc, p, a.getPageSize());
       Value page;
       if (a.getTable()) {
-        Value idx = arith::ExtSIOp::create(tb, loc, tb.getI64Type(), pageIdx);
+        Value idx = arith::ExtSIOp::create(rewriter, loc, rewriter.getI64Type(), pageIdx);
         page = ifValue(
-            tb, loc, rowValid, tb.getI32Type(),
+            rewriter, loc, rowValid, rewriter.getI32Type(),
             [&](OpBuilder &vb) -> Value {
               return LLVM::LoadOp::create(
                   vb, loc, vb.getI32Type(),
@@ -284,9 +283,35 @@ struct AsyncPagedLoadLowering : OpConversionPattern<fakvgpu::AsyncPagedLoadOp> {
             },
             [&](OpBuilder &eb) -> Value { return i32(eb, loc, 0); });
       } else {
-        page = arith::AddIOp::create(tb, loc, a.getPage(), pageIdx);
+        page = arith::AddIOp::create(rewriter, loc, a.getPage(), pageIdx);
       }
-      Value rowOk = arith::AndIOp::create(tb, loc, rowValid, checkPage(tb, loc, a, page, rowValid));
+      Value outside = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::uge, page,
+                                            a.getNumPages());
+      Value bad = arith::AndIOp::create(rewriter, loc, outside, rowValid);
+      anyBad = anyBad ? Value(arith::OrIOp::create(rewriter, loc, anyBad, bad)) : bad;
+      pages.push_back(page);
+      inside.push_back(arith::XOrIOp::create(rewriter, loc, outside,
+                                             arith::ConstantIntOp::create(rewriter, loc, 1, 1)));
+    }
+    if (a.getError() && anyBad)       // (a page outside [0, num_pages): reported, not read)
+      reportIf(rewriter, loc, a.getError(), anyBad, a.getErrorCode());
+    for (int64_t q0 = 0, i = 0; q0 < rows * chunksPerRow; q0 += threads, ++i) {
+      Value inTile = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::slt,
+                                           arith::AddIOp::create(rewriter, loc, tid, i32(rewriter, loc, q0)),
+                                           i32(rewriter, loc, rows * chunksPerRow));
+      auto ifOp = scf::IfOp::create(rewriter, loc, inTile, false);
+      OpBuilder tb = OpBuilder::atBlockBegin(&ifOp.getThenRegion().front());
+      auto [q, r, col, rowValid, p] = chunkAt(tb, q0);
+      (void)q;
+      Value valid = rowValid;
+      if (a.getChannels())
+        valid = arith::AndIOp::create(
+            tb, loc, valid,
+            arith::CmpIOp::create(tb, loc, arith::CmpIPredicate::slt, col,
+                                  a.getChannels()));
+      Value offset = arith::RemSIOp::create(tb, loc, p, a.getPageSize());
+      Value page = pages[i];
+      Value rowOk = arith::AndIOp::create(tb, loc, rowValid, inside[i]);
       valid = arith::AndIOp::create(tb, loc, valid, rowOk);
       auto ext = [&](Value v) {
         return arith::ExtSIOp::create(tb, loc, tb.getI64Type(), v);
