@@ -36,6 +36,8 @@ bool resolve(void *lib, Driver &d, std::string &why) {
   FAKV_RESOLVE(tensorMapEncodeTiled, cuTensorMapEncodeTiled);
   FAKV_RESOLVE(memHostAlloc, cuMemHostAlloc);
   FAKV_RESOLVE(memHostRegister, cuMemHostRegister);
+  FAKV_RESOLVE(deviceGet, cuDeviceGet);
+  FAKV_RESOLVE(deviceGetAttribute, cuDeviceGetAttribute);
   FAKV_RESOLVE(streamIsCapturing, cuStreamIsCapturing);
   FAKV_RESOLVE(linkCreate, cuLinkCreate);
   FAKV_RESOLVE(linkAddData, cuLinkAddData);

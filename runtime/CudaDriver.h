@@ -21,6 +21,8 @@ struct Driver {
   decltype(&::cuInit) init;
   decltype(&::cuCtxGetCurrent) ctxGetCurrent;
   decltype(&::cuCtxSetCurrent) ctxSetCurrent;
+  decltype(&::cuDeviceGet) deviceGet;
+  decltype(&::cuDeviceGetAttribute) deviceGetAttribute;
   decltype(&::cuModuleLoadData) moduleLoadData;
   decltype(&::cuModuleGetFunction) moduleGetFunction;
   decltype(&::cuFuncSetAttribute) funcSetAttribute;

@@ -53,6 +53,20 @@ int fakv_current_context(void **context) {
   return 0;
 }
 
+int fakv_device_properties(int ordinal, int *sms, int *l2Bytes) {
+  auto *d = cuda("fakv_device_properties");
+  if (!d)
+    return 1;
+  CUdevice dev = 0;
+  if (CUresult r = d->deviceGet(&dev, ordinal); r != CUDA_SUCCESS)
+    return fail("fakv_device_properties: cuDeviceGet", r);
+  if (CUresult r = d->deviceGetAttribute(sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev); r != CUDA_SUCCESS)
+    return fail("fakv_device_properties: SM count", r);
+  if (CUresult r = d->deviceGetAttribute(l2Bytes, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, dev); r != CUDA_SUCCESS)
+    return fail("fakv_device_properties: L2 size", r);
+  return 0;
+}
+
 int fakv_stream_capturing(void *stream, int *capturing) {
   auto *d = cuda("fakv_stream_capturing");
   if (!d)

@@ -13,7 +13,7 @@ import os
 from . import cache, runtime
 from .cache import compile_only
 from .compiled import Compiled
-from .signature import arg_type, divisible
+from .signature import arg_kind, divisible
 from . import tensors as T
 from .errors import DataError, FakvError
 from .heuristics import num_splits_heuristic
@@ -437,9 +437,9 @@ def _index_part(fn, args, consts):
     (cache.index_key adds those): the kernel and its options, the
     constexprs, each argument's type and divisibility (signature.py, as the
     JIT keys them)."""
-    runtime = [(i, v, arg_type(v, str(i))[0]) for i, v in enumerate(args)]
+    runtime = [(i, v, arg_kind(v, str(i))[0]) for i, v in enumerate(args)]
     return [fn.module, fn.__name__, sorted(fn.options.items()), sorted((k, repr(v)) for k, v in consts.items()),
-            [repr(t) for _, _, t in runtime], divisible(runtime)]
+            [t for _, _, t in runtime], divisible(runtime)]
 
 
 _INDEXED = {}

@@ -1,9 +1,9 @@
 """What of a launch's runtime arguments a kernel is specialised on: each
-argument's kernel type (arg_type) and which ones are multiples of 16 or
+argument's kernel type (arg_type; arg_kind: the same as text, without
+importing ir.py) and which ones are multiples of 16 or
 16-byte aligned (divisible). The JIT (jitfunction.py) keys its
 specialisations by them, and so does the API's index of prepared calls
 (interface.py), which must not import the DSL on a warm start."""
-from .ir import PtrType, ScalarType
 from .runtime import Pointer
 
 _TORCH_DTYPES = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "int32": "i32", "int64": "i64",
@@ -12,29 +12,39 @@ _NUMPY_DTYPES = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "int32"
                  "int8": "i8"}
 
 
-def arg_type(value, name):
-    """The kernel type of a runtime argument, and whether it lives on the GPU."""
+def arg_kind(value, name):
+    """The kernel type of a runtime argument as its ir type prints
+    ('ptr<bf16>', 'i32', 'i64', 'i1', 'f32'), and whether it lives on the
+    GPU (None for a scalar). Without ir.py: the API's index keys by it on a
+    warm start."""
     if type(value) is Pointer:
-        return PtrType(value.dtype), True
+        return f"ptr<{value.dtype}>", True
     mod = type(value).__module__
     if mod.startswith("torch"):
         dtype = _TORCH_DTYPES.get(str(value.dtype).replace("torch.", ""))
         if dtype is None:
             raise TypeError(f"argument `{name}`: unsupported tensor dtype {value.dtype}")
-        return PtrType(dtype), value.is_cuda
+        return f"ptr<{dtype}>", value.is_cuda
     if mod.startswith("numpy") and hasattr(value, "dtype"):
         dtype = _NUMPY_DTYPES.get(str(value.dtype))
         if dtype is None:
             raise TypeError(f"argument `{name}`: unsupported array dtype {value.dtype}")
-        return PtrType(dtype), False      # (any layout: kernels take strides explicitly)
+        return f"ptr<{dtype}>", False      # (any layout: kernels take strides explicitly)
     if isinstance(value, bool):
-        return ScalarType("i1"), None
+        return "i1", None
     if isinstance(value, int):
-        return ScalarType("i32" if -2**31 <= value < 2**31 else "i64"), None
+        return "i32" if -2**31 <= value < 2**31 else "i64", None
     if isinstance(value, float):
-        return ScalarType("f32"), None
+        return "f32", None
     raise TypeError(f"argument `{name}`: cannot pass {type(value).__name__} to a kernel "
                     f"(tensors, arrays, ints, floats and bools can be passed)")
+
+
+def arg_type(value, name):
+    """The kernel type of a runtime argument (ir.py's), and whether it lives on the GPU."""
+    from .ir import PtrType, ScalarType
+    kind, gpu = arg_kind(value, name)
+    return (ScalarType(kind) if gpu is None else PtrType(kind[4:-1])), gpu
 
 
 def address(value):
@@ -44,12 +54,12 @@ def address(value):
 
 
 def divisible(runtime):
-    """The runtime arguments ((name, value, type) triples) that are multiples
-    of 16 (integers) or 16-byte aligned (arrays), in parameter order: the
-    kernel is specialised on them."""
+    """The runtime arguments ((name, value, type) triples; the type ir.py's
+    or arg_kind's text) that are multiples of 16 (integers) or 16-byte
+    aligned (arrays), in parameter order: the kernel is specialised on them."""
     out = []
     for name, value, t in runtime:
-        if isinstance(t, PtrType):
+        if (t if type(t) is str else repr(t)).startswith("ptr<"):
             if address(value) % 16 == 0:
                 out.append(name)
         elif type(value) is int and value % 16 == 0:

@@ -77,6 +77,35 @@ def test_driver_missing_is_a_clear_error():
             assert "CUDA" in str(e)
     with pytest.raises(TypeError):
         _runtime.host_mapped(64, "a context")
+    try:
+        sms, l2 = _runtime.device_properties(0)
+    except RuntimeError as e:                                           # no driver, or no device 0
+        assert "fakv_device_properties" in str(e)
+    else:
+        assert sms > 0 and l2 > 0
+    with pytest.raises(TypeError):
+        _runtime.device_properties("0")
+
+
+def test_index_kinds_are_the_jits_types():
+    """The API's index keys arguments by signature.arg_kind (text, without
+    ir.py); the JIT by arg_type: the same type, the same divisibility."""
+    import numpy as np
+    from fakv.runtime import Pointer
+    from fakv.signature import arg_kind, arg_type, divisible
+    values = [np.zeros(4, np.float16), np.zeros(3, np.int32)[1:], Pointer(32, "bf16", 0), Pointer(8, "f32", 0),
+              7, 32, 2 ** 40, True, 0.5]
+    kinds = [arg_kind(v, "x") for v in values]
+    types = [arg_type(v, "x") for v in values]
+    assert [(repr(t), gpu) for t, gpu in types] == kinds
+    assert [k for k, _ in kinds][2:] == ["ptr<bf16>", "ptr<f32>", "i32", "i32", "i64", "i1", "f32"]
+    as_kinds = [(i, v, k) for i, (v, (k, _)) in enumerate(zip(values, kinds))]
+    as_types = [(i, v, t) for i, (v, (t, _)) in enumerate(zip(values, types))]
+    found = divisible(as_kinds)
+    assert found == divisible(as_types)
+    assert {2, 5, 6} <= set(found) and not {1, 3, 4, 7, 8} & set(found)     # (0: as numpy aligned it)
+    with pytest.raises(TypeError, match="cannot pass str"):
+        arg_kind("text", "x")
 
 
 def test_kernel_arguments_are_checked():
