@@ -80,6 +80,17 @@ def rotated_rows(X, row_stride, rows, head_dim, Cos, Sin, pos, pos_step, cos_str
 
 
 @fakv.jit
+def new_rows(t, end, KNew, VNew, stride, head_dim, Cos, Sin, pos, cos_stride, rotary_dim, angle_rows, Errors, code,
+             HEAD_DIM: fl.constexpr, ROTARY: fl.constexpr, INTERLEAVED: fl.constexpr):
+    """New keys and values t, t + 1, ... < end, 16 rows (those past `end`
+    zero, none read), the keys rotated at positions pos + t + i."""
+    rows = end - t
+    k = rotated_rows(KNew + t * stride, stride, rows, head_dim, Cos, Sin, fl.where(rows > 0, pos + t, 0), 1,
+                     cos_stride, rotary_dim, angle_rows, Errors, code, 16, HEAD_DIM, ROTARY, INTERLEAVED)
+    return k, fl.load(VNew + t * stride, (16, HEAD_DIM), (0, 0), (stride, 1), bounds=(rows, head_dim))
+
+
+@fakv.jit
 def append_rows(KNew, VNew, new_stride, K, V, table, BatchIdx, Cos, Sin, Errors, b, first, last, step, seqlen,
                 page_stride, row_stride, num_pages, head_dim, rotary_dim, cos_stride,
                 HEAD_DIM: fl.constexpr, PAGE_SIZE: fl.constexpr, BATCH_IDX: fl.constexpr, ROTARY: fl.constexpr,
