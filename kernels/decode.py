@@ -104,18 +104,15 @@ def decode(Q, K, V, Table, Seqlens, Out, Lse, OutPart, LsePart,
     if ALIBI:                              # this head's slope on every row, in units of the scores
         slopes = fl.load(Slopes + b * slopes_batch_stride + h, (SQ_BLOCK,), (0,), (0,)) / scale
     mods = (seqlen_q, left, right, slopes, scale, sm_scale, softcap, CAUSAL, WINDOW, ALIBI, SOFTCAP, PRESCALE)
+
     table, strides = Table + b * table_stride, (page_stride, row_stride, head_stride)
-    if APPEND:      # first: the new rows written (past every split's keys: a share each, the last split's first),
-        new = b * new_batch_stride + kvh * new_head_stride     # and the last split's first 16 new keys loaded
+    if APPEND:      # first: the new rows written (past every split's keys: a share each, the last split's first)
+        new = b * new_batch_stride + kvh * new_head_stride
         append_rows(KNew + new, VNew + new, new_seq_stride, K + kvh.to(fl.int64) * head_stride,
                     V + kvh.to(fl.int64) * head_stride, table, BatchIdx, Cos, Sin, Errors, b,
                     (num_splits - 1 - split) * m_blocks + bm % m_blocks, new_keys, num_splits * m_blocks,
                     fl.where(bad, -1, old), page_stride, row_stride, num_pages, head_dim, rotary_dim, cos_stride,
                     HEAD_DIM, PAGE_SIZE, BATCH_IDX, ROTARY, INTERLEAVED)
-        t, end = fl.maximum(pad - old, 0), fl.where((split == splits - 1) & (not bad), new_keys, 0)
-        new_at = (KNew + new, VNew + new, new_seq_stride, head_dim, Cos, Sin, old, cos_stride, rotary_dim,
-                  rotary_rows, Errors, ROTARY_ERROR + b, HEAD_DIM, ROTARY, INTERLEAVED)
-        kn, vn = new_rows(t, end, *new_at)     # (new keys before the padding: not attended)
     m, l, acc = fl.full((SQ_BLOCK,), float("-inf")), fl.zeros((SQ_BLOCK,)), fl.zeros((SQ_BLOCK, HEAD_DIM))
     for blk in fl.range(first, last):
         n0 = blk * BLOCK_N
@@ -124,10 +121,13 @@ def decode(Q, K, V, Table, Seqlens, Out, Lse, OutPart, LsePart,
         v = load_kv(V, table, kvh, cache_row, b, n0, cached, pad, head_dim, page_size, num_pages, strides,
                     Errors, BLOCK_N, HEAD_DIM, PAGE_SIZE)
         m, l, acc = attend(q, k, v, m, l, acc, q_pos, n0 + fl.arange(0, BLOCK_N), cached, seqlen, *mods)
-    if APPEND:                    # then the new keys, after the cache's blocks (measured faster), 16 at a time
-        for t0 in fl.range(t, end, 16):
+    if APPEND:                    # then the last split attends the new keys, after its blocks (measured faster)
+        new_at = (KNew + new, VNew + new, new_seq_stride, head_dim, Cos, Sin, old, cos_stride, rotary_dim,
+                  rotary_rows, Errors, ROTARY_ERROR + b, HEAD_DIM, ROTARY, INTERLEAVED)
+        for t0 in fl.range(fl.maximum(pad - old, 0), fl.where((split == splits - 1) & (not bad), new_keys, 0),
+                           16):          # 16 rows at a time (registers); new keys before the padding: not attended
+            kn, vn = new_rows(t0, new_keys, *new_at)
             m, l, acc = attend(q, kn, vn, m, l, acc, q_pos, old - pad + t0 + fl.arange(0, 16), seqlen, seqlen, *mods)
-            kn, vn = new_rows(t0 + 16, end, *new_at)
     # out = acc / l, lse = m + log(l); a row that saw no key gives 0 and -inf (+inf in Lse, as FlashAttention 2).
     empty = l == 0.0
     out = acc * fl.where(empty, 0.0, 1.0 / l)[:, None]
