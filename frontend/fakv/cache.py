@@ -3,7 +3,8 @@
     $FAKV_CACHE_DIR (default ~/.cache/fakv)/<key>.cubin
                                             /<key>.json   {"facts": ..., "sha256": <the cubin's>}
 
-                                            /index/<key>.json   a prepared call's entries
+                                            /index/<key>.bin    a prepared call's kernels: their
+                                                                entries as a JSON line, then their cubins
 
 Entries are written to temporary files and renamed into place, the JSON
 last, so that processes sharing the directory never read half an entry. An
@@ -12,8 +13,10 @@ is a miss (and is rewritten). A directory that cannot be written leaves the
 kernel in memory only, with one warning.
 
 The index (load_index / store_index) maps what an API call specialises on
-(interface.py) to the entries of its kernels, so that a new process finds
-them without importing the kernels and the DSL: its keys include
+(interface.py) to its kernels, cubins included (one file read on a warm
+start: the lent GPU machines' file systems cost 0.1-0.2 ms an open), so
+that a new process finds them without importing the kernels and the DSL;
+a cubin whose checksum does not match makes the whole entry a miss. Its keys include
 kernels_version(), a hash of the stats of every file the kernels' code
 comes from.
 """
@@ -105,24 +108,34 @@ def index_key(parts):
 
 
 def load_index(key):
-    """The kernels' (entry, name, params) of an indexed call, or None."""
+    """The kernels of an indexed call as (entry, name, params, cubin, facts)
+    each, or None (no entry, or one that does not parse or check out)."""
     try:
-        with open(os.path.join(cache_dir(), "index", key + ".json")) as f:
-            return [(str(e), str(n), list(p)) for e, n, p in json.load(f)]
-    except (OSError, ValueError, TypeError):
+        with open(os.path.join(cache_dir(), "index", key + ".bin"), "rb") as f:
+            head, _, body = f.read().partition(b"\n")
+        out, at = [], 0
+        for k in json.loads(head):
+            binary, at = body[at:at + k["size"]], at + k["size"]
+            if hashlib.sha256(binary).hexdigest() != k["sha256"]:
+                return None
+            out.append((str(k["entry"]), str(k["name"]), list(k["params"]), binary, k["facts"]))
+        return out if at == len(body) else None
+    except (OSError, ValueError, TypeError, KeyError):
         return None
 
 
 def store_index(key, items):
-    """Records a call's kernels ((entry, name, params) each); quietly
-    nothing when the directory cannot be written (store() warns)."""
+    """Records a call's kernels ((entry, name, params, cubin, facts) each);
+    quietly nothing when the directory cannot be written (store() warns)."""
     d = os.path.join(cache_dir(), "index")
     tmp = os.path.join(d, f"{key}.{os.getpid()}.{threading.get_ident()}.tmp")
+    head = [{"entry": e, "name": n, "params": list(p), "facts": f, "size": len(b),
+             "sha256": hashlib.sha256(b).hexdigest()} for e, n, p, b, f in items]
     try:
         os.makedirs(d, exist_ok=True)
-        with open(tmp, "w") as f:
-            json.dump([list(i) for i in items], f)
-        os.replace(tmp, os.path.join(d, key + ".json"))
+        with open(tmp, "wb") as f:
+            f.write(json.dumps(head).encode() + b"\n" + b"".join(bytes(i[3]) for i in items))
+        os.replace(tmp, os.path.join(d, key + ".bin"))
     except OSError:
         try:
             os.unlink(tmp)

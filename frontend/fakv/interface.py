@@ -427,7 +427,7 @@ def _specialise_all(jobs):
         for i, c in zip(missing, _POOL.map(lambda i: jobs[i][0].specialize_for(jobs[i][1], jobs[i][2]), missing)):
             found[i] = c
     if index is not None and all(c.device == "cuda" and getattr(c, "entry", None) for c in found):
-        cache.store_index(index, [(c.entry, c.name, c.params) for c in found])
+        cache.store_index(index, [(c.entry, c.name, c.params, c.binary, c.facts) for c in found])
         _INDEXED[index] = found          # (this process's next prepare: these, their kernels loaded once)
     return found
 
@@ -446,21 +446,18 @@ _INDEXED = {}
 
 
 def _indexed(index):
-    """The Compiled binaries an index entry names (kept per process, with
+    """The Compiled binaries of an index entry (kept per process, with
     those this process compiled or found by the JIT for it), or None when
-    the entry or one of its binaries is missing."""
+    the entry is missing or does not check out."""
     found = _INDEXED.get(index)
     if found is None:
         items = cache.load_index(index)
         if items is None:
             return None
         found = []
-        for entry, name, params in items:
-            hit = cache.load(entry)
-            if hit is None:
-                return None
+        for entry, name, params, binary, facts in items:
             c = Compiled(name, params, "cuda", None)
-            c.binary, c.facts = hit
+            c.binary, c.facts = binary, facts
             c.entry, c.cache, c.path = entry, "index", os.path.join(cache.cache_dir(), entry + ".cubin")
             found.append(c)
         _INDEXED[index] = found

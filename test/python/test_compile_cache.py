@@ -103,22 +103,33 @@ def test_processes_share_one_cache(tmp_path):
 @needs_assembler
 def test_corrupt_entries_are_recompiled(tmp_path):
     """A truncated cubin (its checksum no longer matches) or a JSON that
-    does not parse is a miss, through the index too: compiled again and
-    replaced."""
+    does not parse is a miss: compiled again and replaced. The index holds
+    its own copies of the cubins (one file read on a warm start), each
+    checksummed: a changed byte makes the whole index entry a miss."""
     p = run_script(tmp_path)
     assert p.communicate(timeout=600)[0].strip() == "['miss', 'miss']"
     first, second = entries(tmp_path)
+    (index,) = os.listdir(tmp_path / "index")
+    data = bytearray((tmp_path / "index" / index).read_bytes())
+    data[-1] ^= 0xFF                                   # the last cubin's last byte
+    (tmp_path / "index" / index).write_bytes(bytes(data))
     with open(tmp_path / (first + ".cubin"), "r+b") as f:
         f.truncate(100)
     (tmp_path / (second + ".json")).write_text("{not json")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("FAKV_CACHE_DIR", str(tmp_path))
         assert cache.load(first) is None and cache.load(second) is None
+        assert cache.load_index(index[:-4]) is None
         p = run_script(tmp_path)
         assert p.communicate(timeout=600)[0].strip() == "['miss', 'miss']"
         assert cache.load(first) is not None and cache.load(second) is not None
+        items = cache.load_index(index[:-4])
+        assert [(e, b) for e, _, _, b, _ in items] == [(k, cache.load(k)[0]) for k in (e for e, *_ in items)]
     p = run_script(tmp_path)
     assert p.communicate(timeout=600)[0].strip() == "['index', 'index']"
+    (tmp_path / "index" / index).write_bytes(bytes(data[:50]))  # a truncated index entry: the JIT's disk cache
+    p = run_script(tmp_path)
+    assert p.communicate(timeout=600)[0].strip() == "['hit', 'hit']"
 
 
 @needs_assembler
