@@ -59,11 +59,11 @@ PyObject *currentContext(PyObject *, PyObject *) {
 /// (the driver's attributes: torch.cuda.get_device_properties costs ~0.2 ms
 /// on a new process's first call).
 PyObject *deviceProperties(PyObject *, PyObject *arg) {
-  long ordinal = PyLong_AsLong(arg);
-  if (PyErr_Occurred())
+  int ordinal = 0;
+  if (!PyArg_Parse(arg, "i", &ordinal)) // (an int out of C int's range: OverflowError)
     return nullptr;
   int sms = 0, l2 = 0;
-  if (fakv_device_properties(static_cast<int>(ordinal), &sms, &l2))
+  if (fakv_device_properties(ordinal, &sms, &l2))
     return raiseRuntime();
   return Py_BuildValue("(ii)", sms, l2);
 }

@@ -115,12 +115,15 @@ def load_index(key):
             head, _, body = f.read().partition(b"\n")
         out, at = [], 0
         for k in json.loads(head):
-            binary, at = body[at:at + k["size"]], at + k["size"]
+            size = k["size"]
+            if type(size) is not int or size < 0 or type(k["params"]) is not list:
+                return None
+            binary, at = body[at:at + size], at + size
             if hashlib.sha256(binary).hexdigest() != k["sha256"]:
                 return None
-            out.append((str(k["entry"]), str(k["name"]), list(k["params"]), binary, k["facts"]))
+            out.append((str(k["entry"]), str(k["name"]), k["params"], binary, k["facts"]))
         return out if at == len(body) else None
-    except (OSError, ValueError, TypeError, KeyError):
+    except (OSError, ValueError, TypeError, KeyError, RecursionError):
         return None
 
 

@@ -89,7 +89,7 @@ def device_properties(x):
             try:          # the driver's attributes (torch's get_device_properties: ~0.2 ms at first use)
                 from . import _runtime
                 props = _runtime.device_properties(index)
-            except (ImportError, RuntimeError):
+            except (ImportError, AttributeError, RuntimeError):     # (no extension, an older one, no driver)
                 import torch
                 p = torch.cuda.get_device_properties(x.device)
                 props = (p.multi_processor_count, p.L2_cache_size)

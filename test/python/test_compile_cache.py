@@ -167,3 +167,23 @@ def test_source_key_follows_the_kernel():
         assert key(8, 2.0, tmp) != base                         # a global it names
         assert key(4, 3.0, tmp) != base                         # a kernel it calls
     assert fakv.jit  # the module is importable
+
+
+def test_malformed_index_entries_are_misses(tmp_path, monkeypatch):
+    """Index files that do not parse or check out are misses, never an
+    exception: heads that are not lists of entries, sizes that are not
+    counts, bytes left over, deep nesting."""
+    import hashlib
+    monkeypatch.setenv("FAKV_CACHE_DIR", str(tmp_path))
+    cubin = b"\x7fELF-not-really"
+    cache.store_index("k", [("entry", "kernel", [1, 2], cubin, {"smem": 1})])
+    assert cache.load_index("k") == [("entry", "kernel", [1, 2], cubin, {"smem": 1})]
+    good = dict(entry="e", name="n", params=[], facts={}, size=len(cubin), sha256=hashlib.sha256(cubin).hexdigest())
+    heads = [b"{}", b"7", b'"text"', b"[1]", json.dumps([dict(good, size=-1)]).encode(),
+             json.dumps([dict(good, size="3")]).encode(), json.dumps([dict(good, params="ab")]).encode(),
+             json.dumps([{k: v for k, v in good.items() if k != "sha256"}]).encode(), b"[" * 100000,
+             b"\xff\xfe", json.dumps([good]).encode()]
+    for i, head in enumerate(heads):
+        body = cubin + (b"left over" if i == len(heads) - 1 else b"")
+        (tmp_path / "index" / f"bad{i}.bin").write_bytes(head + b"\n" + body)
+        assert cache.load_index(f"bad{i}") is None, head[:40]

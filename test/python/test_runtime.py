@@ -85,6 +85,8 @@ def test_driver_missing_is_a_clear_error():
         assert sms > 0 and l2 > 0
     with pytest.raises(TypeError):
         _runtime.device_properties("0")
+    with pytest.raises(OverflowError):
+        _runtime.device_properties(2 ** 32)
 
 
 def test_index_kinds_are_the_jits_types():
