@@ -82,11 +82,11 @@ def rotated_rows(X, row_stride, rows, head_dim, Cos, Sin, pos, pos_step, cos_str
 @fakv.jit
 def new_rows(t, end, KNew, VNew, stride, head_dim, Cos, Sin, pos, cos_stride, rotary_dim, angle_rows, Errors, code,
              HEAD_DIM: fl.constexpr, ROTARY: fl.constexpr, INTERLEAVED: fl.constexpr):
-    """New keys and values t, t + 1, ... < end, 16 rows (those past `end`
-    zero), the keys rotated at positions pos + t + i."""
+    """New keys and values t, t + 1, ... < end (t < end), 16 rows (those
+    past `end` zero), the keys rotated at positions pos + t + i."""
     rows = end - t
-    k = rotated_rows(KNew + t * stride, stride, rows, head_dim, Cos, Sin, fl.where(rows > 0, pos + t, 0), 1,
-                     cos_stride, rotary_dim, angle_rows, Errors, code, 16, HEAD_DIM, ROTARY, INTERLEAVED)
+    k = rotated_rows(KNew + t * stride, stride, rows, head_dim, Cos, Sin, pos + t, 1, cos_stride, rotary_dim,
+                     angle_rows, Errors, code, 16, HEAD_DIM, ROTARY, INTERLEAVED)
     return k, fl.load(VNew + t * stride, (16, HEAD_DIM), (0, 0), (stride, 1), bounds=(rows, head_dim))
 
 

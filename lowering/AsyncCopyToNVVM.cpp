@@ -251,25 +251,24 @@ struct AsyncPagedLoadLowering : OpConversionPattern<fakvgpu::AsyncPagedLoadOp> {
     bool wholeChunks = op->hasAttr(fakvgpu::kWholeChunksAttr);
     int64_t threads = roleOf(op).count;
     Type et = tile.getElementType();
-    auto chunkAt = [&](OpBuilder &b, int64_t q0) {   // (q, r, col, key, row read, position in the cache)
-      Value q = arith::AddIOp::create(b, loc, tid, i32(b, loc, q0));
-      Value r = arith::DivUIOp::create(b, loc, q, i32(b, loc, chunksPerRow));
-      Value col = arith::MulIOp::create(
-          b, loc, arith::RemUIOp::create(b, loc, q, i32(b, loc, chunksPerRow)),
-          i32(b, loc, 16 / elemBytes));
-      Value key = arith::AddIOp::create(b, loc, a.getRow(), r);
-      Value rowValid = arith::AndIOp::create(
-          b, loc,
-          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, q,
-                                i32(b, loc, rows * chunksPerRow)),
-          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, key, rowsRead));
-      Value p = a.getLeftpad() ? Value(arith::AddIOp::create(b, loc, key, a.getLeftpad())) : key;
-      return std::make_tuple(q, r, col, rowValid, p);
+    struct Chunk {
+      Value inTile, r, col, rowValid, p, page, inside;
     };
-    SmallVector<Value> pages, inside;
+    SmallVector<Chunk> chunks;   // this thread's: its tile row and column, its position and page
     Value anyBad;
     for (int64_t q0 = 0; q0 < rows * chunksPerRow; q0 += threads) {
-      auto [q, r, col, rowValid, p] = chunkAt(rewriter, q0);
+      Value q = arith::AddIOp::create(rewriter, loc, tid, i32(rewriter, loc, q0));
+      Value inTile = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::slt, q,
+                                           i32(rewriter, loc, rows * chunksPerRow));
+      Value r = arith::DivUIOp::create(rewriter, loc, q, i32(rewriter, loc, chunksPerRow));
+      Value col = arith::MulIOp::create(
+          rewriter, loc, arith::RemUIOp::create(rewriter, loc, q, i32(rewriter, loc, chunksPerRow)),
+          i32(rewriter, loc, 16 / elemBytes));
+      Value key = arith::AddIOp::create(rewriter, loc, a.getRow(), r);
+      Value rowValid = arith::AndIOp::create(
+          rewriter, loc, inTile,
+          arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::slt, key, rowsRead));
+      Value p = a.getLeftpad() ? Value(arith::AddIOp::create(rewriter, loc, key, a.getLeftpad())) : key;
       Value pageIdx = arith::DivSIOp::create(rewriter, loc, p, a.getPageSize());
       Value page;
       if (a.getTable()) {
@@ -289,30 +288,24 @@ struct AsyncPagedLoadLowering : OpConversionPattern<fakvgpu::AsyncPagedLoadOp> {
                                             a.getNumPages());
       Value bad = arith::AndIOp::create(rewriter, loc, outside, rowValid);
       anyBad = anyBad ? Value(arith::OrIOp::create(rewriter, loc, anyBad, bad)) : bad;
-      pages.push_back(page);
-      inside.push_back(arith::XOrIOp::create(rewriter, loc, outside,
-                                             arith::ConstantIntOp::create(rewriter, loc, 1, 1)));
+      chunks.push_back({inTile, r, col, rowValid, p, page,
+                        arith::XOrIOp::create(rewriter, loc, outside,
+                                              arith::ConstantIntOp::create(rewriter, loc, 1, 1))});
     }
     if (a.getError() && anyBad)       // (a page outside [0, num_pages): reported, not read)
       reportIf(rewriter, loc, a.getError(), anyBad, a.getErrorCode());
-    for (int64_t q0 = 0, i = 0; q0 < rows * chunksPerRow; q0 += threads, ++i) {
-      Value inTile = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::slt,
-                                           arith::AddIOp::create(rewriter, loc, tid, i32(rewriter, loc, q0)),
-                                           i32(rewriter, loc, rows * chunksPerRow));
+    for (const Chunk &c : chunks) {
+      const auto &[inTile, r, col, rowValid, p, page, inside] = c;
       auto ifOp = scf::IfOp::create(rewriter, loc, inTile, false);
       OpBuilder tb = OpBuilder::atBlockBegin(&ifOp.getThenRegion().front());
-      auto [q, r, col, rowValid, p] = chunkAt(tb, q0);
-      (void)q;
-      Value valid = rowValid;
+      Value rowOk = arith::AndIOp::create(tb, loc, rowValid, inside);   // a row read, of a page inside
+      Value valid = rowOk;
       if (a.getChannels())
         valid = arith::AndIOp::create(
             tb, loc, valid,
             arith::CmpIOp::create(tb, loc, arith::CmpIPredicate::slt, col,
                                   a.getChannels()));
       Value offset = arith::RemSIOp::create(tb, loc, p, a.getPageSize());
-      Value page = pages[i];
-      Value rowOk = arith::AndIOp::create(tb, loc, rowValid, inside[i]);
-      valid = arith::AndIOp::create(tb, loc, valid, rowOk);
       auto ext = [&](Value v) {
         return arith::ExtSIOp::create(tb, loc, tb.getI64Type(), v);
       };

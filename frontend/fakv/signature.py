@@ -54,14 +54,14 @@ def address(value):
 
 
 def divisible(runtime):
-    """The runtime arguments ((name, value, type) triples; the type ir.py's
-    or arg_kind's text) that are multiples of 16 (integers) or 16-byte
-    aligned (arrays), in parameter order: the kernel is specialised on them."""
+    """The runtime arguments ((name, value, type) triples) that are
+    multiples of 16 (integers) or 16-byte aligned (arrays), in parameter
+    order: the kernel is specialised on them."""
     out = []
-    for name, value, t in runtime:
-        if (t if type(t) is str else repr(t)).startswith("ptr<"):
-            if address(value) % 16 == 0:
+    for name, value, _ in runtime:
+        if type(value) is int:
+            if value % 16 == 0:
                 out.append(name)
-        elif type(value) is int and value % 16 == 0:
+        elif not isinstance(value, (bool, float)) and address(value) % 16 == 0:
             out.append(name)
     return tuple(out)
