@@ -224,9 +224,13 @@ bool AsyncPagedLoadOp::usesTMA(RankedTensorType tile, Value cache, Value page,
     return true;
   if (leftpad && !matchPattern(leftpad, m_Zero()))
     return false;
+  // Pages that hold whole tiles, or tiles of whole pages of whole 128-byte
+  // swizzle atoms (8 rows): a box per page (tmaBoxRows).
   APInt pageSize;
-  if (!matchPattern(pageSizeValue, m_ConstantInt(&pageSize)) ||
-      pageSize.getSExtValue() % rows != 0)
+  if (!matchPattern(pageSizeValue, m_ConstantInt(&pageSize)))
+    return false;
+  int64_t ps = pageSize.getSExtValue();
+  if (ps <= 0 || (ps % rows != 0 && (rows % ps != 0 || ps % 8 != 0)))
     return false;
   // The tile starts at a multiple of its rows: row = x * c with c a multiple.
   APInt c;
@@ -237,6 +241,16 @@ bool AsyncPagedLoadOp::usesTMA(RankedTensorType tile, Value cache, Value page,
       if (matchPattern(factor, m_ConstantInt(&c)) && c.getSExtValue() % rows == 0)
         return true;
   return false;
+}
+
+int64_t AsyncPagedLoadOp::tmaBoxRows(RankedTensorType tile, Value pageSizeValue,
+                                     Value table) {
+  int64_t rows = tile.getDimSize(0);
+  APInt pageSize;
+  if (table && matchPattern(pageSizeValue, m_ConstantInt(&pageSize)) &&
+      pageSize.getSExtValue() > 0 && pageSize.getSExtValue() < rows)
+    return pageSize.getSExtValue();
+  return rows;
 }
 
 LogicalResult WarpSpecializeOp::verify() {

@@ -148,8 +148,9 @@ def FakvGPU_AsyncPagedLoadOp : FakvGPU_Op<"async_paged_load", [AttrSizedOperandS
     /// elements, columns a multiple of 64, at most 256 rows (a TMA box's
     /// limit), and every tile inside one page
     /// (a contiguous cache; or a block table with a constant page size that
-    /// is a multiple of the tile's rows, tiles starting at a multiple of
-    /// their rows and no left padding), and rows known to start 16-byte
+    /// is a multiple of the tile's rows, or that divides them and is a
+    /// multiple of 8 (a box per page: tmaBoxRows), tiles starting at a
+    /// multiple of their rows and no left padding), and rows known to start 16-byte
     /// aligned (`fakvgpu.aligned_rows`, set by fakv-pipeline). Otherwise a
     /// cp.async gather (element-wise where a 16-byte chunk is unaligned or
     /// straddles the channels' end, unless `fakvgpu.whole_chunks`).
@@ -161,6 +162,10 @@ def FakvGPU_AsyncPagedLoadOp : FakvGPU_Op<"async_paged_load", [AttrSizedOperandS
     static bool usesTMA(::mlir::RankedTensorType tile, ::mlir::Value cache,
                         ::mlir::Value page, ::mlir::Value leftpad,
                         ::mlir::Value pageSize, ::mlir::Value row);
+    /// Rows of one TMA box: the tile's, or a page's when the tile holds
+    /// several pages of a block table (a box per page).
+    static int64_t tmaBoxRows(::mlir::RankedTensorType tile,
+                              ::mlir::Value pageSize, ::mlir::Value table);
   }];
 }
 

@@ -167,23 +167,6 @@ struct ClearRowsLowering : OpConversionPattern<fakvgpu::ClearRowsOp> {
   }
 };
 
-/// A page outside [0, num_pages) is bad data (fakv.paged_load): it is
-/// reported when the op says where; the copy reads nothing of it (TMA fills
-/// out-of-range boxes with zeros; the gather masks it). Only pages of rows
-/// that are read (`live`, or every row when null) are reported. Returns
-/// whether the page is inside.
-Value checkPage(OpBuilder &b, Location loc, fakvgpu::AsyncPagedLoadOp::Adaptor a,
-                Value page, Value live = Value()) {
-  Value outside = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge,
-                                        page, a.getNumPages());
-  if (a.getError())
-    reportIf(b, loc, a.getError(),
-             live ? arith::AndIOp::create(b, loc, outside, live).getResult() : outside,
-             a.getErrorCode());
-  return arith::XOrIOp::create(b, loc, outside,
-                               arith::ConstantIntOp::create(b, loc, 1, 1));
-}
-
 struct AsyncPagedLoadLowering : OpConversionPattern<fakvgpu::AsyncPagedLoadOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -202,41 +185,78 @@ struct AsyncPagedLoadLowering : OpConversionPattern<fakvgpu::AsyncPagedLoadOp> {
                                                   a.getLeftpad()))
                     : a.getRow();
 
-    // addTensorMapArguments decided TMA before the conversion started.
+    // addTensorMapArguments decided TMA before the conversion started. A
+    // tile of several pages (pages of 16 in 32-key blocks) is a box per page:
+    // a page's rows land where one box of the whole tile would put them (a
+    // page is whole 128-byte swizzle atoms of 8 rows); a page past the rows
+    // read is not looked up: its box reads out of range (zeros, its bytes
+    // still counted).
     if (auto tma = op->getAttrOfType<IntegerAttr>("fakvgpu.tma_param")) {
       auto func = op->getParentOfType<FunctionOpInterface>();
       Value map = func.getArgument(tma.getInt());
+      int64_t boxRows = fakvgpu::AsyncPagedLoadOp::tmaBoxRows(tile, op.getPageSize(), op.getTable());
       Value leader = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq,
                                            tid, i32(rewriter, loc, 0));
       auto ifOp = scf::IfOp::create(rewriter, loc, leader, false);
       OpBuilder tb = OpBuilder::atBlockBegin(&ifOp.getThenRegion().front());
-      Value page, offset;
-      if (a.getTable()) {
-        Value pageIdx = arith::DivSIOp::create(tb, loc, pos, a.getPageSize());
-        offset = arith::RemSIOp::create(tb, loc, pos, a.getPageSize());
-        Value idx = arith::ExtSIOp::create(tb, loc, tb.getI64Type(), pageIdx);
-        page = LLVM::LoadOp::create(
-            tb, loc, tb.getI32Type(),
-            elementAddress(tb, loc, a.getTable(), idx, tb.getI32Type()));
-      } else {
-        page = a.getPage();
-        offset = pos;
+      Value rowsRead = boxRows < rows ? fakv::PagedLoadOp::rowsRead(tb, loc, a.getValid(), a.getPage(),
+                                                                     a.getLeftpad(), a.getPageSize())
+                                      : Value();
+      SmallVector<std::pair<Value, Value>> boxes;     // (page, row in it) of each box
+      SmallVector<Value> lives;                        // whether it holds rows read (null: yes)
+      for (int64_t j = 0; j < rows / boxRows; ++j) {
+        Value page, offset, live;
+        if (a.getTable()) {
+          Value at = j ? Value(arith::AddIOp::create(tb, loc, pos, i32(tb, loc, j * boxRows))) : pos;
+          Value pageIdx = arith::DivSIOp::create(tb, loc, at, a.getPageSize());
+          offset = arith::RemSIOp::create(tb, loc, at, a.getPageSize());
+          Value idx = arith::ExtSIOp::create(tb, loc, tb.getI64Type(), pageIdx);
+          auto lookUp = [&](OpBuilder &lb) -> Value {
+            return LLVM::LoadOp::create(lb, loc, lb.getI32Type(),
+                                        elementAddress(lb, loc, a.getTable(), idx, lb.getI32Type()));
+          };
+          if (rowsRead) {
+            Value key = j ? Value(arith::AddIOp::create(tb, loc, a.getRow(), i32(tb, loc, j * boxRows)))
+                          : a.getRow();
+            live = arith::CmpIOp::create(tb, loc, arith::CmpIPredicate::slt, key, rowsRead);
+            page = ifValue(tb, loc, live, tb.getI32Type(), lookUp,
+                           [&](OpBuilder &eb) -> Value { return a.getNumPages(); });
+          } else {
+            page = lookUp(tb);
+          }
+        } else {
+          page = a.getPage();
+          offset = pos;
+        }
+        boxes.push_back({page, offset});
+        lives.push_back(live);
       }
-      checkPage(tb, loc, a, page);
+      // Then one report of the bad pages among those looked up (a page outside
+      // [0, num_pages) is bad data, fakv.paged_load; its box reads zeros).
+      Value anyBad;
+      for (auto [box, live] : llvm::zip(boxes, lives)) {
+        Value bad = arith::CmpIOp::create(tb, loc, arith::CmpIPredicate::uge, box.first, a.getNumPages());
+        if (live)
+          bad = arith::AndIOp::create(tb, loc, bad, live);
+        anyBad = anyBad ? Value(arith::OrIOp::create(tb, loc, anyBad, bad)) : bad;
+      }
+      if (a.getError())
+        reportIf(tb, loc, a.getError(), anyBad, a.getErrorCode());
       NVVM::MBarrierArriveExpectTxOp::create(
           tb, loc, TypeRange{}, bar, i32(tb, loc, rows * cols * elemBytes),
           NVVM::MemScopeKind::CTA, false, Value());
       auto ptr7 = ptrType(tb.getContext(), 7);
-      for (int64_t p = 0; p < cols / 64; ++p) {
-        Value dst = addBytes(tb, loc, slot, i32(tb, loc, p * rows * 128));
-        Value dst7 = LLVM::AddrSpaceCastOp::create(tb, loc, ptr7, dst);
-        NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
-            tb, loc, dst7, map,
-            ValueRange{i32(tb, loc, 64 * p), a.getHead(), offset, page}, bar,
-            ValueRange{}, Value(), Value(),
-            NVVM::TMALoadModeAttr::get(tb.getContext(), NVVM::TMALoadMode::TILE),
-            tb.getBoolAttr(false), NVVM::CTAGroupKindAttr(), Value());
-      }
+      for (int64_t p = 0; p < cols / 64; ++p)
+        for (auto [j, box] : llvm::enumerate(boxes)) {
+          Value dst = addBytes(tb, loc, slot, i32(tb, loc, (p * rows + int64_t(j) * boxRows) * 128));
+          Value dst7 = LLVM::AddrSpaceCastOp::create(tb, loc, ptr7, dst);
+          NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
+              tb, loc, dst7, map,
+              ValueRange{i32(tb, loc, 64 * p), a.getHead(), box.second, box.first}, bar,
+              ValueRange{}, Value(), Value(),
+              NVVM::TMALoadModeAttr::get(tb.getContext(), NVVM::TMALoadMode::TILE),
+              tb.getBoolAttr(false), NVVM::CTAGroupKindAttr(), Value());
+        }
       rewriter.eraseOp(op);
       return success();
     }

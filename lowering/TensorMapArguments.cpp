@@ -38,7 +38,8 @@ void addTensorMapArguments(func::FuncOp func) {
     if (!op.usesTMA())
       return;
     unsigned cacheArg = cast<BlockArgument>(op.getCache()).getArgNumber();
-    int64_t rows = op.getRing().getType().getTile().getDimSize(0);
+    int64_t rows = fakvgpu::AsyncPagedLoadOp::tmaBoxRows(op.getRing().getType().getTile(),
+                                                         op.getPageSize(), op.getTable());
     auto key = std::make_pair(cacheArg, rows);
     if (!param.count(key)) {
       param[key] = func.getNumArguments();

@@ -1,5 +1,6 @@
-// The cp.async gather of pages smaller than a key block (16 keys, blocks of
-// 32): each producer thread loads the block-table entries of all its chunks
+// The cp.async gather of pages smaller than a key block that are not whole
+// 128-byte swizzle atoms (4 keys, blocks of 32; pages of 16 go by TMA:
+// tma-small-pages-to-ptx.mlir): each producer thread loads the block-table entries of all its chunks
 // first (back to back: one round trip), reports the bad pages among them
 // once, then issues its copies; no table load waits behind a copy or a
 // report. The PTX passes ptxas for sm_90a.
@@ -26,7 +27,7 @@ func.func @gather_pages(%q: !fakv.ptr<bf16>, %kc: !fakv.ptr<bf16> {fakv.divisibi
   %c0 = arith.constant 0 : i32
   %c1 = arith.constant 1 : i32
   %c32 = arith.constant 32 : i32
-  %ps = arith.constant 16 : i32
+  %ps = arith.constant 4 : i32
   %s1 = arith.constant 1 : i64
   %s64 = arith.constant 64 : i64
   %sp = arith.constant 1024 : i64
