@@ -112,6 +112,12 @@ _ADAPTIVE_MIN_BLOCKS = 16     # key blocks per split of the longest sequence, at
 _APPEND_BLOCKS = 3
 
 
+# Key blocks a split reads at least: 1K keys at batch 1 (32 blocks), paged
+# 256, on the H200 (.carry/exp/b1_splits.py, 2026-12-02): 8 splits 6.32 us,
+# 12 5.72, 16 6.12, 32 5.95; 3 lets the plan take 11 splits of 3 blocks.
+_SPLIT_MIN_BLOCKS = 3
+
+
 @functools.lru_cache(maxsize=4096)
 def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, max_seqlen_k, causal,
          num_splits, num_sms=132, l2_bytes=50 * 1024 * 1024, appending=False):
@@ -145,9 +151,8 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
         # x 256 threads, 67 KB of shared memory each), one above (as
         # FlashAttention 2 passes 2 x the SMs for its two blocks per SM).
         size_one_kv_head = max_seqlen_k * head_dim * 2 * 2
-        # A split reads at least 4 key blocks (1K keys at batch 1: 8 splits
-        # 9.2 us, 28 splits 10.4 us; plan_sweep.py).
-        max_splits = min(MAX_SPLITS, max(1, n_blocks // 4))
+        # A split reads at least _SPLIT_MIN_BLOCKS key blocks.
+        max_splits = min(MAX_SPLITS, max(1, -(-n_blocks // _SPLIT_MIN_BLOCKS)))
         num_splits = num_splits_heuristic(batch * kv_heads * m_blocks, slots, n_blocks, m_blocks,
                                           size_one_kv_head, causal, max_splits, l2_bytes)
         if num_splits > 1:
