@@ -40,9 +40,9 @@ def rotated_rows(X, row_stride, rows, head_dim, Cos, Sin, pos, pos_step, cos_str
     pos + i * pos_step, in f32 rounded once (not rotated unless ROTARY; 2:
     rotary_dim is HEAD_DIM).
     Positions outside the angle_rows rows of Cos / Sin are reported (`code`)
-    and read row 0. Interleaved partners are loads at column offsets of
-    +/- 1, NeoX partners at +/- rotary_dim / 2
-    (a partner outside the rotary channels reads 0)."""
+    and read row 0. Interleaved partners are the other channel of a pair in
+    the same registers (sums over the pair); NeoX partners come from loads
+    at column offsets of +/- rotary_dim / 2. No mask is needed."""
     x = fl.load(X, (ROWS, HEAD_DIM), (0, 0), (row_stride, 1), bounds=(rows, head_dim))
     if not ROTARY:
         return x
@@ -52,15 +52,14 @@ def rotated_rows(X, row_stride, rows, head_dim, Cos, Sin, pos, pos_step, cos_str
     half = rotary_dim // 2
     cos, sin = Cos + pos.to(fl.int64) * cos_stride, Sin + pos.to(fl.int64) * cos_stride
     a, f32 = pos_step * cos_stride, fl.float32
-    if INTERLEAVED:     # channel c pairs with c ^ 1 (sign -1 for even c), angle c // 2: the partners are loads at
-        shape3, bounds3 = (ROWS, HEAD_DIM // 2, 2), (rows, half, 2)     # column offsets +1 / -1, as NeoX's
-        cs = fl.reshape(fl.load(cos, shape3, (0, 0, 0), (a, 1, 0), bounds=bounds3, other=1.0), (ROWS, HEAD_DIM))
-        sn = fl.reshape(fl.load(sin, shape3, (0, 0, 0), (a, 1, 0), bounds=bounds3), (ROWS, HEAD_DIM))
-        odd = (fl.arange(0, HEAD_DIM) % 2).to(f32)[None, :]
-        shape, bounds = (ROWS, HEAD_DIM), (rows, rotary_dim)
-        nxt = fl.load(X, shape, (0, 1), (row_stride, 1), bounds=bounds).to(f32)
-        prv = fl.load(X, shape, (0, -1), (row_stride, 1), bounds=bounds).to(f32)
-        return (x.to(f32) * cs.to(f32) + (prv * odd - nxt * (1.0 - odd)) * sn.to(f32)).to(x.dtype)
+    if INTERLEAVED:     # element (i, k, j) is channel 2k + j, angle k; its partner 2k + 1 - j, sign 2j - 1
+        cs = fl.load(cos, (ROWS, HEAD_DIM // 2), (0, 0), (a, 1), bounds=(rows, half), other=1.0).to(f32)
+        sn = fl.load(sin, (ROWS, HEAD_DIM // 2), (0, 0), (a, 1), bounds=(rows, half)).to(f32)
+        x3, j = fl.reshape(x, (ROWS, HEAD_DIM // 2, 2)).to(f32), fl.arange(0, 2).to(f32)[None, None, :]
+        even, odd = fl.sum(x3 * (1.0 - j), axis=2), fl.sum(x3 * j, axis=2)      # a pair's two channels
+        rotated = x3 * cs[:, :, None] + (odd[:, :, None] * (1.0 - j) + even[:, :, None] * j) * sn[:, :, None] * \
+            (j * 2.0 - 1.0)
+        return fl.reshape(rotated, (ROWS, HEAD_DIM)).to(x.dtype)
     if ROTARY == 2:     # rotary_dim == HEAD_DIM: element (i, j, k) is channel j * half + k, angle k, its partner
         shape, bounds = (ROWS, 2, HEAD_DIM // 2), (rows, 2, half)     # (1 - j) * half + k, sign 2j - 1
         cs = fl.load(cos, shape, (0, 0, 0), (a, 0, 1), bounds=bounds).to(f32)
