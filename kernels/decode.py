@@ -1,12 +1,11 @@
-"""Split-KV decode attention over a paged or contiguous KV cache, in fakv: one program per (sequence x query
-block, query head, split) streams its share of the keys of kv head h // GROUP through the online softmax and
-writes the output and LSE, or f32 partials for combine.py. pack_gqa=1: fakv-pack-gqa runs the GROUP heads of
-a kv head in one program; stages=3: three K/V blocks in flight."""
+"""Split-KV decode attention over a paged or contiguous KV cache: one program per (sequence x query block, query
+head, split) streams its share of kv head h // GROUP's keys through the online softmax into the output and LSE, or
+f32 partials for combine.py. pack_gqa=1: the GROUP heads of a kv head in one program; stages=3: 3 K/V blocks at once."""
 import fakv
 import fakv.language as fl
 from fakv.kernels.append import append_rows, new_rows, rotated_rows
 from fakv.kernels.combine import merge_splits
-from fakv.kernels.splits import used_splits
+from fakv.kernels.splits import store_partial, used_splits
 
 # Codes a program reports bad data with (fl.report; fakv.runtime.ERROR_KINDS), plus the batch row.
 SEQLENS_ERROR, BLOCK_TABLE_ERROR, BATCH_IDX_ERROR, APPEND_ERROR, LEFTPAD_ERROR, ROTARY_ERROR = \
@@ -140,10 +139,7 @@ def decode(Q, K, V, Table, Seqlens, Out, Lse, OutPart, LsePart,
         fl.store(Lse + (b * heads + h) * seqlen_q, fl.where(empty, float("inf"), lse), (q0,), (1,),
                  bounds=(seqlen_q,))
     else:
-        part = split * batch + b   # partials: (split, batch, seqlen_q, head, HEAD_DIM), (split, batch, head, seqlen_q)
-        fl.store(OutPart + (part * seqlen_q * heads + h) * HEAD_DIM, out, (q0, 0), (heads * HEAD_DIM, 1),
-                 bounds=(seqlen_q, head_dim))
-        fl.store(LsePart + (part * heads + h) * seqlen_q, lse, (q0,), (1,), bounds=(seqlen_q,))
+        store_partial(OutPart, LsePart, out, lse, split * batch + b, h, q0, seqlen_q, heads, head_dim, HEAD_DIM)
         if MERGE:                          # one launch: the last split merges (combine.py's merge_splits)
             merge_splits(OutPart, LsePart, Out, Lse, Counters, b, h, q0, (b * heads + h) * m_blocks + q0 // SQ_BLOCK,
                          num_splits, batch, seqlen_q, heads, head_dim, q_batch_stride, q_seq_stride, q_head_stride,

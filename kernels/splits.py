@@ -20,3 +20,12 @@ def used_splits(Seqlens, length, num_splits, capacity, BATCH: fl.constexpr):
     share = fl.maximum((longest + num_splits - 1) // num_splits, 1)
     mine = fl.minimum(fl.maximum((length + share - 1) // share, 1), num_splits)
     return fl.where(longest <= mean + mean // 8 + 1, 1, mine)
+
+
+@fakv.jit
+def store_partial(OutPart, LsePart, out, lse, part, h, q0, seqlen_q, heads, head_dim, HEAD_DIM: fl.constexpr):
+    """Split `part` (split x batch + sequence) of head h's query block q0 into the partials decode.py leaves for
+    combine.py: (splits x batch, seqlen_q, heads, HEAD_DIM) outputs and (splits x batch, heads, seqlen_q) LSEs."""
+    fl.store(OutPart + (part * seqlen_q * heads + h) * HEAD_DIM, out, (q0, 0), (heads * HEAD_DIM, 1),
+             bounds=(seqlen_q, head_dim))
+    fl.store(LsePart + (part * heads + h) * seqlen_q, lse, (q0,), (1,), bounds=(seqlen_q,))

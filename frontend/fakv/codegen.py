@@ -486,7 +486,11 @@ class CodeGen:
         return sem.compare(self.b, name, x, y)
 
     def expr_BoolOp(self, node):
-        values = [self.expr(v) for v in node.values]
+        values = []
+        for v in node.values:     # Python's short circuit while the operands are Python values (constexprs)
+            values.append(self.expr(v))
+            if not any(sem.is_value(x) for x in values) and bool(values[-1]) != isinstance(node.op, ast.And):
+                return values[-1]
         if not any(sem.is_value(v) for v in values):
             out = values[0]
             for v in values[1:]:

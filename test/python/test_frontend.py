@@ -136,6 +136,31 @@ def test_runtime_if_yields():
     assert np.all(out == 1)
 
 
+@fakv.jit
+def early_exit(X, Out, n, SKIP: fl.constexpr):
+    if SKIP and X[0] > 0.0 and n > 0:          # (Python's short circuit on SKIP)
+        fl.store(Out, fl.full((4,), 2.0), (0,), (1,))
+        return
+    fl.store(Out, fl.full((4,), 1.0), (0,), (1,))
+
+
+def test_boolean_operators_short_circuit_on_constexprs():
+    """`SKIP and <runtime>` with SKIP false is false at compile time, as in
+    Python: no runtime `if`, no load (the kernel's early return not
+    generated); with SKIP true, a runtime `if` that returns early."""
+    x, out = np.ones(1, np.float32), np.zeros(4, np.float32)
+    ir = early_exit.ir(x, out, 1, SKIP=False)
+    assert "scf.if" not in ir and "fakv.load" not in ir
+    ir = early_exit.ir(x, out, 1, SKIP=True)
+    assert "scf.if" in ir and "fakv.load" in ir
+    early_exit[(1,)](x, out, 1, SKIP=True)
+    assert np.all(out == 2)
+    early_exit[(1,)](-x, out, 1, SKIP=True)
+    assert np.all(out == 1)
+    early_exit[(1,)](x, out, 1, SKIP=False)
+    assert np.all(out == 1)
+
+
 def line_of(fn, text):
     import inspect
     lines, first = inspect.getsourcelines(fn)
