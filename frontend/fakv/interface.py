@@ -202,9 +202,12 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
         # Ring depth (docs/gpu-results.md): three K/V blocks in flight read
         # the cache fastest at head dims up to 128 (decode.py's own stages=3);
         # above, two (shared memory). One more with pages smaller than a
-        # block (a TMA box per page): b128 s8K pages of 16 1007.8 -> 987.8
-        # us, d256 b8 s32K 538.5 -> 501.6 (H200, .carry/exp/s9_pages.py).
-        "decode_options": dict(stages=(3 if head_tile <= 128 else 2) + (1 if paged and page_size < block_n else 0)),
+        # block (a TMA box per page) and splits of 64 blocks or more: b128
+        # s8K pages of 16 1007.8 -> 987.8 us, d256 b8 s32K 538.5 -> 501.6
+        # (H200, .carry/exp/s9_pages.py); but b128 s1K (32 blocks) 145.0 ->
+        # 153.6 (bench_grid, two runs).
+        "decode_options": dict(stages=(3 if head_tile <= 128 else 2) + (
+            1 if paged and page_size < block_n and -(-n_blocks // num_splits) >= 64 else 0)),
         "combine": dict(HEAD_DIM=head_tile, HEAD_BLOCK=head_block, MAX_SPLITS=_pow2(num_splits)),
         "combine_grid": (math.ceil(heads / head_block), seqlen_q, batch),
         "num_splits": num_splits,
