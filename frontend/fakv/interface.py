@@ -134,9 +134,9 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
     m_blocks = math.ceil(seqlen_q / sq_block)
     # Keys per block: 32 reads the cache fastest on the H200 at head dim 128
     # (bench/sweep_decode.py: small tiles, several blocks per SM); 64 at 64
-    # and at 256 (bench/plan_sweep.py). Pages that hold whole blocks are
-    # copied by TMA, others gathered (pages of 16 in 16-key blocks by TMA
-    # measured slower than the gather: plan_sweep.py).
+    # and at 256 (bench/plan_sweep.py). Pages that hold whole blocks, or
+    # whole swizzle atoms (multiples of 8 rows: a box per page), are copied
+    # by TMA, others gathered (the lowering decides: docs/decisions.md).
     block_n = 32 if head_tile == 128 else 64
     n_blocks = math.ceil(max(max_seqlen_k, 1) / block_n)
     # Programs of the decode launch, and of the combine's with head_block heads each (none with one split).
