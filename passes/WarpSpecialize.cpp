@@ -46,10 +46,24 @@ LogicalResult specialize(func::FuncOp func, scf::ForOp loop, scf::IfOp refill,
   MLIRContext *ctx = func.getContext();
   auto warpsAttr = func->getAttrOfType<IntegerAttr>(kNumWarpsAttr);
   int32_t consumerWarps = warpsAttr.getInt();
-  if (loop->getParentOp() != func)
-    return loop.emitOpError()
-           << "warp specialization needs the pipelined loop at the kernel's "
-              "top level";
+  // The loop sits at the kernel's top level, or under result-less scf.ifs
+  // (an early `return` in the DSL puts the rest of the kernel in an else):
+  // `anchor` is the top-level op that holds it, `guards` the ifs, outermost
+  // first, and `inElse` which branch leads to the loop.
+  Block &body = func.getBody().front();
+  Operation *anchor = loop;
+  SmallVector<scf::IfOp> guards;
+  SmallVector<bool> inElse;
+  while (anchor->getBlock() != &body) {
+    auto guard = dyn_cast<scf::IfOp>(anchor->getParentOp());
+    if (!guard || guard->getNumResults() != 0)
+      return loop.emitOpError()
+             << "warp specialization needs the pipelined loop at the kernel's "
+                "top level or under result-less scf.ifs";
+    guards.insert(guards.begin(), guard);
+    inElse.insert(inElse.begin(), anchor->getParentRegion() == &guard.getElseRegion());
+    anchor = guard;
+  }
 
   // The ring size and the slot of each consumer iteration (the waits' index).
   WaitOp anyWait;
@@ -69,15 +83,68 @@ LogicalResult specialize(func::FuncOp func, scf::ForOp loop, scf::IfOp refill,
         alloc.setArrivals(kProducerWarps * 32);
   });
 
-  OpBuilder b(loop);
+  // Rings and barriers allocated under the guards move to the top level
+  // (every thread initialises them, before the roles split).
+  SmallVector<Operation *> allocs;
+  for (scf::IfOp guard : guards)
+    guard->walk([&](Operation *op) {
+      if (isa<AllocRingOp, AllocBarriersOp>(op) && op->getBlock() == loop->getBlock())
+        allocs.push_back(op);
+    });
+  for (Operation *op : allocs)
+    op->moveBefore(anchor);
+
+  OpBuilder b(anchor);
   auto barriersType = BarriersType::get(ctx, stages);
   Value empty = AllocBarriersOp::create(
       b, loc, barriersType, b.getI32IntegerAttr(consumerWarps * 32));
 
+  // What the producer needs from inside the guards (the loop's bounds, the
+  // refill's operands, the inner guards' conditions) is cloned under copies
+  // of the guards; what it needs from the top level stays before the op.
+  llvm::SmallPtrSet<Block *, 4> nested;
+  for (auto [guard, other] : llvm::zip(guards, inElse))
+    nested.insert(&(other ? guard.getElseRegion() : guard.getThenRegion()).front());
+  llvm::SmallPtrSet<Operation *, 32> needed;
+  SmallVector<Value> roots = {loop.getLowerBound(), loop.getUpperBound(), loop.getStep()};
+  refill.getThenRegion().walk([&](Operation *op) { llvm::append_range(roots, op->getOperands()); });
+  for (size_t i = 1; i < guards.size(); ++i)
+    roots.push_back(guards[i].getCondition());
+  while (!roots.empty()) {
+    Operation *def = roots.pop_back_val().getDefiningOp();
+    if (!def || !nested.contains(def->getBlock()) || !needed.insert(def).second)
+      continue;
+    def->walk([&](Operation *inner) { llvm::append_range(roots, inner->getOperands()); });
+  }
+  IRMapping map;
+  Operation *producerRoot = nullptr;
+  OpBuilder nb(anchor);
+  for (auto [i, guard] : llvm::enumerate(guards)) {
+    Value cond = map.lookupOrDefault(guard.getCondition());
+    if (inElse[i])
+      cond = arith::XOrIOp::create(nb, loc, cond,
+                                   arith::ConstantIntOp::create(nb, loc, 1, 1));
+    auto copy = scf::IfOp::create(nb, loc, cond, /*withElse=*/false);
+    if (!producerRoot)
+      producerRoot = copy;
+    nb.setInsertionPoint(copy.getThenRegion().front().getTerminator());
+    Block *level = &(inElse[i] ? guard.getElseRegion() : guard.getThenRegion()).front();
+    Operation *child = i + 1 < guards.size() ? guards[i + 1].getOperation() : loop.getOperation();
+    for (Operation &op : *level) {
+      if (&op == child)
+        break;
+      if (needed.contains(&op))
+        nb.clone(op, map);
+    }
+  }
+
   // The producer loop, built before the consumer loop for now.
-  Value lb = loop.getLowerBound(), ub = loop.getUpperBound(),
-        step = loop.getStep();
-  auto producer = scf::ForOp::create(b, loc, lb, ub, step);
+  Value lb = map.lookupOrDefault(loop.getLowerBound()),
+        ub = map.lookupOrDefault(loop.getUpperBound()),
+        step = map.lookupOrDefault(loop.getStep());
+  auto producer = scf::ForOp::create(nb, loc, lb, ub, step);
+  if (!producerRoot)
+    producerRoot = producer;
   {
     OpBuilder pb = OpBuilder::atBlockBegin(producer.getBody());
     Value iv = producer.getInductionVar();
@@ -97,7 +164,6 @@ LogicalResult specialize(func::FuncOp func, scf::ForOp loop, scf::IfOp refill,
     }
     pb.setInsertionPoint(producer.getBody()->getTerminator());
     auto cond = refill.getCondition().getDefiningOp<arith::CmpIOp>();
-    IRMapping map;
     map.map(cond.getLhs(), iv);
     for (Operation &op : refill.getThenRegion().front().without_terminator())
       pb.clone(op, map);
@@ -117,9 +183,8 @@ LogicalResult specialize(func::FuncOp func, scf::ForOp loop, scf::IfOp refill,
 
   // What the producer needs stays before the warp_specialize op; everything
   // else moves into the consumer.
-  Block &body = func.getBody().front();
   llvm::SmallPtrSet<Operation *, 32> keep;
-  SmallVector<Operation *> worklist = {producer};
+  SmallVector<Operation *> worklist = {producerRoot};
   while (!worklist.empty()) {
     Operation *op = worklist.pop_back_val();
     if (!keep.insert(op).second)
@@ -144,7 +209,7 @@ LogicalResult specialize(func::FuncOp func, scf::ForOp loop, scf::IfOp refill,
   ws.getProducer().push_back(producerBlock);
   Block *consumerBlock = new Block();
   ws.getConsumer().push_back(consumerBlock);
-  producer->moveBefore(producerBlock, producerBlock->end());
+  producerRoot->moveBefore(producerBlock, producerBlock->end());
   SmallVector<Operation *> toMove;
   for (Operation &op : body)
     if (&op != ws && !op.hasTrait<OpTrait::IsTerminator>() && !keep.count(&op))
