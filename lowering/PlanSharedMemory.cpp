@@ -38,22 +38,42 @@ namespace {
 /// the consumer loop's iterations exactly; ring views are made inside that
 /// loop (never carried out of it); a dot waits for its wgmma before it
 /// returns; every shared-memory write of a role first synchronises the role.
+Operation *lastRingUserIn(Block &block) {
+  Operation *last = nullptr;
+  for (Operation &top : block) {
+    bool uses = false;
+    top.walk([&](Operation *op) {
+      for (Value v : op->getOperands())
+        if (Operation *def = v.getDefiningOp())
+          uses |= isa<fakvgpu::AllocRingOp, fakvgpu::AllocBarriersOp>(def);
+    });
+    if (uses)
+      last = &top;
+  }
+  return last;
+}
+
+/// (Under an early exit, the consumer's ring users sit in one branch of a
+/// result-less scf.if: the last of them in that branch.)
 Operation *lastRingUser(func::FuncOp func) {
   Operation *last = nullptr;
   func.walk([&](scf::IfOp role) {
     auto r = role->getAttrOfType<DenseI64ArrayAttr>(kRoleAttr);
     if (!r || r.size() < 1 || r[0] == 0)   // (the producer: thread 0 on)
       return;
-    for (Operation &top : role.getThenRegion().front()) {
-      bool uses = false;
-      top.walk([&](Operation *op) {
-        for (Value v : op->getOperands())
-          if (Operation *def = v.getDefiningOp())
-            uses |= isa<fakvgpu::AllocRingOp, fakvgpu::AllocBarriersOp>(def);
-      });
-      if (uses)
-        last = &top;
+    Operation *user = lastRingUserIn(role.getThenRegion().front());
+    while (auto guard = dyn_cast_or_null<scf::IfOp>(user)) {
+      if (guard->getNumResults() != 0)
+        break;
+      Operation *inThen = lastRingUserIn(guard.getThenRegion().front());
+      Operation *inElse = guard.getElseRegion().empty() ? nullptr
+                                                        : lastRingUserIn(guard.getElseRegion().front());
+      if (!inThen == !inElse)
+        break;
+      user = inThen ? inThen : inElse;
     }
+    if (user)
+      last = user;
   });
   return last;
 }

@@ -22,6 +22,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 namespace mlir::fakv {
 #define GEN_PASS_DEF_FAKVWARPSPECIALIZE
@@ -86,8 +87,8 @@ LogicalResult specialize(func::FuncOp func, scf::ForOp loop, scf::IfOp refill,
   // Rings and barriers allocated under the guards move to the top level
   // (every thread initialises them, before the roles split).
   SmallVector<Operation *> allocs;
-  for (scf::IfOp guard : guards)
-    guard->walk([&](Operation *op) {
+  if (!guards.empty())
+    guards.front()->walk([&](Operation *op) {
       if (isa<AllocRingOp, AllocBarriersOp>(op) && op->getBlock() == loop->getBlock())
         allocs.push_back(op);
     });
@@ -114,6 +115,13 @@ LogicalResult specialize(func::FuncOp func, scf::ForOp loop, scf::IfOp refill,
     Operation *def = roots.pop_back_val().getDefiningOp();
     if (!def || !nested.contains(def->getBlock()) || !needed.insert(def).second)
       continue;
+    // The producer recomputes these: no memory access (it would not see the
+    // consumer's writes, nor repeat an atomic or a report safely), no tile.
+    if (!isMemoryEffectFree(def) ||
+        llvm::any_of(def->getResultTypes(), [](Type t) { return isa<ShapedType>(t); }))
+      return def->emitOpError()
+             << "is computed under the condition of an early exit and feeds the "
+                "pipelined loop's bounds or copies; compute it before the `if`";
     def->walk([&](Operation *inner) { llvm::append_range(roots, inner->getOperands()); });
   }
   IRMapping map;

@@ -63,3 +63,36 @@ func.func @late_on_rings(%out: !fakv.ptr<f32>) attributes {fakv.kernel, fakvgpu.
   }
   return
 }
+
+// The same under an early exit (fakv-warp-specialize keeps the consumer's
+// whole `if`): the last ring use is found in the branch that has one, so
+// the late copy still lands on the ring.
+// RUN: fakv-opt %s --fakvgpu-lower-warp-specialize | fakv-opt --fakvgpu-plan-shared-memory | FileCheck %s --check-prefix=EXIT
+// EXIT: func.func @late_under_an_early_exit({{.*}}fakvgpu.smem_bytes = 18432 : i64
+// EXIT: fakvgpu.alloc_ring {fakvgpu.smem_offset = 0 : i64}
+// EXIT: scf.if
+// EXIT: } else {
+// EXIT: fakvgpu.convert_layout %{{.*}} {fakvgpu.smem_offset = 9216 : i64}
+// EXIT: fakvgpu.arrive
+// EXIT: fakvgpu.convert_layout %{{.*}} {fakvgpu.smem_offset = 0 : i64}
+func.func @late_under_an_early_exit(%out: !fakv.ptr<bf16>, %n: i32) attributes {fakv.kernel, fakvgpu.num_warps = 8 : i32} {
+  %c0 = arith.constant 0 : i32
+  %s1 = arith.constant 1 : i64
+  %s64 = arith.constant 64 : i64
+  %x = arith.constant dense<0.0> : tensor<16x64xbf16, #l3>
+  %none = arith.cmpi sle, %n, %c0 : i32
+  %r = fakvgpu.alloc_ring : !fakvgpu.ring<2, tensor<32x64xbf16, #sh>>
+  %b = fakvgpu.alloc_barriers arrivals 128 : !fakvgpu.barriers<2>
+  fakvgpu.warp_specialize producer_warps 4 consumer_warps 4 registers 0, 0 {
+    %v = fakvgpu.ring_view %r[%c0] : !fakvgpu.ring<2, tensor<32x64xbf16, #sh>>
+  }, {
+    scf.if %none {
+      fakv.store %x, %out[%c0, %c0] strides [%s64, %s1] : tensor<16x64xbf16, #l3>, !fakv.ptr<bf16>
+    } else {
+      %early = fakvgpu.convert_layout %x : tensor<16x64xbf16, #l3> -> tensor<16x64xbf16, #sh>
+      fakvgpu.arrive %b[%c0] : !fakvgpu.barriers<2>
+      %late = fakvgpu.convert_layout %x : tensor<16x64xbf16, #l3> -> tensor<16x64xbf16, #sh>
+    }
+  }
+  return
+}

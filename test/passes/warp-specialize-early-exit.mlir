@@ -34,3 +34,29 @@
 // CHECK:     fakv.store
 // CHECK: }
 // CHECK-NOT: fakvgpu.pipeline_prologue
+
+// Nested early exits: the producer's loop under copies of both conditions,
+// the inner one's cloned under the outer copy.
+// RUN: fakv-opt %S/Inputs/attention-nested-exits.mlir --fakv-decompose --canonicalize --fakv-assign-layouts \
+// RUN:   --loop-invariant-code-motion --fakv-pipeline --fakv-warp-specialize | FileCheck %s --check-prefix=NESTED
+// NESTED-LABEL: func.func @attention_nested_exits(
+// NESTED: %[[NONE:.*]] = arith.cmpi sle, %arg5
+// NESTED: %[[GO:.*]] = arith.xori %[[NONE]]
+// NESTED: fakvgpu.warp_specialize
+// NESTED:   scf.if %[[GO]] {
+// NESTED:     %[[FITS:.*]] = arith.cmpi sle, %arg5
+// NESTED:     scf.if %[[FITS]] {
+// NESTED:       scf.for
+// NESTED:         fakvgpu.async_paged_load
+// NESTED: }, {
+// NESTED:   scf.if %[[NONE]] {
+// NESTED:   } else {
+// NESTED:     scf.if
+// NESTED:       scf.for
+// NESTED:         fakvgpu.arrive
+// NESTED:     } else {
+// NESTED:       fakv.store
+
+// A bound the producer would have to load under the condition: refused.
+// RUN: fakv-opt %S/Inputs/attention-loaded-bound.mlir --fakv-decompose --canonicalize --fakv-assign-layouts \
+// RUN:   --loop-invariant-code-motion --fakv-pipeline --fakv-warp-specialize -verify-diagnostics -o /dev/null
