@@ -179,10 +179,22 @@ void planSharedMemory(func::FuncOp func) {
   func->setAttr(kSmemBytesAttr, IntegerAttr::get(IntegerType::get(ctx, 64), next + kSmemAlignSlack));
 }
 
+/// The most dynamic shared memory a block may use on sm_90 (227 KiB).
+constexpr int64_t kMaxSmemBytes = 227 * 1024;
+
 struct PlanSharedMemoryPass
     : public fakv::impl::FakvGPUPlanSharedMemoryBase<PlanSharedMemoryPass> {
   void runOnOperation() override {
-    if (failed(forEachKernelWithLayouts(getOperation(), planSharedMemory)))
+    bool tooBig = false;
+    if (failed(forEachKernelWithLayouts(getOperation(), [&](func::FuncOp func) {
+          planSharedMemory(func);
+          int64_t bytes = func->getAttrOfType<IntegerAttr>(kSmemBytesAttr).getInt();
+          if (bytes > kMaxSmemBytes) {
+            func.emitError() << "needs " << bytes << " bytes of shared memory; a block has at most "
+                             << kMaxSmemBytes << " on sm_90 (fewer stages or smaller tiles)";
+            tooBig = true;
+          }
+        })) || tooBig)
       signalPassFailure();
   }
 };

@@ -107,3 +107,53 @@ def test_adaptive_splits_compile_for_sm90a(tmp_path):
     assert out.returncode == 0, out.stderr[-3000:]
     assert json.loads(out.stdout.strip().splitlines()[-1]) == [2, 2, 2]
     assert len([f for f in os.listdir(tmp_path) if f.endswith(".cubin")]) >= 5   # 3 decodes, 2 combines
+
+
+SMALL_PAGES_SCRIPT = """
+import glob, json, os, sys, numpy as np, ml_dtypes
+import fakv
+from fakv import interface
+bf = ml_dtypes.bfloat16
+rows = []
+for d in (64, 128, 256):
+    for page in (4, 8, 16, 24, 32):
+        hk, b = 2, 2
+        cap = 4032 if page == 24 else 4096
+        q = np.zeros((b, 1, hk * 4, d), bf)
+        k = np.zeros((b * cap // page, page, hk, d), bf)
+        table = np.arange(b * cap // page, dtype=np.int32).reshape(b, -1)
+        before = set(glob.glob(os.environ["FAKV_CACHE_DIR"] + "/*.json"))
+        fakv.flash_attn_with_kvcache(q, k, k.copy(), cache_seqlens=np.array([10, 4000], np.int32),
+                                     block_table=table, num_splits=1)
+        (new,) = set(glob.glob(os.environ["FAKV_CACHE_DIR"] + "/*.json")) - before
+        (kern,) = json.load(open(new))["facts"]["kernels"]
+        p = interface.plan(b, 1, hk * 4, hk, d, "bf16", True, page, cap, False, 1)
+        rows.append([d, page, p["decode"]["BLOCK_N"], p["decode_options"]["stages"],
+                     sorted({m["rows"] for m in kern.get("tensormaps", [])}), kern["smem_bytes"]])
+print(json.dumps(rows))
+"""
+
+
+@needs_assembler
+def test_pages_smaller_than_a_block_compile_for_sm90a(tmp_path):
+    """Pages smaller than a key block, through the GPU pipeline to cubins
+    (one split: the longest share, so the plan's extra ring stage where it
+    applies): whole swizzle atoms that divide the block (8, 16, 32 rows) are
+    copied by a TMA box per page (the kernel's tensor maps have the page's
+    rows), pages of 4 and 24 by the gather (no tensor map); every kernel
+    fits an sm_90 block's 227 KiB of shared memory."""
+    import json
+    env = dict(os.environ, FAKV_CACHE_DIR=str(tmp_path), FAKV_COMPILE_ONLY="1",
+               PYTHONPATH=os.path.join(ROOT, "frontend"))
+    out = subprocess.run([sys.executable, "-c", SMALL_PAGES_SCRIPT], env=env, capture_output=True, text=True,
+                         timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    rows = json.loads(out.stdout.strip().splitlines()[-1])
+    assert len(rows) == 15
+    for d, page, block_n, stages, boxes, smem in rows:
+        tma = page % 8 == 0 and block_n % page == 0
+        assert boxes == ([page] if tma else []), (d, page, boxes)
+        base = 3 if d <= 128 else 2
+        long_split = -(-(4032 if page == 24 else 4096) // block_n) >= 64
+        assert stages == base + (1 if page < block_n and long_split else 0), (d, page, stages)
+        assert smem <= 227 * 1024, (d, page, smem)
