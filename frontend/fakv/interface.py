@@ -521,7 +521,7 @@ def _prepare(decode, decode_args, decode_consts, decode_grid, combine, combine_a
         ws_bytes=max(4, part_out + part_lse + lse_bytes), part_out_bytes=part_out, part_lse_bytes=part_lse,
         return_lse=bool(return_lse), copy_q=bool(copy_q), empty_like=torch.empty_like,
         empty_lse=functools.partial(torch.empty, lse_shape, dtype=torch.float32, device=q.device),
-        raw_alloc=raw_alloc, raw_delete=raw_delete, stream=runtime.stream_getter(),
+        raw_alloc=raw_alloc, raw_delete=raw_delete, stream=runtime.stream_getter(dev),
         seqlens_address=_SeqlensTensors(q.shape[0], capacity, q.device, seqlen_new, paged),
         empty_workspace=lambda n: torch.empty(n // 4, dtype=torch.float32, device=q.device),
         early_decode=bool(early_decode))

@@ -82,13 +82,17 @@ class GPUKernel:
         self.launch_raw(gx, gy, gz, self._stream() if stream is None else stream, *args)
 
 
-def stream_getter():
-    """A function returning the current CUDA stream's handle, by torch's
-    fastest way available."""
+def stream_getter(device=None):
+    """A function returning the handle of the current CUDA stream of
+    `device` (an index; None: the current device), as torch's own ops on a
+    tensor of that device pick it, by torch's fastest way available."""
+    import functools
     import torch
     raw, get_device = getattr(torch._C, "_cuda_getCurrentRawStream", None), getattr(torch._C, "_cuda_getDevice", None)
     if raw is not None and get_device is not None:
-        return lambda: raw(get_device())
+        return functools.partial(raw, device) if device is not None else lambda: raw(get_device())
+    if device is not None:
+        return lambda: torch.cuda.current_stream(device).cuda_stream
     return lambda: torch.cuda.current_stream().cuda_stream
 
 

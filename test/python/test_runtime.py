@@ -176,3 +176,20 @@ def test_prepared_call_slots_name_decode_parameters():
         "Q", "K", "V", "Table", "Seqlens", "Out", "Lse", "OutPart", "LsePart", "BatchIdx", "Slopes", "KNew",
         "VNew", "Cos", "Sin", "LeftPad"]
     assert names[34] == "Counters"              # (interface: decode_args[34], the merge's counters)
+
+
+def test_launch_stream_is_the_current_stream_of_the_tensors_device(monkeypatch):
+    """A prepared call launches on the current stream of q's device, as
+    torch's own ops on q do (runtime.stream_getter(device)), not on the
+    current device's when they differ; without a device, the current
+    device's. (A stand-in for torch: its raw-stream and device calls.)"""
+    import sys
+    import types
+    from fakv import runtime
+    asked = []
+    fake = types.ModuleType("torch")
+    fake._C = types.SimpleNamespace(_cuda_getCurrentRawStream=lambda d: asked.append(d) or 1000 + d,
+                                    _cuda_getDevice=lambda: 0)
+    monkeypatch.setitem(sys.modules, "torch", fake)
+    assert runtime.stream_getter(1)() == 1001 and asked == [1]
+    assert runtime.stream_getter()() == 1000 and asked == [1, 0]
