@@ -50,11 +50,11 @@ LogicalResult specialize(func::FuncOp func, scf::ForOp loop, scf::IfOp refill,
   // The loop sits at the kernel's top level, or under result-less scf.ifs
   // (an early `return` in the DSL puts the rest of the kernel in an else):
   // `anchor` is the top-level op that holds it, `guards` the ifs, outermost
-  // first, and `inElse` which branch leads to the loop.
+  // first, and `levels` the block of each that leads to the loop.
   Block &body = func.getBody().front();
   Operation *anchor = loop;
   SmallVector<scf::IfOp> guards;
-  SmallVector<bool> inElse;
+  SmallVector<Block *> levels;
   while (anchor->getBlock() != &body) {
     auto guard = dyn_cast<scf::IfOp>(anchor->getParentOp());
     if (!guard || guard->getNumResults() != 0)
@@ -62,7 +62,7 @@ LogicalResult specialize(func::FuncOp func, scf::ForOp loop, scf::IfOp refill,
              << "warp specialization needs the pipelined loop at the kernel's "
                 "top level or under result-less scf.ifs";
     guards.insert(guards.begin(), guard);
-    inElse.insert(inElse.begin(), anchor->getParentRegion() == &guard.getElseRegion());
+    levels.insert(levels.begin(), anchor->getBlock());
     anchor = guard;
   }
 
@@ -86,14 +86,10 @@ LogicalResult specialize(func::FuncOp func, scf::ForOp loop, scf::IfOp refill,
 
   // Rings and barriers allocated under the guards move to the top level
   // (every thread initialises them, before the roles split).
-  SmallVector<Operation *> allocs;
   if (!guards.empty())
-    guards.front()->walk([&](Operation *op) {
-      if (isa<AllocRingOp, AllocBarriersOp>(op) && op->getBlock() == loop->getBlock())
-        allocs.push_back(op);
-    });
-  for (Operation *op : allocs)
-    op->moveBefore(anchor);
+    for (Operation &op : llvm::make_early_inc_range(*loop->getBlock()))
+      if (isa<AllocRingOp, AllocBarriersOp>(op))
+        op.moveBefore(anchor);
 
   OpBuilder b(anchor);
   auto barriersType = BarriersType::get(ctx, stages);
@@ -103,9 +99,7 @@ LogicalResult specialize(func::FuncOp func, scf::ForOp loop, scf::IfOp refill,
   // What the producer needs from inside the guards (the loop's bounds, the
   // refill's operands, the inner guards' conditions) is cloned under copies
   // of the guards; what it needs from the top level stays before the op.
-  llvm::SmallPtrSet<Block *, 4> nested;
-  for (auto [guard, other] : llvm::zip(guards, inElse))
-    nested.insert(&(other ? guard.getElseRegion() : guard.getThenRegion()).front());
+  llvm::SmallPtrSet<Block *, 4> nested(levels.begin(), levels.end());
   llvm::SmallPtrSet<Operation *, 32> needed;
   SmallVector<Value> roots = {loop.getLowerBound(), loop.getUpperBound(), loop.getStep()};
   refill.getThenRegion().walk([&](Operation *op) { llvm::append_range(roots, op->getOperands()); });
@@ -128,15 +122,15 @@ LogicalResult specialize(func::FuncOp func, scf::ForOp loop, scf::IfOp refill,
   Operation *producerRoot = nullptr;
   OpBuilder nb(anchor);
   for (auto [i, guard] : llvm::enumerate(guards)) {
+    Block *level = levels[i];
     Value cond = map.lookupOrDefault(guard.getCondition());
-    if (inElse[i])
+    if (level->getParent() == &guard.getElseRegion())
       cond = arith::XOrIOp::create(nb, loc, cond,
                                    arith::ConstantIntOp::create(nb, loc, 1, 1));
     auto copy = scf::IfOp::create(nb, loc, cond, /*withElse=*/false);
     if (!producerRoot)
       producerRoot = copy;
     nb.setInsertionPoint(copy.getThenRegion().front().getTerminator());
-    Block *level = &(inElse[i] ? guard.getElseRegion() : guard.getThenRegion()).front();
     Operation *child = i + 1 < guards.size() ? guards[i + 1].getOperation() : loop.getOperation();
     for (Operation &op : *level) {
       if (&op == child)
