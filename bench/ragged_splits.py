@@ -2,10 +2,11 @@
 """Split counts on ragged and equal-length batches: GPU time per call (CUDA
 graphs over rotating caches, bench_grid.py's cells) of fakv as planned
 (num_splits=0), with FAKV_ADAPTIVE_SPLITS=4 (a batch of one wave gets 4
-splits and kernels/splits.py's ADAPTIVE), and with fixed num_splits (1:
-unsplit; 2-6: even shares), bf16 GQA 32/8 d128, contiguous and pages of
-256. Diagnostics for the planner (interface._ADAPTIVE_SPLITS), not a
-benchmark against peers.
+splits and kernels/splits.py's ADAPTIVE), with 2 (adaptive2), with 4 and
+FAKV_MERGE_SPLITS=1 (adaptive-merged: no combine launch), and with fixed
+num_splits (1: unsplit; 2-6: even shares), bf16 GQA 32/8 d128, contiguous
+and pages of 256. Diagnostics for the planner (interface._ADAPTIVE_SPLITS),
+not a benchmark against peers.
 
     python bench/ragged_splits.py
 """
@@ -19,7 +20,8 @@ import bench_grid as G  # noqa: E402
 SHAPES = [("ragged b32 s<=16K", 32, 16384, 32, 8, 128, True), ("ragged b16 s<=32K", 16, 32768, 32, 8, 128, True),
           ("ragged b128 s<=4K", 128, 4096, 32, 8, 128, True), ("b32 s8K", 32, 8192, 32, 8, 128, False),
           ("b32 s32K", 32, 32768, 32, 8, 128, False), ("b16 s32K", 16, 32768, 32, 8, 128, False)]
-SPLITS = (0, "adaptive", 1, 2, 4, 6)
+SPLITS = (0, "adaptive", "adaptive2", "adaptive-merged", 1, 2, 4, 6)
+ADAPTIVE = {"adaptive": (4, False), "adaptive2": (2, False), "adaptive-merged": (4, True)}   # (splits, merged)
 
 
 def main():
@@ -27,7 +29,8 @@ def main():
     import fakv
     from fakv import interface
     print(f"copy {G.copy_bandwidth():.2f} TB/s; us per call: s0 as planned (its split count and ADAPTIVE in "
-          f"brackets), adaptive with FAKV_ADAPTIVE_SPLITS=4, sN with num_splits=N")
+          f"brackets), adaptive with FAKV_ADAPTIVE_SPLITS=4 (adaptive2: 2; adaptive-merged: 4 and "
+          f"FAKV_MERGE_SPLITS=1), sN with num_splits=N")
     for shape in SHAPES:
         for page in (0, 256):
             cell = G.Cell(shape, page)
@@ -35,15 +38,16 @@ def main():
                                0, torch.cuda.get_device_properties(0).multi_processor_count)
             row = []
             for s in SPLITS:
-                interface._ADAPTIVE_SPLITS = 4 if s == "adaptive" else 0    # (FAKV_ADAPTIVE_SPLITS=4)
+                # (FAKV_ADAPTIVE_SPLITS, FAKV_MERGE_SPLITS), set before the calls are made and captured
+                interface._ADAPTIVE_SPLITS, interface._MERGE_SPLITS = ADAPTIVE.get(s, (0, False))
                 interface._plan.cache_clear()
                 interface._CALLS.clear()
                 run = lambda i, s=s: fakv.flash_attn_with_kvcache(  # noqa: E731
                     cell.q, cell.k[i], cell.v[i], cache_seqlens=cell.lens, block_table=cell.table, causal=True,
-                    num_splits=0 if s == "adaptive" else s)
+                    num_splits=0 if s in ADAPTIVE else s)
                 t, _ = G.graph_time_ms([lambda i=i: run(i) for i in range(cell.copies)])
-                row.append(f"{s if s == 'adaptive' else f's{s}'}={t * 1e3:7.1f}")
-            interface._ADAPTIVE_SPLITS = 0
+                row.append(f"{s if s in ADAPTIVE else f's{s}'}={t * 1e3:7.1f}")
+            interface._ADAPTIVE_SPLITS, interface._MERGE_SPLITS = 0, False
             interface._plan.cache_clear()
             interface._CALLS.clear()
             print(f"{shape[0]:20} page {page:3} [{p['num_splits']} splits, ADAPTIVE={p['decode']['ADAPTIVE']}]: "

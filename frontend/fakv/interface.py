@@ -97,9 +97,9 @@ def plan(*args, **kwargs):
 # Ragged batches (_plan): FAKV_ADAPTIVE_SPLITS=n launches a batch of one wave
 # over long caches with n splits and decode.py's ADAPTIVE (kernels/splits.py).
 # Off by default: H200, bench/ragged_splits.py, b32 paged 256: lengths uniform
-# in [1, 16K] 414 -> 284 us with 4, but equal lengths (s8K) 240 -> 253 us,
-# the programs a sequence does not use costing ~5 us of an SM slot each
-# (docs/decisions.md). 4 is what the ragged batch measured best with.
+# in [1, 16K] 414 -> 284 us with 4, but equal lengths (s8K) 240 -> 253 us
+# (+5 %; with 2 splits, or without the combine launch, the same: where it
+# goes is open, docs/decisions.md). 4 is what the ragged batch measured best with.
 _ADAPTIVE_SPLITS = os.environ.get("FAKV_ADAPTIVE_SPLITS", "0")
 _ADAPTIVE_SPLITS = int(_ADAPTIVE_SPLITS) if _ADAPTIVE_SPLITS.isdigit() else 0      # (not a number: off)
 _ADAPTIVE_MAX_BATCH = 64      # (kernels/splits.py reads every length: BATCH loads, unrolled)
