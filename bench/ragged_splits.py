@@ -9,6 +9,8 @@ and pages of 256. Diagnostics for the planner (interface._ADAPTIVE_SPLITS),
 not a benchmark against peers.
 
     python bench/ragged_splits.py
+    ncu -k regex:"decode|combine" --metrics gpu__time_duration.sum,sm__cycles_active.max,sm__cycles_active.min \
+        python bench/ragged_splits.py --ncu      # b32 s8K paged 256: 4 calls planned, then 4 with ADAPTIVE 4
 """
 import os
 import sys
@@ -22,6 +24,22 @@ SHAPES = [("ragged b32 s<=16K", 32, 16384, 32, 8, 128, True), ("ragged b16 s<=32
           ("b32 s32K", 32, 32768, 32, 8, 128, False), ("b16 s32K", 16, 32768, 32, 8, 128, False)]
 SPLITS = (0, "adaptive", "adaptive2", "adaptive-merged", 1, 2, 4, 6)
 ADAPTIVE = {"adaptive": (4, False), "adaptive2": (2, False), "adaptive-merged": (4, True)}   # (splits, merged)
+
+
+def ncu_calls():
+    """Four calls of b32 s8K paged 256 as planned, then four with ADAPTIVE=4, for Nsight Compute."""
+    import torch
+    import fakv
+    from fakv import interface
+    cell = G.Cell(SHAPES[3], 256)
+    for splits in (0, 4):
+        interface._ADAPTIVE_SPLITS = splits
+        interface._plan.cache_clear()
+        interface._CALLS.clear()
+        for i in range(4):
+            fakv.flash_attn_with_kvcache(cell.q, cell.k[i % cell.copies], cell.v[i % cell.copies],
+                                         cache_seqlens=cell.lens, block_table=cell.table, causal=True)
+    torch.cuda.synchronize()
 
 
 def main():
@@ -57,4 +75,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    ncu_calls() if "--ncu" in sys.argv else main()
