@@ -355,9 +355,10 @@ LogicalResult ReduceOp::verify() {
   if (axis < 0 || axis >= src.getRank())
     return emitOpError() << "axis " << axis << " out of range [0, "
                          << src.getRank() << ")";
-  if (!isa<FloatType>(src.getElementType()))
-    return emitOpError() << "source must have float elements, got "
-                         << src.getElementType();
+  Type et = src.getElementType();
+  if (!isa<FloatType>(et) && !et.isSignlessInteger(32))
+    return emitOpError() << "source must have float or i32 elements, got "
+                         << et;
   SmallVector<int64_t> shape(src.getShape());
   shape.erase(shape.begin() + axis);
   if (dst.getShape() != ArrayRef<int64_t>(shape) ||
@@ -365,6 +366,16 @@ LogicalResult ReduceOp::verify() {
     return emitOpError() << "result must have shape " << shapeStr(shape)
                          << " and element type " << src.getElementType()
                          << ", got " << dst;
+  return success();
+}
+
+LogicalResult ItemOp::verify() {
+  RankedTensorType src = getSrc().getType();
+  if (src.getNumElements() != 1)
+    return emitOpError() << "source must have one element, got " << src;
+  if (getType() != src.getElementType())
+    return emitOpError() << "result must be the source's element type "
+                         << src.getElementType() << ", got " << getType();
   return success();
 }
 

@@ -481,19 +481,39 @@ def Fakv_ReduceKind : I32EnumAttr<"ReduceKind", "reduction combiner", [
 }
 
 def Fakv_ReduceOp : Fakv_Op<"reduce", [Pure]> {
-  let summary = "reduce a float tile along one dimension";
+  let summary = "reduce a tile along one dimension";
   let description = [{
     Combines the elements along dimension `axis` with `sum`, `max` or `min`;
-    the result has the source's shape without that dimension. The reduction
-    of max over an all `-inf` row is `-inf`.
+    the result has the source's shape without that dimension. Elements are
+    floats or 32-bit integers (signed for `max` / `min`; `sum` wraps). The
+    reduction of max over an all `-inf` row is `-inf`.
 
     ```mlir
     %rowmax = fakv.reduce max %s, 1 : tensor<64x128xf32> -> tensor<64xf32>
+    %count = fakv.reduce sum %hits, 1 : tensor<1x128xi32> -> tensor<1xi32>
     ```
   }];
   let arguments = (ins Fakv_ReduceKind:$kind, Fakv_Tile:$src, I32Attr:$axis);
   let results = (outs Fakv_Tile:$result);
   let assemblyFormat = "$kind $src `,` $axis attr-dict `:` type($src) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Fakv_ItemOp : Fakv_Op<"item", [Pure]> {
+  let summary = "the element of a one-element tile, as a scalar";
+  let description = [{
+    A tile of one element (a reduction's `tensor<1xT>`, say) as a scalar of
+    its element type, which every thread of the program then holds: how a
+    kernel turns a sum or a maximum over a tile into a value for address
+    arithmetic or control flow.
+
+    ```mlir
+    %longest = fakv.item %max : tensor<1xi32> -> i32
+    ```
+  }];
+  let arguments = (ins Fakv_Tile:$src);
+  let results = (outs AnyTypeOf<[AnySignlessInteger, AnyFloat]>:$result);
+  let assemblyFormat = "$src attr-dict `:` type($src) `->` type($result)";
   let hasVerifier = 1;
 }
 

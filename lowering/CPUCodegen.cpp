@@ -148,13 +148,23 @@ Value cpu::reduceTile(ImplicitLocOpBuilder &b, Value src, int64_t axis,
   Type et = srcType.getElementType();
   SmallVector<int64_t> shape(srcType.getShape());
   shape.erase(shape.begin() + axis);
-  auto floatType = cast<FloatType>(et);
-  APFloat initValue = APFloat::getZero(floatType.getFloatSemantics());
-  if (kind == ReduceKind::max)
-    initValue = APFloat::getInf(floatType.getFloatSemantics(), /*neg=*/true);
-  if (kind == ReduceKind::min)
-    initValue = APFloat::getInf(floatType.getFloatSemantics(), /*neg=*/false);
-  Value initScalar = arith::ConstantFloatOp::create(b, floatType, initValue);
+  Value initScalar;
+  if (auto intType = dyn_cast<IntegerType>(et)) {       // (i32: signed max / min, wrapping sum)
+    unsigned w = intType.getWidth();
+    APInt initValue = kind == ReduceKind::max   ? APInt::getSignedMinValue(w)
+                      : kind == ReduceKind::min ? APInt::getSignedMaxValue(w)
+                                                : APInt::getZero(w);
+    initScalar = arith::ConstantOp::create(b, IntegerAttr::get(intType, initValue));
+  } else {
+    auto floatType = cast<FloatType>(et);
+    APFloat initValue = APFloat::getZero(floatType.getFloatSemantics());
+    if (kind == ReduceKind::max)
+      initValue = APFloat::getInf(floatType.getFloatSemantics(), /*neg=*/true);
+    if (kind == ReduceKind::min)
+      initValue = APFloat::getInf(floatType.getFloatSemantics(), /*neg=*/false);
+    initScalar = arith::ConstantFloatOp::create(b, floatType, initValue);
+  }
+  bool isInt = isa<IntegerType>(et);
   auto resultType = RankedTensorType::get(shape, et);
   Value init = tensor::SplatOp::create(b, resultType, initScalar);
   auto op = linalg::ReduceOp::create(
@@ -164,13 +174,16 @@ Value cpu::reduceTile(ImplicitLocOpBuilder &b, Value src, int64_t axis,
         Value r;
         switch (kind) {
         case ReduceKind::sum:
-          r = arith::AddFOp::create(ib, args[0], args[1]);
+          r = isInt ? Value(arith::AddIOp::create(ib, args[0], args[1]))
+                    : Value(arith::AddFOp::create(ib, args[0], args[1]));
           break;
         case ReduceKind::max:
-          r = arith::MaximumFOp::create(ib, args[0], args[1]);
+          r = isInt ? Value(arith::MaxSIOp::create(ib, args[0], args[1]))
+                    : Value(arith::MaximumFOp::create(ib, args[0], args[1]));
           break;
         case ReduceKind::min:
-          r = arith::MinimumFOp::create(ib, args[0], args[1]);
+          r = isInt ? Value(arith::MinSIOp::create(ib, args[0], args[1]))
+                    : Value(arith::MinimumFOp::create(ib, args[0], args[1]));
           break;
         }
         linalg::YieldOp::create(ib, r);

@@ -216,6 +216,19 @@ struct ReduceLowering : OpConversionPattern<ReduceOp> {
   }
 };
 
+struct ItemLowering : OpConversionPattern<ItemOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(ItemOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    auto type = cast<RankedTensorType>(adaptor.getSrc().getType());
+    SmallVector<Value> zeros(type.getRank(), cstIndex(b, 0));
+    rewriter.replaceOp(op, tensor::ExtractOp::create(b, adaptor.getSrc(), zeros));
+    return success();
+  }
+};
+
 struct RotaryLowering : OpConversionPattern<RotaryOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -393,7 +406,7 @@ struct ConvertFakvToCPUPass
     RewritePatternSet patterns(ctx);
     patterns.add<ArangeLowering, SplatLowering, BroadcastLowering,
                  ExpandDimsLowering, ReshapeLowering, CastLowering,
-                 DotLowering, ReduceLowering,
+                 DotLowering, ReduceLowering, ItemLowering,
                  RotaryLowering, PtrOfLowering, LaunchLowering>(
         converter, ctx);
     populateMemoryToCPUPatterns(converter, patterns);

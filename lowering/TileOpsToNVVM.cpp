@@ -266,13 +266,17 @@ struct MathApproxLowering : ConversionPattern {
 //===----------------------------------------------------------------------===//
 
 Value combine(OpBuilder &b, Location loc, ReduceKind kind, Value x, Value y) {
+  bool isInt = isa<IntegerType>(x.getType());     // (i32: signed max / min)
   switch (kind) {
   case ReduceKind::sum:
-    return arith::AddFOp::create(b, loc, x, y);
+    return isInt ? Value(arith::AddIOp::create(b, loc, x, y))
+                 : Value(arith::AddFOp::create(b, loc, x, y));
   case ReduceKind::max:
-    return arith::MaximumFOp::create(b, loc, x, y);
+    return isInt ? Value(arith::MaxSIOp::create(b, loc, x, y))
+                 : Value(arith::MaximumFOp::create(b, loc, x, y));
   case ReduceKind::min:
-    return arith::MinimumFOp::create(b, loc, x, y);
+    return isInt ? Value(arith::MinSIOp::create(b, loc, x, y))
+                 : Value(arith::MinimumFOp::create(b, loc, x, y));
   }
   llvm_unreachable("reduce kind");
 }
@@ -283,8 +287,9 @@ struct ReduceLowering : OpConversionPattern<ReduceOp> {
   matchAndRewrite(ReduceOp op, OpAdaptor a,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    if (!op.getType().getElementType().isF32())
-      return op.emitOpError() << "on the GPU reduces f32 tiles";
+    Type et = op.getType().getElementType();
+    if (!et.isF32() && !et.isSignlessInteger(32))
+      return op.emitOpError() << "on the GPU reduces f32 or i32 tiles";
     unsigned axis = op.getAxis();
     LinearLayout src = layoutOf(op.getSrc().getType());
     LinearLayout dst = layoutOf(op.getType());
@@ -308,7 +313,7 @@ struct ReduceLowering : OpConversionPattern<ReduceOp> {
         continue;
       for (Value &v : acc) {
         Value other = NVVM::ShflOp::create(
-            rewriter, loc, rewriter.getF32Type(), full, v,
+            rewriter, loc, et, full, v,
             i32(rewriter, loc, 1 << bit), clamp, NVVM::ShflKind::bfly,
             UnitAttr());
         v = combine(rewriter, loc, kind, v, other);
@@ -363,7 +368,7 @@ struct ReduceLowering : OpConversionPattern<ReduceOp> {
       for (int64_t r = 0; r < dst.numRegs(); ++r) {
         Value v;
         for (int64_t s = 0; s < k; ++s) {
-          Value x = LLVM::LoadOp::create(rewriter, loc, rewriter.getF32Type(),
+          Value x = LLVM::LoadOp::create(rewriter, loc, et,
                                          addr(elems[r], i32(rewriter, loc, s)));
           v = v ? combine(rewriter, loc, kind, v, x) : x;
         }
@@ -373,6 +378,18 @@ struct ReduceLowering : OpConversionPattern<ReduceOp> {
     rewriter.replaceOp(op, fromElements(rewriter, loc,
                                         getTypeConverter()->convertType(op.getType()),
                                         acc));
+    return success();
+  }
+};
+
+/// A one-element tile's element: its first register, which every thread
+/// holds (a one-element layout maps lanes and warps to that element).
+struct ItemLowering : OpConversionPattern<ItemOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(ItemOp op, OpAdaptor a,
+                  ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOp(op, vecElement(rewriter, op.getLoc(), a.getSrc(), 0));
     return success();
   }
 };
@@ -479,5 +496,5 @@ struct ConvertLayoutLowering : OpConversionPattern<fakvgpu::ConvertLayoutOp> {
 
 void codegen::populateTileOpsToNVVMPatterns(const TypeConverter &converter,
                                             RewritePatternSet &patterns) {
-  patterns.add<ProgramIdLowering, NumProgramsLowering, ArangeLowering, SplatLowering, TileConstantLowering, IdentityLowering<ExpandDimsOp>, IdentityLowering<ReshapeOp>, BroadcastLowering, CastLowering, ElementwiseLowering, MathApproxLowering, ReduceLowering, ConvertLayoutLowering>(converter, patterns.getContext());
+  patterns.add<ProgramIdLowering, NumProgramsLowering, ArangeLowering, SplatLowering, TileConstantLowering, IdentityLowering<ExpandDimsOp>, IdentityLowering<ReshapeOp>, BroadcastLowering, CastLowering, ElementwiseLowering, MathApproxLowering, ReduceLowering, ItemLowering, ConvertLayoutLowering>(converter, patterns.getContext());
 }

@@ -451,7 +451,7 @@ LogicalResult Packer::rewriteOp(Operation *op, ImplicitLocOpBuilder &b) {
   if (isa<PagedLoadOp>(op))
     return fail(op, "the K/V rows a program loads may depend on its query "
                     "head only through the kv head, program_id / GROUP");
-  if (isa<LoadScalarOp, LseCombineOp>(op))
+  if (isa<LoadScalarOp, LseCombineOp, ItemOp>(op))
     return fail(op, "cannot pack this op: it depends on the query head");
 
   if (op->getNumResults() == 1 && !isa<RankedTensorType>(op->getResult(0).getType()) &&

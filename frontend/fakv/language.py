@@ -336,12 +336,22 @@ def lse_combine(b, partials, lses):
 def _reduce(kind):
     @builtin
     def op(b, x, axis):
+        """The tile without dimension `axis`, its elements combined (floats, or i32: signed max / min,
+        wrapping sum); of a 1-D tile, a scalar (`fakv.item` of the one-element result)."""
         x = _tile(x, f"{kind}'s operand")
+        if x.type.dtype not in ("f32", "f16", "bf16", "i32"):
+            raise FakvTypeError(f"{kind} reduces float or i32 tiles, got {x.type.dtype}")
         axis = int(axis) % len(x.type.shape)
+        scalar = len(x.type.shape) == 1
+        if scalar:                                       # (1, n) along 1 -> (1,) -> its element
+            x, axis = sem.expand_dims(b, x, 0), 1
         shape = list(x.type.shape)
         del shape[axis]
         t = TileType(shape, x.type.dtype)
-        return b.op1(f"fakv.reduce {kind} {x.name}, {axis} : {x.type.mlir()} -> {t.mlir()}", t)
+        r = b.op1(f"fakv.reduce {kind} {x.name}, {axis} : {x.type.mlir()} -> {t.mlir()}", t)
+        if scalar:
+            r = b.op1(f"fakv.item {r.name} : {t.mlir()} -> {t.dtype}", ScalarType(t.dtype))
+        return r
 
     op.__name__ = kind
     return op

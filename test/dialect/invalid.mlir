@@ -413,9 +413,25 @@ func.func @reduce_axis(%t: tensor<4x8xf32>) {
 
 // -----
 
-func.func @reduce_int(%t: tensor<4x8xi32>) {
-  // expected-error @+1 {{source must have float elements, got 'i32'}}
-  %r = fakv.reduce sum %t, 1 : tensor<4x8xi32> -> tensor<4xi32>
+func.func @reduce_int(%t: tensor<4x8xi16>) {
+  // expected-error @+1 {{source must have float or i32 elements, got 'i16'}}
+  %r = fakv.reduce sum %t, 1 : tensor<4x8xi16> -> tensor<4xi16>
+  return
+}
+
+// -----
+
+func.func @item_elements(%t: tensor<2xi32>) {
+  // expected-error @+1 {{source must have one element, got 'tensor<2xi32>'}}
+  %r = fakv.item %t : tensor<2xi32> -> i32
+  return
+}
+
+// -----
+
+func.func @item_type(%t: tensor<1x1xf32>) {
+  // expected-error @+1 {{result must be the source's element type 'f32', got 'i32'}}
+  %r = fakv.item %t : tensor<1x1xf32> -> i32
   return
 }
 

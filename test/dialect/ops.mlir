@@ -81,11 +81,13 @@ func.func @memory(%q: !fakv.ptr<bf16>, %o: !fakv.ptr<f32>, %kc: !fakv.ptr<bf16>,
 // CHECK: fakv.reduce max %{{.*}}, 1 : tensor<64x32xf32> -> tensor<64xf32>
 // CHECK: fakv.reduce sum %{{.*}}, 0 : tensor<64x32xf32> -> tensor<32xf32>
 // CHECK: fakv.reduce min %{{.*}}, 1 : tensor<64x32xf32> -> tensor<64xf32>
+// CHECK: fakv.reduce sum %{{.*}}, 1 : tensor<1x128xi32> -> tensor<1xi32>
+// CHECK: fakv.item %{{.*}} : tensor<1xi32> -> i32
 func.func @attention(%q: tensor<64x128xbf16>, %k: tensor<32x128xbf16>, %v: tensor<32x128xbf16>,
                      %pb: tensor<64x32xbf16>, %a: tensor<32x64xf16>, %b: tensor<32x16xf16>,
                      %acc: tensor<64x32xf32>, %acc2: tensor<64x128xf32>, %acc3: tensor<64x16xf32>,
                      %m: tensor<64xf32>, %l: tensor<64xf32>, %scale: f32,
-                     %parts: tensor<8x4x128xf32>, %lses: tensor<8x4xf32>) {
+                     %parts: tensor<8x4x128xf32>, %lses: tensor<8x4xf32>, %hits: tensor<1x128xi32>) {
   %s = fakv.dot %q, %k, %acc {transpose_b} : tensor<64x128xbf16>, tensor<32x128xbf16> -> tensor<64x32xf32>
   %o = fakv.dot %pb, %v, %acc2 : tensor<64x32xbf16>, tensor<32x128xbf16> -> tensor<64x128xf32>
   %t = fakv.dot %a, %b, %acc3 {transpose_a} : tensor<32x64xf16>, tensor<32x16xf16> -> tensor<64x16xf32>
@@ -95,6 +97,8 @@ func.func @attention(%q: tensor<64x128xbf16>, %k: tensor<32x128xbf16>, %v: tenso
   %r1 = fakv.reduce max %s, 1 : tensor<64x32xf32> -> tensor<64xf32>
   %r2 = fakv.reduce sum %s, 0 : tensor<64x32xf32> -> tensor<32xf32>
   %r3 = fakv.reduce min %s, 1 : tensor<64x32xf32> -> tensor<64xf32>
+  %c = fakv.reduce sum %hits, 1 : tensor<1x128xi32> -> tensor<1xi32>
+  %n = fakv.item %c : tensor<1xi32> -> i32
   return
 }
 

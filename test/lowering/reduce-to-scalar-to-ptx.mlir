@@ -1,0 +1,33 @@
+// A 1-D i32 tile reduced to a scalar on the GPU (the DSL's fl.sum / fl.max of
+// a 1-D tile: expand_dims, fakv.reduce along axis 1, fakv.item): each thread
+// combines its registers, the lanes by butterfly shuffles of the i32 value,
+// the warps through shared memory, and every thread then holds the scalar,
+// used here as a load's index. The PTX passes ptxas for sm_90a.
+// REQUIRES: ptxas
+// RUN: fakv-compile %s -o %t --format=isa
+// RUN: FileCheck %s < %t.ptx
+// RUN: %ptxas -arch=sm_90a %t.ptx -o %t.cubin
+
+// CHECK: .entry count_and_longest(
+// CHECK: shfl.sync.bfly.b32
+// CHECK: max.s32
+// CHECK: bar.sync 0;
+// CHECK: st.shared.b32
+// CHECK: bar.sync 0;
+// CHECK: ld.shared{{.*}}.b32
+// CHECK: add.s32
+func.func @count_and_longest(%lens: !fakv.ptr<i32>, %out: !fakv.ptr<i32>, %n: i32) attributes {fakv.kernel} {
+  %c0 = arith.constant 0 : i32
+  %s1 = arith.constant 1 : i64
+  %x = fakv.load %lens[%c0] strides [%s1] bounds [%n] : !fakv.ptr<i32> -> tensor<256xi32>
+  %x2 = fakv.expand_dims %x, 0 : tensor<256xi32> -> tensor<1x256xi32>
+  %m = fakv.reduce max %x2, 1 : tensor<1x256xi32> -> tensor<1xi32>
+  %s = fakv.reduce sum %x2, 1 : tensor<1x256xi32> -> tensor<1xi32>
+  %longest = fakv.item %m : tensor<1xi32> -> i32
+  %total = fakv.item %s : tensor<1xi32> -> i32
+  %at = fakv.load_scalar %lens[%longest] : !fakv.ptr<i32> -> i32
+  %r = arith.addi %at, %total : i32
+  %t = fakv.splat %r : i32 -> tensor<128xi32>
+  fakv.store %t, %out[%c0] strides [%s1] : tensor<128xi32>, !fakv.ptr<i32>
+  return
+}
