@@ -12,7 +12,10 @@
   call or fakv.synchronize(), the CUDA context intact; FAKV_CHECK_DATA=1
   raises in the call;
 - a call queued behind 50 ms of GPU work returns before that work is done
-  (no host sync).
+  (no host sync);
+- reductions of i32 and f32 tiles to scalars (fl.sum / fl.max / fl.min of
+  a 1-D tile: shuffles and shared memory across the warps), used as
+  scalars, against torch.
 
     python -m pytest test/gpu/test_frontend_gpu.py      # on the GPU machine
     python test/gpu/test_frontend_gpu.py --compile-only # fill the kernel cache (no GPU)
@@ -65,6 +68,33 @@ def axpy(X, Y, n, alpha, BLOCK: fl.constexpr):
     x = fl.load(X, (BLOCK,), (i,), (1,), bounds=(n,))
     y = fl.load(Y, (BLOCK,), (i,), (1,), bounds=(n,))
     fl.store(Y, x * alpha + y, (i,), (1,), bounds=(n,))
+
+
+@fakv.jit
+def tile_stats(X, F, Out, FOut, n, BLOCK: fl.constexpr):
+    x, valid = fl.load(X, (BLOCK,), (0,), (1,), bounds=(n,), other=0), fl.arange(0, BLOCK) < n
+    total, top = fl.sum(x, axis=0), fl.max(fl.where(valid, x, -(1 << 30)), axis=0)
+    low, above = fl.min(fl.where(valid, x, 1 << 30), axis=0), fl.sum(fl.where(valid & (x > 0), 1, 0), axis=0)
+    at = X[fl.where(top > 0, above, 0)]                   # a reduction as a load's index
+    k = fl.arange(0, 8)
+    fl.store(Out, fl.where(k == 0, total, fl.where(k == 1, top, fl.where(k == 2, low, fl.where(k == 3, above, at)))),
+             (0,), (1,), bounds=(5,))
+    f = fl.load(F, (BLOCK,), (0,), (1,), bounds=(n,), other=0.0)
+    fl.store(FOut, fl.where(fl.arange(0, 2) == 0, fl.sum(f, axis=0), fl.max(fl.where(valid, f, float("-inf")), 0)),
+             (0,), (1,))
+
+
+@pytest.mark.parametrize("n", [1000, 77])
+def test_tile_reductions_to_scalars(n):
+    g = torch.Generator().manual_seed(n)
+    x = torch.randint(-1000, 1000, (n,), generator=g, dtype=torch.int32).cuda()
+    f = torch.randn((n,), generator=g).cuda()
+    out, fout = torch.zeros(8, dtype=torch.int32, device="cuda"), torch.zeros(2, device="cuda")
+    tile_stats[(1,)](x, f, out, fout, n, BLOCK=1024)
+    above = int((x > 0).sum())
+    want = [int(x.sum()), int(x.max()), int(x.min()), above, int(x[above if int(x.max()) > 0 else 0])]
+    assert out[:5].tolist() == want
+    assert abs(float(fout[0]) - float(f.sum())) < 1e-3 and float(fout[1]) == float(f.max())
 
 
 def test_score_modifiers():
@@ -328,6 +358,8 @@ def compile_all():
     x = np.zeros((ROWS, COLS), np.float32)
     score_modifiers[(1,)](x, np.zeros(ROWS, np.float32), x, VALID, OFFSET, CAP, LEFT, RIGHT, ROWS=ROWS, COLS=COLS)
     axpy[(8,)](np.zeros(1000, np.float32), np.zeros(1000, np.float32), 1000, 2.0, BLOCK=128)
+    tile_stats[(1,)](np.zeros(1000, np.int32), np.zeros(1000, np.float32), np.zeros(8, np.int32),
+                     np.zeros(2, np.float32), 1000, BLOCK=1024)
     for page, splits in [(None, 1), (256, 3), (16, 0)]:
         test_readme_variant(page, splits)
     for page, splits in [(256, 1), (16, 3)]:
@@ -341,6 +373,7 @@ def compile_all():
 def run_all():
     """Without pytest: every test, a line each."""
     cases = [(test_score_modifiers, ()), (test_dlpack_arrays, ())]
+    cases += [(test_tile_reductions_to_scalars, (n,)) for n in (1000, 77)]
     cases += [(test_readme_variant, c) for c in [(None, 1), (256, 3), (16, 0)]]
     cases += [(test_cuda_graph_capture, c) for c in [(256, 1), (16, 3)]]
     cases += [(test_bad_block_table_is_reported, (p,)) for p in (16, 256)]
