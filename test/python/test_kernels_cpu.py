@@ -61,34 +61,18 @@ def test_flash_attn_cpu(dtype, heads, page, query):
         assert np.abs(lse[finite] - lse_ref[finite]).max() <= 1e-4
 
 
-@fakv.jit
-def _stats(X, F, Out, FOut, n, BLOCK: fl.constexpr):
-    """Sums, maxima and minima of an i32 tile (and of an f32 one) as scalars: used as scalars (an index, a
-    condition) and stored."""
-    x, valid = fl.load(X, (BLOCK,), (0,), (1,), bounds=(n,), other=0), fl.arange(0, BLOCK) < n
-    total, top, low = fl.sum(x, axis=0), fl.max(fl.where(valid, x, -(1 << 30)), 0), fl.min(fl.where(valid, x, 1 << 30), 0)
-    count = fl.sum(fl.where(valid & (x > total // n), 1, 0), axis=0)    # how many are above the mean
-    at = X[fl.where(top > 0, count, 0)]                                  # a scalar index from reductions
-    fl.store(Out, fl.full((5,), 0, fl.int32) + fl.where(fl.arange(0, 5) == 0, total, fl.where(
-        fl.arange(0, 5) == 1, top, fl.where(fl.arange(0, 5) == 2, low, fl.where(fl.arange(0, 5) == 3, count, at)))),
-        (0,), (1,))
-    f = fl.load(F, (2, BLOCK), (0, 0), (BLOCK, 1))
-    fl.store(FOut, fl.full((2,), 0.0) + fl.where(fl.arange(0, 2) == 0, fl.sum(fl.sum(f, axis=1), axis=0),
-                                                 fl.max(fl.max(f, axis=0), axis=0)), (0,), (1,))
-
-
-@pytest.mark.parametrize("values", [[5, -7, 300, 2, 2, 9, -1], [1 << 20] * 3 + [0], [-4]])
+@pytest.mark.parametrize("values", [[5, -7, 300, 2, 2, 9, -1], [1 << 20] * 3 + [0], [-4], [-5, -3, 1]])
 def test_reductions_to_scalars(values):
     """fl.sum / fl.max / fl.min of a 1-D tile are scalars (fakv.reduce of i32 tiles, then fakv.item), usable in
-    arithmetic and as a load's index; f32 tiles too (a 2-D tile reduced twice)."""
+    arithmetic and as a load's index; f32 tiles too (a 2-D tile reduced twice): tile_stats.py's kernel."""
+    from tile_stats import reference, tile_stats
     x = np.array(values, np.int32)
     f = np.random.default_rng(len(values)).standard_normal((2, 8)).astype(np.float32)
-    out, fout = np.zeros(5, np.int32), np.zeros(2, np.float32)
-    _stats[(1,)](x, f, out, fout, len(values), BLOCK=8)
-    count = int((x > int(x.sum()) // len(x)).sum())      # (numpy's // floors as the kernel's signed division
-    want = [int(x.sum()), int(x.max()), int(x.min()), count, int(x[count if x.max() > 0 else 0])]   # truncates:
-    assert out.tolist() == want                                                   # the test's sums are >= 0)
-    assert abs(fout[0] - f.sum()) < 1e-4 and fout[1] == f.max()
+    out, fout = np.zeros(8, np.int32), np.zeros(2, np.float32)
+    tile_stats[(1,)](x, f, out, fout, len(values), BLOCK=8)
+    want, fwant = reference(x, f)
+    assert out[:5].tolist() == want
+    assert abs(fout[0] - fwant[0]) < 1e-4 and fout[1] == fwant[1]
 
 
 @fakv.jit
