@@ -383,13 +383,36 @@ struct ReduceLowering : OpConversionPattern<ReduceOp> {
 };
 
 /// A one-element tile's element: its first register, which every thread
-/// holds (a one-element layout maps lanes and warps to that element).
+/// holds (a one-element layout maps lanes and warps to that element),
+/// broadcast from lane 0.
 struct ItemLowering : OpConversionPattern<ItemOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
   matchAndRewrite(ItemOp op, OpAdaptor a,
                   ConversionPatternRewriter &rewriter) const override {
-    rewriter.replaceOp(op, vecElement(rewriter, op.getLoc(), a.getSrc(), 0));
+    Location loc = op.getLoc();
+    Value v = vecElement(rewriter, loc, a.getSrc(), 0);
+    // Broadcast from lane 0 (a scalar is the program's: every lane reaches
+    // it), so that ptxas knows the value is warp-uniform, as it knows
+    // program ids and parameters: addresses and loop bounds made from it
+    // stay in uniform registers (a sequence index found by reductions fed
+    // the whole main loop's wgmma descriptors through R2UR otherwise).
+    Type t = v.getType();
+    unsigned width = t.getIntOrFloatBitWidth();
+    if (width > 32 || (isa<FloatType>(t) && width != 32)) {
+      rewriter.replaceOp(op, v);
+      return success();
+    }
+    Type i32t = rewriter.getI32Type();
+    Value x = isa<IntegerType>(t) && width < 32
+                  ? Value(arith::ExtUIOp::create(rewriter, loc, i32t, v)) : v;
+    Value lane0 = NVVM::ShflOp::create(
+        rewriter, loc, x.getType(), i32(rewriter, loc, -1), x,
+        i32(rewriter, loc, 0), i32(rewriter, loc, 31), NVVM::ShflKind::idx,
+        UnitAttr());
+    if (x != v)
+      lane0 = arith::TruncIOp::create(rewriter, loc, t, lane0);
+    rewriter.replaceOp(op, lane0);
     return success();
   }
 };

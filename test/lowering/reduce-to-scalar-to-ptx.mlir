@@ -2,7 +2,8 @@
 // a 1-D tile: expand_dims, fakv.reduce along axis 1, fakv.item): each thread
 // combines its registers, the lanes by butterfly shuffles of the i32 value,
 // the warps through shared memory, and every thread then holds the scalar,
-// used here as a load's index. The PTX passes ptxas for sm_90a.
+// broadcast from lane 0 (so that ptxas keeps what is made from it in uniform
+// registers), used here as a load's index. The PTX passes ptxas for sm_90a.
 // REQUIRES: ptxas
 // RUN: fakv-compile %s -o %t --format=isa
 // RUN: FileCheck %s < %t.ptx
@@ -15,6 +16,8 @@
 // CHECK: st.shared.b32
 // CHECK: bar.sync 0;
 // CHECK: ld.shared{{.*}}.b32
+// CHECK: shfl.sync.idx.b32 {{.*}}, 0, 31, -1;
+// CHECK: shfl.sync.idx.b32 {{.*}}, 0, 31, -1;
 // CHECK: add.s32
 func.func @count_and_longest(%lens: !fakv.ptr<i32>, %out: !fakv.ptr<i32>, %n: i32) attributes {fakv.kernel} {
   %c0 = arith.constant 0 : i32
