@@ -5,7 +5,7 @@ import fakv
 import fakv.language as fl
 from fakv.kernels.append import append_rows, new_rows, rotated_rows
 from fakv.kernels.combine import merge_splits
-from fakv.kernels.splits import store_partial, used_splits
+from fakv.kernels.splits import longest_first, store_partial, used_splits
 
 # Codes a program reports bad data with (fl.report; fakv.runtime.ERROR_KINDS), plus the batch row.
 SEQLENS_ERROR, BLOCK_TABLE_ERROR, BATCH_IDX_ERROR, APPEND_ERROR, LEFTPAD_ERROR, ROTARY_ERROR = \
@@ -62,10 +62,12 @@ def decode(Q, K, V, Table, Seqlens, Out, Lse, OutPart, LsePart,
            SQ_BLOCK: fl.constexpr, PAGE_SIZE: fl.constexpr, CAUSAL: fl.constexpr, BATCH_IDX: fl.constexpr,
            SOFTCAP: fl.constexpr, WINDOW: fl.constexpr, ALIBI: fl.constexpr, LEFTPAD: fl.constexpr,
            PRESCALE: fl.constexpr, MERGE: fl.constexpr, APPEND: fl.constexpr, ROTARY: fl.constexpr,
-           INTERLEAVED: fl.constexpr, ADAPTIVE: fl.constexpr):
-    bm, h, split = fl.program_id(0), fl.program_id(1), fl.program_id(2)
+           INTERLEAVED: fl.constexpr, ADAPTIVE: fl.constexpr, LONGEST_FIRST: fl.constexpr):
+    axes = (1, 0) if LONGEST_FIRST else (0, 1)    # LONGEST_FIRST: a sequence's heads start together, longest first
+    bm, h, split = fl.program_id(axes[0]), fl.program_id(axes[1]), fl.program_id(2)
     m_blocks = (seqlen_q + SQ_BLOCK - 1) // SQ_BLOCK
     b, q0 = bm // m_blocks, (bm % m_blocks) * SQ_BLOCK
+    b = longest_first(Seqlens, b, capacity, LONGEST_FIRST) if LONGEST_FIRST else b     # (splits.py)
     num_splits, kvh = fl.num_programs(2), h // GROUP
     # The keys: cache rows [pad, old + new_keys) after the padding; the new ones appended by append.py, or with
     # APPEND read from KNew / VNew. Bad lengths or padding are reported, and the sequence reads no key.

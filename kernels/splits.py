@@ -1,6 +1,8 @@
-"""How many of its splits a sequence of decode.py uses, in fakv: with BATCH
-(the batch size, a constexpr) set, the splits follow the batch's lengths, so
-that a ragged batch's longest sequences are not one program's work each."""
+"""How decode.py's programs follow a ragged batch's lengths, in fakv (BATCH,
+the batch size, a constexpr): how many of its splits a sequence uses, so
+that the longest sequences of a batch of one wave are not one program's
+work each; and, for a batch of several waves, which sequence a program
+runs, so that the longest start first instead of in the last wave."""
 import fakv
 import fakv.language as fl
 
@@ -20,6 +22,34 @@ def used_splits(Seqlens, length, num_splits, capacity, BATCH: fl.constexpr):
     share = fl.maximum((longest + num_splits - 1) // num_splits, 1)
     mine = fl.minimum(fl.maximum((length + share - 1) // share, 1), num_splits)
     return fl.where(longest <= mean + mean // 8 + 1, 1, mine)
+
+
+@fakv.jit
+def longest_first(Seqlens, slot, capacity, BATCH: fl.constexpr):
+    """The sequence that program `slot` of a batch of several waves runs:
+    the batch in 4 bands of lengths below the longest (a quarter of it
+    wide), the longest band's sequences first, in index order within a band
+    (programs start in slot order, so the longest no longer end the call);
+    `slot` itself when no sequence is more than 1/8 longer than the mean."""
+    longest, mean = 0, 0
+    for i in fl.static_range(BATCH):
+        n = fl.minimum(fl.maximum(Seqlens[i], 0), capacity)
+        longest, mean = fl.maximum(longest, n), mean + n // BATCH
+    width = longest // 4 + 1               # band k: lengths in (longest - (k + 1) width, longest - k width]
+    above1, above2, above3 = 0, 0, 0      # sequences in bands 0, 0-1, 0-2
+    for i in fl.static_range(BATCH):
+        n = fl.minimum(fl.maximum(Seqlens[i], 0), capacity)
+        above1 = above1 + fl.where(n > longest - width, 1, 0)
+        above2 = above2 + fl.where(n > longest - 2 * width, 1, 0)
+        above3 = above3 + fl.where(n > longest - 3 * width, 1, 0)
+    band = fl.where(slot >= above1, 1, 0) + fl.where(slot >= above2, 1, 0) + fl.where(slot >= above3, 1, 0)
+    index = slot - fl.where(band == 0, 0, fl.where(band == 1, above1, fl.where(band == 2, above2, above3)))
+    count, seq = 0, slot
+    for i in fl.static_range(BATCH):      # the index-th sequence of that band
+        n = fl.minimum(fl.maximum(Seqlens[i], 0), capacity)
+        hit = (n > longest - (band + 1) * width) & (n <= longest - band * width)
+        seq, count = fl.where(hit & (count == index), i, seq), count + fl.where(hit, 1, 0)
+    return fl.where(longest <= mean + mean // 8 + 1, slot, seq)
 
 
 @fakv.jit

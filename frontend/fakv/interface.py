@@ -106,6 +106,18 @@ _ADAPTIVE_MAX_BATCH = 64      # (kernels/splits.py reads every length: BATCH loa
 _ADAPTIVE_MIN_BLOCKS = 16     # key blocks per split of the longest sequence, at least
 
 
+# Batches of several waves (_plan): with FAKV_LONGEST_FIRST (default 1) a
+# batch whose programs do not all fit at once, unsplit, over long caches,
+# launches a sequence's heads together (grid axis 0, fakv-pack-gqa on it)
+# and its sequences longest first (decode.py's LONGEST_FIRST,
+# kernels/splits.py): a ragged batch's longest programs no longer start in
+# the last wave. (Equal lengths run in index order.) Not measured on the GPU yet.
+_LONGEST_FIRST = os.environ.get("FAKV_LONGEST_FIRST", "1") != "0"
+_LONGEST_FIRST_MAX_BATCH = 128    # (splits.py reads every length three times: 3 x BATCH loads, unrolled)
+_LONGEST_FIRST_MIN_BLOCKS = 64    # key blocks of the longest sequence, at least (a program's prologue: ~2000
+                                  # SASS instructions a warp at batch 128; compiled at 128 registers, spilling)
+
+
 # What an appending call's last split does besides its cache blocks (the new
 # keys attended and written), in key blocks; an estimate (a one-token append
 # with rotary added 1.4-2.1 us to a 3.7 us call of one split, H200).
@@ -183,6 +195,9 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
               and n_blocks >= _ADAPTIVE_SPLITS * _ADAPTIVE_MIN_BLOCKS):
             num_splits, adaptive = _ADAPTIVE_SPLITS, batch
     num_splits = max(1, min(num_splits, MAX_SPLITS, n_blocks))
+    longest_first = batch if (_LONGEST_FIRST and num_splits == 1 and not appending and m_blocks == 1
+                              and head_tile <= 128 and programs(1) > slots and batch <= _LONGEST_FIRST_MAX_BATCH
+                              and n_blocks >= _LONGEST_FIRST_MIN_BLOCKS) else 0
     # Heads per combine program: as few as fit beside the decode programs (more programs, each
     # loading less: b1 s8192, 29 splits, 1 head 12.3 us, 4 heads 13.0), else as many as a tile holds.
     head_block = max_head_block(num_splits)
@@ -194,10 +209,11 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
         "decode": dict(HEAD_DIM=head_tile, BLOCK_N=block_n, GROUP=group, SQ_BLOCK=sq_block,
                        PAGE_SIZE=page_size if paged else 0, CAUSAL=bool(causal) and seqlen_q > 1,
                        BATCH_IDX=False, SOFTCAP=False, WINDOW=False, ALIBI=False, LEFTPAD=False, PRESCALE=False,
-                       MERGE=False, APPEND=False, ROTARY=False, INTERLEAVED=False, ADAPTIVE=adaptive),
+                       MERGE=False, APPEND=False, ROTARY=False, INTERLEAVED=False, ADAPTIVE=adaptive,
+                       LONGEST_FIRST=longest_first),
         # (sequence x query block, heads, splits): the programs of a split start after those of the
         # split before (axis z: at most 64 splits, within CUDA's 65535).
-        "decode_grid": (batch * m_blocks, heads, num_splits),
+        "decode_grid": (heads, batch, 1) if longest_first else (batch * m_blocks, heads, num_splits),
         "m_blocks": m_blocks,
         # Ring depth (docs/gpu-results.md): three K/V blocks in flight read
         # the cache fastest at head dims up to 128 (decode.py's own stages=3);
@@ -793,6 +809,8 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
         default_decode, default_combine = _lazy_kernels()
         decode, combine = decode or default_decode, combine or default_combine
     decode = decode.with_options(**p["decode_options"])
+    if p["decode"]["LONGEST_FIRST"] and getattr(decode, "pack_gqa", 1) is not None:   # (_Lazy: decode.py's, 1)
+        decode = decode.with_options(pack_gqa=0, registers=_APPEND_REGISTERS)   # heads on grid axis 0; 128 regs
     tile = p["decode"]["HEAD_DIM"]
     # Head dims up to 128: decode appends and rotates itself (kernels/decode.py's APPEND; its new keys rotated
     # in registers, setmaxnreg giving the consumer more); above, append.py's kernel first (shared memory).

@@ -11,7 +11,7 @@ import pytest
 import fakv
 import fakv.language as fl
 from attention_ref import NP_DTYPES, attention, check, gather
-from fakv.kernels.splits import used_splits
+from fakv.kernels.splits import longest_first, used_splits
 
 CASES = list(itertools.product(
     ["f16", "bf16"],
@@ -59,6 +59,32 @@ def test_flash_attn_cpu(dtype, heads, page, query):
         finite = np.isfinite(lse_ref)
         assert np.array_equal(np.isposinf(lse), ~finite)      # FlashAttention 2: +inf without keys
         assert np.abs(lse[finite] - lse_ref[finite]).max() <= 1e-4
+
+
+def _inputs(rng, batch, h, hk, d, capacity, page, nd):
+    """q (batch, 1, h, d) and caches of `capacity` rows a sequence: contiguous (page None), or pages of `page`
+    through a random block table; (q, k, v, table)."""
+    q = rng.standard_normal((batch, 1, h, d)).astype(nd)
+    if page is None:
+        k, v = (rng.standard_normal((batch, capacity, hk, d)).astype(nd) for _ in range(2))
+        return q, k, v, None
+    pages = batch * capacity // page
+    table = rng.permutation(pages).astype(np.int32).reshape(batch, capacity // page)
+    k, v = (rng.standard_normal((pages, page, hk, d)).astype(nd) for _ in range(2))
+    return q, k, v, table
+
+
+def _assert_attention(out, lse, q, keys, values, lengths, nd):
+    """out and lse (non-causal, the default scale) against the float64 reference (and the rounding of `nd`);
+    +inf LSE where a sequence has no key."""
+    scale = 1 / math.sqrt(q.shape[-1])
+    ref, lse_ref = attention(q, keys, values, lengths, False, scale)
+    pt, _ = attention(q, keys, values, lengths, False, scale, nd)
+    ok, msg = check(out, ref, pt)
+    assert ok, msg
+    finite = np.isfinite(lse_ref)
+    assert np.array_equal(np.isposinf(lse), ~finite)
+    assert np.abs(lse[finite] - lse_ref[finite]).max() <= 1e-4
 
 
 @pytest.mark.parametrize("values", [[5, -7, 300, 2, 2, 9, -1], [1 << 20] * 3 + [0], [-4], [-5, -3, 1]])
@@ -109,32 +135,72 @@ def test_adaptive_splits_follow_the_lengths(monkeypatch, request, lengths, used,
     assert got.tolist() == used
 
     nd = NP_DTYPES["bf16"]
-    q = rng.standard_normal((batch, 1, h, d)).astype(nd)
-    if page is None:
-        table = None
-        k, v = (rng.standard_normal((batch, capacity, hk, d)).astype(nd) for _ in range(2))
-    else:
-        pages = batch * capacity // page
-        table = rng.permutation(pages).astype(np.int32).reshape(batch, capacity // page)
-        k, v = (rng.standard_normal((pages, page, hk, d)).astype(nd) for _ in range(2))
+    q, k, v, table = _inputs(rng, batch, h, hk, d, capacity, page, nd)
     kn, vn = ((rng.standard_normal((batch, new, hk, d)).astype(nd) for _ in range(2)) if new else (None, None))
     keys, values = gather(k, table, seqlens, page), gather(v, table, seqlens, page)
     if new:
         keys = [np.concatenate([x, kn[i]]) for i, x in enumerate(keys)]
         values = [np.concatenate([x, vn[i]]) for i, x in enumerate(values)]
     total = seqlens + new
-    ref, lse_ref = attention(q, keys, values, total, False, 1 / math.sqrt(d))
-    pt, _ = attention(q, keys, values, total, False, 1 / math.sqrt(d), nd)
     out, lse = fakv.flash_attn_with_kvcache(q, k, v, kn, vn, cache_seqlens=seqlens, block_table=table,
                                            return_softmax_lse=True)
-    ok, msg = check(out, ref, pt)
-    assert ok, msg
-    finite = np.isfinite(lse_ref)
-    assert np.array_equal(np.isposinf(lse), ~finite)
-    assert np.abs(lse[finite] - lse_ref[finite]).max() <= 1e-4
+    _assert_attention(out, lse, q, keys, values, total, nd)
     if new:                                      # the new rows in the caches at cache_seqlens
         stored = gather(k, table, total, page)
         assert all(np.array_equal(stored[i][n:], kn[i]) for i, n in enumerate(seqlens))
+
+
+@fakv.jit
+def _order_of(Seqlens, Out, capacity, BATCH: fl.constexpr):
+    slot = fl.program_id(0)
+    fl.store(Out + slot, fl.full((1,), 0, fl.int32) + longest_first(Seqlens, slot, capacity, BATCH), (0,), (1,))
+
+
+def _bands_order(lengths, capacity):
+    """kernels/splits.py's order, in numpy: 4 bands below the longest (a quarter of it wide), longest first,
+    index order within a band; index order when no length is 1/8 above the mean."""
+    n = np.clip(np.array(lengths), 0, capacity)
+    longest, mean = int(n.max()), int(sum(int(x) // len(n) for x in n))
+    if longest <= mean + mean // 8 + 1:
+        return list(range(len(n)))
+    width = longest // 4 + 1
+    return sorted(range(len(n)), key=lambda i: ((longest - int(n[i])) // width, i))
+
+
+@pytest.mark.parametrize("lengths", [
+    [5, 4000, 20, 3000, 4096, 1000, 2100, 7],     # ragged: the longest band first
+    [4000, 4010, 3990, 4096, 4001, 3999, 4050, 4020],   # near-equal: index order
+    [0, 0, 0, 4096, 0, 0, 9000, -3]])               # clamped to [0, capacity]: 4096 twice, then the empty
+def test_longest_first_order(lengths):
+    """kernels/splits.py's longest_first, each slot's sequence through the kernel: a permutation of the batch,
+    the order _bands_order describes."""
+    seqlens = np.array(lengths, np.int32)
+    got = np.zeros(len(lengths), np.int32)
+    _order_of[(len(lengths),)](seqlens, got, 4096, BATCH=len(lengths))
+    assert sorted(got.tolist()) == list(range(len(lengths)))
+    assert got.tolist() == _bands_order(lengths, 4096)
+
+
+@pytest.mark.parametrize("page", [None, 64])
+def test_longest_first_batch(monkeypatch, request, page):
+    """A batch of several waves (here 8 sequences x 2 kv heads on a GPU of 4 SMs: 16 programs in 8 slots),
+    unsplit, over long caches, is planned with LONGEST_FIRST (its heads on grid axis 0, decode.py's programs
+    taking sequences longest first): results as the float64 reference's, LSE too."""
+    from fakv import interface
+    monkeypatch.setattr(interface.T, "device_properties", lambda x: (4, 50 << 20))
+    interface._plan.cache_clear()
+    request.addfinalizer(interface._plan.cache_clear)
+    batch, h, hk, d, capacity = 8, 4, 2, 128, 2048
+    p = interface.plan(batch, 1, h, hk, d, "bf16", page is not None, page or capacity, capacity, True, 0, 4)
+    assert p["num_splits"] == 1 and p["decode"]["LONGEST_FIRST"] == batch and p["decode_grid"] == (h, batch, 1)
+    rng = np.random.default_rng(5 + (page or 0))
+    seqlens = np.array([3, 2047, 700, 1, 1500, 0, 2048, 333], np.int32)
+    nd = NP_DTYPES["bf16"]
+    q, k, v, table = _inputs(rng, batch, h, hk, d, capacity, page, nd)
+    keys, values = gather(k, table, seqlens, page), gather(v, table, seqlens, page)
+    out, lse = fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=seqlens, block_table=table,
+                                           return_softmax_lse=True)
+    _assert_attention(out, lse, q, keys, values, seqlens, nd)
 
 
 @pytest.mark.parametrize("head_dim", [96, 128])
