@@ -3,9 +3,10 @@
 graphs over rotating caches, bench_grid.py's cells) of fakv as planned
 (num_splits=0), with FAKV_ADAPTIVE_SPLITS=4 (a batch of one wave gets 4
 splits and kernels/splits.py's ADAPTIVE), with 2 (adaptive2), with 4 and
-FAKV_MERGE_SPLITS=1 (adaptive-merged: no combine launch), without
-FAKV_LONGEST_FIRST (in-order: a batch of several waves in index order,
-heads apart), and with fixed num_splits (1: unsplit; 2-6: even shares), bf16 GQA 32/8 d128, contiguous
+FAKV_MERGE_SPLITS=1 (adaptive-merged: no combine launch), with
+FAKV_LONGEST_FIRST=1 (longest-first: a batch of several waves by its
+sequences' lengths, a sequence's heads together), and with fixed num_splits
+(1: unsplit; 2-6: even shares), bf16 GQA 32/8 d128, contiguous
 and pages of 256. Diagnostics for the planner (interface._ADAPTIVE_SPLITS),
 not a benchmark against peers.
 
@@ -24,7 +25,7 @@ SHAPES = [("ragged b32 s<=16K", 32, 16384, 32, 8, 128, True), ("ragged b16 s<=32
           ("ragged b128 s<=4K", 128, 4096, 32, 8, 128, True), ("b32 s8K", 32, 8192, 32, 8, 128, False),
           ("b32 s32K", 32, 32768, 32, 8, 128, False), ("b16 s32K", 16, 32768, 32, 8, 128, False),
           ("b128 s8K", 128, 8192, 32, 8, 128, False)]
-SPLITS = (0, "in-order", "adaptive", "adaptive2", "adaptive-merged", 1, 2, 4, 6)
+SPLITS = (0, "longest-first", "adaptive", "adaptive2", "adaptive-merged", 1, 2, 4, 6)
 ADAPTIVE = {"adaptive": (4, False), "adaptive2": (2, False), "adaptive-merged": (4, True)}   # (splits, merged)
 
 
@@ -48,6 +49,7 @@ def main():
     import torch
     import fakv
     from fakv import interface
+    longest_first = interface._LONGEST_FIRST          # (FAKV_LONGEST_FIRST as set)
     print(f"copy {G.copy_bandwidth():.2f} TB/s; us per call: s0 as planned (its split count and ADAPTIVE in "
           f"brackets), adaptive with FAKV_ADAPTIVE_SPLITS=4 (adaptive2: 2; adaptive-merged: 4 and "
           f"FAKV_MERGE_SPLITS=1), sN with num_splits=N")
@@ -60,15 +62,15 @@ def main():
             for s in SPLITS:
                 # (FAKV_ADAPTIVE_SPLITS, FAKV_MERGE_SPLITS), set before the calls are made and captured
                 interface._ADAPTIVE_SPLITS, interface._MERGE_SPLITS = ADAPTIVE.get(s, (0, False))
-                interface._LONGEST_FIRST = s != "in-order"
+                interface._LONGEST_FIRST = s == "longest-first" or longest_first
                 interface._plan.cache_clear()
                 interface._CALLS.clear()
                 run = lambda i, s=s: fakv.flash_attn_with_kvcache(  # noqa: E731
                     cell.q, cell.k[i], cell.v[i], cache_seqlens=cell.lens, block_table=cell.table, causal=True,
-                    num_splits=0 if s in ADAPTIVE or s == "in-order" else s)
+                    num_splits=0 if s in ADAPTIVE or s == "longest-first" else s)
                 t, _ = G.graph_time_ms([lambda i=i: run(i) for i in range(cell.copies)])
-                row.append(f"{s if s in ADAPTIVE or s == 'in-order' else f's{s}'}={t * 1e3:7.1f}")
-            interface._ADAPTIVE_SPLITS, interface._MERGE_SPLITS, interface._LONGEST_FIRST = 0, False, True
+                row.append(f"{s if s in ADAPTIVE or s == 'longest-first' else f's{s}'}={t * 1e3:7.1f}")
+            interface._ADAPTIVE_SPLITS, interface._MERGE_SPLITS, interface._LONGEST_FIRST = 0, False, longest_first
             interface._plan.cache_clear()
             interface._CALLS.clear()
             print(f"{shape[0]:20} page {page:3} [{p['num_splits']} splits, ADAPTIVE={p['decode']['ADAPTIVE']}, "

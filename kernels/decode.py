@@ -1,6 +1,6 @@
 """Split-KV decode attention over a paged or contiguous KV cache: one program per (sequence x query block, query
-head, split) streams its share of kv head h // GROUP's keys through the online softmax into the output and LSE, or
-f32 partials for combine.py. pack_gqa=1: the GROUP heads of a kv head in one program; stages=3: 3 K/V blocks at once."""
+head, split) (LONGEST_FIRST: head first) streams its share of kv head h // GROUP's keys through the online softmax
+into the output and LSE, or f32 partials for combine.py. pack_gqa: the GROUP heads of a kv head in one program."""
 import fakv
 import fakv.language as fl
 from fakv.kernels.append import append_rows, new_rows, rotated_rows

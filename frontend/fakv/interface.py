@@ -106,13 +106,13 @@ _ADAPTIVE_MAX_BATCH = 64      # (kernels/splits.py reads every length: BATCH loa
 _ADAPTIVE_MIN_BLOCKS = 16     # key blocks per split of the longest sequence, at least
 
 
-# Batches of several waves (_plan): with FAKV_LONGEST_FIRST (default 1) a
-# batch whose programs do not all fit at once, unsplit, over long caches,
-# launches a sequence's heads together (grid axis 0, fakv-pack-gqa on it)
-# and its sequences longest first (decode.py's LONGEST_FIRST,
-# kernels/splits.py): a ragged batch's longest programs no longer start in
-# the last wave. (Equal lengths run in index order.) Not measured on the GPU yet.
-_LONGEST_FIRST = os.environ.get("FAKV_LONGEST_FIRST", "1") != "0"
+# Batches of several waves (_plan): with FAKV_LONGEST_FIRST=1 a batch whose
+# programs do not all fit at once, unsplit, over long caches, launches a
+# sequence's heads together (grid axis 0, fakv-pack-gqa on it) and its
+# sequences longest first (decode.py's LONGEST_FIRST, kernels/splits.py):
+# a ragged batch's longest programs no longer start in the last wave.
+# (Equal lengths run in index order.) Opt-in until measured on the GPU.
+_LONGEST_FIRST = os.environ.get("FAKV_LONGEST_FIRST") == "1"
 _LONGEST_FIRST_MAX_BATCH = 128    # (splits.py reads every length three times: 3 x BATCH loads, unrolled)
 _LONGEST_FIRST_MIN_BLOCKS = 64    # key blocks of the longest sequence, at least (a program's prologue: ~2000
                                   # SASS instructions a warp at batch 128; compiled at 128 registers, spilling)
@@ -212,7 +212,8 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
                        MERGE=False, APPEND=False, ROTARY=False, INTERLEAVED=False, ADAPTIVE=adaptive,
                        LONGEST_FIRST=longest_first),
         # (sequence x query block, heads, splits): the programs of a split start after those of the
-        # split before (axis z: at most 64 splits, within CUDA's 65535).
+        # split before (axis z: at most 64 splits, within CUDA's 65535); LONGEST_FIRST: (heads, sequence
+        # slots, 1), a slot's heads starting together.
         "decode_grid": (heads, batch, 1) if longest_first else (batch * m_blocks, heads, num_splits),
         "m_blocks": m_blocks,
         # Ring depth (docs/gpu-results.md): three K/V blocks in flight read
@@ -222,8 +223,10 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
         # s8K pages of 16 1007.8 -> 987.8 us, d256 b8 s32K 538.5 -> 501.6
         # (H200, .carry/exp/s9_pages.py); but b128 s1K (32 blocks) 145.0 ->
         # 153.6 (bench_grid, two runs).
+        # LONGEST_FIRST: the heads on grid axis 0 (packed there), at 128 registers (splits.py's prologue).
         "decode_options": dict(stages=(3 if head_tile <= 128 else 2) + (
-            1 if paged and page_size < block_n and -(-n_blocks // num_splits) >= 64 else 0)),
+            1 if paged and page_size < block_n and -(-n_blocks // num_splits) >= 64 else 0),
+            **(dict(pack_gqa=0, registers=_APPEND_REGISTERS) if longest_first else {})),
         "combine": dict(HEAD_DIM=head_tile, HEAD_BLOCK=head_block, MAX_SPLITS=_pow2(num_splits)),
         "combine_grid": (math.ceil(heads / head_block), seqlen_q, batch),
         "num_splits": num_splits,
@@ -808,9 +811,10 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
     if decode is None or combine is None:
         default_decode, default_combine = _lazy_kernels()
         decode, combine = decode or default_decode, combine or default_combine
-    decode = decode.with_options(**p["decode_options"])
-    if p["decode"]["LONGEST_FIRST"] and getattr(decode, "pack_gqa", 1) is not None:   # (_Lazy: decode.py's, 1)
-        decode = decode.with_options(pack_gqa=0, registers=_APPEND_REGISTERS)   # heads on grid axis 0; 128 regs
+    options = p["decode_options"]
+    if getattr(decode, "pack_gqa", 1) is None:       # a kernel of one program per query head stays so (_Lazy: 1)
+        options = {k: v for k, v in options.items() if k != "pack_gqa"}
+    decode = decode.with_options(**options)
     tile = p["decode"]["HEAD_DIM"]
     # Head dims up to 128: decode appends and rotates itself (kernels/decode.py's APPEND; its new keys rotated
     # in registers, setmaxnreg giving the consumer more); above, append.py's kernel first (shared memory).

@@ -167,17 +167,21 @@ def _bands_order(lengths, capacity):
     return sorted(range(len(n)), key=lambda i: ((longest - int(n[i])) // width, i))
 
 
-@pytest.mark.parametrize("lengths", [
-    [5, 4000, 20, 3000, 4096, 1000, 2100, 7],     # ragged: the longest band first
-    [4000, 4010, 3990, 4096, 4001, 3999, 4050, 4020],   # near-equal: index order
-    [0, 0, 0, 4096, 0, 0, 9000, -3]])               # clamped to [0, capacity]: 4096 twice, then the empty
-def test_longest_first_order(lengths):
+@pytest.mark.parametrize("lengths,first", [
+    ([5, 4000, 20, 3000, 4096, 1000, 2100, 7], [1, 4, 3, 6]),      # ragged: the longest band first
+    ([4000, 4010, 3990, 4096, 4001, 3999, 4050, 4020], [0, 1, 2, 3]),     # near-equal, one band: index order
+    ([0] + [100] * 15, [0, 1, 2, 3]),               # near-equal (100 <= mean 90 + 90 // 8 + 1): index order,
+                                                    # though the empty one is a band of its own
+    ([0, 0, 0, 4096, 0, 0, 9000, -2 ** 31], [3, 6, 0, 1]),   # clamped to [0, capacity]: 4096 twice, then the empty
+    ([7, 3000, 1, 2500, 900, 4095, 30, 2, 1800, 2200, 64, 3100, 5], [5, 11, 1, 3])])   # 13: not a power of 2
+def test_longest_first_order(lengths, first):
     """kernels/splits.py's longest_first, each slot's sequence through the kernel: a permutation of the batch,
-    the order _bands_order describes."""
+    the order _bands_order describes (its first slots written out)."""
     seqlens = np.array(lengths, np.int32)
     got = np.zeros(len(lengths), np.int32)
     _order_of[(len(lengths),)](seqlens, got, 4096, BATCH=len(lengths))
     assert sorted(got.tolist()) == list(range(len(lengths)))
+    assert got.tolist()[:4] == first
     assert got.tolist() == _bands_order(lengths, 4096)
 
 
@@ -188,10 +192,11 @@ def test_longest_first_batch(monkeypatch, request, page):
     taking sequences longest first): results as the float64 reference's, LSE too."""
     from fakv import interface
     monkeypatch.setattr(interface.T, "device_properties", lambda x: (4, 50 << 20))
+    monkeypatch.setattr(interface, "_LONGEST_FIRST", True)       # FAKV_LONGEST_FIRST=1
     interface._plan.cache_clear()
     request.addfinalizer(interface._plan.cache_clear)
     batch, h, hk, d, capacity = 8, 4, 2, 128, 2048
-    p = interface.plan(batch, 1, h, hk, d, "bf16", page is not None, page or capacity, capacity, True, 0, 4)
+    p = interface.plan(batch, 1, h, hk, d, "bf16", page is not None, page or capacity, capacity, False, 0, 4)
     assert p["num_splits"] == 1 and p["decode"]["LONGEST_FIRST"] == batch and p["decode_grid"] == (h, batch, 1)
     rng = np.random.default_rng(5 + (page or 0))
     seqlens = np.array([3, 2047, 700, 1, 1500, 0, 2048, 333], np.int32)
@@ -201,6 +206,13 @@ def test_longest_first_batch(monkeypatch, request, page):
     out, lse = fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=seqlens, block_table=table,
                                            return_softmax_lse=True)
     _assert_attention(out, lse, q, keys, values, seqlens, nd)
+    monkeypatch.setattr(interface, "_LONGEST_FIRST", False)      # in index order: the same bits
+    interface._plan.cache_clear()
+    assert interface.plan(batch, 1, h, hk, d, "bf16", page is not None, page or capacity, capacity, False, 0,
+                          4)["decode"]["LONGEST_FIRST"] == 0
+    out2, lse2 = fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=seqlens, block_table=table,
+                                             return_softmax_lse=True)
+    assert np.array_equal(out, out2) and np.array_equal(lse, lse2)
 
 
 @pytest.mark.parametrize("head_dim", [96, 128])

@@ -85,3 +85,30 @@ def test_enough_programs_keep_one_split(monkeypatch, request):
     assert plan(32, 1, 32, 8, 128, "bf16", True, 256, 8192, False, 1, 132, L2)["decode"]["ADAPTIVE"] == 0   # given
     p = plan(8, 1, 32, 8, 128, "bf16", True, 256, 8192, False, 0, 132, L2)
     assert p["num_splits"] == 4 and p["decode"]["ADAPTIVE"] == 0
+
+
+def test_longest_first_where_planned(monkeypatch, request):
+    """With FAKV_LONGEST_FIRST=1, LONGEST_FIRST (the batch size; grid (heads, batch, 1), decode packed on axis 0 at
+    128 registers) only for batches of several waves, unsplit, over long caches, of at most 128 sequences and
+    head dims up to 128, one query block, without new keys; off without it."""
+    from fakv import interface
+    monkeypatch.setattr(interface, "_ADAPTIVE_SPLITS", 0)
+    monkeypatch.setattr(interface, "_LONGEST_FIRST", True)       # FAKV_LONGEST_FIRST=1
+    interface._plan.cache_clear()
+    request.addfinalizer(interface._plan.cache_clear)
+    p = plan(128, 1, 32, 8, 128, "bf16", True, 256, 4096, False, 0, 132, L2)
+    assert p["decode"]["LONGEST_FIRST"] == 128 and p["decode_grid"] == (32, 128, 1) and p["num_splits"] == 1
+    assert p["decode_options"]["pack_gqa"] == 0 and p["decode_options"]["registers"] == interface._APPEND_REGISTERS
+    assert plan(128, 1, 32, 8, 64, "bf16", False, 4096, 4096, False, 0, 132, L2)["decode"]["LONGEST_FIRST"] == 128
+    off = [plan(32, 1, 32, 8, 128, "bf16", True, 256, 8192, False, 0, 132, L2),      # one wave
+           plan(128, 1, 32, 8, 128, "bf16", True, 256, 1024, False, 0, 132, L2),     # short caches (32 blocks)
+           plan(129, 1, 32, 8, 128, "bf16", True, 256, 8192, False, 0, 132, L2),     # more than 128 sequences
+           plan(128, 1, 32, 8, 256, "bf16", True, 256, 8192, False, 0, 132, L2),     # head dim 256
+           plan(128, 32, 32, 8, 128, "bf16", True, 256, 8192, True, 0, 132, L2),     # 2 query blocks of 16
+           plan(128, 1, 32, 8, 128, "bf16", True, 256, 8192, False, 0, 132, L2, appending=True),
+           plan(128, 1, 32, 8, 128, "bf16", True, 256, 8192, False, 2, 132, L2)]     # splits given
+    for q in off:
+        assert q["decode"]["LONGEST_FIRST"] == 0 and "pack_gqa" not in q["decode_options"], q
+    monkeypatch.setattr(interface, "_LONGEST_FIRST", False)      # (FAKV_LONGEST_FIRST unset)
+    interface._plan.cache_clear()
+    assert plan(128, 1, 32, 8, 128, "bf16", True, 256, 4096, False, 0, 132, L2)["decode"]["LONGEST_FIRST"] == 0
