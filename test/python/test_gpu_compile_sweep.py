@@ -109,6 +109,64 @@ def test_adaptive_splits_compile_for_sm90a(tmp_path):
     assert len([f for f in os.listdir(tmp_path) if f.endswith(".cubin")]) >= 5   # 3 decodes, 2 combines
 
 
+LONGEST_FIRST_SCRIPT = """
+import glob, json, os, numpy as np, ml_dtypes
+import fakv
+from fakv import interface
+bf = ml_dtypes.bfloat16
+interface._LONGEST_FIRST = True                             # FAKV_LONGEST_FIRST=1
+rows = []
+for d, page in ((128, 256), (128, 16), (64, 0)):
+    b, hk, cap = 128, 8, 4096                               # 1024 programs: several waves of 264 on 132 SMs
+    q = np.zeros((b, 1, 32, d), bf)
+    if page:
+        k, table = np.zeros((b * cap // page, page, hk, d), bf), np.arange(b * cap // page, dtype=np.int32).reshape(b, -1)
+    else:
+        k, table = np.zeros((b, cap, hk, d), bf), None
+    p = interface.plan(b, 1, 32, hk, d, "bf16", bool(page), page or cap, cap, False, 0, 132, 50 << 20)
+    before = set(glob.glob(os.environ["FAKV_CACHE_DIR"] + "/*.json"))
+    fakv.flash_attn_with_kvcache(q, k, k.copy(), cache_seqlens=np.full(b, cap, np.int32), block_table=table)
+    facts = [json.load(open(f))["facts"]["kernels"][0] for f in set(glob.glob(os.environ["FAKV_CACHE_DIR"] + "/*.json")) - before]
+    rows.append([p["decode"]["LONGEST_FIRST"], list(p["decode_grid"]), [f["grid_packing"] for f in facts]])
+print(json.dumps(rows))
+"""
+
+
+@needs_assembler
+def test_longest_first_compiles_for_sm90a(tmp_path):
+    """decode.py with LONGEST_FIRST (FAKV_LONGEST_FIRST=1; kernels/splits.py's longest_first: the batch's 128
+    lengths read three times, unrolled) through the GPU pipeline to a cubin, paged 256 and 16 at head dim 128
+    and contiguous at 64: planned with the heads on grid axis 0 and packed there (its facts' grid_packing), and
+    with ptxas's report (FAKV_DUMP_IR) at most 128 registers, so that two programs still share an SM."""
+    import json
+    import re
+    env = dict(os.environ, FAKV_CACHE_DIR=str(tmp_path), FAKV_COMPILE_ONLY="1", FAKV_DUMP_IR="1",
+               PYTHONPATH=os.path.join(ROOT, "frontend"))
+    out = subprocess.run([sys.executable, "-c", LONGEST_FIRST_SCRIPT], env=env, capture_output=True, text=True,
+                         timeout=900)
+    assert out.returncode == 0, out.stderr[-3000:]
+    rows = json.loads(out.stdout.strip().splitlines()[-1])
+    assert rows == [[128, [32, 128, 1], [[4, 1, 1]]]] * 3, rows
+    parts = re.split(r"^// (ptx|llvm|fakv IR|fakvgpu) of (\w+).*$", out.stderr, flags=re.M)
+    ptxs = [parts[i + 2] for i in range(1, len(parts) - 2, 3) if parts[i] == "ptx" and parts[i + 1] == "decode"]
+    assert len(ptxs) == 3
+    ptxas = _ptxas()
+    if ptxas is None:                  # (nvJitLink alone: no -v report)
+        return
+    for i, body in enumerate(ptxs):
+        src = tmp_path / f"decode{i}.ptx"
+        src.write_text(body)
+        r = subprocess.run([ptxas, "-arch=sm_90a", "-v", str(src), "-o", os.devnull], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr[-2000:]
+        used = int(re.search(r"Used (\d+) registers", r.stdout + r.stderr).group(1))
+        assert used <= 128, r.stdout + r.stderr
+
+
+def _ptxas():
+    from fakv import ptx
+    return next((p for p in ptx._ptxas_candidates() if os.path.isfile(p)), None)
+
+
 SMALL_PAGES_SCRIPT = """
 import glob, json, os, sys, numpy as np, ml_dtypes
 import fakv
