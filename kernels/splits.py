@@ -25,31 +25,37 @@ def used_splits(Seqlens, length, num_splits, capacity, BATCH: fl.constexpr):
 
 
 @fakv.jit
+def _hits(mask):
+    """How many elements of a 1-D mask are set."""
+    return fl.sum(fl.where(mask, 1, 0), axis=0)
+
+
+@fakv.jit
 def longest_first(Seqlens, slot, capacity, BATCH: fl.constexpr):
     """The sequence that program `slot` of a batch of several waves runs:
     the batch in 4 bands of lengths below the longest (a quarter of it
     wide), the longest band's sequences first, in index order within a band
     (programs start in slot order, so the longest no longer end the call);
-    `slot` itself when no sequence is more than 1/8 longer than the mean."""
-    longest, mean = 0, 0
-    for i in fl.static_range(BATCH):
-        n = fl.minimum(fl.maximum(Seqlens[i], 0), capacity)
-        longest, mean = fl.maximum(longest, n), mean + n // BATCH
+    `slot` itself when no sequence is more than 1/8 longer than the mean.
+    The batch's lengths are one tile; counts are its reductions, and the
+    slot's sequence, the index-th of its band, is found by halving."""
+    tile = 1 << (BATCH - 1).bit_length()
+    i = fl.arange(0, tile)
+    valid = i < BATCH
+    n = fl.minimum(fl.maximum(fl.load(Seqlens, (tile,), (0,), (1,), bounds=(BATCH,), other=0), 0), capacity)
+    longest, mean = fl.max(n, axis=0), fl.sum(n // BATCH, axis=0)      # (no sum to overflow int32)
     width = longest // 4 + 1               # band k: lengths in (longest - (k + 1) width, longest - k width]
-    above1, above2, above3 = 0, 0, 0      # sequences in bands 0, 0-1, 0-2
-    for i in fl.static_range(BATCH):
-        n = fl.minimum(fl.maximum(Seqlens[i], 0), capacity)
-        above1 = above1 + fl.where(n > longest - width, 1, 0)
-        above2 = above2 + fl.where(n > longest - 2 * width, 1, 0)
-        above3 = above3 + fl.where(n > longest - 3 * width, 1, 0)
+    above1 = _hits(valid & (n > longest - width))             # sequences in bands 0, 0-1, 0-2
+    above2, above3 = _hits(valid & (n > longest - 2 * width)), _hits(valid & (n > longest - 3 * width))
     band = fl.where(slot >= above1, 1, 0) + fl.where(slot >= above2, 1, 0) + fl.where(slot >= above3, 1, 0)
     index = slot - fl.where(band == 0, 0, fl.where(band == 1, above1, fl.where(band == 2, above2, above3)))
-    count, seq = 0, slot
-    for i in fl.static_range(BATCH):      # the index-th sequence of that band
-        n = fl.minimum(fl.maximum(Seqlens[i], 0), capacity)
-        hit = (n > longest - (band + 1) * width) & (n <= longest - band * width)
-        seq, count = fl.where(hit & (count == index), i, seq), count + fl.where(hit, 1, 0)
-    return fl.where(longest <= mean + mean // 8 + 1, slot, seq)
+    hit = valid & (n > longest - (band + 1) * width) & (n <= longest - band * width)
+    lo, hi = 0, BATCH - 1                  # the first sequence with index + 1 hits up to it
+    for _ in fl.static_range(tile.bit_length() - 1):
+        mid = (lo + hi) // 2
+        enough = _hits(hit & (i <= mid)) >= index + 1
+        lo, hi = fl.where(enough, lo, mid + 1), fl.where(enough, mid, hi)
+    return fl.where(longest <= mean + mean // 8 + 1, slot, lo)
 
 
 @fakv.jit

@@ -113,9 +113,9 @@ _ADAPTIVE_MIN_BLOCKS = 16     # key blocks per split of the longest sequence, at
 # a ragged batch's longest programs no longer start in the last wave.
 # (Equal lengths run in index order.) Opt-in until measured on the GPU.
 _LONGEST_FIRST = os.environ.get("FAKV_LONGEST_FIRST") == "1"
-_LONGEST_FIRST_MAX_BATCH = 128    # (splits.py reads every length three times: 3 x BATCH loads, unrolled)
-_LONGEST_FIRST_MIN_BLOCKS = 64    # key blocks of the longest sequence, at least (a program's prologue: ~2000
-                                  # SASS instructions a warp at batch 128; compiled at 128 registers, spilling)
+_LONGEST_FIRST_MAX_BATCH = 128    # (splits.py reduces the batch's lengths as one tile, ~13 reductions)
+_LONGEST_FIRST_MIN_BLOCKS = 64    # key blocks of the longest sequence, at least (a program's prologue: ~540
+                                  # SASS instructions before its first copy at batch 128, d128; 126 registers)
 
 
 # What an appending call's last split does besides its cache blocks (the new
@@ -223,10 +223,10 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
         # s8K pages of 16 1007.8 -> 987.8 us, d256 b8 s32K 538.5 -> 501.6
         # (H200, .carry/exp/s9_pages.py); but b128 s1K (32 blocks) 145.0 ->
         # 153.6 (bench_grid, two runs).
-        # LONGEST_FIRST: the heads on grid axis 0 (packed there), at 128 registers (splits.py's prologue).
+        # LONGEST_FIRST: the heads on grid axis 0 (packed there).
         "decode_options": dict(stages=(3 if head_tile <= 128 else 2) + (
             1 if paged and page_size < block_n and -(-n_blocks // num_splits) >= 64 else 0),
-            **(dict(pack_gqa=0, registers=_APPEND_REGISTERS) if longest_first else {})),
+            **(dict(pack_gqa=0) if longest_first else {})),
         "combine": dict(HEAD_DIM=head_tile, HEAD_BLOCK=head_block, MAX_SPLITS=_pow2(num_splits)),
         "combine_grid": (math.ceil(heads / head_block), seqlen_q, batch),
         "num_splits": num_splits,

@@ -88,8 +88,8 @@ def test_enough_programs_keep_one_split(monkeypatch, request):
 
 
 def test_longest_first_where_planned(monkeypatch, request):
-    """With FAKV_LONGEST_FIRST=1, LONGEST_FIRST (the batch size; grid (heads, batch, 1), decode packed on axis 0 at
-    128 registers) only for batches of several waves, unsplit, over long caches, of at most 128 sequences and
+    """With FAKV_LONGEST_FIRST=1, LONGEST_FIRST (the batch size; grid (heads, batch, 1), decode packed on axis 0)
+    only for batches of several waves, unsplit, over long caches, of at most 128 sequences and
     head dims up to 128, one query block, without new keys; off without it."""
     from fakv import interface
     monkeypatch.setattr(interface, "_ADAPTIVE_SPLITS", 0)
@@ -98,7 +98,7 @@ def test_longest_first_where_planned(monkeypatch, request):
     request.addfinalizer(interface._plan.cache_clear)
     p = plan(128, 1, 32, 8, 128, "bf16", True, 256, 4096, False, 0, 132, L2)
     assert p["decode"]["LONGEST_FIRST"] == 128 and p["decode_grid"] == (32, 128, 1) and p["num_splits"] == 1
-    assert p["decode_options"]["pack_gqa"] == 0 and p["decode_options"]["registers"] == interface._APPEND_REGISTERS
+    assert p["decode_options"] == {"stages": 3, "pack_gqa": 0}
     assert plan(128, 1, 32, 8, 64, "bf16", False, 4096, 4096, False, 0, 132, L2)["decode"]["LONGEST_FIRST"] == 128
     off = [plan(32, 1, 32, 8, 128, "bf16", True, 256, 8192, False, 0, 132, L2),      # one wave
            plan(128, 1, 32, 8, 128, "bf16", True, 256, 1024, False, 0, 132, L2),     # short caches (32 blocks)
