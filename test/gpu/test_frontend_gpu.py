@@ -15,7 +15,9 @@
   (no host sync);
 - reductions of i32 and f32 tiles to scalars (fl.sum / fl.max / fl.min of
   a 1-D tile: shuffles and shared memory across the warps), used as
-  scalars, against torch.
+  scalars, against torch;
+- a ragged batch of several waves with FAKV_LONGEST_FIRST: the same bits as
+  in index order, and attention.
 
     python -m pytest test/gpu/test_frontend_gpu.py      # on the GPU machine
     python test/gpu/test_frontend_gpu.py --compile-only # fill the kernel cache (no GPU)
@@ -155,6 +157,44 @@ def test_cuda_graph_capture(page, splits):
     torch.cuda.synchronize()
     eager_out, eager_lse = call()
     assert torch.equal(out, eager_out) and torch.equal(lse, eager_lse)
+
+
+@pytest.mark.parametrize("page", [None, 16, 256])
+def test_longest_first_batch(page):
+    """A ragged batch of several waves (128 sequences x 8 kv heads over the H200's 264 slots, up to 4096 keys) with
+    FAKV_LONGEST_FIRST (decode.py's LONGEST_FIRST: heads on grid axis 0, longest sequences first): the same bits
+    as in index order, and attention (against the float32 reference)."""
+    from fakv import interface
+    batch, hk, d, cap = 128, 8, 128, 4096
+    g = torch.Generator(device="cuda").manual_seed(7)
+    q = torch.randn((batch, 1, 32, d), generator=g, device="cuda").to(torch.bfloat16)
+    lens = torch.randint(1, cap + 1, (batch,), generator=g, device="cuda", dtype=torch.int32)
+    shape = (batch * cap // page, page, hk, d) if page else (batch, cap, hk, d)
+    k, v = (torch.randn(shape, generator=g, device="cuda").to(torch.bfloat16) for _ in range(2))
+    table = (torch.randperm(batch * cap // page, generator=g, device="cuda").to(torch.int32)
+             .reshape(batch, cap // page)) if page else None
+    outs = []
+    for on in (True, False):
+        interface._LONGEST_FIRST = on
+        interface._plan.cache_clear()
+        interface._CALLS.clear()
+        try:
+            p = interface.plan(batch, 1, 32, hk, d, "bf16", bool(page), page or cap, cap, False, 0,
+                               torch.cuda.get_device_properties(0).multi_processor_count)
+            assert p["decode"]["LONGEST_FIRST"] == (batch if on else 0)
+            outs.append(fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table,
+                                                     return_softmax_lse=True))
+        finally:
+            interface._LONGEST_FIRST = False
+            interface._plan.cache_clear()
+            interface._CALLS.clear()
+    assert torch.equal(outs[0][0], outs[1][0]) and torch.equal(outs[0][1], outs[1][1])
+    from reference import attention_ref, check, gather_cache
+    ks, vs = (k, v) if table is None else (gather_cache(k, table, lens, page), gather_cache(v, table, lens, page))
+    ref, _ = attention_ref(q, ks, vs, lens, False, 1 / math.sqrt(d), upcast=True)
+    pt, _ = attention_ref(q, ks, vs, lens, False, 1 / math.sqrt(d), upcast=False)
+    ok, msg = check(outs[0][0], ref, pt, "out")
+    assert ok, msg
 
 
 @pytest.mark.parametrize("page", [16, 256])
@@ -360,6 +400,7 @@ def run_all():
     """Without pytest: every test, a line each."""
     cases = [(test_score_modifiers, ()), (test_dlpack_arrays, ())]
     cases += [(test_tile_reductions_to_scalars, (n,)) for n in (1000, 77)]
+    cases += [(test_longest_first_batch, (p,)) for p in (None, 16, 256)]
     cases += [(test_readme_variant, c) for c in [(None, 1), (256, 3), (16, 0)]]
     cases += [(test_cuda_graph_capture, c) for c in [(256, 1), (16, 3)]]
     cases += [(test_bad_block_table_is_reported, (p,)) for p in (16, 256)]
