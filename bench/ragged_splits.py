@@ -4,8 +4,8 @@ graphs over rotating caches, bench_grid.py's cells) of fakv as planned
 (num_splits=0), with FAKV_ADAPTIVE_SPLITS=4 (a batch of one wave gets 4
 splits and kernels/splits.py's ADAPTIVE), with 2 (adaptive2), with 4 and
 FAKV_MERGE_SPLITS=1 (adaptive-merged: no combine launch), with
-FAKV_LONGEST_FIRST=1 (longest-first: a batch of several waves by its
-sequences' lengths, a sequence's heads together), and with fixed num_splits
+longest-first on (a batch of several waves by its sequences' lengths; the
+default unless FAKV_LONGEST_FIRST=0), and with fixed num_splits
 (1: unsplit; 2-6: even shares), bf16 GQA 32/8 d128, contiguous
 and pages of 256. Diagnostics for the planner (interface._ADAPTIVE_SPLITS),
 not a benchmark against peers.

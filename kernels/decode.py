@@ -1,6 +1,6 @@
-"""Split-KV decode attention over a paged or contiguous KV cache: one program per (sequence x query block, query
-head, split) (LONGEST_FIRST: head first) streams its share of kv head h // GROUP's keys through the online softmax
-into the output and LSE, or f32 partials for combine.py. pack_gqa: the GROUP heads of a kv head in one program."""
+"""Split-KV decode attention over a paged or contiguous KV cache: one program per (query head, sequence x query
+block, split) (sequence first without HEADS_FIRST) streams its share of kv head h // GROUP's keys through the online
+softmax into the output and LSE, or f32 partials for combine.py. pack_gqa: a kv head's GROUP heads in one program."""
 import fakv
 import fakv.language as fl
 from fakv.kernels.append import append_rows, new_rows, rotated_rows
@@ -52,7 +52,7 @@ def load_kv(Cache, Table, kvh, row, b, n0, seqlen, pad, head_dim, page_size, num
                          channels=head_dim, report=(Errors, (BLOCK_TABLE_ERROR if PAGE_SIZE else BATCH_IDX_ERROR) + b))
 
 
-@fakv.jit(pack_gqa=1, stages=3)
+@fakv.jit(pack_gqa=0, stages=3)
 def decode(Q, K, V, Table, Seqlens, Out, Lse, OutPart, LsePart,
            q_batch_stride, q_seq_stride, q_head_stride, page_stride, row_stride, head_stride, table_stride,
            batch, seqlen_q, heads, kv_heads, head_dim, page_size, num_pages, scale,
@@ -62,12 +62,12 @@ def decode(Q, K, V, Table, Seqlens, Out, Lse, OutPart, LsePart,
            SQ_BLOCK: fl.constexpr, PAGE_SIZE: fl.constexpr, CAUSAL: fl.constexpr, BATCH_IDX: fl.constexpr,
            SOFTCAP: fl.constexpr, WINDOW: fl.constexpr, ALIBI: fl.constexpr, LEFTPAD: fl.constexpr,
            PRESCALE: fl.constexpr, MERGE: fl.constexpr, APPEND: fl.constexpr, ROTARY: fl.constexpr,
-           INTERLEAVED: fl.constexpr, ADAPTIVE: fl.constexpr, LONGEST_FIRST: fl.constexpr):
-    axes = (1, 0) if LONGEST_FIRST else (0, 1)    # LONGEST_FIRST: a sequence's heads start together, longest first
+           INTERLEAVED: fl.constexpr, ADAPTIVE: fl.constexpr, LONGEST_FIRST: fl.constexpr, HEADS_FIRST: fl.constexpr):
+    axes = (1, 0) if HEADS_FIRST else (0, 1)      # HEADS_FIRST: a sequence's heads start together
     bm, h, split = fl.program_id(axes[0]), fl.program_id(axes[1]), fl.program_id(2)
     m_blocks = (seqlen_q + SQ_BLOCK - 1) // SQ_BLOCK
     b, q0 = bm // m_blocks, (bm % m_blocks) * SQ_BLOCK
-    b = longest_first(Seqlens, b, capacity, LONGEST_FIRST) if LONGEST_FIRST else b     # (splits.py)
+    b = longest_first(Seqlens, b, capacity, LONGEST_FIRST) if LONGEST_FIRST else b     # longest first (splits.py)
     num_splits, kvh = fl.num_programs(2), h // GROUP
     # The keys: cache rows [pad, old + new_keys) after the padding; the new ones appended by append.py, or with
     # APPEND read from KNew / VNew. Bad lengths or padding are reported, and the sequence reads no key.

@@ -106,13 +106,17 @@ _ADAPTIVE_MAX_BATCH = 64      # (kernels/splits.py reads every length: BATCH loa
 _ADAPTIVE_MIN_BLOCKS = 16     # key blocks per split of the longest sequence, at least
 
 
-# Batches of several waves (_plan): with FAKV_LONGEST_FIRST=1 a batch whose
-# programs do not all fit at once, unsplit, over long caches, launches a
-# sequence's heads together (grid axis 0, fakv-pack-gqa on it) and its
-# sequences longest first (decode.py's LONGEST_FIRST, kernels/splits.py):
-# a ragged batch's longest programs no longer start in the last wave.
-# (Equal lengths run in index order.) Opt-in until measured on the GPU.
-_LONGEST_FIRST = os.environ.get("FAKV_LONGEST_FIRST") == "1"
+# Launches run a sequence's heads together (decode.py's HEADS_FIRST: grid
+# (heads, batch x query blocks, splits), fakv-pack-gqa on axis 0) unless
+# batch x query blocks passes CUDA's 65535 on axis y; H200, bench_grid's cells
+# (.carry/exp/ab_heads_first.py, session 11), against sequences first: b128
+# s1K -1.3 to -3.1 %, ragged b32 -1.8 to -3.2 %, d64 b32 s32K -0.7 to -1.2 %,
+# the rest within +-1 % (the run's noise). Unsplit batches of several waves of
+# one query block, over long caches, also run their sequences longest first
+# (decode.py's LONGEST_FIRST, kernels/splits.py): a ragged batch's longest
+# programs no longer start in the last wave: ragged b128 s<=4K -11 to -12 %,
+# equal b128 s8K / s32K -0.6 to -3.2 % (same run). FAKV_LONGEST_FIRST=0: off.
+_LONGEST_FIRST = os.environ.get("FAKV_LONGEST_FIRST") != "0"
 _LONGEST_FIRST_MAX_BATCH = 128    # (splits.py reduces the batch's lengths as one tile, ~13 reductions)
 _LONGEST_FIRST_MIN_BLOCKS = 64    # key blocks of the longest sequence, at least (a program's prologue: ~540
                                   # SASS instructions before its first copy at batch 128, d128; 126 registers)
@@ -195,7 +199,8 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
               and n_blocks >= _ADAPTIVE_SPLITS * _ADAPTIVE_MIN_BLOCKS):
             num_splits, adaptive = _ADAPTIVE_SPLITS, batch
     num_splits = max(1, min(num_splits, MAX_SPLITS, n_blocks))
-    longest_first = batch if (_LONGEST_FIRST and num_splits == 1 and not appending and m_blocks == 1
+    heads_first = batch * m_blocks <= 65535                                   # (grid axis y: CUDA's 65535)
+    longest_first = batch if (_LONGEST_FIRST and num_splits == 1 and m_blocks == 1 and not appending
                               and head_tile <= 128 and programs(1) > slots and batch <= _LONGEST_FIRST_MAX_BATCH
                               and n_blocks >= _LONGEST_FIRST_MIN_BLOCKS) else 0
     # Heads per combine program: as few as fit beside the decode programs (more programs, each
@@ -210,11 +215,12 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
                        PAGE_SIZE=page_size if paged else 0, CAUSAL=bool(causal) and seqlen_q > 1,
                        BATCH_IDX=False, SOFTCAP=False, WINDOW=False, ALIBI=False, LEFTPAD=False, PRESCALE=False,
                        MERGE=False, APPEND=False, ROTARY=False, INTERLEAVED=False, ADAPTIVE=adaptive,
-                       LONGEST_FIRST=longest_first),
+                       LONGEST_FIRST=longest_first, HEADS_FIRST=heads_first),
         # (sequence x query block, heads, splits): the programs of a split start after those of the
-        # split before (axis z: at most 64 splits, within CUDA's 65535); LONGEST_FIRST: (heads, sequence
-        # slots, 1), a slot's heads starting together.
-        "decode_grid": (heads, batch, 1) if longest_first else (batch * m_blocks, heads, num_splits),
+        # split before (axis z: at most 64 splits, within CUDA's 65535); HEADS_FIRST: (heads, sequence
+        # slots x query blocks, splits), a slot's heads starting together.
+        "decode_grid": (heads, batch * m_blocks, num_splits) if heads_first else (batch * m_blocks, heads,
+                                                                                   num_splits),
         "m_blocks": m_blocks,
         # Ring depth (docs/gpu-results.md): three K/V blocks in flight read
         # the cache fastest at head dims up to 128 (decode.py's own stages=3);
@@ -223,10 +229,10 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
         # s8K pages of 16 1007.8 -> 987.8 us, d256 b8 s32K 538.5 -> 501.6
         # (H200, .carry/exp/s9_pages.py); but b128 s1K (32 blocks) 145.0 ->
         # 153.6 (bench_grid, two runs).
-        # LONGEST_FIRST: the heads on grid axis 0 (packed there).
+        # The heads on grid axis 1 without HEADS_FIRST (packed there).
         "decode_options": dict(stages=(3 if head_tile <= 128 else 2) + (
             1 if paged and page_size < block_n and -(-n_blocks // num_splits) >= 64 else 0),
-            **(dict(pack_gqa=0) if longest_first else {})),
+            **({} if heads_first else dict(pack_gqa=1))),
         "combine": dict(HEAD_DIM=head_tile, HEAD_BLOCK=head_block, MAX_SPLITS=_pow2(num_splits)),
         "combine_grid": (math.ceil(heads / head_block), seqlen_q, batch),
         "num_splits": num_splits,
@@ -812,7 +818,7 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
         default_decode, default_combine = _lazy_kernels()
         decode, combine = decode or default_decode, combine or default_combine
     options = p["decode_options"]
-    if getattr(decode, "pack_gqa", 1) is None:       # a kernel of one program per query head stays so (_Lazy: 1)
+    if getattr(decode, "pack_gqa", 0) is None:       # a kernel of one program per query head stays so (_Lazy: packed)
         options = {k: v for k, v in options.items() if k != "pack_gqa"}
     decode = decode.with_options(**options)
     tile = p["decode"]["HEAD_DIM"]

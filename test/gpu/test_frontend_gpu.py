@@ -16,7 +16,7 @@
 - reductions of i32 and f32 tiles to scalars (fl.sum / fl.max / fl.min of
   a 1-D tile: shuffles and shared memory across the warps), used as
   scalars, against torch;
-- a ragged batch of several waves with FAKV_LONGEST_FIRST: the same bits as
+- a ragged batch of several waves longest first (the default): the same bits as
   in index order, and attention.
 
     python -m pytest test/gpu/test_frontend_gpu.py      # on the GPU machine
@@ -161,9 +161,9 @@ def test_cuda_graph_capture(page, splits):
 
 @pytest.mark.parametrize("page", [None, 16, 256])
 def test_longest_first_batch(page):
-    """A ragged batch of several waves (128 sequences x 8 kv heads over the H200's 264 slots, up to 4096 keys) with
-    FAKV_LONGEST_FIRST (decode.py's LONGEST_FIRST: heads on grid axis 0, longest sequences first): the same bits
-    as in index order, and attention (against the float32 reference)."""
+    """A ragged batch of several waves (128 sequences x 8 kv heads over the H200's 264 slots, up to 4096 keys),
+    longest first as planned (decode.py's LONGEST_FIRST): the same bits as in index order (FAKV_LONGEST_FIRST=0),
+    and attention (against the float32 reference)."""
     from fakv import interface
     batch, hk, d, cap = 128, 8, 128, 4096
     g = torch.Generator(device="cuda").manual_seed(7)
@@ -173,7 +173,7 @@ def test_longest_first_batch(page):
     k, v = (torch.randn(shape, generator=g, device="cuda").to(torch.bfloat16) for _ in range(2))
     table = (torch.randperm(batch * cap // page, generator=g, device="cuda").to(torch.int32)
              .reshape(batch, cap // page)) if page else None
-    outs = []
+    outs, was = [], interface._LONGEST_FIRST
     for on in (True, False):
         interface._LONGEST_FIRST = on
         interface._plan.cache_clear()
@@ -185,7 +185,7 @@ def test_longest_first_batch(page):
             outs.append(fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table,
                                                      return_softmax_lse=True))
         finally:
-            interface._LONGEST_FIRST = False
+            interface._LONGEST_FIRST = was
             interface._plan.cache_clear()
             interface._CALLS.clear()
     assert torch.equal(outs[0][0], outs[1][0]) and torch.equal(outs[0][1], outs[1][1])

@@ -192,7 +192,7 @@ def test_longest_first_batch(monkeypatch, request, page):
     taking sequences longest first): results as the float64 reference's, LSE too."""
     from fakv import interface
     monkeypatch.setattr(interface.T, "device_properties", lambda x: (4, 50 << 20))
-    monkeypatch.setattr(interface, "_LONGEST_FIRST", True)       # FAKV_LONGEST_FIRST=1
+    monkeypatch.setattr(interface, "_LONGEST_FIRST", True)       # (the default)
     interface._plan.cache_clear()
     request.addfinalizer(interface._plan.cache_clear)
     batch, h, hk, d, capacity = 8, 4, 2, 128, 2048

@@ -1,5 +1,5 @@
 """fakv-pack-gqa from the DSL: kernels/decode.py is written per query head
-and packed by the compiler (@fakv.jit(pack_gqa=1)). On the CPU path the
+and packed by the compiler (@fakv.jit(pack_gqa=0): the heads on grid axis 0). On the CPU path the
 packed kernel gives what the same kernel gives unpacked, one program per
 query head; grids and kernels the pass cannot pack are clear errors."""
 import math
@@ -15,8 +15,9 @@ from test_kernels_cpu import make
 from fakv.kernels.decode import decode
 
 
-def run_decode(kernel, q, k, v, seqlens, table, causal, splits, group_tile=None):
-    """kernels/decode.py's launch, as fakv.interface plans it, by `kernel`."""
+def run_decode(kernel, q, k, v, seqlens, table, causal, splits, group_tile=None, sequences_first=False):
+    """kernels/decode.py's launch, as fakv.interface plans it, by `kernel`;
+    `sequences_first`: as planned when batch x query blocks pass 65535."""
     from fakv.interface import plain_extras, plan
     batch, sq, heads, d = q.shape
     kv_heads = k.shape[2]
@@ -28,6 +29,11 @@ def run_decode(kernel, q, k, v, seqlens, table, causal, splits, group_tile=None)
     out_part = np.zeros((n, batch, sq, heads, tile), np.float32)
     lse_part = np.zeros((n, batch, heads, sq), np.float32)
     bt = table if table is not None else seqlens
+    if sequences_first:
+        g = p["decode_grid"]
+        p = dict(p, decode=dict(p["decode"], HEADS_FIRST=False), decode_grid=(g[1], g[0], g[2]),
+                 decode_options=dict(p["decode_options"], pack_gqa=1))
+    kernel = kernel.with_options(**p["decode_options"]) if kernel.pack_gqa is not None else kernel
     kernel[p["decode_grid"]](
         q, k, v, bt, seqlens, out, lse, out_part, lse_part,
         sq * heads * d, heads * d, d, k.shape[1] * kv_heads * d, kv_heads * d, d,
@@ -46,7 +52,7 @@ def run_decode(kernel, q, k, v, seqlens, table, causal, splits, group_tile=None)
 def test_packed_equals_unpacked(heads, page, query, splits):
     q, k, v, seqlens, table, causal = make("bf16", heads, page, query, seed=11)
     unpacked = decode.with_options(pack_gqa=None)   # the same kernel, one program per query head
-    assert unpacked.pack_gqa is None and decode.pack_gqa == 1
+    assert unpacked.pack_gqa is None and decode.pack_gqa == 0     # (the heads on grid axis 0)
     got = run_decode(decode, q, k, v, seqlens, table, causal, splits)
     want = run_decode(unpacked, q, k, v, seqlens, table, causal, splits)
     for g, w in zip(got, want):
@@ -55,6 +61,17 @@ def test_packed_equals_unpacked(heads, page, query, splits):
         keys, values = gather(k, table, seqlens, page), gather(v, table, seqlens, page)
         ref, _ = attention(q, keys, values, seqlens, causal, 1 / math.sqrt(q.shape[-1]))
         assert np.abs(got[0].astype(np.float64) - ref).max() < 2e-2
+
+
+def test_sequences_first_is_the_same_attention():
+    """The grid with the sequences on axis 0 (HEADS_FIRST off, packed on axis 1), which the plan takes for grids
+    of more than 65535 sequence x query blocks, gives the same bits, split or not."""
+    for heads, page, query, splits in (((8, 2), 16, (1, False), 1), ((6, 2), None, (3, True), 2)):
+        q, k, v, seqlens, table, causal = make("bf16", heads, page, query, seed=5)
+        got = run_decode(decode, q, k, v, seqlens, table, causal, splits, sequences_first=True)
+        want = run_decode(decode, q, k, v, seqlens, table, causal, splits)
+        for g, w in zip(got, want):
+            assert np.array_equal(g.astype(np.float32), w.astype(np.float32), equal_nan=True)
 
 
 def test_packed_ir_has_the_group_in_its_rows():
@@ -66,8 +83,8 @@ def test_packed_ir_has_the_group_in_its_rows():
                    *plain_extras(seqlens, q, 16 * table.shape[1]), HEAD_DIM=64, BLOCK_N=32, GROUP=4, SQ_BLOCK=1, PAGE_SIZE=16,
                    CAUSAL=False, BATCH_IDX=False, SOFTCAP=False, WINDOW=False, ALIBI=False, LEFTPAD=False, PRESCALE=False,
                    MERGE=False, APPEND=False, ROTARY=False, INTERLEAVED=False, ADAPTIVE=0,
-                   LONGEST_FIRST=0)
-    assert "fakv.pack_gqa = 1 : i32" in ir
+                   LONGEST_FIRST=0, HEADS_FIRST=True)
+    assert "fakv.pack_gqa = 0 : i32" in ir
     assert "tensor<1x64xbf16>" in ir and "tensor<4x64xbf16>" not in ir
 
 

@@ -87,18 +87,31 @@ def test_enough_programs_keep_one_split(monkeypatch, request):
     assert p["num_splits"] == 4 and p["decode"]["ADAPTIVE"] == 0
 
 
+def test_heads_first_unless_the_grid_overflows():
+    """decode's grid is (heads, batch x query blocks, splits), packed on axis 0 (decode.py's own pack_gqa=0), so that
+    a sequence's heads start together; (batch x query blocks, heads, splits), packed on axis 1, only where batch x
+    query blocks would pass CUDA's 65535 on axis y."""
+    p = plan(8, 1, 32, 8, 128, "bf16", True, 256, 8192, False, 0, 132, L2)
+    assert p["decode"]["HEADS_FIRST"] and p["decode_grid"] == (32, 8, p["num_splits"]) and p["num_splits"] > 1
+    assert "pack_gqa" not in p["decode_options"]
+    p = plan(4, 64, 32, 8, 128, "bf16", True, 256, 8192, True, 0, 132, L2)       # query blocks
+    assert p["decode"]["HEADS_FIRST"] and p["decode_grid"] == (32, 4 * p["m_blocks"], p["num_splits"])
+    assert p["m_blocks"] > 1
+    p = plan(70000, 1, 32, 8, 128, "bf16", True, 256, 1024, False, 0, 132, L2)
+    assert not p["decode"]["HEADS_FIRST"] and p["decode_grid"] == (70000, 32, 1)
+    assert p["decode_options"]["pack_gqa"] == 1
+
+
 def test_longest_first_where_planned(monkeypatch, request):
-    """With FAKV_LONGEST_FIRST=1, LONGEST_FIRST (the batch size; grid (heads, batch, 1), decode packed on axis 0)
-    only for batches of several waves, unsplit, over long caches, of at most 128 sequences and
-    head dims up to 128, one query block, without new keys; off without it."""
+    """LONGEST_FIRST (the batch size; heads first) only for batches of several waves, unsplit, over long caches,
+    of at most 128 sequences and head dims up to 128, one query block, without new keys; FAKV_LONGEST_FIRST=0: never."""
     from fakv import interface
     monkeypatch.setattr(interface, "_ADAPTIVE_SPLITS", 0)
-    monkeypatch.setattr(interface, "_LONGEST_FIRST", True)       # FAKV_LONGEST_FIRST=1
     interface._plan.cache_clear()
     request.addfinalizer(interface._plan.cache_clear)
     p = plan(128, 1, 32, 8, 128, "bf16", True, 256, 4096, False, 0, 132, L2)
     assert p["decode"]["LONGEST_FIRST"] == 128 and p["decode_grid"] == (32, 128, 1) and p["num_splits"] == 1
-    assert p["decode_options"] == {"stages": 3, "pack_gqa": 0}
+    assert p["decode_options"] == {"stages": 3}
     assert plan(128, 1, 32, 8, 64, "bf16", False, 4096, 4096, False, 0, 132, L2)["decode"]["LONGEST_FIRST"] == 128
     off = [plan(32, 1, 32, 8, 128, "bf16", True, 256, 8192, False, 0, 132, L2),      # one wave
            plan(128, 1, 32, 8, 128, "bf16", True, 256, 1024, False, 0, 132, L2),     # short caches (32 blocks)
@@ -108,7 +121,7 @@ def test_longest_first_where_planned(monkeypatch, request):
            plan(128, 1, 32, 8, 128, "bf16", True, 256, 8192, False, 0, 132, L2, appending=True),
            plan(128, 1, 32, 8, 128, "bf16", True, 256, 8192, False, 2, 132, L2)]     # splits given
     for q in off:
-        assert q["decode"]["LONGEST_FIRST"] == 0 and "pack_gqa" not in q["decode_options"], q
-    monkeypatch.setattr(interface, "_LONGEST_FIRST", False)      # (FAKV_LONGEST_FIRST unset)
+        assert q["decode"]["LONGEST_FIRST"] == 0 and q["decode"]["HEADS_FIRST"], q
+    monkeypatch.setattr(interface, "_LONGEST_FIRST", False)      # FAKV_LONGEST_FIRST=0
     interface._plan.cache_clear()
     assert plan(128, 1, 32, 8, 128, "bf16", True, 256, 4096, False, 0, 132, L2)["decode"]["LONGEST_FIRST"] == 0
