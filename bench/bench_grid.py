@@ -2,7 +2,7 @@
 """Decode attention over issue 11's grid, fakv next to its peers, all in one
 run on the GPU machine.
 
-    python bench/bench_grid.py [--out DIR] [--only SUBSTRING] [--layouts 0,16,64,256] [--peers LIST]
+    python bench/bench_grid.py [--out DIR] [--only SUBSTRING] [--layouts 0,16,64,256] [--peers LIST] [--sustain S]
     python bench/bench_grid.py --plot DIR/grid.json     # the PNG plots (needs matplotlib)
 
 Shapes (bf16, seqlen_q 1, causal, num_splits=0 for fakv): GQA 32/8 with
@@ -13,7 +13,14 @@ head dims 64 and 256; two ragged batches (lengths drawn uniformly from
 
 Timing: GPU time per call, from CUDA graphs of calls that rotate over
 copies of the cache (at least 512 MiB in all, ten times the L2), so no
-cache is read from L2; median of 10 replays after warm-up. Bandwidth:
+cache is read from L2; median of 10 replays after warm-up. `--sustain S`:
+every implementation's graph is replayed for S seconds first, so that
+the GPU runs at the clocks that implementation's power draw sustains
+(the H200 holds 700 W by lowering the SM clock; without it each is timed
+near the clocks the work before left: a burst figure). The first cell a
+process times follows an idle stretch (the JIT compiles): at S = 0 it
+reads up to ~10 % slow (session 11: b128 s1K 148-151 us first, 135-138
+after another cell). Bandwidth:
 bytes of K and V the call must read / time, as a fraction of a
 device-to-device copy measured in the same run.
 
@@ -189,7 +196,7 @@ def flashinfer_calls(cell, tensor_cores):
     return lambda i: w.run(q, (cell.k[i], cell.v[i]))[:, None]
 
 
-def measure(shape, page, peers, copy_bw):
+def measure(shape, page, peers, copy_bw, sustain=0.0):
     import torch
     cell = Cell(shape, page)
     ragged = shape[6]
@@ -210,7 +217,7 @@ def measure(shape, page, peers, copy_bw):
             if not err <= TOLERANCE:
                 entry["failed"] = f"output differs by {err:.3g}"
             else:
-                t, mode = graph_time_ms([lambda i=i: run(i) for i in range(cell.copies)])
+                t, mode = graph_time_ms([lambda i=i: run(i) for i in range(cell.copies)], warm_s=sustain)
                 entry.update(us=t * 1e3, tbps=cell.kv_bytes / (t * 1e-3) / 1e12, timing=mode)
                 entry["copy_fraction"] = entry["tbps"] / copy_bw
         except Exception as e:  # noqa: BLE001  (a peer that cannot run this cell)
@@ -248,7 +255,9 @@ def best_peer(cell):
 def markdown(run):
     lines = [f"Decode grid, {run['device']}, {run['date']}: bf16, seqlen_q 1, causal; GPU time per call "
              f"(CUDA graphs over rotating caches); % of the same run's copy bandwidth "
-             f"({run['copy_tbps']:.2f} TB/s). Each cell: fakv, then the best peer of that layout; "
+             f"({run['copy_tbps']:.2f} TB/s)"
+             + (f"; each implementation replayed {run['sustain_s']:g} s before it is timed" if run.get("sustain_s") else "")
+             + ". Each cell: fakv, then the best peer of that layout; "
              f"**win** when fakv is at most 1 % slower.", "",
              "| shape | " + " | ".join("contiguous" if p == 0 else f"pages of {p}" for p in run["layouts"]) + " |",
              "|---|" + "---|" * len(run["layouts"])]
@@ -330,6 +339,8 @@ def main():
     ap.add_argument("--only", default="", help="shapes whose name contains this")
     ap.add_argument("--layouts", default=",".join(map(str, LAYOUTS)))
     ap.add_argument("--peers", default=",".join(PEERS))
+    ap.add_argument("--sustain", type=float, default=0.0, metavar="S",
+                    help="seconds of replays before each implementation is timed (steady clocks under load)")
     ap.add_argument("--plot", metavar="JSON", help="only make the plots of a run")
     args = ap.parse_args()
     if args.plot:
@@ -341,13 +352,14 @@ def main():
     shapes = [s for s in SHAPES if args.only in s[0]]
     copy_bw = copy_bandwidth()
     run = {"device": torch.cuda.get_device_name(), "date": time.strftime("%Y-%m-%d"), "copy_tbps": copy_bw,
-           "layouts": layouts, "shapes": [s[0] for s in shapes], "peers": peers, "cells": []}
+           "layouts": layouts, "shapes": [s[0] for s in shapes], "peers": peers, "sustain_s": args.sustain,
+           "cells": []}
     print(f"copy bandwidth {copy_bw:.2f} TB/s", flush=True)
     os.makedirs(args.out, exist_ok=True)
     for shape in shapes:
         for page in layouts:
             t0 = time.time()
-            cell = measure(shape, page, peers, copy_bw)
+            cell = measure(shape, page, peers, copy_bw, args.sustain)
             torch.cuda.empty_cache()
             run["cells"].append(cell)
             parts = [f"{n} {e['us']:.1f}us {e['copy_fraction']:.0%}{' (' + e['note'] + ')' if e.get('note') else ''}"

@@ -2,6 +2,12 @@
 GPU time per call of calls replayed from a CUDA graph (so that no host work
 shows in the time)."""
 import statistics
+import time
+
+# Seconds of replays before a graph is timed (bench_grid.py --sustain). 0: the GPU at the clocks its last work left
+# it at. Under sustained load the H200 reaches its 700 W cap and lowers the SM clock of whatever draws the most
+# (docs/gpu-results.md, session 11: fakv 1545-1605 MHz against FlashInfer's and cuDNN's 1905-1920 at 1.5 s).
+WARM_S = 0.0
 
 
 def event_ms(run, iters):
@@ -18,11 +24,11 @@ def event_ms(run, iters):
     return times
 
 
-def graph_time_ms(calls, replays=10, warmup=2, fallback=True):
+def graph_time_ms(calls, replays=10, warmup=2, fallback=True, warm_s=WARM_S):
     """(median GPU ms per call, "graph") of `calls`, each run once per
-    replay of a CUDA graph that holds them all; timed as launched,
-    (ms, "eager"), when they cannot be captured and `fallback`, else the
-    capture's exception propagates."""
+    replay of a CUDA graph that holds them all, after `warm_s` seconds of
+    replays; timed as launched, (ms, "eager"), when they cannot be captured
+    and `fallback`, else the capture's exception propagates."""
     import torch
     for _ in range(warmup):
         for c in calls:
@@ -45,4 +51,8 @@ def graph_time_ms(calls, replays=10, warmup=2, fallback=True):
             for c in calls:
                 c()
     replay()
+    start = time.perf_counter()
+    while time.perf_counter() - start < warm_s:
+        replay()
+        torch.cuda.synchronize()
     return statistics.median(event_ms(replay, replays)) / len(calls), mode
