@@ -57,6 +57,11 @@ LogicalResult FakvDialect::verifyOperationAttribute(Operation *op,
                                 "of 3 positive counts";
     return success();
   }
+  if (attr.getName() == getSwapABAttrName()) {
+    if (!isa<UnitAttr>(attr.getValue()))
+      return op->emitError() << "'fakv.swap_ab' must be a unit attribute";
+    return success();
+  }
   if (attr.getName() != getKernelAttrName())
     return op->emitError() << "unknown fakv attribute '"
                            << attr.getName().getValue() << "'";

@@ -35,6 +35,11 @@ def Fakv_Dialect : Dialect {
     array<i32: ...>`: a launch over the written grid runs grid[i] /
     grid_packing[i] programs along axis i.
 
+    A kernel may carry the unit attribute `fakv.swap_ab`: on the GPU, a dot
+    of fewer than 64 rows and a multiple of 64 columns runs as wgmmas of its
+    transposes (its columns as wgmma's M, its rows padded as N), both
+    operands from shared memory.
+
     A kernel argument may carry `{fakv.divisibility = N}` (N a power of two):
     an integer argument is a multiple of N, a pointer argument N-byte
     aligned. The Python frontend specialises kernels on N = 16, and the GPU
@@ -62,6 +67,10 @@ def Fakv_Dialect : Dialect {
     /// written kernel one program of the packed kernel runs (i32 array of 3).
     static constexpr ::llvm::StringLiteral getGridPackingAttrName() {
       return ::llvm::StringLiteral("fakv.grid_packing");
+    }
+    /// Asks the GPU lowering to run dots of few rows with swapped operands.
+    static constexpr ::llvm::StringLiteral getSwapABAttrName() {
+      return ::llvm::StringLiteral("fakv.swap_ab");
     }
     /// The argument attribute: a multiple of N / N-byte aligned.
     static constexpr ::llvm::StringLiteral getDivisibilityAttrName() {

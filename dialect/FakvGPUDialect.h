@@ -32,6 +32,9 @@ constexpr llvm::StringLiteral kAlignedRowsAttr = "fakvgpu.aligned_rows";
 /// On a fakvgpu.async_paged_load: aligned rows whose channels fill whole
 /// 16-byte chunks, so the gather never needs an element-wise copy.
 constexpr llvm::StringLiteral kWholeChunksAttr = "fakvgpu.whole_chunks";
+/// On a fakvgpu.convert_layout to shared memory: the rows the tile is stored
+/// with (i64), where not the default 64 (a swapped dot's A: AssignLayouts).
+constexpr llvm::StringLiteral kStoredRowsAttr = "fakvgpu.stored_rows";
 } // namespace mlir::fakvgpu
 
 #endif // FAKV_DIALECT_FAKVGPUDIALECT_H

@@ -45,6 +45,27 @@ LinearLayout LinearLayout::wgmmaAccumulator(ArrayRef<int64_t> shape,
   return l.restricted(shape);
 }
 
+LinearLayout LinearLayout::wgmmaSwappedAccumulator(ArrayRef<int64_t> shape,
+                                                   unsigned numWarps) {
+  // The accumulator above of a (64 x M') wgmma, its row the tile's column
+  // and its column the tile's row; then one register bit per further 64
+  // columns (the next wgmma's accumulator).
+  int64_t m = std::max<int64_t>(8, llvm::PowerOf2Ceil(shape[0]));
+  LinearLayout t = wgmmaAccumulator({64, m}, numWarps);
+  LinearLayout l;
+  l.rank = 2;
+  auto swap = [](const Coord &c) { return Coord{c[1], c[0]}; };
+  for (const Coord &c : t.regs)
+    l.regs.push_back(swap(c));
+  for (int64_t c = 64; c < shape[1]; c *= 2)
+    l.regs.push_back(unit(2, 1, c));
+  for (const Coord &c : t.lanes)
+    l.lanes.push_back(swap(c));
+  for (const Coord &c : t.warps)
+    l.warps.push_back(swap(c));
+  return l.restricted(shape);
+}
+
 LinearLayout LinearLayout::blocked(ArrayRef<int64_t> shape, unsigned numWarps,
                                    unsigned vector) {
   // The tile's coordinate bits from the least significant (last dimension

@@ -32,6 +32,14 @@ struct LinearLayout {
   /// replicate). Also the register layout of wgmma's A operand.
   static LinearLayout wgmmaAccumulator(ArrayRef<int64_t> shape,
                                        unsigned numWarps);
+  /// The f32 result of an `M x N` dot (M < 64, N a multiple of 64) computed
+  /// with its operands swapped: `wgmma m64nM'k16` (M' = M rounded up to a
+  /// power of two, at least 8) of the transposes, one per 64 columns, so
+  /// element (i, j) sits where the accumulator of the j / 64-th wgmma holds
+  /// (j mod 64, i). Rows past M repeat (the operand's rows in shared memory
+  /// do). See swappedDotTile.
+  static LinearLayout wgmmaSwappedAccumulator(ArrayRef<int64_t> shape,
+                                              unsigned numWarps);
   /// Row-major blocked: `vector` consecutive elements of the last dimension
   /// per register group, then lanes, then warps, then more registers.
   static LinearLayout blocked(ArrayRef<int64_t> shape, unsigned numWarps,

@@ -86,6 +86,97 @@ std::string wgmmaConstraints(int64_t n) {
   return s;
 }
 
+/// True when the dot's result has the swapped accumulator layout (the
+/// kernel's fakv.swap_ab, fewer than 64 rows: AssignLayouts).
+bool isSwapped(DotOp op) {
+  RankedTensorType t = op.getType();
+  if (t.getDimSize(0) >= 64 || t.getDimSize(1) % 64 != 0)
+    return false;
+  LinearLayout l = layoutOf(t);
+  return l == LinearLayout::wgmmaSwappedAccumulator(t.getShape(), l.numWarps());
+}
+
+/// An M x N dot of fewer than 64 rows as N / 64 wgmmas of the transposes:
+/// C^T[N, M'] = B^T[N, K] A^T[K, M'], M' = M rounded up (at least 8), both
+/// operands from shared memory: the old B is wgmma's A (K-major when it is
+/// stored [N][K], the transpose_b form; else M-major, read transposed) and
+/// the old A wgmma's B, K-major [M'][K] (its rows past M repeat). 64 / M'
+/// times less tensor work than a 64-row wgmma of M useful rows.
+LogicalResult lowerSwapped(DotOp op, DotOp::Adaptor a, ConversionPatternRewriter &rewriter,
+                           const TypeConverter &converter) {
+  Location loc = op.getLoc();
+  MLIRContext *ctx = rewriter.getContext();
+  RankedTensorType accType = op.getType();
+  int64_t m = accType.getDimSize(0), n = accType.getDimSize(1);
+  int64_t mp = std::max<int64_t>(8, llvm::PowerOf2Ceil(m));
+  auto bType = op.getB().getType();
+  int64_t k = op.getTransposeB() ? bType.getDimSize(1) : bType.getDimSize(0);
+  if (!isa_and_present<fakvgpu::SharedAttr>(op.getA().getType().getEncoding()))
+    return op.emitOpError() << "A of a swapped dot must be in shared memory";
+  if (k % 16 != 0)
+    return op.emitOpError() << "wgmma needs K a multiple of 16, got " << k;
+  Type elem = bType.getElementType();
+  auto wgType = elem.isBF16() ? NVVM::WGMMATypes::bf16 : NVVM::WGMMATypes::f16;
+
+  LinearLayout accLayout = layoutOf(accType);
+  LinearLayout full = LinearLayout::wgmmaSwappedAccumulator({mp, n}, accLayout.numWarps());
+  SmallVector<int64_t> accMap = restrictMap(full, accLayout, accType.getShape());
+  int64_t per = mp / 2; // f32 registers of one wgmma's accumulator
+  Type f32 = rewriter.getF32Type();
+  auto structType = LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(per, f32));
+
+  int64_t bRows = sharedRows(op.getB()), aRows = sharedRows(op.getA());
+  Value descOldB = op.getTransposeB() ? descriptor(rewriter, loc, a.getB(), 16)
+                                      : descriptor(rewriter, loc, a.getB(), bRows * 128);
+  Value descOldA = descriptor(rewriter, loc, a.getA(), 16);
+  NVVM::WgmmaFenceAlignedOp::create(rewriter, loc);
+  SmallVector<Value> accs;
+  for (int64_t h = 0; h < n / 64; ++h) {
+    Value acc = LLVM::UndefOp::create(rewriter, loc, structType);
+    for (int64_t r = 0; r < per; ++r)
+      acc = LLVM::InsertValueOp::create(
+          rewriter, loc, acc,
+          vector::ExtractOp::create(rewriter, loc, a.getAcc(),
+                                    ArrayRef<int64_t>{accMap[h * per + r]}),
+          ArrayRef<int64_t>{r});
+    for (int64_t s = 0; s < k / 16; ++s) {
+      // wgmma's A: rows 64h.. of B^T. Stored [N][K] (panels of 64 columns
+      // of K): row 64h is 64h x 128 bytes into each panel. Stored [K][N]
+      // (panels of 64 columns of N): panel h, 16 rows of K per step.
+      Value descA = op.getTransposeB()
+                        ? advance(rewriter, loc, descOldB,
+                                  64 * h * 128 + (s / 4) * bRows * 128 + (s % 4) * 32)
+                        : advance(rewriter, loc, descOldB, h * bRows * 128 + s * 16 * 128);
+      Value descB = advance(rewriter, loc, descOldA, (s / 4) * aRows * 128 + (s % 4) * 32);
+      acc = NVVM::WgmmaMmaAsyncOp::create(
+          rewriter, loc, structType, acc, descA, descB,
+          NVVM::MMAShapeAttr::get(ctx, 64, mp, 16),
+          NVVM::WGMMATypesAttr::get(ctx, wgType), NVVM::WGMMATypesAttr::get(ctx, wgType),
+          NVVM::WGMMATypesAttr::get(ctx, NVVM::WGMMATypes::f32),
+          NVVM::WGMMAScaleOutAttr::get(ctx, NVVM::WGMMAScaleOut::one),
+          NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one),
+          NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one),
+          // A: K-major (row) for B stored [N][K], else M-major (col); B: K-major (col).
+          NVVM::MMALayoutAttr::get(ctx, op.getTransposeB() ? NVVM::MMALayout::row
+                                                           : NVVM::MMALayout::col),
+          NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::col), NVVM::MMAIntOverflowAttr());
+    }
+    accs.push_back(acc);
+  }
+  NVVM::WgmmaGroupSyncAlignedOp::create(rewriter, loc);
+  NVVM::WgmmaWaitGroupSyncOp::create(rewriter, loc, 0);
+
+  SmallVector<Value> out(accLayout.numRegs());
+  for (int64_t h = 0; h < n / 64; ++h)
+    for (int64_t r = 0; r < per; ++r)
+      if (!out[accMap[h * per + r]])
+        out[accMap[h * per + r]] =
+            LLVM::ExtractValueOp::create(rewriter, loc, accs[h], ArrayRef<int64_t>{r});
+  rewriter.replaceOp(op, vector::FromElementsOp::create(
+                             rewriter, loc, cast<VectorType>(converter.convertType(accType)), out));
+  return success();
+}
+
 struct DotLowering : OpConversionPattern<DotOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -94,6 +185,8 @@ struct DotLowering : OpConversionPattern<DotOp> {
     Location loc = op.getLoc();
     MLIRContext *ctx = rewriter.getContext();
     RankedTensorType accType = op.getType();
+    if (isSwapped(op))
+      return lowerSwapped(op, a, rewriter, *getTypeConverter());
     int64_t n = accType.getDimSize(1);
     auto bType = op.getB().getType();
     int64_t k = op.getTransposeB() ? bType.getDimSize(1) : bType.getDimSize(0);

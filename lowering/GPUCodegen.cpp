@@ -198,6 +198,9 @@ int64_t codegen::sharedRows(Value tile) {
   int64_t rows = cast<RankedTensorType>(tile.getType()).getDimSize(0);
   if (tile.getDefiningOp<fakvgpu::RingViewOp>())
     return rows;
+  if (auto conv = tile.getDefiningOp<fakvgpu::ConvertLayoutOp>())
+    if (auto stored = conv->getAttrOfType<IntegerAttr>(fakvgpu::kStoredRowsAttr))
+      return stored.getInt();
   return std::max<int64_t>(rows, 64);
 }
 

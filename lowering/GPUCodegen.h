@@ -98,8 +98,10 @@ Value swizzledOffset(OpBuilder &b, Location loc, Value row, Value col,
 int64_t alignedVectorRegs(const fakvgpu::LinearLayout &l, int64_t maxElems);
 
 /// Rows a #fakvgpu.shared tile value is stored with: its own for a ring
-/// slot (as the copies write it); at least 64 for a tile written from
-/// registers (wgmma reads 64 rows of A; fewer rows are replicated).
+/// slot (as the copies write it); a conversion's `fakvgpu.stored_rows`
+/// (a swapped dot's A: wgmma's B of N rows); at least 64 for another tile
+/// written from registers (wgmma reads 64 rows of A; fewer rows are
+/// replicated).
 int64_t sharedRows(Value tile);
 /// Bytes of a #fakvgpu.shared tile stored with `rows` rows.
 int64_t sharedTileBytes(RankedTensorType tile, int64_t rows);

@@ -26,6 +26,7 @@ using namespace mlir::fakv;
 using fakvgpu::LinearAttr;
 using fakvgpu::LinearLayout;
 using fakvgpu::SharedAttr;
+using fakvgpu::kStoredRowsAttr;
 
 namespace {
 /// The most elements a register tile may hold on the GPU: 512 per thread of
@@ -60,6 +61,29 @@ private:
 
   Attribute shared() { return SharedAttr::get(ctx, 128); }
   Attribute linear(const LinearLayout &l) { return l.toAttr(ctx); }
+  /// The layout of a dot's result: wgmma's accumulator, or with the kernel's
+  /// `fakv.swap_ab` and fewer than 64 rows the swapped form's (both
+  /// operands then from shared memory).
+  Attribute accumulator(DotOp dot) {
+    ArrayRef<int64_t> shape = dot.getType().getShape();
+    if (swappedDot(dot))
+      return linear(LinearLayout::wgmmaSwappedAccumulator(shape, numWarps));
+    return linear(LinearLayout::wgmmaAccumulator(shape, numWarps));
+  }
+  /// All of the kernel's dots or none (a swapped P.V after an unswapped
+  /// Q.K^T, say, would carry the running max and sum in two layouts).
+  bool swappedDot(DotOp) {
+    if (!swapDecided) {
+      swapDecided = true;
+      swapAll = func->hasAttr(FakvDialect::getSwapABAttrName());
+      func.walk([&](DotOp d) {
+        ArrayRef<int64_t> shape = d.getType().getShape();
+        swapAll &= shape[0] < 64 && shape[1] % 64 == 0;
+      });
+    }
+    return swapAll;
+  }
+  bool swapDecided = false, swapAll = false;
   LinearLayout asLinear(Attribute a) {
     return LinearLayout::fromAttr(cast<LinearAttr>(a));
   }
@@ -144,8 +168,7 @@ LogicalResult LayoutAssigner::checkShapes() {
 
 void LayoutAssigner::anchor() {
   func.walk([&](DotOp dot) {
-    Attribute acc = linear(LinearLayout::wgmmaAccumulator(
-        dot.getType().getShape(), numWarps));
+    Attribute acc = accumulator(dot);
     assign(dot.getResult(), acc);
     assign(dot.getAcc(), acc);
   });
@@ -265,7 +288,10 @@ Attribute LayoutAssigner::required(Operation *user, OpOperand &operand) {
     if (idx == 2)
       return get(dot.getResult());
     // A: straight from registers when already in the accumulator layout
-    // (P in P.V), else from shared memory.
+    // (P in P.V), else from shared memory (always for a swapped dot: there
+    // A is wgmma's B).
+    if (swappedDot(dot))
+      return shared();
     Attribute wgmma = linear(LinearLayout::wgmmaAccumulator(
         dot.getA().getType().getShape(), numWarps));
     return get(v) == wgmma ? wgmma : shared();
@@ -345,6 +371,13 @@ LogicalResult LayoutAssigner::materialize() {
     b.setInsertionPoint(operand->getOwner());
     auto conv = fakvgpu::ConvertLayoutOp::create(
         b, operand->getOwner()->getLoc(), withEncoding(v, want), v);
+    // A swapped dot's A is wgmma's B of N = M' rows: stored with those
+    // (codegen::sharedRows), not replicated to 64.
+    if (auto dot = dyn_cast<DotOp>(operand->getOwner()))
+      if (operand->getOperandNumber() == 0 && swappedDot(dot))
+        conv->setAttr(kStoredRowsAttr,
+                      b.getI64IntegerAttr(std::max<int64_t>(
+                          8, llvm::PowerOf2Ceil(tileType(v).getDimSize(0)))));
     operand->set(conv);
   }
   for (auto [red, natural] : reduceFixes) {

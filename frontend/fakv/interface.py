@@ -122,6 +122,14 @@ _LONGEST_FIRST_MIN_BLOCKS = 64    # key blocks of the longest sequence, at least
                                   # SASS instructions before its first copy at batch 128, d128; 126 registers)
 
 
+# FAKV_SWAP_AB=1 (experimental, not measured on the GPU yet): decode's dots,
+# a few query rows against a key block, run as wgmmas of their transposes
+# (@fakv.jit(swap_ab=True): the keys as wgmma's M, the heads padded to 8 as
+# its N) over blocks of 64 keys: 1/8 of the tensor work of a 64-row wgmma of
+# 4 useful rows (docs/decisions.md, "Power").
+_SWAP_AB = os.environ.get("FAKV_SWAP_AB") == "1"
+
+
 # What an appending call's last split does besides its cache blocks (the new
 # keys attended and written), in key blocks; an estimate (a one-token append
 # with rotary added 1.4-2.1 us to a 3.7 us call of one split, H200).
@@ -153,7 +161,7 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
     # and at 256 (bench/plan_sweep.py). Pages that hold whole blocks, or
     # whole swizzle atoms (multiples of 8 rows: a box per page), are copied
     # by TMA, others gathered (the lowering decides: docs/decisions.md).
-    block_n = 32 if head_tile == 128 else 64
+    block_n = 32 if head_tile == 128 and not _SWAP_AB else 64
     n_blocks = math.ceil(max(max_seqlen_k, 1) / block_n)
     # Programs of the decode launch, and of the combine's with head_block heads each (none with one split).
     programs = lambda s: batch * kv_heads * m_blocks * s                                   # noqa: E731
@@ -232,7 +240,7 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
         # The heads on grid axis 1 without HEADS_FIRST (packed there).
         "decode_options": dict(stages=(3 if head_tile <= 128 else 2) + (
             1 if paged and page_size < block_n and -(-n_blocks // num_splits) >= 64 else 0),
-            **({} if heads_first else dict(pack_gqa=1))),
+            **({} if heads_first else dict(pack_gqa=1)), **(dict(swap_ab=True) if _SWAP_AB else {})),
         "combine": dict(HEAD_DIM=head_tile, HEAD_BLOCK=head_block, MAX_SPLITS=_pow2(num_splits)),
         "combine_grid": (math.ceil(heads / head_block), seqlen_q, batch),
         "num_splits": num_splits,

@@ -148,28 +148,41 @@ def test_longest_first_compiles_for_sm90a(tmp_path):
     assert out.returncode == 0, out.stderr[-3000:]
     rows = json.loads(out.stdout.strip().splitlines()[-1])
     assert rows == [[128, [32, 128, 1], [[4, 1, 1]]]] * 3, rows
-    parts = re.split(r"^// (ptx|llvm|fakv IR|fakvgpu) of (\w+).*$", out.stderr, flags=re.M)
-    ptxs = [parts[i + 2] for i in range(1, len(parts) - 2, 3) if parts[i] == "ptx" and parts[i + 1] == "decode"]
+    ptxs = _dumped_ptx(out.stderr, "decode")
     assert len(ptxs) == 3
     # The reductions' scalars broadcast from lane 0 (fakv.item), so that ptxas keeps the sequence index and what is
     # made of it uniform: else the main loop grows by a third (docs/decisions.md, "Heads first").
     assert all(re.search(r"shfl\.sync\.idx\.b32\s+%r\d+, %r\d+, 0, 31, -1;", body) for body in ptxs)
-    ptxas = _ptxas()
-    if ptxas is None:                  # (nvJitLink alone: no -v report)
-        return
     for i, body in enumerate(ptxs):
-        src = tmp_path / f"decode{i}.ptx"
-        src.write_text(body)
-        r = subprocess.run([ptxas, "-arch=sm_90a", "-v", str(src), "-o", os.devnull], capture_output=True, text=True)
-        assert r.returncode == 0, r.stderr[-2000:]
-        used = int(re.search(r"Used (\d+) registers", r.stdout + r.stderr).group(1))
+        used = _registers(tmp_path / f"decode{i}.ptx", body)
         # (without the sort 111; 126 when the index was not known uniform)
-        assert used <= 120 and re.search(r"\b0 bytes spill stores", r.stdout + r.stderr), r.stdout + r.stderr
+        assert used is None or used <= 120
 
 
 def _ptxas():
     from fakv import ptx
     return next((p for p in ptx._ptxas_candidates() if os.path.isfile(p)), None)
+
+
+def _dumped_ptx(stderr, kernel):
+    """The PTX of each compilation of `kernel` that FAKV_DUMP_IR printed."""
+    import re
+    parts = re.split(r"^// (ptx|llvm|fakv IR|fakvgpu) of (\w+).*$", stderr, flags=re.M)
+    return [parts[i + 2] for i in range(1, len(parts) - 2, 3) if parts[i] == "ptx" and parts[i + 1] == kernel]
+
+
+def _registers(path, ptx):
+    """The registers ptxas -v reports for `ptx` (written to `path`), asserting that it assembles without spills;
+    None without ptxas (nvJitLink alone gives no report)."""
+    import re
+    ptxas = _ptxas()
+    if ptxas is None:
+        return None
+    path.write_text(ptx)
+    r = subprocess.run([ptxas, "-arch=sm_90a", "-v", str(path), "-o", os.devnull], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert re.search(r"\b0 bytes spill stores", r.stdout + r.stderr), r.stdout + r.stderr
+    return int(re.search(r"Used (\d+) registers", r.stdout + r.stderr).group(1))
 
 
 SMALL_PAGES_SCRIPT = """
@@ -220,3 +233,41 @@ def test_pages_smaller_than_a_block_compile_for_sm90a(tmp_path):
         long_split = -(-(4032 if page == 24 else 4096) // block_n) >= 64
         assert stages == base + (1 if page < block_n and long_split else 0), (d, page, stages)
         assert smem <= 227 * 1024, (d, page, smem)
+
+
+SWAP_AB_SCRIPT = """
+import json, numpy as np, ml_dtypes
+import fakv
+bf = ml_dtypes.bfloat16
+for d, group, page, sq in ((128, 4, 256, 1), (64, 4, 0, 1), (256, 4, 16, 1), (128, 1, 256, 1), (128, 16, 0, 1),
+                           (128, 4, 256, 4)):
+    b, hk, cap = 2, 2, 1024
+    q = np.zeros((b, sq, hk * group, d), bf)
+    if page:
+        k, table = np.zeros((b * cap // page, page, hk, d), bf), np.arange(b * cap // page, dtype=np.int32).reshape(b, -1)
+    else:
+        k, table = np.zeros((b, cap, hk, d), bf), None
+    fakv.flash_attn_with_kvcache(q, k, k.copy(), cache_seqlens=np.array([10, 900], np.int32), block_table=table,
+                                 causal=sq > 1)
+"""
+
+
+@needs_assembler
+def test_swap_ab_compiles_for_sm90a(tmp_path):
+    """FAKV_SWAP_AB=1 (@fakv.jit(swap_ab=True), docs/decisions.md "Power"): decode's dots of a few query rows run
+    as wgmmas of their transposes, M' = the rows rounded up to at least 8 (n8 for GQA 4 and MHA, n16 for 16 heads
+    or 4 x 4 queries), no 64-row wgmma left; head dims 64, 128 and 256, contiguous and pages of 16 and 256; and with
+    ptxas's report fewer registers than the 64-row form's 111 (the scores are 4 per thread, not 16)."""
+    import re
+    env = dict(os.environ, FAKV_CACHE_DIR=str(tmp_path), FAKV_COMPILE_ONLY="1", FAKV_DUMP_IR="1",
+               FAKV_SWAP_AB="1", PYTHONPATH=os.path.join(ROOT, "frontend"))
+    out = subprocess.run([sys.executable, "-c", SWAP_AB_SCRIPT], env=env, capture_output=True, text=True,
+                         timeout=900)
+    assert out.returncode == 0, out.stderr[-3000:]
+    ptxs = _dumped_ptx(out.stderr, "decode")
+    assert len(ptxs) == 6
+    shapes = [sorted(set(re.findall(r"wgmma\.mma_async\.sync\.aligned\.(m\d+n\d+k16)", body))) for body in ptxs]
+    assert shapes == [["m64n8k16"], ["m64n8k16"], ["m64n8k16"], ["m64n8k16"], ["m64n16k16"], ["m64n16k16"]], shapes
+    for i, body in enumerate(ptxs[:2]):
+        used = _registers(tmp_path / f"swapped{i}.ptx", body)
+        assert used is None or used <= 96
