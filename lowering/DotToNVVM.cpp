@@ -126,10 +126,19 @@ LogicalResult lowerSwapped(DotOp op, DotOp::Adaptor a, ConversionPatternRewriter
   auto structType = LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(per, f32));
 
   int64_t bRows = sharedRows(op.getB()), aRows = sharedRows(op.getA());
+  // wgmma's B must hold M' rows: a panel of fewer would read the next one
+  // as rows, out of phase with the swizzle.
+  if (aRows != mp)
+    return op.emitOpError() << "A of a swapped dot must be stored with " << mp
+                            << " rows, got " << aRows;
   Value descOldB = op.getTransposeB() ? descriptor(rewriter, loc, a.getB(), 16)
                                       : descriptor(rewriter, loc, a.getB(), bRows * 128);
   Value descOldA = descriptor(rewriter, loc, a.getA(), 16);
-  NVVM::WgmmaFenceAlignedOp::create(rewriter, loc);
+  // Every chain's accumulator is set up before the fence (wgmma.fence orders
+  // the registers' writes before the wgmmas read them). (An accumulator of
+  // one value in several registers, a zero fill or rows past M < 2 within a
+  // thread, still becomes moves after the fence: ptxas injects an arrive
+  // there, C7519; not at GQA 4, where every register is distinct.)
   SmallVector<Value> accs;
   for (int64_t h = 0; h < n / 64; ++h) {
     Value acc = LLVM::UndefOp::create(rewriter, loc, structType);
@@ -139,6 +148,11 @@ LogicalResult lowerSwapped(DotOp op, DotOp::Adaptor a, ConversionPatternRewriter
           vector::ExtractOp::create(rewriter, loc, a.getAcc(),
                                     ArrayRef<int64_t>{accMap[h * per + r]}),
           ArrayRef<int64_t>{r});
+    accs.push_back(acc);
+  }
+  NVVM::WgmmaFenceAlignedOp::create(rewriter, loc);
+  for (int64_t h = 0; h < n / 64; ++h) {
+    Value acc = accs[h];
     for (int64_t s = 0; s < k / 16; ++s) {
       // wgmma's A: rows 64h.. of B^T. Stored [N][K] (panels of 64 columns
       // of K): row 64h is 64h x 128 bytes into each panel. Stored [K][N]
@@ -161,7 +175,7 @@ LogicalResult lowerSwapped(DotOp op, DotOp::Adaptor a, ConversionPatternRewriter
                                                            : NVVM::MMALayout::col),
           NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::col), NVVM::MMAIntOverflowAttr());
     }
-    accs.push_back(acc);
+    accs[h] = acc;
   }
   NVVM::WgmmaGroupSyncAlignedOp::create(rewriter, loc);
   NVVM::WgmmaWaitGroupSyncOp::create(rewriter, loc, 0);

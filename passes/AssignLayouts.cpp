@@ -71,14 +71,18 @@ private:
     return linear(LinearLayout::wgmmaAccumulator(shape, numWarps));
   }
   /// All of the kernel's dots or none (a swapped P.V after an unswapped
-  /// Q.K^T, say, would carry the running max and sum in two layouts).
+  /// Q.K^T, say, would carry the running max and sum in two layouts); each
+  /// with fewer than 64 rows, a multiple of 64 columns, and an A that can be
+  /// written to shared memory (16-bit, a multiple of 64 columns).
   bool swappedDot(DotOp) {
     if (!swapDecided) {
       swapDecided = true;
       swapAll = func->hasAttr(FakvDialect::getSwapABAttrName());
       func.walk([&](DotOp d) {
         ArrayRef<int64_t> shape = d.getType().getShape();
-        swapAll &= shape[0] < 64 && shape[1] % 64 == 0;
+        RankedTensorType a = d.getA().getType();
+        swapAll &= shape[0] < 64 && shape[1] % 64 == 0 && a.getDimSize(1) % 64 == 0 &&
+                   a.getElementTypeBitWidth() == 16;
       });
     }
     return swapAll;

@@ -172,8 +172,9 @@ def _dumped_ptx(stderr, kernel):
 
 
 def _registers(path, ptx):
-    """The registers ptxas -v reports for `ptx` (written to `path`), asserting that it assembles without spills;
-    None without ptxas (nvJitLink alone gives no report)."""
+    """The registers ptxas -v reports for `ptx` (written to `path`), asserting that it assembles without spills
+    and without warpgroup arrives ptxas had to inject (C7519: an accumulator register written between wgmma.fence
+    and the wgmma that reads it); None without ptxas (nvJitLink alone gives no report)."""
     import re
     ptxas = _ptxas()
     if ptxas is None:
@@ -182,6 +183,7 @@ def _registers(path, ptx):
     r = subprocess.run([ptxas, "-arch=sm_90a", "-v", str(path), "-o", os.devnull], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-2000:]
     assert re.search(r"\b0 bytes spill stores", r.stdout + r.stderr), r.stdout + r.stderr
+    assert "C7519" not in r.stdout + r.stderr, r.stdout + r.stderr
     return int(re.search(r"Used (\d+) registers", r.stdout + r.stderr).group(1))
 
 
