@@ -50,8 +50,7 @@ LinearLayout LinearLayout::wgmmaSwappedAccumulator(ArrayRef<int64_t> shape,
   // The accumulator above of a (64 x M') wgmma, its row the tile's column
   // and its column the tile's row; then one register bit per further 64
   // columns (the next wgmma's accumulator).
-  int64_t m = std::max<int64_t>(8, llvm::PowerOf2Ceil(shape[0]));
-  LinearLayout t = wgmmaAccumulator({64, m}, numWarps);
+  LinearLayout t = wgmmaAccumulator({64, wgmmaSwappedN(shape[0])}, numWarps);
   LinearLayout l;
   l.rank = 2;
   auto swap = [](const Coord &c) { return Coord{c[1], c[0]}; };

@@ -37,9 +37,14 @@ struct LinearLayout {
   /// power of two, at least 8) of the transposes, one per 64 columns, so
   /// element (i, j) sits where the accumulator of the j / 64-th wgmma holds
   /// (j mod 64, i). Rows past M repeat (the operand's rows in shared memory
-  /// do). See swappedDotTile.
+  /// do). Lowered by DotToNVVM.cpp's lowerSwapped.
   static LinearLayout wgmmaSwappedAccumulator(ArrayRef<int64_t> shape,
                                               unsigned numWarps);
+  /// M' of the swapped form for a dot of `rows` rows: wgmma's N, the rows
+  /// its old A is stored with.
+  static int64_t wgmmaSwappedN(int64_t rows) {
+    return std::max<int64_t>(8, llvm::PowerOf2Ceil(rows));
+  }
   /// Row-major blocked: `vector` consecutive elements of the last dimension
   /// per register group, then lanes, then warps, then more registers.
   static LinearLayout blocked(ArrayRef<int64_t> shape, unsigned numWarps,

@@ -86,6 +86,25 @@ std::string wgmmaConstraints(int64_t n) {
   return s;
 }
 
+/// One wgmma m64nNk16 with both operands from shared memory (descriptors);
+/// `layoutA` row: K-major, col: M-major (read transposed); `layoutB` col:
+/// K-major, row: N-major.
+Value wgmmaShared(OpBuilder &b, Location loc, Type structType, Value acc, Value descA,
+                  Value descB, int64_t n, Type elem, NVVM::MMALayout layoutA,
+                  NVVM::MMALayout layoutB) {
+  MLIRContext *ctx = b.getContext();
+  auto wgType = elem.isBF16() ? NVVM::WGMMATypes::bf16 : NVVM::WGMMATypes::f16;
+  return NVVM::WgmmaMmaAsyncOp::create(
+      b, loc, structType, acc, descA, descB, NVVM::MMAShapeAttr::get(ctx, 64, n, 16),
+      NVVM::WGMMATypesAttr::get(ctx, wgType), NVVM::WGMMATypesAttr::get(ctx, wgType),
+      NVVM::WGMMATypesAttr::get(ctx, NVVM::WGMMATypes::f32),
+      NVVM::WGMMAScaleOutAttr::get(ctx, NVVM::WGMMAScaleOut::one),
+      NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one),
+      NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one),
+      NVVM::MMALayoutAttr::get(ctx, layoutA), NVVM::MMALayoutAttr::get(ctx, layoutB),
+      NVVM::MMAIntOverflowAttr());
+}
+
 /// True when the dot's result has the swapped accumulator layout (the
 /// kernel's fakv.swap_ab, fewer than 64 rows: AssignLayouts).
 bool isSwapped(DotOp op) {
@@ -108,7 +127,7 @@ LogicalResult lowerSwapped(DotOp op, DotOp::Adaptor a, ConversionPatternRewriter
   MLIRContext *ctx = rewriter.getContext();
   RankedTensorType accType = op.getType();
   int64_t m = accType.getDimSize(0), n = accType.getDimSize(1);
-  int64_t mp = std::max<int64_t>(8, llvm::PowerOf2Ceil(m));
+  int64_t mp = LinearLayout::wgmmaSwappedN(m);
   auto bType = op.getB().getType();
   int64_t k = op.getTransposeB() ? bType.getDimSize(1) : bType.getDimSize(0);
   if (!isa_and_present<fakvgpu::SharedAttr>(op.getA().getType().getEncoding()))
@@ -116,7 +135,6 @@ LogicalResult lowerSwapped(DotOp op, DotOp::Adaptor a, ConversionPatternRewriter
   if (k % 16 != 0)
     return op.emitOpError() << "wgmma needs K a multiple of 16, got " << k;
   Type elem = bType.getElementType();
-  auto wgType = elem.isBF16() ? NVVM::WGMMATypes::bf16 : NVVM::WGMMATypes::f16;
 
   LinearLayout accLayout = layoutOf(accType);
   LinearLayout full = LinearLayout::wgmmaSwappedAccumulator({mp, n}, accLayout.numWarps());
@@ -162,18 +180,10 @@ LogicalResult lowerSwapped(DotOp op, DotOp::Adaptor a, ConversionPatternRewriter
                                   64 * h * 128 + (s / 4) * bRows * 128 + (s % 4) * 32)
                         : advance(rewriter, loc, descOldB, h * bRows * 128 + s * 16 * 128);
       Value descB = advance(rewriter, loc, descOldA, (s / 4) * aRows * 128 + (s % 4) * 32);
-      acc = NVVM::WgmmaMmaAsyncOp::create(
-          rewriter, loc, structType, acc, descA, descB,
-          NVVM::MMAShapeAttr::get(ctx, 64, mp, 16),
-          NVVM::WGMMATypesAttr::get(ctx, wgType), NVVM::WGMMATypesAttr::get(ctx, wgType),
-          NVVM::WGMMATypesAttr::get(ctx, NVVM::WGMMATypes::f32),
-          NVVM::WGMMAScaleOutAttr::get(ctx, NVVM::WGMMAScaleOut::one),
-          NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one),
-          NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one),
-          // A: K-major (row) for B stored [N][K], else M-major (col); B: K-major (col).
-          NVVM::MMALayoutAttr::get(ctx, op.getTransposeB() ? NVVM::MMALayout::row
-                                                           : NVVM::MMALayout::col),
-          NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::col), NVVM::MMAIntOverflowAttr());
+      // A: K-major for B stored [N][K], else M-major; B: K-major.
+      acc = wgmmaShared(rewriter, loc, structType, acc, descA, descB, mp, elem,
+                        op.getTransposeB() ? NVVM::MMALayout::row : NVVM::MMALayout::col,
+                        NVVM::MMALayout::col);
     }
     accs[h] = acc;
   }
@@ -248,21 +258,9 @@ struct DotLowering : OpConversionPattern<DotOp> {
       for (int64_t s = 0; s < k / 16; ++s) {
         Value descA = advance(rewriter, loc, descA0,
                               (s / 4) * aRows * 128 + (s % 4) * 32);
-        auto wgType = elem.isBF16() ? NVVM::WGMMATypes::bf16 : NVVM::WGMMATypes::f16;
-        acc = NVVM::WgmmaMmaAsyncOp::create(
-            rewriter, loc, structType, acc, descA, descBAt(s),
-            NVVM::MMAShapeAttr::get(ctx, 64, n, 16),
-            NVVM::WGMMATypesAttr::get(ctx, wgType),
-            NVVM::WGMMATypesAttr::get(ctx, wgType),
-            NVVM::WGMMATypesAttr::get(ctx, NVVM::WGMMATypes::f32),
-            NVVM::WGMMAScaleOutAttr::get(ctx, NVVM::WGMMAScaleOut::one),
-            NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one),
-            NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one),
-            NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::row),
-            NVVM::MMALayoutAttr::get(ctx, op.getTransposeB()
-                                              ? NVVM::MMALayout::col
-                                              : NVVM::MMALayout::row),
-            NVVM::MMAIntOverflowAttr());
+        acc = wgmmaShared(rewriter, loc, structType, acc, descA, descBAt(s), n, elem,
+                          NVVM::MMALayout::row,
+                          op.getTransposeB() ? NVVM::MMALayout::col : NVVM::MMALayout::row);
       }
     } else {
       // A from registers: for k-slice s, registers 8s .. 8s+7 of the 64-row

@@ -66,28 +66,26 @@ private:
   /// operands then from shared memory).
   Attribute accumulator(DotOp dot) {
     ArrayRef<int64_t> shape = dot.getType().getShape();
-    if (swappedDot(dot))
+    if (swapDots)
       return linear(LinearLayout::wgmmaSwappedAccumulator(shape, numWarps));
     return linear(LinearLayout::wgmmaAccumulator(shape, numWarps));
   }
-  /// All of the kernel's dots or none (a swapped P.V after an unswapped
-  /// Q.K^T, say, would carry the running max and sum in two layouts); each
-  /// with fewer than 64 rows, a multiple of 64 columns, and an A that can be
-  /// written to shared memory (16-bit, a multiple of 64 columns).
-  bool swappedDot(DotOp) {
-    if (!swapDecided) {
-      swapDecided = true;
-      swapAll = func->hasAttr(FakvDialect::getSwapABAttrName());
-      func.walk([&](DotOp d) {
-        ArrayRef<int64_t> shape = d.getType().getShape();
-        RankedTensorType a = d.getA().getType();
-        swapAll &= shape[0] < 64 && shape[1] % 64 == 0 && a.getDimSize(1) % 64 == 0 &&
-                   a.getElementTypeBitWidth() == 16;
-      });
-    }
-    return swapAll;
+  /// With the kernel's `fakv.swap_ab`: all of its dots swap, or none (a
+  /// swapped P.V after an unswapped Q.K^T, say, would carry the running max
+  /// and sum in two layouts); each with fewer than 64 rows, a multiple of 64
+  /// columns, and an A that can be written to shared memory (16-bit, a
+  /// multiple of 64 columns). Decided by run().
+  bool swapDots = false;
+  bool allDotsSwap() {
+    bool all = func->hasAttr(FakvDialect::getSwapABAttrName());
+    func.walk([&](DotOp d) {
+      ArrayRef<int64_t> shape = d.getType().getShape();
+      RankedTensorType a = d.getA().getType();
+      all &= shape[0] < 64 && shape[1] % 64 == 0 && a.getDimSize(1) % 64 == 0 &&
+             a.getElementTypeBitWidth() == 16;
+    });
+    return all;
   }
-  bool swapDecided = false, swapAll = false;
   LinearLayout asLinear(Attribute a) {
     return LinearLayout::fromAttr(cast<LinearAttr>(a));
   }
@@ -294,7 +292,7 @@ Attribute LayoutAssigner::required(Operation *user, OpOperand &operand) {
     // A: straight from registers when already in the accumulator layout
     // (P in P.V), else from shared memory (always for a swapped dot: there
     // A is wgmma's B).
-    if (swappedDot(dot))
+    if (swapDots)
       return shared();
     Attribute wgmma = linear(LinearLayout::wgmmaAccumulator(
         dot.getA().getType().getShape(), numWarps));
@@ -377,11 +375,9 @@ LogicalResult LayoutAssigner::materialize() {
         b, operand->getOwner()->getLoc(), withEncoding(v, want), v);
     // A swapped dot's A is wgmma's B of N = M' rows: stored with those
     // (codegen::sharedRows), not replicated to 64.
-    if (auto dot = dyn_cast<DotOp>(operand->getOwner()))
-      if (operand->getOperandNumber() == 0 && swappedDot(dot))
-        conv->setAttr(kStoredRowsAttr,
-                      b.getI64IntegerAttr(std::max<int64_t>(
-                          8, llvm::PowerOf2Ceil(tileType(v).getDimSize(0)))));
+    if (swapDots && isa<DotOp>(operand->getOwner()) && operand->getOperandNumber() == 0)
+      conv->setAttr(kStoredRowsAttr,
+                    b.getI64IntegerAttr(LinearLayout::wgmmaSwappedN(tileType(v).getDimSize(0))));
     operand->set(conv);
   }
   for (auto [red, natural] : reduceFixes) {
@@ -420,6 +416,7 @@ LogicalResult LayoutAssigner::run() {
   if (failed(checkShapes()))
     return failure();
   splitSharedConstants(func);
+  swapDots = allDotsSwap();
   anchor();
   propagateAll();
   // Tiles nobody constrained: blocked (16-byte vectors along the last
