@@ -122,12 +122,22 @@ _LONGEST_FIRST_MIN_BLOCKS = 64    # key blocks of the longest sequence, at least
                                   # SASS instructions before its first copy at batch 128, d128; 126 registers)
 
 
-# FAKV_SWAP_AB=1 (experimental, not measured on the GPU yet): decode's dots,
-# a few query rows against a key block, run as wgmmas of their transposes
-# (@fakv.jit(swap_ab=True): the keys as wgmma's M, the heads padded to 8 as
-# its N) over blocks of 64 keys: 1/8 of the tensor work of a 64-row wgmma of
-# 4 useful rows (docs/decisions.md, "Power").
-_SWAP_AB = os.environ.get("FAKV_SWAP_AB") == "1"
+# Decode's dots, a few query rows against a key block, run as wgmmas of
+# their transposes (@fakv.jit(swap_ab=True): the keys as wgmma's M, the
+# heads padded to 8 as its N) over blocks of 64 keys: 1/8 of the tensor
+# work of a 64-row wgmma of 4 useful rows, and the SM clock no longer drops
+# under the 700 W cap (docs/decisions.md, "Power"). H200, session 12
+# (.carry/exp/ab_swap.py, ab_swap2.py; 1 s of replays first): b32 s32K -4.5
+# to -6.5 %, b128 s32K -3.8 to -5.7 %, d64 b32 s32K -5 to -8 %, ragged b32
+# -25 %, ragged b128 -7 to -10 %, MHA b1 s32K -2 to -5 %, at 1980 MHz
+# against 1470-1700; in bursts within -5 to +1.6 %. Small calls keep the
+# 64-row form (b1 s1K: +8 to +11 %, fewer splits of twice the keys): below
+# _SWAP_MIN_KEYS keys over all sequences and kv heads (b1 s8K, 65536: -1 to
+# +0.5 %). Appending kernels' 16-key dots cannot swap (the kernel would
+# fall back whole). FAKV_SWAP_AB=1: always where it can, 0: never.
+_SWAP_AB = {"1": True, "0": False}.get(os.environ.get("FAKV_SWAP_AB", ""))
+_SWAP_MIN_KEYS = 65536
+_RING_BYTES = 96 * 1024       # a K/V ring that still lets two programs share an SM
 
 
 # What an appending call's last split does besides its cache blocks (the new
@@ -161,7 +171,9 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
     # and at 256 (bench/plan_sweep.py). Pages that hold whole blocks, or
     # whole swizzle atoms (multiples of 8 rows: a box per page), are copied
     # by TMA, others gathered (the lowering decides: docs/decisions.md).
-    block_n = 32 if head_tile == 128 and not _SWAP_AB else 64
+    swap = group_tile * sq_block < MAX_ROWS and not appending and (
+        _SWAP_AB if _SWAP_AB is not None else batch * kv_heads * m_blocks * max_seqlen_k >= _SWAP_MIN_KEYS)
+    block_n = 32 if head_tile == 128 and not swap else 64
     n_blocks = math.ceil(max(max_seqlen_k, 1) / block_n)
     # Programs of the decode launch, and of the combine's with head_block heads each (none with one split).
     programs = lambda s: batch * kv_heads * m_blocks * s                                   # noqa: E731
@@ -216,6 +228,7 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
     head_block = max_head_block(num_splits)
     while head_block > 1 and programs(num_splits) + combine_programs(num_splits, head_block // 2) <= slots:
         head_block //= 2
+    stages, ring_stage = (3 if head_tile <= 128 else 2), 2 * block_n * head_tile * 2   # a K and a V block, 16-bit
     return {
         # decode.py is written per query head; fakv-pack-gqa runs the GROUP
         # heads of a kv head (padded to group_tile rows) in one program.
@@ -236,11 +249,15 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
         # block (a TMA box per page) and splits of 64 blocks or more: b128
         # s8K pages of 16 1007.8 -> 987.8 us, d256 b8 s32K 538.5 -> 501.6
         # (H200, .carry/exp/s9_pages.py); but b128 s1K (32 blocks) 145.0 ->
-        # 153.6 (bench_grid, two runs).
+        # 153.6 (bench_grid, two runs). Not where the ring would pass
+        # _RING_BYTES at head dims up to 128 (two programs per SM): swapped
+        # d128's 4 x 32 KB, b128 s32K pages of 16 4107.7 -> 3751.9 us with 3
+        # (session 12, .carry/exp/ab_swap2.py).
         # The heads on grid axis 1 without HEADS_FIRST (packed there).
-        "decode_options": dict(stages=(3 if head_tile <= 128 else 2) + (
-            1 if paged and page_size < block_n and -(-n_blocks // num_splits) >= 64 else 0),
-            **({} if heads_first else dict(pack_gqa=1)), **(dict(swap_ab=True) if _SWAP_AB else {})),
+        "decode_options": dict(stages=stages + (
+            1 if paged and page_size < block_n and -(-n_blocks // num_splits) >= 64 and (
+                head_tile > 128 or (stages + 1) * ring_stage <= _RING_BYTES) else 0),
+            **({} if heads_first else dict(pack_gqa=1)), **(dict(swap_ab=True) if swap else {})),
         "combine": dict(HEAD_DIM=head_tile, HEAD_BLOCK=head_block, MAX_SPLITS=_pow2(num_splits)),
         "combine_grid": (math.ceil(heads / head_block), seqlen_q, batch),
         "num_splits": num_splits,

@@ -111,7 +111,7 @@ def test_longest_first_where_planned(monkeypatch, request):
     request.addfinalizer(interface._plan.cache_clear)
     p = plan(128, 1, 32, 8, 128, "bf16", True, 256, 4096, False, 0, 132, L2)
     assert p["decode"]["LONGEST_FIRST"] == 128 and p["decode_grid"] == (32, 128, 1) and p["num_splits"] == 1
-    assert p["decode_options"] == {"stages": 3}
+    assert p["decode_options"] == {"stages": 3, "swap_ab": True}
     assert plan(128, 1, 32, 8, 64, "bf16", False, 4096, 4096, False, 0, 132, L2)["decode"]["LONGEST_FIRST"] == 128
     off = [plan(32, 1, 32, 8, 128, "bf16", True, 256, 8192, False, 0, 132, L2),      # one wave
            plan(128, 1, 32, 8, 128, "bf16", True, 256, 1024, False, 0, 132, L2),     # short caches (32 blocks)
@@ -125,3 +125,32 @@ def test_longest_first_where_planned(monkeypatch, request):
     monkeypatch.setattr(interface, "_LONGEST_FIRST", False)      # FAKV_LONGEST_FIRST=0
     interface._plan.cache_clear()
     assert plan(128, 1, 32, 8, 128, "bf16", True, 256, 4096, False, 0, 132, L2)["decode"]["LONGEST_FIRST"] == 0
+
+
+def test_swapped_dots_where_planned(monkeypatch, request):
+    """swap_ab (decode's dots as wgmmas of their transposes, key blocks of 64) by default for calls of at least
+    _SWAP_MIN_KEYS keys over sequences and kv heads with fewer than 64 query rows per program and no new keys;
+    the 64-row form (key blocks of 32 at head dim 128) otherwise; FAKV_SWAP_AB=1 / 0 forces it where it can / never.
+    The ring takes a fourth stage at pages of 16 only while it fits two programs per SM (or at head dims > 128)."""
+    from fakv import interface
+    request.addfinalizer(interface._plan.cache_clear)
+
+    def form(*args, **kw):
+        p = plan(*args, **kw)
+        return p["decode"]["BLOCK_N"], p["decode_options"].get("swap_ab", False), p["decode_options"]["stages"]
+    for setting in (None, True, False):
+        monkeypatch.setattr(interface, "_SWAP_AB", setting)
+        interface._plan.cache_clear()
+        auto = setting is None
+        assert form(1, 1, 32, 8, 128, "bf16", True, 256, 1024, True, 0, 132, L2) == (
+            (64, True, 3) if setting else (32, False, 3))                                  # 8K keys: small
+        assert form(1, 1, 32, 8, 128, "bf16", True, 256, 8192, True, 0, 132, L2) == (
+            (64, True, 3) if setting or auto else (32, False, 3))
+        assert form(128, 1, 32, 8, 128, "bf16", True, 16, 32768, True, 0, 132, L2) == (
+            (64, True, 3) if setting or auto else (32, False, 4))                          # ring 4 x 32 KB: 3
+        assert form(8, 1, 32, 8, 256, "bf16", True, 16, 32768, True, 0, 132, L2) == (
+            (64, True, 3) if setting or auto else (64, False, 3))                          # head dim 256: 2 + 1
+        assert form(32, 1, 32, 8, 64, "bf16", True, 16, 32768, True, 0, 132, L2)[1:] == (setting or auto, 4)
+        assert form(32, 16, 32, 8, 128, "bf16", True, 256, 8192, True, 0, 132, L2)[:2] == (32, False)  # 64 rows
+        assert form(32, 1, 32, 8, 128, "bf16", True, 256, 8192, True, 0, 132, L2,
+                    appending=True)[:2] == (32, False)                                     # 16-key dots
