@@ -4,7 +4,7 @@ FlashInfer on the path as bench/README.md says): each replayed for 1.5 s
 after a 1.5 s idle, then its GPU time per call over 10 more replays, the
 power draw and SM clock read then (torch.cuda's NVML readings). b128 s32K
 paged 256, b32 s32K and b8 s8K contiguous; fakv, FlashInfer-tc, and cuDNN
-through SDPA where it runs (contiguous). docs/gpu-results.md, session 11.
+through SDPA where it runs (contiguous). docs/gpu-results.md, sessions 11 and 12.
 
     python bench/power_probe.py
 """

@@ -6,7 +6,8 @@ import time
 
 # Seconds of replays before a graph is timed (bench_grid.py --sustain). 0: the GPU at the clocks its last work left
 # it at. Under sustained load the H200 reaches its 700 W cap and lowers the SM clock of whatever draws the most
-# (docs/gpu-results.md, session 11: fakv 1545-1605 MHz against FlashInfer's and cuDNN's 1905-1920 at 1.5 s).
+# (docs/gpu-results.md, session 11: fakv 1545-1605 MHz against FlashInfer's and cuDNN's 1905-1920 at 1.5 s; session 12's
+# swapped dots: fakv 1980 MHz).
 WARM_S = 0.0
 
 

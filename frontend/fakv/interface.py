@@ -20,7 +20,7 @@ from .heuristics import num_splits_heuristic
 
 _DTYPES = ("f16", "bf16")
 MAX_SPLITS = 64
-MAX_ROWS = 64  # query rows (GQA group x query positions) per program: one wgmma's M
+MAX_ROWS = 64  # query rows (GQA group x query positions) per program: one wgmma's M (in the 64-row form)
 
 
 def _kernels():
@@ -132,9 +132,10 @@ _LONGEST_FIRST_MIN_BLOCKS = 64    # key blocks of the longest sequence, at least
 # -25 %, ragged b128 -7 to -10 %, MHA b1 s32K -2 to -5 %, at 1980 MHz
 # against 1470-1700; in bursts within -5 to +1.6 %. Small calls keep the
 # 64-row form (b1 s1K: +8 to +11 %, fewer splits of twice the keys): below
-# _SWAP_MIN_KEYS keys over all sequences and kv heads (b1 s8K, 65536: -1 to
-# +0.5 %). Appending kernels' 16-key dots cannot swap (the kernel would
-# fall back whole). FAKV_SWAP_AB=1: always where it can, 0: never.
+# _SWAP_MIN_KEYS keys over sequences x kv heads x query blocks (b1 s8K,
+# 65536: -1 to +0.5 %). Appending calls keep it too (the fused ones' 16-key
+# dots cannot swap: a kernel swaps all its dots or none).
+# FAKV_SWAP_AB=1: always where it can, 0: never.
 _SWAP_AB = {"1": True, "0": False}.get(os.environ.get("FAKV_SWAP_AB", ""))
 _SWAP_MIN_KEYS = 65536
 _RING_BYTES = 96 * 1024       # a K/V ring that still lets two programs share an SM
@@ -166,7 +167,7 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
                                   f"fakv handles ({MAX_ROWS})")
     sq_block = max(1, min(_pow2(seqlen_q), MAX_ROWS // group_tile))
     m_blocks = math.ceil(seqlen_q / sq_block)
-    # Keys per block: 32 reads the cache fastest on the H200 at head dim 128
+    # Keys per block (the 64-row form; swapped: 64): 32 reads the cache fastest on the H200 at head dim 128
     # (bench/sweep_decode.py: small tiles, several blocks per SM); 64 at 64
     # and at 256 (bench/plan_sweep.py). Pages that hold whole blocks, or
     # whole swizzle atoms (multiples of 8 rows: a box per page), are copied
@@ -184,7 +185,8 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
     if num_splits <= 0:
         # FlashAttention's heuristic over the programs that run at once: two
         # decode programs share an SM at head dims up to 128 (~120 registers
-        # x 256 threads, 67 KB of shared memory each), one above (as
+        # x 256 threads, 67 KB of shared memory each; swapped ~60 registers
+        # and a 96 KB ring), one above (as
         # FlashAttention 2 passes 2 x the SMs for its two blocks per SM).
         size_one_kv_head = max_seqlen_k * head_dim * 2 * 2
         # A split reads at least _SPLIT_MIN_BLOCKS key blocks.
