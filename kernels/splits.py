@@ -8,6 +8,14 @@ import fakv.language as fl
 
 
 @fakv.jit
+def near_equal(longest, mean):
+    """A batch's lengths are near-equal when the longest is at most 1/8
+    (and one) above the mean: used_splits and longest_first then keep one
+    split a sequence and index order."""
+    return longest <= mean + mean // 8 + 1
+
+
+@fakv.jit
 def used_splits(Seqlens, length, num_splits, capacity, BATCH: fl.constexpr):
     """One split when no sequence is more than 1/8 longer than the mean (a
     batch of near-equal lengths runs as one program per sequence; those of
@@ -21,7 +29,7 @@ def used_splits(Seqlens, length, num_splits, capacity, BATCH: fl.constexpr):
         longest, mean = fl.maximum(longest, n), mean + n // BATCH     # (no sum to overflow int32)
     share = fl.maximum((longest + num_splits - 1) // num_splits, 1)
     mine = fl.minimum(fl.maximum((length + share - 1) // share, 1), num_splits)
-    return fl.where(longest <= mean + mean // 8 + 1, 1, mine)
+    return fl.where(near_equal(longest, mean), 1, mine)
 
 
 @fakv.jit
@@ -55,7 +63,7 @@ def longest_first(Seqlens, slot, capacity, BATCH: fl.constexpr):
         mid = (lo + hi) // 2
         enough = _hits(hit & (i <= mid)) >= index + 1
         lo, hi = fl.where(enough, lo, mid + 1), fl.where(enough, mid, hi)
-    return fl.where(longest <= mean + mean // 8 + 1, slot, lo)
+    return fl.where(near_equal(longest, mean), slot, lo)
 
 
 @fakv.jit
