@@ -2,6 +2,7 @@
 
 #include "lowering/CPUCodegen.h"
 #include "lowering/PointerLowering.h"
+#include "lowering/ReduceCombine.h"
 
 #include "dialect/FakvDialect.h"
 
@@ -164,28 +165,13 @@ Value cpu::reduceTile(ImplicitLocOpBuilder &b, Value src, int64_t axis,
       initValue = APFloat::getInf(floatType.getFloatSemantics(), /*neg=*/false);
     initScalar = arith::ConstantFloatOp::create(b, floatType, initValue);
   }
-  bool isInt = isa<IntegerType>(et);
   auto resultType = RankedTensorType::get(shape, et);
   Value init = tensor::SplatOp::create(b, resultType, initScalar);
   auto op = linalg::ReduceOp::create(
       b, ValueRange{src}, ValueRange{init}, ArrayRef<int64_t>{axis},
       [&](OpBuilder &ob, Location loc, ValueRange args) {
         ImplicitLocOpBuilder ib(loc, ob);
-        Value r;
-        switch (kind) {
-        case ReduceKind::sum:
-          r = isInt ? Value(arith::AddIOp::create(ib, args[0], args[1]))
-                    : Value(arith::AddFOp::create(ib, args[0], args[1]));
-          break;
-        case ReduceKind::max:
-          r = isInt ? Value(arith::MaxSIOp::create(ib, args[0], args[1]))
-                    : Value(arith::MaximumFOp::create(ib, args[0], args[1]));
-          break;
-        case ReduceKind::min:
-          r = isInt ? Value(arith::MinSIOp::create(ib, args[0], args[1]))
-                    : Value(arith::MinimumFOp::create(ib, args[0], args[1]));
-          break;
-        }
+        Value r = combineReduced(ib, loc, kind, args[0], args[1]);
         linalg::YieldOp::create(ib, r);
       });
   return op.getResult(0);

@@ -10,6 +10,7 @@
 
 #include "lowering/GPUCodegen.h"
 #include "lowering/PointerLowering.h"
+#include "lowering/ReduceCombine.h"
 
 #include "dialect/FakvDialect.h"
 #include "dialect/FakvGPUDialect.h"
@@ -265,22 +266,6 @@ struct MathApproxLowering : ConversionPattern {
 // Reductions
 //===----------------------------------------------------------------------===//
 
-Value combine(OpBuilder &b, Location loc, ReduceKind kind, Value x, Value y) {
-  bool isInt = isa<IntegerType>(x.getType());     // (i32: signed max / min)
-  switch (kind) {
-  case ReduceKind::sum:
-    return isInt ? Value(arith::AddIOp::create(b, loc, x, y))
-                 : Value(arith::AddFOp::create(b, loc, x, y));
-  case ReduceKind::max:
-    return isInt ? Value(arith::MaxSIOp::create(b, loc, x, y))
-                 : Value(arith::MaximumFOp::create(b, loc, x, y));
-  case ReduceKind::min:
-    return isInt ? Value(arith::MinSIOp::create(b, loc, x, y))
-                 : Value(arith::MinimumFOp::create(b, loc, x, y));
-  }
-  llvm_unreachable("reduce kind");
-}
-
 struct ReduceLowering : OpConversionPattern<ReduceOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -304,7 +289,7 @@ struct ReduceLowering : OpConversionPattern<ReduceOp> {
       if (!d)
         return op.emitOpError() << "result layout is not the source's slice";
       Value x = vecElement(rewriter, loc, a.getSrc(), r);
-      acc[*d] = acc[*d] ? combine(rewriter, loc, kind, acc[*d], x) : x;
+      acc[*d] = acc[*d] ? combineReduced(rewriter, loc, kind, acc[*d], x) : x;
     }
     // 2. Across the lanes that move along the axis: butterfly shuffles.
     Value full = i32(rewriter, loc, -1), clamp = i32(rewriter, loc, 31);
@@ -316,7 +301,7 @@ struct ReduceLowering : OpConversionPattern<ReduceOp> {
             rewriter, loc, et, full, v,
             i32(rewriter, loc, 1 << bit), clamp, NVVM::ShflKind::bfly,
             UnitAttr());
-        v = combine(rewriter, loc, kind, v, other);
+        v = combineReduced(rewriter, loc, kind, v, other);
       }
     }
     // 3. Across the warps that move along the axis: through shared memory.
@@ -370,7 +355,7 @@ struct ReduceLowering : OpConversionPattern<ReduceOp> {
         for (int64_t s = 0; s < k; ++s) {
           Value x = LLVM::LoadOp::create(rewriter, loc, et,
                                          addr(elems[r], i32(rewriter, loc, s)));
-          v = v ? combine(rewriter, loc, kind, v, x) : x;
+          v = v ? combineReduced(rewriter, loc, kind, v, x) : x;
         }
         acc[r] = v;
       }
