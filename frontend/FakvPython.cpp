@@ -28,6 +28,8 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cmath>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <variant>
@@ -183,6 +185,20 @@ py::tuple compile(const std::string &ir, const std::string &emit,
   return py::make_tuple(out.first, out.second);
 }
 
+/// The compiler-runtime helper LLVM's x86 backend calls to round an f32 to
+/// bf16 where it keeps bf16 values in f32 registers (LLVM 22.1.8: across
+/// phis). libgcc has it from GCC 13 on; Debian 12's GCC 12 does not, so the
+/// JIT gets this one. Round to nearest even, NaN kept quiet; the bf16 is
+/// returned as x86-64 returns one, in the low 16 bits of xmm0.
+float truncToBF16(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  uint32_t half = std::isnan(x) ? ((bits >> 16) | 0x40u) : ((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
+  float out;
+  std::memcpy(&out, &half, sizeof out);
+  return out;
+}
+
 /// A kernel module JIT-compiled for the host (the CPU path).
 class CpuModule {
 public:
@@ -213,6 +229,12 @@ public:
       throw std::runtime_error("cannot JIT the kernel for the host: " +
                                llvm::toString(created.takeError()));
     engine = std::move(*created);
+    engine->registerSymbols([](llvm::orc::MangleAndInterner interner) {
+      llvm::orc::SymbolMap symbols;
+      symbols[interner("__truncsfbf2")] = {llvm::orc::ExecutorAddr::fromPtr(&truncToBF16),
+                                           llvm::JITSymbolFlags::Exported};
+      return symbols;
+    });
   }
 
   /// Calls `name` with (kind, value) arguments: ptr (an address), i1, i32,
