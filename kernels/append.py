@@ -81,13 +81,25 @@ def rotated_rows(X, row_stride, rows, head_dim, Cos, Sin, pos, pos_step, cos_str
 
 @fakv.jit
 def new_rows(t, end, KNew, VNew, stride, head_dim, Cos, Sin, pos, cos_stride, rotary_dim, angle_rows, Errors, code,
-             HEAD_DIM: fl.constexpr, ROTARY: fl.constexpr, INTERLEAVED: fl.constexpr):
-    """New keys and values t, t + 1, ... < end (t < end), 16 rows (those
-    past `end` zero), the keys rotated at positions pos + t + i."""
+             ROWS: fl.constexpr, HEAD_DIM: fl.constexpr, ROTARY: fl.constexpr, INTERLEAVED: fl.constexpr):
+    """New keys and values t, t + 1, ... < end (t < end), ROWS rows (those
+    past `end` zero), the keys rotated at positions pos + t + i, 16 rows at
+    a time (registers; pieces wholly past `end` are not loaded)."""
     rows = end - t
     k = rotated_rows(KNew + t * stride, stride, rows, head_dim, Cos, Sin, pos + t, 1, cos_stride, rotary_dim,
                      angle_rows, Errors, code, 16, HEAD_DIM, ROTARY, INTERLEAVED)
-    return k, fl.load(VNew + t * stride, (16, HEAD_DIM), (0, 0), (stride, 1), bounds=(rows, head_dim))
+    v = fl.load(VNew + t * stride, (ROWS, HEAD_DIM), (0, 0), (stride, 1), bounds=(rows, head_dim))
+    if ROWS == 16:
+        return k, v
+    slot = fl.arange(0, ROWS // 16)[:, None, None]       # piece i of ROWS // 16 in a 3-D tile
+    k = fl.where(slot == 0, fl.expand_dims(k, 0), fl.zeros((ROWS // 16, 16, HEAD_DIM), k.dtype))
+    for i in fl.static_range(1, ROWS // 16):
+        if i * 16 < rows:
+            u = t + i * 16
+            k = fl.where(slot == i, fl.expand_dims(rotated_rows(
+                KNew + u * stride, stride, end - u, head_dim, Cos, Sin, pos + u, 1, cos_stride, rotary_dim, angle_rows,
+                Errors, code, 16, HEAD_DIM, ROTARY, INTERLEAVED), 0), k)
+    return fl.reshape(k, (ROWS, HEAD_DIM)), v
 
 
 @fakv.jit

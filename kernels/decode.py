@@ -58,7 +58,7 @@ def decode(Q, K, V, Table, Seqlens, Out, Lse, OutPart, LsePart,
            batch, seqlen_q, heads, kv_heads, head_dim, page_size, num_pages, scale,
            BatchIdx, softcap, left, right, Slopes, slopes_batch_stride, Errors, capacity, LeftPad, new_keys,
            Counters, KNew, VNew, new_batch_stride, new_seq_stride, new_head_stride, Cos, Sin, cos_stride, rotary_dim,
-           rotary_rows, q_step, HEAD_DIM: fl.constexpr, BLOCK_N: fl.constexpr, GROUP: fl.constexpr,
+           rotary_rows, q_step, HEAD_DIM: fl.constexpr, BLOCK_N: fl.constexpr, NEW_N: fl.constexpr, GROUP: fl.constexpr,
            SQ_BLOCK: fl.constexpr, PAGE_SIZE: fl.constexpr, CAUSAL: fl.constexpr, BATCH_IDX: fl.constexpr,
            SOFTCAP: fl.constexpr, WINDOW: fl.constexpr, ALIBI: fl.constexpr, LEFTPAD: fl.constexpr,
            PRESCALE: fl.constexpr, MERGE: fl.constexpr, APPEND: fl.constexpr, ROTARY: fl.constexpr,
@@ -124,11 +124,12 @@ def decode(Q, K, V, Table, Seqlens, Out, Lse, OutPart, LsePart,
         m, l, acc = attend(q, k, v, m, l, acc, q_pos, n0 + fl.arange(0, BLOCK_N), cached, seqlen, *mods)
     if APPEND:                    # then the last split attends the new keys, after its blocks (measured faster)
         new_at = (KNew + new, VNew + new, new_seq_stride, head_dim, Cos, Sin, old, cos_stride, rotary_dim,
-                  rotary_rows, Errors, ROTARY_ERROR + b, HEAD_DIM, ROTARY, INTERLEAVED)
+                  rotary_rows, Errors, ROTARY_ERROR + b, NEW_N, HEAD_DIM, ROTARY, INTERLEAVED)
         for t0 in fl.range(fl.maximum(pad - old, 0), fl.where((split == splits - 1) & (not bad), new_keys, 0),
-                           16):          # 16 rows at a time (registers); new keys before the padding: not attended
+                           NEW_N):       # NEW_N rows at a time; new keys before the padding: not attended
             kn, vn = new_rows(t0, new_keys, *new_at)
-            m, l, acc = attend(q, kn, vn, m, l, acc, q_pos, old - pad + t0 + fl.arange(0, 16), seqlen, seqlen, *mods)
+            m, l, acc = attend(q, kn, vn, m, l, acc, q_pos, old - pad + t0 + fl.arange(0, NEW_N), seqlen, seqlen,
+                               *mods)
     # out = acc / l, lse = m + log(l); a row that saw no key gives 0 and -inf (+inf in Lse, as FlashAttention 2).
     empty = l == 0.0
     out = acc * fl.where(empty, 0.0, 1.0 / l)[:, None]

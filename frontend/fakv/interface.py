@@ -133,8 +133,9 @@ _LONGEST_FIRST_MIN_BLOCKS = 64    # key blocks of the longest sequence, at least
 # against 1470-1700; in bursts within -5 to +1.6 %. Small calls keep the
 # 64-row form (b1 s1K: +8 to +11 %, fewer splits of twice the keys): below
 # _SWAP_MIN_KEYS keys over sequences x kv heads x query blocks (b1 s8K,
-# 65536: -1 to +0.5 %). Appending calls keep it too (the fused ones' 16-key
-# dots cannot swap: a kernel swaps all its dots or none).
+# 65536: -1 to +0.5 %). Appending calls swap too: their new keys are then
+# attended a key block (64) at a time (a kernel swaps all its dots or none),
+# rotated 16 rows at a time (kernels/append.py's new_rows).
 # FAKV_SWAP_AB=1: always where it can, 0: never.
 _SWAP_AB = {"1": True, "0": False}.get(os.environ.get("FAKV_SWAP_AB", ""))
 _SWAP_MIN_KEYS = 65536
@@ -172,7 +173,7 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
     # and at 256 (bench/plan_sweep.py). Pages that hold whole blocks, or
     # whole swizzle atoms (multiples of 8 rows: a box per page), are copied
     # by TMA, others gathered (the lowering decides: docs/decisions.md).
-    swap = group_tile * sq_block < MAX_ROWS and not appending and (
+    swap = group_tile * sq_block < MAX_ROWS and (
         _SWAP_AB if _SWAP_AB is not None else batch * kv_heads * m_blocks * max_seqlen_k >= _SWAP_MIN_KEYS)
     block_n = 32 if head_tile == 128 and not swap else 64
     n_blocks = math.ceil(max(max_seqlen_k, 1) / block_n)
@@ -234,8 +235,9 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
     return {
         # decode.py is written per query head; fakv-pack-gqa runs the GROUP
         # heads of a kv head (padded to group_tile rows) in one program.
-        "decode": dict(HEAD_DIM=head_tile, BLOCK_N=block_n, GROUP=group, SQ_BLOCK=sq_block,
-                       PAGE_SIZE=page_size if paged else 0, CAUSAL=bool(causal) and seqlen_q > 1,
+        # The new keys of an appending call are attended NEW_N at a time: a key block when swapped.
+        "decode": dict(HEAD_DIM=head_tile, BLOCK_N=block_n, NEW_N=block_n if swap else 16, GROUP=group,
+                       SQ_BLOCK=sq_block, PAGE_SIZE=page_size if paged else 0, CAUSAL=bool(causal) and seqlen_q > 1,
                        BATCH_IDX=False, SOFTCAP=False, WINDOW=False, ALIBI=False, LEFTPAD=False, PRESCALE=False,
                        MERGE=False, APPEND=False, ROTARY=False, INTERLEAVED=False, ADAPTIVE=adaptive,
                        LONGEST_FIRST=longest_first, HEADS_FIRST=heads_first),

@@ -171,10 +171,11 @@ def _dumped_ptx(stderr, kernel):
     return [parts[i + 2] for i in range(1, len(parts) - 2, 3) if parts[i] == "ptx" and parts[i + 1] == kernel]
 
 
-def _registers(path, ptx):
-    """The registers ptxas -v reports for `ptx` (written to `path`), asserting that it assembles without spills
-    and without warpgroup arrives ptxas had to inject (C7519: an accumulator register written between wgmma.fence
-    and the wgmma that reads it); None without ptxas (nvJitLink alone gives no report)."""
+def _registers(path, ptx, max_spill=0):
+    """The registers ptxas -v reports for `ptx` (written to `path`), asserting that it assembles with at most
+    `max_spill` bytes of spill stores and without warpgroup arrives ptxas had to inject (C7519: an accumulator
+    register written between wgmma.fence and the wgmma that reads it); None without ptxas (nvJitLink alone gives
+    no report)."""
     import re
     ptxas = _ptxas()
     if ptxas is None:
@@ -182,7 +183,8 @@ def _registers(path, ptx):
     path.write_text(ptx)
     r = subprocess.run([ptxas, "-arch=sm_90a", "-v", str(path), "-o", os.devnull], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-2000:]
-    assert re.search(r"\b0 bytes spill stores", r.stdout + r.stderr), r.stdout + r.stderr
+    spills = [int(n) for n in re.findall(r"\b(\d+) bytes spill stores", r.stdout + r.stderr)]
+    assert spills and max(spills) <= max_spill, r.stdout + r.stderr
     assert "C7519" not in r.stdout + r.stderr, r.stdout + r.stderr
     return int(re.search(r"Used (\d+) registers", r.stdout + r.stderr).group(1))
 
@@ -273,3 +275,44 @@ def test_swap_ab_compiles_for_sm90a(tmp_path):
     for i, body in enumerate(ptxs[:2]):
         used = _registers(tmp_path / f"swapped{i}.ptx", body)
         assert used is None or used <= 96
+
+
+SWAPPED_APPEND_SCRIPT = """
+import numpy as np, ml_dtypes
+import fakv
+bf = ml_dtypes.bfloat16
+for d, page, rotary in ((128, 256, "neox"), (128, 0, "interleaved"), (64, 16, "half"), (128, 256, "none")):
+    b, hk, cap = 2, 2, 1024
+    q = np.zeros((b, 1, hk * 4, d), bf)
+    if page:
+        k, table = np.zeros((b * cap // page, page, hk, d), bf), np.arange(b * cap // page, dtype=np.int32).reshape(b, -1)
+    else:
+        k, table = np.zeros((b, cap, hk, d), bf), None
+    kn, kw = np.zeros((b, 1, hk, d), bf), {}
+    if rotary != "none":
+        rd = d // 2 if rotary == "half" else d
+        angles = np.zeros((cap, rd // 2), bf)
+        kw = dict(rotary_cos=angles, rotary_sin=angles, rotary_interleaved=rotary == "interleaved")
+    fakv.flash_attn_with_kvcache(q, k, k.copy(), kn, kn, cache_seqlens=np.array([10, 900], np.int32),
+                                 block_table=table, causal=True, **kw)
+"""
+
+
+@needs_assembler
+def test_swapped_appending_decode_compiles_for_sm90a(tmp_path):
+    """An appending call with swapped dots (FAKV_SWAP_AB=1; by default above _SWAP_MIN_KEYS): decode attends its
+    new keys a key block at a time (NEW_N = 64, kernels/append.py's new_rows rotating 16 rows at a time), so every
+    wgmma is the swapped m64n8k16, with NeoX, interleaved, partial and no rotary; ptxas spills at most 16 bytes
+    (the rotation's registers beside the consumer's 232)."""
+    import re
+    env = dict(os.environ, FAKV_CACHE_DIR=str(tmp_path), FAKV_COMPILE_ONLY="1", FAKV_DUMP_IR="1",
+               FAKV_SWAP_AB="1", PYTHONPATH=os.path.join(ROOT, "frontend"))
+    out = subprocess.run([sys.executable, "-c", SWAPPED_APPEND_SCRIPT], env=env, capture_output=True, text=True,
+                         timeout=900)
+    assert out.returncode == 0, out.stderr[-3000:]
+    ptxs = _dumped_ptx(out.stderr, "decode")
+    assert len(ptxs) == 4
+    shapes = [sorted(set(re.findall(r"wgmma\.mma_async\.sync\.aligned\.(m\d+n\d+k16)", body))) for body in ptxs]
+    assert shapes == [["m64n8k16"]] * 4, shapes
+    for i, body in enumerate(ptxs):
+        _registers(tmp_path / f"swapped_append{i}.ptx", body, max_spill=16)

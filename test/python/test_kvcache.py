@@ -203,6 +203,31 @@ def test_many_new_keys(page, splits, window):
     run_case(case)
 
 
+@pytest.mark.parametrize("page,d,interleaved", [(None, 64, False), (16, 128, True), (64, 128, False)])
+def test_new_keys_in_blocks(page, d, interleaved, monkeypatch, request):
+    """Swapped dots (FAKV_SWAP_AB=1): an appending call attends its new keys a key block (64) at a time, rotated
+    16 rows at a time (kernels/append.py's new_rows): 70 new keys for one query, a whole block and then 6 keys
+    (the block's other pieces not loaded), with left padding, rotary and causal."""
+    from fakv import interface
+    monkeypatch.setattr(interface, "_SWAP_AB", True)
+    interface._plan.cache_clear()
+    request.addfinalizer(interface._plan.cache_clear)
+    planned, real = [], interface.plan
+    monkeypatch.setattr(interface, "plan", lambda *a, **kw: planned.append(real(*a, **kw)) or planned[-1])
+    base = next(c for c in CASES if c["new_kv"])
+    case = dict(base, seqlens=(1, 160), page_size=page, d=d, rotary_fraction=1.0, rotary_interleaved=interleaved,
+                has_leftpad=True, has_batch_idx=page is None, causal=True, local=False, alibi=False, num_splits=0)
+
+    def seventy(args):
+        rng = np.random.default_rng(70)
+        shape = args["k"].shape[:1] + (70,) + args["k"].shape[2:]
+        args["k"], args["v"] = (rng.standard_normal(shape).astype(args["k"].dtype) for _ in range(2))
+        args["cache_seqlens"] = np.array([90, 17], np.int32)
+        args["cache_leftpad"] = np.array([3, 0], np.int32)
+    run_case(case, seventy)
+    assert planned[-1]["decode"]["NEW_N"] == 64 and planned[-1]["decode_options"]["swap_ab"]
+
+
 @pytest.mark.parametrize("fused", [True, False])
 @pytest.mark.parametrize("page", [None, 16])
 def test_left_padding_past_the_cached_keys(fused, page, monkeypatch):

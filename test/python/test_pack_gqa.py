@@ -80,9 +80,9 @@ def test_packed_ir_has_the_group_in_its_rows():
     q, k, v, seqlens, table, causal = make("bf16", (8, 2), 16, (1, False))
     from fakv.interface import plain_extras
     ir = decode.ir(q, k, v, table, seqlens, q, q, q, q, 1, 1, 1, 1, 1, 1, 1, 3, 1, 8, 2, 64, 16, 10, 0.1,
-                   *plain_extras(seqlens, q, 16 * table.shape[1]), HEAD_DIM=64, BLOCK_N=32, GROUP=4, SQ_BLOCK=1, PAGE_SIZE=16,
-                   CAUSAL=False, BATCH_IDX=False, SOFTCAP=False, WINDOW=False, ALIBI=False, LEFTPAD=False, PRESCALE=False,
-                   MERGE=False, APPEND=False, ROTARY=False, INTERLEAVED=False, ADAPTIVE=0,
+                   *plain_extras(seqlens, q, 16 * table.shape[1]), HEAD_DIM=64, BLOCK_N=32, NEW_N=16, GROUP=4, SQ_BLOCK=1,
+                   PAGE_SIZE=16, CAUSAL=False, BATCH_IDX=False, SOFTCAP=False, WINDOW=False, ALIBI=False, LEFTPAD=False,
+                   PRESCALE=False, MERGE=False, APPEND=False, ROTARY=False, INTERLEAVED=False, ADAPTIVE=0,
                    LONGEST_FIRST=0, HEADS_FIRST=True)
     assert "fakv.pack_gqa = 0 : i32" in ir
     assert "tensor<1x64xbf16>" in ir and "tensor<4x64xbf16>" not in ir

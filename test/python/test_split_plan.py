@@ -129,8 +129,9 @@ def test_longest_first_where_planned(monkeypatch, request):
 
 def test_swapped_dots_where_planned(monkeypatch, request):
     """swap_ab (decode's dots as wgmmas of their transposes, key blocks of 64) by default for calls of at least
-    _SWAP_MIN_KEYS keys over sequences and kv heads with fewer than 64 query rows per program and no new keys;
-    the 64-row form (key blocks of 32 at head dim 128) otherwise; FAKV_SWAP_AB=1 / 0 forces it where it can / never.
+    _SWAP_MIN_KEYS keys over sequences and kv heads with fewer than 64 query rows per program (new keys then
+    attended a block at a time); the 64-row form (key blocks of 32 at head dim 128) otherwise; FAKV_SWAP_AB=1 / 0
+    forces it where it can / never.
     The ring takes a fourth stage at pages of 16 only while it fits two programs per SM (or at head dims > 128)."""
     from fakv import interface
     request.addfinalizer(interface._plan.cache_clear)
@@ -152,5 +153,6 @@ def test_swapped_dots_where_planned(monkeypatch, request):
             (64, True, 3) if setting or auto else (64, False, 3))                          # head dim 256: 2 + 1
         assert form(32, 1, 32, 8, 64, "bf16", True, 16, 32768, True, 0, 132, L2)[1:] == (setting or auto, 4)
         assert form(32, 16, 32, 8, 128, "bf16", True, 256, 8192, True, 0, 132, L2)[:2] == (32, False)  # 64 rows
-        assert form(32, 1, 32, 8, 128, "bf16", True, 256, 8192, True, 0, 132, L2,
-                    appending=True)[:2] == (32, False)                                     # 16-key dots
+        p = plan(32, 1, 32, 8, 128, "bf16", True, 256, 8192, True, 0, 132, L2, appending=True)
+        assert (p["decode"]["BLOCK_N"], p["decode"]["NEW_N"], "swap_ab" in p["decode_options"]) == (
+            (64, 64, True) if setting or auto else (32, 16, False))                        # new keys: a block

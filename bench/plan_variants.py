@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+"""fakv's decode under variants of its plan, cell by cell, next to chosen
+peers: what a change of the plan would win or lose before it is made.
+
+    python bench/plan_variants.py --cells "b32 s8K@16,ragged b32 s<=16K@256" \
+        --variants planned,swap=0,stages=2,adaptive=4 [--peers flashinfer-tc,sdpa] [--sustain 0.3] [--rounds 3]
+
+A cell is one of bench_grid.py's shapes and a layout (@0: contiguous, @16,
+@64, @256: pages). A variant changes fakv.interface for the call being
+timed: `planned` (nothing), `swap=0|1` (FAKV_SWAP_AB), `stages=N` (the
+decode's ring depth), `splits=N` (num_splits passed to the call),
+`adaptive=N` (FAKV_ADAPTIVE_SPLITS), `merge` (FAKV_MERGE_SPLITS), or several
+joined by `+` (`stages=2+splits=6`). Each
+output is checked against a float32 reference first (bench_grid.py's rule).
+Rounds interleave the implementations (A B C, A B C, ...); each timing is
+bench_grid.py's: a CUDA graph over rotating caches, after `--sustain`
+seconds of its replays. Prints, per cell, each implementation's median and
+range over the rounds, and its ratio to the first variant.
+"""
+import argparse
+import contextlib
+import os
+import statistics
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+sys.path.insert(0, os.path.join(ROOT, "test", "gpu"))
+import source_tree  # noqa: E402,F401
+from bench_grid import SHAPES, TOLERANCE, Cell, flashinfer_calls, sdpa_calls, triton_calls  # noqa: E402
+from timing import graph_time_ms  # noqa: E402
+
+
+@contextlib.contextmanager
+def variant(name):
+    """fakv.interface as the variant `name` has it ("a=1+b=2": both), restored
+    after; yields the num_splits to pass (0: planned)."""
+    from fakv import interface
+    saved = {k: getattr(interface, k) for k in ("_SWAP_AB", "_ADAPTIVE_SPLITS", "_MERGE_SPLITS", "plan")}
+    splits, stages = 0, None
+    for part in name.split("+"):
+        kind, _, value = part.partition("=")
+        if kind == "swap":
+            interface._SWAP_AB = value == "1"
+        elif kind == "adaptive":
+            interface._ADAPTIVE_SPLITS = int(value)
+        elif kind == "merge":
+            interface._MERGE_SPLITS = True
+        elif kind == "stages":
+            stages = int(value)
+        elif kind == "splits":
+            splits = int(value)
+        elif kind != "planned":
+            raise SystemExit(f"unknown variant {part!r}")
+    if stages is not None:
+        def plan(*args, **kwargs):
+            p = saved["plan"](*args, **kwargs)
+            p["decode_options"]["stages"] = stages
+            return p
+        interface.plan = plan
+    interface._CALLS.clear()
+    interface._plan.cache_clear()
+    try:
+        yield splits
+    finally:
+        for k, v in saved.items():
+            setattr(interface, k, v)
+        interface._CALLS.clear()
+        interface._plan.cache_clear()
+
+
+def fakv_run(cell, splits):
+    import fakv
+    return lambda i: fakv.flash_attn_with_kvcache(cell.q, cell.k[i], cell.v[i], cache_seqlens=cell.lens,
+                                                  block_table=cell.table, causal=True, num_splits=splits)
+
+
+def peer_run(cell, name, ragged):
+    if name == "sdpa":
+        return sdpa_calls(cell, ragged)[0]
+    if name == "triton":
+        return triton_calls(cell)
+    return flashinfer_calls(cell, name == "flashinfer-tc")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--cells", required=True)
+    ap.add_argument("--variants", default="planned")
+    ap.add_argument("--peers", default="")
+    ap.add_argument("--sustain", type=float, default=0.3)
+    ap.add_argument("--rounds", type=int, default=3)
+    args = ap.parse_args()
+    import torch
+    shapes = {s[0]: s for s in SHAPES}
+    for spec in args.cells.split(","):
+        name, _, layout = spec.strip().partition("@")
+        shape = shapes[name]
+        cell = Cell(shape, int(layout or 0))
+        refs = [cell.reference(i) for i in (0, cell.b - 1)]
+        impls = {}
+        for v in args.variants.split(","):
+            impls[v] = ("fakv", v)
+        for p in filter(None, args.peers.split(",")):
+            impls[p] = ("peer", p)
+        times = {k: [] for k in impls}
+        bad = {}
+        for _ in range(args.rounds):
+            for label, (kind, what) in impls.items():
+                if label in bad:
+                    continue
+                ctx = variant(what) if kind == "fakv" else contextlib.nullcontext(0)
+                try:
+                    with ctx as splits:
+                        run = fakv_run(cell, splits) if kind == "fakv" else peer_run(cell, what, shape[6])
+                        if run is None:
+                            bad[label] = "cannot run this cell"
+                            continue
+                        out = run(0).float()
+                        err = max((out[i, 0] - r).abs().max().item() for i, r in zip((0, cell.b - 1), refs))
+                        if not err <= TOLERANCE:
+                            bad[label] = f"output differs by {err:.3g}"
+                            continue
+                        t, _ = graph_time_ms([lambda i=i: run(i) for i in range(cell.copies)], warm_s=args.sustain)
+                        times[label].append(t * 1e3)
+                except Exception as e:  # noqa: BLE001
+                    bad[label] = f"{type(e).__name__}: {str(e).splitlines()[0][:120] if str(e) else ''}"
+        first = statistics.median(times[next(iter(impls))]) if times[next(iter(impls))] else None
+        print(f"{spec} ({cell.kv_bytes / 2**20:.0f} MiB of K and V; sustain {args.sustain:g} s, "
+              f"{args.rounds} rounds):", flush=True)
+        for label in impls:
+            if label in bad:
+                print(f"  {label:>14}: {bad[label]}", flush=True)
+                continue
+            ts = times[label]
+            m = statistics.median(ts)
+            rel = f" ({m / first - 1:+.1%})" if first else ""
+            print(f"  {label:>14}: {m:8.1f} us{rel}  [{min(ts):.1f}-{max(ts):.1f}]", flush=True)
+        del cell
+        torch.cuda.empty_cache()
+
+
+if __name__ == "__main__":
+    main()
