@@ -6,7 +6,7 @@ step (NeoX, float32 cos/sin, causal); the plain call and the
 appending call timed in turn 7 times (CUDA graphs of 20 calls, 15
 replays), medians and the range of each.
 
-    python bench/append_cost.py
+    python bench/append_cost.py [BATCH ...]       # default: 1 32
 """
 import os
 import statistics
@@ -24,7 +24,7 @@ from timing import graph_time_ms  # noqa: E402
 # angles, causal; seqlen_q 1, so causal changes no mask).
 STYLES = [("interleaved", torch.bfloat16, False), ("NeoX", torch.bfloat16, False), ("NeoX", torch.float32, True)]
 
-for b in (1, 32):
+for b in [int(a) for a in sys.argv[1:]] or [1, 32]:
     for style, angle_dtype, causal in STYLES:
         q, k, v, lens, table = inputs(torch, True, B=b, S=8192)
         lens -= 1

@@ -185,6 +185,19 @@ def test_append_kernel_route(case, monkeypatch):
     run_case(case)
 
 
+def test_append_route_follows_the_splits(monkeypatch):
+    """Who appends, as planned (FAKV_FUSED_APPEND unset): decode itself when the call has several splits,
+    kernels/append.py's kernel before the plain decode when it has one (measured faster there)."""
+    from fakv import interface
+    monkeypatch.setattr(interface, "_FUSED_APPEND", None)
+    launched, real = [], interface._append
+    monkeypatch.setattr(interface, "_append", lambda *a, **kw: launched.append(True) or real(*a, **kw))
+    for splits, first in ((1, True), (3, False)):
+        launched.clear()
+        run_case(dict(APPEND_CASES[0], num_splits=splits))
+        assert launched == ([True] if first else []), splits
+
+
 @pytest.mark.parametrize("d", [160, 256])
 def test_append_above_head_dim_128(d):
     for case in APPEND_CASES[:2]:
