@@ -265,6 +265,9 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
         "combine": dict(HEAD_DIM=head_tile, HEAD_BLOCK=head_block, MAX_SPLITS=_pow2(num_splits)),
         "combine_grid": (math.ceil(heads / head_block), seqlen_q, batch),
         "num_splits": num_splits,
+        # Whether decode appends the new keys itself (_FUSED_APPEND); head dims above 128 never do.
+        "fused_append": (appending and head_tile <= 128 and 1 < num_splits
+                         and -(-n_blocks // num_splits) <= _FUSED_MAX_BLOCKS),
     }
 
 
@@ -288,14 +291,17 @@ def plain_extras(seqlens, lse, capacity, errors=None):
 # mode and then the stream (_key).
 _MERGE_SPLITS = os.environ.get("FAKV_MERGE_SPLITS") == "1"
 # Who appends k / v (and rotates q): decode itself (kernels/decode.py's
-# APPEND) when the call has several splits, else kernels/append.py's kernel
-# before the plain decode. H200, one-token append with rotary, paged 256
-# s8192 (bench/append_cost.py, session 13): b1 (29 splits) fused +1.1-1.9 us
-# on 9.75, append kernel first +3.2-3.5; b32 (one split) fused +10.6-21.4 us
-# on 247 (its main loop is slower, cause not found: same occupancy, no
-# spill), append kernel first +4.9-5.1. FAKV_FUSED_APPEND=1: always decode,
+# APPEND) when the call has several splits of few key blocks each, else
+# kernels/append.py's kernel before the plain decode. H200, one-token
+# append with rotary, paged 256 s8192 (bench/append_cost.py, session 13):
+# b1 (29 splits of 5 blocks) fused +1.1-1.9 us on 9.6, append kernel first
+# +3.2-3.5; b8 (4 splits of 32) fused +7.2-10.5 us on 68.3, append kernel
+# first +4.3-4.5; b32 (one split) fused +10.6-21.4 us on 247, append kernel
+# first +4.4-5.3. (The fused kernel's main loop is slower per block; cause
+# not found: same occupancy, no spill.) FAKV_FUSED_APPEND=1: always decode,
 # 0: always the append kernel.
 _FUSED_APPEND = {"1": True, "0": False}.get(os.environ.get("FAKV_FUSED_APPEND", ""))
+_FUSED_MAX_BLOCKS = 12        # key blocks per split, at most, of a call decode appends itself
 _APPEND_REGISTERS = (24, 232)   # (producer, consumer) per thread: compiled at their average, 128
 _COUNTERS = {}          # (device, stream) -> the counters buffers made (the largest last; all kept)
 _STREAM = None          # runtime.stream_getter(), once needed
@@ -857,9 +863,9 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
         options = {k: v for k, v in options.items() if k != "pack_gqa"}
     decode = decode.with_options(**options)
     tile = p["decode"]["HEAD_DIM"]
-    # Head dims up to 128 and several splits: decode appends and rotates itself (kernels/decode.py's APPEND; its
-    # new keys rotated in registers, setmaxnreg giving the consumer more); else append.py's kernel first.
-    fused = k is not None and tile <= 128 and (splits > 1 if _FUSED_APPEND is None else _FUSED_APPEND)
+    # Head dims up to 128, several short splits: decode appends and rotates itself (kernels/decode.py's APPEND;
+    # its new keys rotated in registers, setmaxnreg giving the consumer more); else append.py's kernel first.
+    fused = k is not None and tile <= 128 and (p["fused_append"] if _FUSED_APPEND is None else _FUSED_APPEND)
     merge = splits > 1 and _MERGE_SPLITS       # decode merges its own splits: no combine launch
     if fused or (merge and tile <= 128):       # (the merge's rounds of partials: registers, as the new keys)
         decode = decode.with_options(registers=_APPEND_REGISTERS)

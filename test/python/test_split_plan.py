@@ -156,3 +156,19 @@ def test_swapped_dots_where_planned(monkeypatch, request):
         p = plan(32, 1, 32, 8, 128, "bf16", True, 256, 8192, True, 0, 132, L2, appending=True)
         assert (p["decode"]["BLOCK_N"], p["decode"]["NEW_N"], "swap_ab" in p["decode_options"]) == (
             (64, 64, True) if setting or auto else (32, 16, False))                        # new keys: a block
+
+
+def test_who_appends():
+    """decode appends the new keys itself (fused_append) when the call has several splits of at most
+    _FUSED_MAX_BLOCKS key blocks each, up to head dim 128; kernels/append.py's kernel first otherwise (H200,
+    bench/append_cost.py: b1 s8192 fused +12 to +20 %, b8 +11 to +15 % against +6 %, b32 +4 to +15 % against +2 %)."""
+    from fakv.interface import _FUSED_MAX_BLOCKS
+
+    def fused(batch, seqlen, head_dim=128, splits=0):
+        p = plan(batch, 1, 32, 8, head_dim, "bf16", True, 256, seqlen, True, splits, 132, L2, appending=True)
+        per = -(-math.ceil(seqlen / p["decode"]["BLOCK_N"]) // p["num_splits"])
+        assert p["fused_append"] == (p["num_splits"] > 1 and per <= _FUSED_MAX_BLOCKS and head_dim <= 128)
+        return p["fused_append"]
+    assert fused(1, 8192) and fused(1, 1024) and fused(2, 8192)
+    assert not fused(8, 8192) and not fused(32, 8192) and not fused(1, 8192, 256) and not fused(1, 8192, splits=1)
+    assert not plan(1, 1, 32, 8, 128, "bf16", True, 256, 8192, True, 0, 132, L2)["fused_append"]   # no new keys
