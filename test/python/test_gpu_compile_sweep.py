@@ -239,6 +239,18 @@ def test_pages_smaller_than_a_block_compile_for_sm90a(tmp_path):
         assert smem <= 227 * 1024, (d, page, smem)
 
 
+def _swapped_decodes(tmp_path, script, **env):
+    """The decode PTX of each compilation `script` makes with FAKV_SWAP_AB=1 (compile only), and the wgmma shapes
+    of each."""
+    import re
+    env = dict(os.environ, FAKV_CACHE_DIR=str(tmp_path), FAKV_COMPILE_ONLY="1", FAKV_DUMP_IR="1",
+               FAKV_SWAP_AB="1", PYTHONPATH=os.path.join(ROOT, "frontend"), **env)
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0, out.stderr[-3000:]
+    ptxs = _dumped_ptx(out.stderr, "decode")
+    return ptxs, [sorted(set(re.findall(r"wgmma\.mma_async\.sync\.aligned\.(m\d+n\d+k16)", body))) for body in ptxs]
+
+
 SWAP_AB_SCRIPT = """
 import json, numpy as np, ml_dtypes
 import fakv
@@ -262,15 +274,7 @@ def test_swap_ab_compiles_for_sm90a(tmp_path):
     as wgmmas of their transposes, M' = the rows rounded up to at least 8 (n8 for GQA 4 and MHA, n16 for 16 heads
     or 4 x 4 queries), no 64-row wgmma left; head dims 64, 128 and 256, contiguous and pages of 16 and 256; and with
     ptxas's report fewer registers than the 64-row form's 111 (the scores are 4 per thread, not 16)."""
-    import re
-    env = dict(os.environ, FAKV_CACHE_DIR=str(tmp_path), FAKV_COMPILE_ONLY="1", FAKV_DUMP_IR="1",
-               FAKV_SWAP_AB="1", PYTHONPATH=os.path.join(ROOT, "frontend"))
-    out = subprocess.run([sys.executable, "-c", SWAP_AB_SCRIPT], env=env, capture_output=True, text=True,
-                         timeout=900)
-    assert out.returncode == 0, out.stderr[-3000:]
-    ptxs = _dumped_ptx(out.stderr, "decode")
-    assert len(ptxs) == 6
-    shapes = [sorted(set(re.findall(r"wgmma\.mma_async\.sync\.aligned\.(m\d+n\d+k16)", body))) for body in ptxs]
+    ptxs, shapes = _swapped_decodes(tmp_path, SWAP_AB_SCRIPT)
     assert shapes == [["m64n8k16"], ["m64n8k16"], ["m64n8k16"], ["m64n8k16"], ["m64n16k16"], ["m64n16k16"]], shapes
     for i, body in enumerate(ptxs[:2]):
         used = _registers(tmp_path / f"swapped{i}.ptx", body)
@@ -300,19 +304,13 @@ for d, page, rotary in ((128, 256, "neox"), (128, 0, "interleaved"), (64, 16, "h
 
 @needs_assembler
 def test_swapped_appending_decode_compiles_for_sm90a(tmp_path):
-    """An appending call with swapped dots (FAKV_SWAP_AB=1; by default above _SWAP_MIN_KEYS): decode attends its
-    new keys a key block at a time (NEW_N = 64, kernels/append.py's new_rows rotating 16 rows at a time), so every
-    wgmma is the swapped m64n8k16, with NeoX, interleaved, partial and no rotary; ptxas spills at most 16 bytes
-    (the rotation's registers beside the consumer's 232)."""
-    import re
-    env = dict(os.environ, FAKV_CACHE_DIR=str(tmp_path), FAKV_COMPILE_ONLY="1", FAKV_DUMP_IR="1",
-               FAKV_SWAP_AB="1", PYTHONPATH=os.path.join(ROOT, "frontend"))
-    out = subprocess.run([sys.executable, "-c", SWAPPED_APPEND_SCRIPT], env=env, capture_output=True, text=True,
-                         timeout=900)
-    assert out.returncode == 0, out.stderr[-3000:]
-    ptxs = _dumped_ptx(out.stderr, "decode")
-    assert len(ptxs) == 4
-    shapes = [sorted(set(re.findall(r"wgmma\.mma_async\.sync\.aligned\.(m\d+n\d+k16)", body))) for body in ptxs]
+    """An appending call with swapped dots (FAKV_SWAP_AB=1; by default above _SWAP_MIN_KEYS) that decode appends
+    itself (FAKV_FUSED_APPEND=1, the setmaxnreg of its registers; by default with several short splits): decode
+    attends its new keys a key block at a time (NEW_N = 64, kernels/append.py's new_rows rotating 16 rows at a
+    time), so every wgmma is the swapped m64n8k16, with NeoX, interleaved, partial and no rotary; ptxas spills at
+    most 16 bytes (the rotation's registers beside the consumer's 232)."""
+    ptxs, shapes = _swapped_decodes(tmp_path, SWAPPED_APPEND_SCRIPT, FAKV_FUSED_APPEND="1")
     assert shapes == [["m64n8k16"]] * 4, shapes
+    assert all("setmaxnreg.inc.sync.aligned.u32" in body for body in ptxs)
     for i, body in enumerate(ptxs):
         _registers(tmp_path / f"swapped_append{i}.ptx", body, max_spill=16)
