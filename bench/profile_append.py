@@ -1,0 +1,42 @@
+#!/usr/bin/env python3
+"""One plain call and one appending call that decode appends itself
+(FAKV_FUSED_APPEND forced), bf16 32/8 heads d128 paged 256 s8192, inside
+the CUDA profiler's range, for Nsight Compute: why the fused call is slower
+per key block than the plain one (docs/decisions.md, "Power").
+
+    ncu --clock-control none --profile-from-start off -k regex:decode \
+        --section SpeedOfLight --section Occupancy --section WarpStateStats \
+        python3 bench/profile_append.py [BATCH]          # default 8
+"""
+import os
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path[:0] = [os.path.join(ROOT, "bench"), os.path.join(ROOT, "test", "gpu")]
+import source_tree  # noqa: E402,F401
+import torch  # noqa: E402
+import fakv  # noqa: E402
+from fakv import interface  # noqa: E402
+from bench_decode import D, HK, inputs  # noqa: E402
+
+interface._FUSED_APPEND = True
+b = int(sys.argv[1]) if len(sys.argv) > 1 else 8
+q, k, v, lens, table = inputs(torch, True, B=b, S=8192)
+lens -= 1
+g = torch.Generator(device="cuda").manual_seed(1)
+kn, vn = (torch.randn((b, 1, HK, D), device="cuda", dtype=torch.bfloat16, generator=g) for _ in range(2))
+angle = torch.rand((8192, D // 2), device="cuda", generator=g)
+cos, sin = angle.cos().bfloat16(), angle.sin().bfloat16()
+calls = [lambda: fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table, causal=True),
+         lambda: fakv.flash_attn_with_kvcache(q, k, v, kn, vn, cos, sin, cache_seqlens=lens, block_table=table,
+                                              causal=True)]
+for _ in range(3):                 # compiled and warm
+    for c in calls:
+        c()
+torch.cuda.synchronize()
+torch.cuda.profiler.start()
+for c in calls:
+    c()
+torch.cuda.synchronize()
+torch.cuda.profiler.stop()
+print(f"b{b}: one plain call, then one appending call decode appends itself, profiled")
