@@ -180,6 +180,9 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
     # Programs of the decode launch, and of the combine's with head_block heads each (none with one split).
     programs = lambda s: batch * kv_heads * m_blocks * s                                   # noqa: E731
     combine_programs = lambda s, hb: math.ceil(heads / hb) * seqlen_q * batch if s > 1 else 0  # noqa: E731
+    # Whether decode appends the new keys itself with s splits (_FUSED_APPEND); head dims above 128 never do.
+    decode_appends = lambda s: (appending and head_tile <= 128 and 1 < s                   # noqa: E731
+                                and -(-n_blocks // s) <= _FUSED_MAX_BLOCKS)
     max_head_block = lambda s: max(1, min(_pow2(heads), 16384 // (_pow2(s) * head_tile)))  # noqa: E731
     slots = num_sms * (2 if head_tile <= 128 else 1)
     adaptive = 0
@@ -202,11 +205,11 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
             # the one whose longest split has the fewest blocks (the call's
             # critical path), then the fewest splits (b1 s8192 d128: 32 splits
             # of 8 blocks 15.4-15.6 us, the heuristic's 29, 28 of 9 and one of
-            # 4, 16.1-16.3 us). An appending call's last split also does the
-            # new keys' work.
+            # 4, 16.1-16.3 us). When decode appends, its last split also does
+            # the new keys' work.
             def longest(s):
                 per = -(-n_blocks // s)
-                last = max(0, n_blocks - (s - 1) * per) + (_APPEND_BLOCKS if appending else 0)
+                last = max(0, n_blocks - (s - 1) * per) + (_APPEND_BLOCKS if decode_appends(s) else 0)
                 return max(per, last), s
             wave = max(num_splits, slots // (batch * kv_heads * m_blocks))
             counts = range(num_splits, min(max_splits, wave) + 1)
@@ -265,9 +268,7 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
         "combine": dict(HEAD_DIM=head_tile, HEAD_BLOCK=head_block, MAX_SPLITS=_pow2(num_splits)),
         "combine_grid": (math.ceil(heads / head_block), seqlen_q, batch),
         "num_splits": num_splits,
-        # Whether decode appends the new keys itself (_FUSED_APPEND); head dims above 128 never do.
-        "fused_append": (appending and head_tile <= 128 and 1 < num_splits
-                         and -(-n_blocks // num_splits) <= _FUSED_MAX_BLOCKS),
+        "fused_append": decode_appends(num_splits),
     }
 
 
@@ -865,7 +866,7 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
     tile = p["decode"]["HEAD_DIM"]
     # Head dims up to 128, several short splits: decode appends and rotates itself (kernels/decode.py's APPEND;
     # its new keys rotated in registers, setmaxnreg giving the consumer more); else append.py's kernel first.
-    fused = k is not None and tile <= 128 and (p["fused_append"] if _FUSED_APPEND is None else _FUSED_APPEND)
+    fused = p["fused_append"] if _FUSED_APPEND is None else (k is not None and tile <= 128 and _FUSED_APPEND)
     merge = splits > 1 and _MERGE_SPLITS       # decode merges its own splits: no combine launch
     if fused or (merge and tile <= 128):       # (the merge's rounds of partials: registers, as the new keys)
         decode = decode.with_options(registers=_APPEND_REGISTERS)

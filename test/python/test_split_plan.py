@@ -54,10 +54,12 @@ def test_fewest_heads_per_combine_program_that_fit(batch, seqlen, heads):
         assert decode + math.ceil(heads / (hb // 2)) * batch > 2 * 132
 
 
-@pytest.mark.parametrize("seqlen", [1024, 8192, 32768])
+@pytest.mark.parametrize("seqlen", [1024, 8192])
 def test_appending_call_leaves_the_last_split_room(seqlen):
-    splits = plan(1, 1, 32, 8, 128, "bf16", True, 256, seqlen, False, 0, 132, L2, appending=True)["num_splits"]
-    shares = blocks(seqlen, splits)
+    """When decode appends (b1 s32768 does not: test_who_appends), its last split has room for the new keys."""
+    p = plan(1, 1, 32, 8, 128, "bf16", True, 256, seqlen, False, 0, 132, L2, appending=True)
+    assert p["fused_append"]
+    shares = blocks(seqlen, p["num_splits"], p["decode"]["BLOCK_N"])
     assert shares[-1] + _APPEND_BLOCKS <= max(shares)       # the new keys' work fits beside the longest split
 
 
@@ -172,3 +174,9 @@ def test_who_appends():
     assert fused(1, 8192) and fused(1, 1024) and fused(2, 8192)
     assert not fused(8, 8192) and not fused(32, 8192) and not fused(1, 8192, 256) and not fused(1, 8192, splits=1)
     assert not plan(1, 1, 32, 8, 128, "bf16", True, 256, 8192, True, 0, 132, L2)["fused_append"]   # no new keys
+    # The append kernel's calls keep the plain call's splits (the last split's allowance for the new keys is for
+    # decode appending): b1 s32768, 32 splits of 16 blocks.
+    for batch, seqlen in ((1, 32768), (4, 8192), (8, 8192)):
+        args = (batch, 1, 32, 8, 128, "bf16", True, 256, seqlen, True, 0, 132, L2)
+        assert not fused(batch, seqlen)
+        assert plan(*args, appending=True)["num_splits"] == plan(*args)["num_splits"]
