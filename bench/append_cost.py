@@ -6,7 +6,7 @@ step (NeoX, float32 cos/sin, causal); the plain call and the
 appending call timed in turn 7 times (CUDA graphs of 20 calls, 15
 replays), medians and the range of each.
 
-    python bench/append_cost.py [BATCH ...]       # default: 1 32
+    python bench/append_cost.py [BATCH[:SEQLEN] ...]       # default: 1 32 (SEQLEN 8192)
 """
 import os
 import statistics
@@ -24,13 +24,14 @@ from timing import graph_time_ms  # noqa: E402
 # angles, causal; seqlen_q 1, so causal changes no mask).
 STYLES = [("interleaved", torch.bfloat16, False), ("NeoX", torch.bfloat16, False), ("NeoX", torch.float32, True)]
 
-for b in [int(a) for a in sys.argv[1:]] or [1, 32]:
+CELLS = [tuple(int(x) for x in (a + ":8192").split(":")[:2]) for a in sys.argv[1:]] or [(1, 8192), (32, 8192)]
+for b, S in CELLS:
     for style, angle_dtype, causal in STYLES:
-        q, k, v, lens, table = inputs(torch, True, B=b, S=8192)
+        q, k, v, lens, table = inputs(torch, True, B=b, S=S)
         lens -= 1
         g = torch.Generator(device="cuda").manual_seed(1)
         kn, vn = (torch.randn((b, 1, HK, D), device="cuda", dtype=torch.bfloat16, generator=g) for _ in range(2))
-        angle = torch.rand((8192, D // 2), device="cuda", generator=g)
+        angle = torch.rand((S, D // 2), device="cuda", generator=g)
         cos, sin = angle.cos().to(angle_dtype), angle.sin().to(angle_dtype)
         plain = lambda: fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table,  # noqa: E731
                                                      causal=causal)
@@ -42,7 +43,7 @@ for b in [int(a) for a in sys.argv[1:]] or [1, 32]:
             t1.append(graph_time_ms([app] * 20, replays=15, warmup=3, fallback=False)[0] * 1e3)
         m0, m1 = statistics.median(t0), statistics.median(t1)
         name = f"rotary {style}, {str(angle_dtype).split('.')[1]} angles{', causal' if causal else ''}"
-        print(f"b{b} s8192 paged 256, {name}: plain {m0:.2f} us, + append 1 token with rotary {m1:.2f} us "
+        print(f"b{b} s{S} paged 256, {name}: plain {m0:.2f} us, + append 1 token with rotary {m1:.2f} us "
               f"({m1 / m0 - 1:+.1%}); plain runs {min(t0):.2f}-{max(t0):.2f}, appending {min(t1):.2f}-{max(t1):.2f}",
               flush=True)
         torch.cuda.empty_cache()

@@ -91,7 +91,7 @@ def decode(Q, K, V, Table, Seqlens, Out, Lse, OutPart, LsePart,
         lo = fl.where(left < 0, 0, fl.maximum(pos - left, 0) // BLOCK_N)
         hi = fl.where(right < 0, hi, fl.minimum(hi, (pos + SQ_BLOCK - 1 + right) // BLOCK_N + 1))
     splits = used_splits(Seqlens, cached, num_splits, capacity, ADAPTIVE) if ADAPTIVE else num_splits  # (splits.py)
-    per_split = (hi - lo + splits - 1) // splits
+    per_split = (hi - lo + APPEND + splits - 1) // splits       # APPEND: the last split's blocks for new keys
     first, last = lo + split * per_split, fl.minimum(lo + (split + 1) * per_split, hi)
 
     # Queries [q0, q0 + SQ_BLOCK) of head h, with ROTARY rotated at old + q0 + i * q_step (FlashAttention's).

@@ -143,8 +143,11 @@ _RING_BYTES = 96 * 1024       # a K/V ring that still lets two programs share an
 
 
 # What an appending call's last split does besides its cache blocks (the new
-# keys attended and written), in key blocks; an estimate (a one-token append
-# with rotary added 1.4-2.1 us to a 3.7 us call of one split, H200).
+# keys attended), in key blocks: decode.py's APPEND, that many blocks fewer
+# for the last split. H200, session 14 (one token, rotary, paged 256 s8192,
+# decode appending): b4 (8 splits) +17.7 -> +9.3 % (interleaved), b8 (4)
+# +10.7 -> +6.2 %, b1 with 32 splits +58 -> +25 %; the plans of b1 and b2
+# (their last splits already short) unchanged.
 _APPEND_BLOCKS = 3
 
 
@@ -182,7 +185,7 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
     combine_programs = lambda s, hb: math.ceil(heads / hb) * seqlen_q * batch if s > 1 else 0  # noqa: E731
     # Whether decode appends the new keys itself with s splits (_FUSED_APPEND); head dims above 128 never do.
     decode_appends = lambda s: (appending and head_tile <= 128 and 1 < s                   # noqa: E731
-                                and -(-n_blocks // s) <= _FUSED_MAX_BLOCKS)
+                                and -(-(n_blocks + _APPEND_BLOCKS) // s) <= _FUSED_MAX_BLOCKS)
     max_head_block = lambda s: max(1, min(_pow2(heads), 16384 // (_pow2(s) * head_tile)))  # noqa: E731
     slots = num_sms * (2 if head_tile <= 128 else 1)
     adaptive = 0
@@ -208,9 +211,9 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
             # 4, 16.1-16.3 us). When decode appends, its last split also does
             # the new keys' work.
             def longest(s):
-                per = -(-n_blocks // s)
-                last = max(0, n_blocks - (s - 1) * per) + (_APPEND_BLOCKS if decode_appends(s) else 0)
-                return max(per, last), s
+                spare = _APPEND_BLOCKS if decode_appends(s) else 0     # (decode.py's APPEND, as decode splits)
+                per = -(-(n_blocks + spare) // s)
+                return max(per, max(0, n_blocks - (s - 1) * per) + spare), s
             wave = max(num_splits, slots // (batch * kv_heads * m_blocks))
             counts = range(num_splits, min(max_splits, wave) + 1)
             fit = [s for s in counts if programs(s) + combine_programs(s, max_head_block(s)) <= slots]
@@ -242,7 +245,7 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
         "decode": dict(HEAD_DIM=head_tile, BLOCK_N=block_n, NEW_N=block_n if swap else 16, GROUP=group,
                        SQ_BLOCK=sq_block, PAGE_SIZE=page_size if paged else 0, CAUSAL=bool(causal) and seqlen_q > 1,
                        BATCH_IDX=False, SOFTCAP=False, WINDOW=False, ALIBI=False, LEFTPAD=False, PRESCALE=False,
-                       MERGE=False, APPEND=False, ROTARY=False, INTERLEAVED=False, ADAPTIVE=adaptive,
+                       MERGE=False, APPEND=0, ROTARY=False, INTERLEAVED=False, ADAPTIVE=adaptive,
                        LONGEST_FIRST=longest_first, HEADS_FIRST=heads_first),
         # (sequence x query block, heads, splits): the programs of a split start after those of the
         # split before (axis z: at most 64 splits, within CUDA's 65535); HEADS_FIRST: (heads, sequence
@@ -298,11 +301,14 @@ _MERGE_SPLITS = os.environ.get("FAKV_MERGE_SPLITS") == "1"
 # b1 (29 splits of 5 blocks) fused +1.1-1.9 us on 9.6, append kernel first
 # +3.2-3.5; b8 (4 splits of 32) fused +7.2-10.5 us on 68.3, append kernel
 # first +4.3-4.5; b32 (one split) fused +10.6-21.4 us on 247, append kernel
-# first +4.4-5.3. (The fused kernel's main loop is slower per block; cause
-# not found: same occupancy, no spill.) FAKV_FUSED_APPEND=1: always decode,
-# 0: always the append kernel.
+# first +4.4-5.3. (Not the loop: the last split's tail of the new keys,
+# on the critical path, Nsight Compute in session 14; its split is now
+# _APPEND_BLOCKS shorter, so b4's 8 splits of 17 blocks append in decode:
+# +9.3 % against the append kernel's +12 %.) FAKV_FUSED_APPEND=1: always
+# decode, 0: always the append kernel.
 _FUSED_APPEND = {"1": True, "0": False}.get(os.environ.get("FAKV_FUSED_APPEND", ""))
-_FUSED_MAX_BLOCKS = 12        # key blocks per split, at most, of a call decode appends itself
+_FUSED_MAX_BLOCKS = 17        # key blocks per split (decode.py's share, APPEND's included), at most, of a
+                              # call decode appends itself
 _APPEND_REGISTERS = (24, 232)   # (producer, consumer) per thread: compiled at their average, 128
 _COUNTERS = {}          # (device, stream) -> the counters buffers made (the largest last; all kept)
 _STREAM = None          # runtime.stream_getter(), once needed
@@ -894,7 +900,8 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
                     rotary_cos.shape[0] if rotary_dim else 0, int(q_rows)]
     if merge:
         decode_args[34] = _counters(q, batch * heads * -(-seqlen_q // p["decode"]["SQ_BLOCK"]), on_gpu)
-    decode_consts = dict(p["decode"], **extras, LEFTPAD=cache_leftpad is not None, MERGE=merge, APPEND=fused,
+    decode_consts = dict(p["decode"], **extras, LEFTPAD=cache_leftpad is not None, MERGE=merge,
+                         APPEND=_APPEND_BLOCKS if fused else 0,
                          ROTARY=_rotary_kind(rotary_dim, tile), INTERLEAVED=rotary_dim > 0 and bool(rotary_interleaved))
     lse_shape = (batch, heads, seqlen_q)
     part_out = splits * batch * seqlen_q * heads * tile if splits > 1 else 0
