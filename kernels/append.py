@@ -114,7 +114,10 @@ def append_rows(KNew, VNew, new_stride, K, V, table, BatchIdx, Cos, Sin, Errors,
     seqlen < 0 (a length already reported), nor through a block-table entry
     outside [0, num_pages) (reported)."""
     for t in fl.range(first, fl.where(seqlen >= 0, last, first), step):
-        pos = seqlen + t
+        pos = seqlen + t          # (the row loaded and rotated before its page is looked up: loads in parallel)
+        k = rotated_rows(KNew + t * new_stride, 0, 1, head_dim, Cos, Sin, pos, 0, cos_stride, rotary_dim, pos + 1,
+                         Errors, 0, 1, HEAD_DIM, ROTARY, INTERLEAVED)
+        v = fl.load(VNew + t * new_stride, (1, HEAD_DIM), (0, 0), (0, 1), bounds=(1, head_dim))
         page, offset = b, pos
         if BATCH_IDX:
             page = BatchIdx[b]
@@ -124,10 +127,8 @@ def append_rows(KNew, VNew, new_stride, K, V, table, BatchIdx, Cos, Sin, Errors,
         fl.report(Errors, not inside, (BLOCK_TABLE_ERROR if PAGE_SIZE else BATCH_IDX_ERROR) + b)
         if inside:
             row = page.to(fl.int64) * page_stride + offset.to(fl.int64) * row_stride
-            copy_row(KNew + t * new_stride, K + row, Cos, Sin, Errors, pos, head_dim, rotary_dim, cos_stride,
-                     HEAD_DIM, ROTARY, INTERLEAVED)
-            copy_row(VNew + t * new_stride, V + row, Cos, Sin, Errors, pos, head_dim, rotary_dim, cos_stride,
-                     HEAD_DIM, False, INTERLEAVED)
+            fl.store(K + row, k, (0, 0), (0, 1), bounds=(1, head_dim))
+            fl.store(V + row, v, (0, 0), (0, 1), bounds=(1, head_dim))
 
 
 @fakv.jit
