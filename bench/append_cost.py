@@ -17,7 +17,7 @@ sys.path[:0] = [os.path.join(ROOT, "bench"), os.path.join(ROOT, "test", "gpu")]
 import source_tree  # noqa: E402,F401
 import torch  # noqa: E402
 import fakv  # noqa: E402
-from bench_decode import D, HK, inputs  # noqa: E402
+from bench_decode import appending_inputs  # noqa: E402
 from timing import graph_time_ms  # noqa: E402
 
 # (rotary style, cos/sin dtype, causal): the API's default; NeoX; the seed's decode step (NeoX, float32
@@ -27,12 +27,7 @@ STYLES = [("interleaved", torch.bfloat16, False), ("NeoX", torch.bfloat16, False
 CELLS = [tuple(int(x) for x in (a + ":8192").split(":")[:2]) for a in sys.argv[1:]] or [(1, 8192), (32, 8192)]
 for b, S in CELLS:
     for style, angle_dtype, causal in STYLES:
-        q, k, v, lens, table = inputs(torch, True, B=b, S=S)
-        lens -= 1
-        g = torch.Generator(device="cuda").manual_seed(1)
-        kn, vn = (torch.randn((b, 1, HK, D), device="cuda", dtype=torch.bfloat16, generator=g) for _ in range(2))
-        angle = torch.rand((S, D // 2), device="cuda", generator=g)
-        cos, sin = angle.cos().to(angle_dtype), angle.sin().to(angle_dtype)
+        q, k, v, lens, table, kn, vn, cos, sin = appending_inputs(b, S, angle_dtype)
         plain = lambda: fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table,  # noqa: E731
                                                      causal=causal)
         app = lambda: fakv.flash_attn_with_kvcache(q, k, v, kn, vn, cos, sin, cache_seqlens=lens, block_table=table,  # noqa: E731

@@ -18,19 +18,14 @@ import source_tree  # noqa: E402,F401
 import torch  # noqa: E402
 import fakv  # noqa: E402
 from fakv import interface  # noqa: E402
-from bench_decode import D, HK, inputs  # noqa: E402
+from bench_decode import D, appending_inputs  # noqa: E402
 from timing import graph_time_ms  # noqa: E402
 
 interface._FUSED_APPEND = True
 B = int(sys.argv[1]) if len(sys.argv) > 1 else 1
 SPLITS = [int(s) for s in sys.argv[2].split(",")] if len(sys.argv) > 2 else [0, 16, 22, 26, 29, 32, 43]
 KINDS = ("plain", "kv", "gptj", "neox")
-q, k, v, lens, table = inputs(torch, True, B=B, S=8192)
-lens -= 1
-g = torch.Generator(device="cuda").manual_seed(1)
-kn, vn = (torch.randn((B, 1, HK, D), device="cuda", dtype=torch.bfloat16, generator=g) for _ in range(2))
-angle = torch.rand((8192, D // 2), device="cuda", generator=g)
-cos, sin = angle.cos().bfloat16(), angle.sin().bfloat16()
+q, k, v, lens, table, kn, vn, cos, sin = appending_inputs(B, 8192)
 f = fakv.flash_attn_with_kvcache
 
 

@@ -61,6 +61,20 @@ def inputs(lib, paged, B=B, S=S):
     return q, k, v, torch.full((B,), S, dtype=torch.int32, device="cuda"), table
 
 
+def appending_inputs(B=B, S=S, angle_dtype=None):
+    """inputs(torch, paged) of S - 1 cached keys per sequence, plus one new
+    token's k, v (B, 1, HK, D) and rotary cos, sin (S, D / 2; bf16 unless
+    angle_dtype): (q, k, v, lens, table, k_new, v_new, cos, sin)."""
+    import torch
+    q, k, v, lens, table = inputs(torch, True, B=B, S=S)
+    lens -= 1
+    g = torch.Generator(device="cuda").manual_seed(1)
+    kn, vn = (torch.randn((B, 1, HK, D), device="cuda", dtype=torch.bfloat16, generator=g) for _ in range(2))
+    angle = torch.rand((S, D // 2), device="cuda", generator=g)
+    dtype = angle_dtype or torch.bfloat16
+    return q, k, v, lens, table, kn, vn, angle.cos().to(dtype), angle.sin().to(dtype)
+
+
 def time_ms(fn, iters=20, reps=10, warmup=3, graph=True):
     """Median GPU time per call over `iters` replays of a CUDA graph of
     `reps` calls, so that no host work (which differs between
@@ -169,12 +183,7 @@ def append_rows(time_ms):
     import fakv
     rows = []
     for b in (B, 1):
-        q, k, v, lens, table = inputs(torch, True, B=b)
-        lens -= 1
-        g = torch.Generator(device="cuda").manual_seed(1)
-        kn, vn = (torch.randn((b, 1, HK, D), device="cuda", dtype=torch.bfloat16, generator=g) for _ in range(2))
-        angle = torch.rand((S, D // 2), device="cuda", generator=g)
-        cos, sin = angle.cos().to(torch.bfloat16), angle.sin().to(torch.bfloat16)
+        q, k, v, lens, table, kn, vn, cos, sin = appending_inputs(b)
         plain = lambda: fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table)  # noqa: E731
         append = lambda: fakv.flash_attn_with_kvcache(q, k, v, kn, vn, cos, sin, cache_seqlens=lens,  # noqa: E731
                                                       block_table=table)

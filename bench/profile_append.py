@@ -17,16 +17,11 @@ import source_tree  # noqa: E402,F401
 import torch  # noqa: E402
 import fakv  # noqa: E402
 from fakv import interface  # noqa: E402
-from bench_decode import D, HK, inputs  # noqa: E402
+from bench_decode import appending_inputs  # noqa: E402
 
 interface._FUSED_APPEND = True
 b = int(sys.argv[1]) if len(sys.argv) > 1 else 8
-q, k, v, lens, table = inputs(torch, True, B=b, S=8192)
-lens -= 1
-g = torch.Generator(device="cuda").manual_seed(1)
-kn, vn = (torch.randn((b, 1, HK, D), device="cuda", dtype=torch.bfloat16, generator=g) for _ in range(2))
-angle = torch.rand((8192, D // 2), device="cuda", generator=g)
-cos, sin = angle.cos().bfloat16(), angle.sin().bfloat16()
+q, k, v, lens, table, kn, vn, cos, sin = appending_inputs(b, 8192)
 calls = [lambda: fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table, causal=True),
          lambda: fakv.flash_attn_with_kvcache(q, k, v, kn, vn, cos, sin, cache_seqlens=lens, block_table=table,
                                               causal=True)]
