@@ -106,18 +106,22 @@ def new_rows(t, end, KNew, VNew, stride, head_dim, Cos, Sin, pos, cos_stride, ro
 def append_rows(KNew, VNew, new_stride, K, V, table, BatchIdx, Cos, Sin, Errors, b, first, last, step, seqlen,
                 page_stride, row_stride, num_pages, head_dim, rotary_dim, cos_stride,
                 HEAD_DIM: fl.constexpr, PAGE_SIZE: fl.constexpr, BATCH_IDX: fl.constexpr, ROTARY: fl.constexpr,
-                INTERLEAVED: fl.constexpr):
+                INTERLEAVED: fl.constexpr, ROWS_FIRST: fl.constexpr):
     """New rows t = first, first + step, ... < last of one kv head (KNew,
     VNew: row 0 of sequence b; K, V: the caches at that head) to the cache
     at position seqlen + t (the keys rotated there), through the block-table
     row `table` or into cache row b (BatchIdx[b]). Nothing is written when
     seqlen < 0 (a length already reported), nor through a block-table entry
-    outside [0, num_pages) (reported)."""
+    outside [0, num_pages) (reported). ROWS_FIRST: a row is loaded and
+    rotated before its page is looked up (the loads in parallel: the append
+    kernel, b8 s8192 +6.9 -> +5.5 %, H200); else after (decode appending:
+    0.1-0.3 us faster so)."""
     for t in fl.range(first, fl.where(seqlen >= 0, last, first), step):
-        pos = seqlen + t          # (the row loaded and rotated before its page is looked up: loads in parallel)
-        k = rotated_rows(KNew + t * new_stride, 0, 1, head_dim, Cos, Sin, pos, 0, cos_stride, rotary_dim, pos + 1,
-                         Errors, 0, 1, HEAD_DIM, ROTARY, INTERLEAVED)
-        v = fl.load(VNew + t * new_stride, (1, HEAD_DIM), (0, 0), (0, 1), bounds=(1, head_dim))
+        pos = seqlen + t
+        if ROWS_FIRST:
+            k = rotated_rows(KNew + t * new_stride, 0, 1, head_dim, Cos, Sin, pos, 0, cos_stride, rotary_dim, pos + 1,
+                             Errors, 0, 1, HEAD_DIM, ROTARY, INTERLEAVED)
+            v = fl.load(VNew + t * new_stride, (1, HEAD_DIM), (0, 0), (0, 1), bounds=(1, head_dim))
         page, offset = b, pos
         if BATCH_IDX:
             page = BatchIdx[b]
@@ -127,8 +131,14 @@ def append_rows(KNew, VNew, new_stride, K, V, table, BatchIdx, Cos, Sin, Errors,
         fl.report(Errors, not inside, (BLOCK_TABLE_ERROR if PAGE_SIZE else BATCH_IDX_ERROR) + b)
         if inside:
             row = page.to(fl.int64) * page_stride + offset.to(fl.int64) * row_stride
-            fl.store(K + row, k, (0, 0), (0, 1), bounds=(1, head_dim))
-            fl.store(V + row, v, (0, 0), (0, 1), bounds=(1, head_dim))
+            if ROWS_FIRST:
+                fl.store(K + row, k, (0, 0), (0, 1), bounds=(1, head_dim))
+                fl.store(V + row, v, (0, 0), (0, 1), bounds=(1, head_dim))
+            else:
+                copy_row(KNew + t * new_stride, K + row, Cos, Sin, Errors, pos, head_dim, rotary_dim, cos_stride,
+                         HEAD_DIM, ROTARY, INTERLEAVED)
+                copy_row(VNew + t * new_stride, V + row, Cos, Sin, Errors, pos, head_dim, rotary_dim, cos_stride,
+                         HEAD_DIM, False, INTERLEAVED)
 
 
 @fakv.jit
@@ -161,4 +171,4 @@ def append(Q, KNew, VNew, K, V, QOut, Table, Seqlens, BatchIdx, Cos, Sin, Errors
                         V + h.to(fl.int64) * head_stride, Table + b * table_stride, BatchIdx, Cos, Sin, Errors,
                         b, t, fl.minimum(t + 1, seqlen_new), 1, fl.where(fits, seqlen, -1), page_stride,
                         row_stride, num_pages, head_dim, rotary_dim, cos_stride, HEAD_DIM, PAGE_SIZE, BATCH_IDX,
-                        ROTARY, INTERLEAVED)
+                        ROTARY, INTERLEAVED, True)

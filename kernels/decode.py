@@ -113,7 +113,7 @@ def decode(Q, K, V, Table, Seqlens, Out, Lse, OutPart, LsePart,
                     V + kvh.to(fl.int64) * head_stride, table, BatchIdx, Cos, Sin, Errors, b,
                     (num_splits - 1 - split) * m_blocks + bm % m_blocks, new_keys, num_splits * m_blocks,
                     fl.where(bad, -1, old), page_stride, row_stride, num_pages, head_dim, rotary_dim, cos_stride,
-                    HEAD_DIM, PAGE_SIZE, BATCH_IDX, ROTARY, INTERLEAVED)
+                    HEAD_DIM, PAGE_SIZE, BATCH_IDX, ROTARY, INTERLEAVED, False)
     m, l, acc = fl.full((SQ_BLOCK,), float("-inf")), fl.zeros((SQ_BLOCK,)), fl.zeros((SQ_BLOCK, HEAD_DIM))
     for blk in fl.range(first, last):
         n0 = blk * BLOCK_N
