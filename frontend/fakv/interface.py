@@ -303,9 +303,10 @@ _MERGE_SPLITS = os.environ.get("FAKV_MERGE_SPLITS") == "1"
 # first +4.3-4.5; b32 (one split) fused +10.6-21.4 us on 247, append kernel
 # first +4.4-5.3. (Not the loop: the last split's tail of the new keys,
 # on the critical path, Nsight Compute in session 14; its split is now
-# _APPEND_BLOCKS shorter, so b4's 8 splits of 17 blocks append in decode:
-# +9.3 % against the append kernel's +12 %.) FAKV_FUSED_APPEND=1: always
-# decode, 0: always the append kernel.
+# _APPEND_BLOCKS shorter, so b4's 8 splits of 17 blocks append in decode.)
+# Session 14's wheel (b688d5f): b1 +10.9-18.8 %, b2 +7.1-12.9, b4 (decode)
+# +9.4-15.1, b8 (append kernel) +5.3, b32 +1.7-1.9. FAKV_FUSED_APPEND=1:
+# always decode, 0: always the append kernel.
 _FUSED_APPEND = {"1": True, "0": False}.get(os.environ.get("FAKV_FUSED_APPEND", ""))
 _FUSED_MAX_BLOCKS = 17        # key blocks per split (decode.py's share, APPEND's included), at most, of a
                               # call decode appends itself
