@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """One plain call and one appending call that decode appends itself
 (FAKV_FUSED_APPEND forced), bf16 32/8 heads d128 paged 256 s8192, inside
-the CUDA profiler's range, for Nsight Compute: why the fused call is slower
-per key block than the plain one (docs/decisions.md, "Power").
+the CUDA profiler's range, for Nsight Compute: where the fused call's extra
+time goes (session 14: the last split's tail, docs/decisions.md, "Power").
 
     ncu --clock-control none --profile-from-start off -k regex:decode \
         --section SpeedOfLight --section Occupancy --section WarpStateStats \
