@@ -235,6 +235,41 @@ def Fakv_ReportOp : Fakv_Op<"report", [MemoryEffects<[MemWrite]>]> {
   let assemblyFormat = "$error `,` $cond `,` $code attr-dict `:` qualified(type($error))";
 }
 
+def Fakv_DependencyWaitOp : Fakv_Op<"dependency_wait", [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "wait for the kernels this one depends on; their writes visible after it";
+  let description = [{
+    A kernel launched before the kernel it depends on has finished
+    (programmatic dependent launch) waits here until that kernel's writes
+    are visible. Before this op a kernel may read only what the kernels it
+    depends on do not write (a call's inputs) and write only what they do
+    not read. A kernel without it waits before it touches memory (the GPU
+    lowering's fakvgpu-dependent-launch); on the CPU it does nothing. At
+    most one a kernel, outside loops and branches (not checked).
+
+    ```mlir
+    fakv.dependency_wait
+    ```
+  }];
+  let assemblyFormat = "attr-dict";
+}
+
+def Fakv_LaunchDependentsOp : Fakv_Op<"launch_dependents", [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "let the kernel launched behind this one start";
+  let description = [{
+    Once every program of the kernel has passed this op (or finished), the
+    kernel launched behind it programmatically may be scheduled (it waits
+    for this one's writes before it reads them). A kernel without it lets
+    its dependents launch at its top (after its wait when that is there:
+    fakvgpu-dependent-launch); on the CPU it does nothing. At most one a
+    kernel, outside loops and branches (not checked).
+
+    ```mlir
+    fakv.launch_dependents
+    ```
+  }];
+  let assemblyFormat = "attr-dict";
+}
+
 // The mask of a load or store is an i1 tile shaped like the data tile.
 class Fakv_MaskMatches<string tile> : OptionalTypesMatchWith<
     "mask is an i1 tile shaped like the " # tile, tile, "mask",

@@ -4,8 +4,7 @@ softmax into the output and LSE, or f32 partials for combine.py. pack_gqa: a kv 
 import fakv
 import fakv.language as fl
 from fakv.kernels.append import append_rows, new_rows, rotated_rows
-from fakv.kernels.combine import merge_splits
-from fakv.kernels.splits import longest_first, store_partial, used_splits
+from fakv.kernels.splits import longest_first, merge_splits, store_partial, used_splits
 
 # Codes a program reports bad data with (fl.report; fakv.runtime.ERROR_KINDS), plus the batch row.
 SEQLENS_ERROR, BLOCK_TABLE_ERROR, BATCH_IDX_ERROR, APPEND_ERROR, LEFTPAD_ERROR, ROTARY_ERROR = \
@@ -143,7 +142,7 @@ def decode(Q, K, V, Table, Seqlens, Out, Lse, OutPart, LsePart,
                  bounds=(seqlen_q,))
     else:
         store_partial(OutPart, LsePart, out, lse, split * batch + b, h, q0, seqlen_q, heads, head_dim, HEAD_DIM)
-        if MERGE:                          # one launch: the last split merges (combine.py's merge_splits)
+        if MERGE:                          # one launch: the last split merges (splits.py's merge_splits)
             merge_splits(OutPart, LsePart, Out, Lse, Counters, b, h, q0, (b * heads + h) * m_blocks + q0 // SQ_BLOCK,
                          num_splits, batch, seqlen_q, heads, head_dim, q_batch_stride, q_seq_stride, q_head_stride,
                          HEAD_DIM, SQ_BLOCK, GROUP)

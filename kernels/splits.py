@@ -2,7 +2,8 @@
 the batch size, a constexpr): how many of its splits a sequence uses, so
 that the longest sequences of a batch of one wave are not one program's
 work each; and, for a batch of several waves, which sequence a program
-runs, so that the longest start first instead of in the last wave."""
+runs, so that the longest start first instead of in the last wave; and
+how the last split to finish merges them all (FAKV_MERGE_SPLITS)."""
 import fakv
 import fakv.language as fl
 
@@ -73,3 +74,32 @@ def store_partial(OutPart, LsePart, out, lse, part, h, q0, seqlen_q, heads, head
     fl.store(OutPart + (part * seqlen_q * heads + h) * HEAD_DIM, out, (q0, 0), (heads * HEAD_DIM, 1),
              bounds=(seqlen_q, head_dim))
     fl.store(LsePart + (part * heads + h) * seqlen_q, lse, (q0,), (1,), bounds=(seqlen_q,))
+
+
+@fakv.jit
+def merge_splits(OutPart, LsePart, Out, Lse, Counters, b, h, q0, counter, num_splits, batch, seqlen_q, heads,
+                 head_dim, out_batch_stride, out_seq_stride, out_head_stride,
+                 HEAD_DIM: fl.constexpr, SQ_BLOCK: fl.constexpr, GROUP: fl.constexpr):
+    """decode.py's ending with MERGE (one launch instead of decode + combine):
+    the last split of (sequence b, head h, query block q0) to store its
+    partial merges every split's, as combine does, and leaves its counter at
+    0 for the next launch."""
+    if fl.atomic_add(Counters, counter, 1) == num_splits - 1:
+        m, l = fl.full((SQ_BLOCK,), float("-inf")), fl.zeros((SQ_BLOCK,))
+        acc = fl.zeros((SQ_BLOCK, HEAD_DIM))
+        ROUND = 8 if SQ_BLOCK * GROUP * HEAD_DIM <= 512 else 1     # splits loaded at once (registers)
+        for s in fl.range(0, num_splits, ROUND):    # a round's LSEs are the scores of one softmax step
+            part = s * batch + b
+            lse = fl.load(LsePart + (part * heads + h) * seqlen_q, (SQ_BLOCK, ROUND), (q0, 0),
+                          (1, batch * heads * seqlen_q), bounds=(seqlen_q, num_splits - s), other=float("-inf"))
+            o = fl.load(OutPart + (part * seqlen_q * heads + h) * HEAD_DIM, (SQ_BLOCK, ROUND, HEAD_DIM), (q0, 0, 0),
+                        (heads * HEAD_DIM, batch * seqlen_q * heads * HEAD_DIM, 1),
+                        bounds=(seqlen_q, num_splits - s, head_dim))
+            m, l, w, alpha = fl.online_softmax(lse, m, l)
+            acc = acc * alpha[:, None] + fl.sum(o * w[:, :, None], 1)
+        empty = l == 0.0        # no key in any split: 0 and +inf, as FlashAttention 2
+        fl.store(Out + b * out_batch_stride + h * out_head_stride, acc * fl.where(empty, 0.0, 1.0 / l)[:, None],
+                 (q0, 0), (out_seq_stride, 1), bounds=(seqlen_q, head_dim))
+        fl.store(Lse + (b * heads + h) * seqlen_q, fl.where(empty, float("inf"), m + fl.log(l)), (q0,), (1,),
+                 bounds=(seqlen_q,))
+        fl.atomic_add(Counters, counter, -num_splits)

@@ -2,13 +2,15 @@
 //
 // Programmatic dependent launch (Hopper): every kernel starts with
 // `griddepcontrol.wait` (nothing before it touches memory: it waits until
-// the grids it depends on have finished and their writes are visible) and
-// then `griddepcontrol.launch_dependents` (the next kernel in the stream may
-// be scheduled once every program of this one has started). A kernel
-// launched after another with programmatic stream serialization then has
-// its launch and setup overlap the previous kernel's tail; launched without
-// it, the wait returns at once. The kernel gets `fakvgpu.dependent_launch`,
-// which the launch facts carry to the runtime.
+// the grids it depends on have finished and their writes are visible; a
+// kernel with a fakv.dependency_wait waits there instead, having read the
+// call's inputs before it) and then `griddepcontrol.launch_dependents` (the
+// next kernel in the stream may be scheduled once every program of this
+// one has started; or once each has passed its fakv.launch_dependents). A kernel launched after another with programmatic
+// stream serialization then has its launch and setup overlap the previous
+// kernel's tail; launched without it, the wait returns at once. The kernel
+// gets `fakvgpu.dependent_launch`, which the launch facts carry to the
+// runtime.
 // Test: test/lowering/dependent-launch.mlir.
 //
 //===----------------------------------------------------------------------===//
@@ -35,16 +37,22 @@ struct DependentLaunchPass
       if (!func.isKernel() || func.getBody().empty() ||
           func->hasAttr(fakv::codegen::kDependentLaunchAttr))
         return;
+      // A kernel that waits, or lets its dependents launch, where its
+      // fakv.dependency_wait / fakv.launch_dependents was gets no other.
+      auto has = [&](StringRef ptx) {
+        return func.walk([&](LLVM::InlineAsmOp asmOp) {
+                     return asmOp.getAsmString() == ptx ? WalkResult::interrupt()
+                                                        : WalkResult::advance();
+                   }).wasInterrupted();
+      };
+      SmallVector<StringRef, 2> ptxs;
+      if (!has(fakv::codegen::kGridDependencyWait))
+        ptxs.push_back(fakv::codegen::kGridDependencyWait);
+      if (!has(fakv::codegen::kLaunchDependents))
+        ptxs.push_back(fakv::codegen::kLaunchDependents);
       OpBuilder b = OpBuilder::atBlockBegin(&func.getBody().front());
-      // Inline PTX with a memory clobber rather than the NVVM intrinsics,
-      // which LLVM models as not touching memory (loads could move above).
-      for (StringRef ptx : {"griddepcontrol.wait;", "griddepcontrol.launch_dependents;"})
-        LLVM::InlineAsmOp::create(b, func.getLoc(), TypeRange{}, ValueRange{},
-                                  b.getStringAttr(ptx), b.getStringAttr("~{memory}"),
-                                  b.getUnitAttr(), UnitAttr(), LLVM::TailCallKindAttr(),
-                                  LLVM::AsmDialectAttr::get(b.getContext(),
-                                                            LLVM::AsmDialect::AD_ATT),
-                                  ArrayAttr());
+      for (StringRef ptx : ptxs)
+        fakv::codegen::griddepcontrol(b, func.getLoc(), ptx);
       func->setAttr(fakv::codegen::kDependentLaunchAttr, b.getUnitAttr());
     });
   }

@@ -48,6 +48,14 @@ Value codegen::ifValue(OpBuilder &b, Location loc, Value cond, Type t,
   return ifOp.getResult(0);
 }
 
+void codegen::griddepcontrol(OpBuilder &b, Location loc, StringRef ptx) {
+  LLVM::InlineAsmOp::create(b, loc, TypeRange{}, ValueRange{}, b.getStringAttr(ptx),
+                            b.getStringAttr("~{memory}"), b.getUnitAttr(), UnitAttr(),
+                            LLVM::TailCallKindAttr(),
+                            LLVM::AsmDialectAttr::get(b.getContext(), LLVM::AsmDialect::AD_ATT),
+                            ArrayAttr());
+}
+
 Value codegen::i32(OpBuilder &b, Location loc, int64_t v) {
   return arith::ConstantIntOp::create(b, loc, v, 32);
 }

@@ -42,6 +42,12 @@ constexpr llvm::StringLiteral kConvertedKernelAttr = "fakvgpu.converted_kernel";
 /// (fakvgpu-dependent-launch): it may be launched with programmatic stream
 /// serialization.
 constexpr llvm::StringLiteral kDependentLaunchAttr = "fakvgpu.dependent_launch";
+/// The PTX of the wait: at a kernel's top (fakvgpu-dependent-launch), or
+/// where its fakv.dependency_wait was.
+constexpr llvm::StringLiteral kGridDependencyWait = "griddepcontrol.wait;";
+/// And of the release of the kernels behind it: at a kernel's top, after its
+/// wait, or where its fakv.launch_dependents was.
+constexpr llvm::StringLiteral kLaunchDependents = "griddepcontrol.launch_dependents;";
 /// The dynamic shared memory of a kernel module.
 constexpr llvm::StringLiteral kSmemSymbol = "fakv_smem";
 /// Bytes added to a kernel's shared memory so its base can be 1024-aligned.
@@ -60,6 +66,11 @@ Role roleOf(Operation *op);
 /// i32 constants.
 Value i32(OpBuilder &b, Location loc, int64_t v);
 Value i64(OpBuilder &b, Location loc, int64_t v);
+
+/// `ptx` (griddepcontrol.wait / .launch_dependents) as inline PTX with a
+/// memory clobber rather than the NVVM intrinsics, which LLVM models as not
+/// touching memory (loads could move across them).
+void griddepcontrol(OpBuilder &b, Location loc, StringRef ptx);
 
 /// The thread's id within its role (i32).
 Value roleThreadId(OpBuilder &b, Location loc, Operation *op);

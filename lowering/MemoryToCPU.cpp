@@ -209,10 +209,24 @@ struct AtomicAddLowering : OpConversionPattern<AtomicAddOp> {
   }
 };
 
+/// The CPU runs a call's kernels one after the other: nothing to wait for,
+/// nothing to release early.
+template <typename Op>
+struct EraseLowering : OpConversionPattern<Op> {
+  using OpConversionPattern<Op>::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(Op op, typename Op::Adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
 } // namespace
 
 void cpu::populateMemoryToCPUPatterns(const TypeConverter &converter,
                                       RewritePatternSet &patterns) {
-  patterns.add<LoadLowering, StoreLowering, PagedLoadLowering, AtomicAddLowering>(
+  patterns.add<LoadLowering, StoreLowering, PagedLoadLowering, AtomicAddLowering,
+               EraseLowering<DependencyWaitOp>, EraseLowering<LaunchDependentsOp>>(
       converter, patterns.getContext());
 }

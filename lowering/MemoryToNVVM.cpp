@@ -318,6 +318,23 @@ struct AtomicAddLowering : OpConversionPattern<AtomicAddOp> {
   }
 };
 
+/// griddepcontrol.wait (fakv.dependency_wait) or .launch_dependents
+/// (fakv.launch_dependents) where the kernel says, as fakvgpu-dependent-launch
+/// would put them at its top (it then adds none).
+template <typename Op>
+struct GridDependencyLowering : OpConversionPattern<Op> {
+  GridDependencyLowering(const TypeConverter &converter, MLIRContext *context, StringRef ptx)
+      : OpConversionPattern<Op>(converter, context), ptx(ptx) {}
+  LogicalResult
+  matchAndRewrite(Op op, typename Op::Adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    griddepcontrol(rewriter, op.getLoc(), ptx);
+    rewriter.eraseOp(op);
+    return success();
+  }
+  StringRef ptx;
+};
+
 } // namespace
 
 /// Marks the loads and stores whose vectors are provably aligned, before
@@ -353,6 +370,10 @@ void codegen::populateMemoryToNVVMPatterns(const TypeConverter &converter,
                                            RewritePatternSet &patterns) {
   patterns.add<LoadLowering, StoreLowering, PagedLoadLowering, AtomicAddLowering>(
       converter, patterns.getContext());
+  patterns.add<GridDependencyLowering<DependencyWaitOp>>(converter, patterns.getContext(),
+                                                         kGridDependencyWait);
+  patterns.add<GridDependencyLowering<LaunchDependentsOp>>(converter, patterns.getContext(),
+                                                           kLaunchDependents);
 }
 
 namespace {

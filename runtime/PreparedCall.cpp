@@ -20,8 +20,9 @@ enum Slot {
   Q, K, V, Table, Seqlens, Out, Lse, OutPart, LsePart, BatchIdx, Slopes, KNew, VNew, Cos, Sin, LeftPad,
   NumSlots
 };
-// The combine kernel's: its first four parameters.
-enum CombineSlot { COutPart, CLsePart, COut, CLse };
+// The combine kernel's by default (`combine_slots` not given): its first
+// four parameters, OutPart, LsePart, Out, Lse.
+constexpr int DefaultCombineSlots[NumSlots] = {-1, -1, -1, -1, -1, 2, 3, 0, 1, -1, -1, -1, -1, -1, -1, -1};
 // The addresses a call passes, in this order.
 enum Address {
   AQ, AK, AV, ASeqlens, ATable, ABatchIdx, ASlopes, AKNew, AVNew, ACos, ASin, ALeftPad, NumAddresses
@@ -37,6 +38,7 @@ struct PreparedCallObject {
   PyObject_HEAD
   Launch *decode, *combine;           // combine null with one split
   int decodeSlots[NumSlots];
+  int combineSlots[NumSlots];         // -1: not a parameter of combine
   uint64_t layout[8];                 // the caches' dims and strides
   unsigned long long wsBytes, partOutBytes, partLseBytes;
   int returnLse, copyQ, earlyDecode;  // earlyDecode: decode launched programmatically too
@@ -74,19 +76,47 @@ bool pack(Launch &l, PyObject *kernel, PyObject *grid, PyObject *args) {
   return true;
 }
 
+// A kernel's slots (NumSlots parameter indices, in Slot order; -1 for none
+// when `optional`), each a pointer parameter of the kernel.
+bool readSlots(PyObject *given, const char *what, const Launch &l, bool optional, int *out) {
+  PyObject *slots = PySequence_Fast(given, "PreparedCall: slots must be a sequence");
+  if (!slots)
+    return false;
+  if (PySequence_Fast_GET_SIZE(slots) != NumSlots) {
+    Py_DECREF(slots);
+    PyErr_Format(PyExc_TypeError, "PreparedCall: %d %s slots", static_cast<int>(NumSlots), what);
+    return false;
+  }
+  for (int i = 0; i < NumSlots; ++i)
+    out[i] = static_cast<int>(PyLong_AsLong(PySequence_Fast_GET_ITEM(slots, i)));
+  Py_DECREF(slots);
+  if (PyErr_Occurred())
+    return false;
+  for (int i = 0; i < NumSlots; ++i) {
+    int s = out[i];
+    if (optional && s == -1)
+      continue;
+    if (s < 0 || static_cast<size_t>(s) >= l.kernel->kinds->size() || (*l.kernel->kinds)[s] != 'p') {
+      PyErr_Format(PyExc_ValueError, "PreparedCall: %s slot %d is not a pointer parameter", what, s);
+      return false;
+    }
+  }
+  return true;
+}
+
 int PreparedCall_init(PreparedCallObject *self, PyObject *args, PyObject *kwargs) {
   static const char *keywords[] = {
       "decode", "decode_grid", "decode_args", "decode_slots", "combine", "combine_grid",
       "combine_args", "cache_layout", "ws_bytes", "part_out_bytes", "part_lse_bytes", "return_lse",
       "copy_q", "empty_like", "empty_lse", "raw_alloc", "raw_delete", "stream", "seqlens_address",
-      "empty_workspace", "early_decode", nullptr};
-  PyObject *decode, *dgrid, *dargs, *dslots, *combine, *cgrid, *cargs, *layout;
+      "empty_workspace", "early_decode", "combine_slots", nullptr};
+  PyObject *decode, *dgrid, *dargs, *dslots, *combine, *cgrid, *cargs, *layout, *cslots = nullptr;
   PyObject *emptyLike, *emptyLse, *rawAlloc, *rawDelete, *stream, *seqlensAddress, *emptyWorkspace;
   if (!PyArg_ParseTupleAndKeywords(
-          args, kwargs, "OOOOOOOOKKKppOOOOOOO|p", const_cast<char **>(keywords), &decode, &dgrid,
+          args, kwargs, "OOOOOOOOKKKppOOOOOOO|pO", const_cast<char **>(keywords), &decode, &dgrid,
           &dargs, &dslots, &combine, &cgrid, &cargs, &layout, &self->wsBytes, &self->partOutBytes,
           &self->partLseBytes, &self->returnLse, &self->copyQ, &emptyLike, &emptyLse, &rawAlloc,
-          &rawDelete, &stream, &seqlensAddress, &emptyWorkspace, &self->earlyDecode))
+          &rawDelete, &stream, &seqlensAddress, &emptyWorkspace, &self->earlyDecode, &cslots))
     return -1;
   self->decode = new Launch();
   if (!pack(*self->decode, decode, dgrid, dargs))
@@ -96,25 +126,15 @@ int PreparedCall_init(PreparedCallObject *self, PyObject *args, PyObject *kwargs
     if (!pack(*self->combine, combine, cgrid, cargs))
       return -1;
   }
-  PyObject *slots = PySequence_Fast(dslots, "PreparedCall: decode_slots must be a sequence");
-  if (!slots)
+  if (!readSlots(dslots, "decode", *self->decode, false, self->decodeSlots))
     return -1;
-  if (PySequence_Fast_GET_SIZE(slots) != NumSlots) {
-    Py_DECREF(slots);
-    PyErr_Format(PyExc_TypeError, "PreparedCall: %d decode slots", static_cast<int>(NumSlots));
-    return -1;
+  if (cslots && cslots != Py_None) {
+    if (!self->combine || !readSlots(cslots, "combine", *self->combine, true, self->combineSlots))
+      return self->combine ? -1 : (PyErr_SetString(PyExc_ValueError,
+                                                   "PreparedCall: combine_slots without combine"), -1);
+  } else {
+    std::memcpy(self->combineSlots, DefaultCombineSlots, sizeof(DefaultCombineSlots));
   }
-  for (int i = 0; i < NumSlots; ++i)
-    self->decodeSlots[i] = static_cast<int>(PyLong_AsLong(PySequence_Fast_GET_ITEM(slots, i)));
-  Py_DECREF(slots);
-  if (PyErr_Occurred())
-    return -1;
-  for (int s : self->decodeSlots)
-    if (s < 0 || static_cast<size_t>(s) >= self->decode->kernel->kinds->size() ||
-        (*self->decode->kernel->kinds)[s] != 'p') {
-      PyErr_Format(PyExc_ValueError, "PreparedCall: decode slot %d is not a pointer parameter", s);
-      return -1;
-    }
   if (!PyArg_ParseTuple(layout, "KKKKKKKK", &self->layout[0], &self->layout[1], &self->layout[2],
                         &self->layout[3], &self->layout[4], &self->layout[5], &self->layout[6],
                         &self->layout[7]))
@@ -239,6 +259,13 @@ void setSlot(Launch &l, int slot, uint64_t value) {
   std::memcpy(l.slots.data() + 8 * slot, &value, 8);
 }
 
+// The slots' values of one call into a launch's packed parameters.
+void setSlots(Launch &l, const int *slots, const uint64_t *values) {
+  for (int i = 0; i < NumSlots; ++i)
+    if (slots[i] >= 0)
+      setSlot(l, slots[i], values[i]);
+}
+
 bool launch(Launch &l, uint64_t stream, const uint64_t *layout, bool early) {
   unsigned grid[3];
   if (!launchGrid(l.kernel, l.grid, grid))
@@ -319,33 +346,29 @@ PyObject *PreparedCall_call(PreparedCallObject *self, PyObject *args, PyObject *
     uint64_t lsePart = wp + self->partOutBytes;
     if (!self->returnLse)
       lp = lsePart + self->partLseBytes;
-    Launch &d = *self->decode;
-    const int *s = self->decodeSlots;
-    setSlot(d, s[Q], a[AQ]);
-    setSlot(d, s[K], a[AK]);
-    setSlot(d, s[V], a[AV]);
-    setSlot(d, s[Table], a[ATable] ? a[ATable] : a[ASeqlens]);     // any int32 tensor when unused
-    setSlot(d, s[Seqlens], a[ASeqlens]);
-    setSlot(d, s[Out], op);
-    setSlot(d, s[Lse], lp);
-    setSlot(d, s[OutPart], wp);
-    setSlot(d, s[LsePart], lsePart);
-    setSlot(d, s[BatchIdx], a[ABatchIdx] ? a[ABatchIdx] : a[ASeqlens]);
-    setSlot(d, s[Slopes], a[ASlopes] ? a[ASlopes] : lp);           // any f32 tensor when unused
-    setSlot(d, s[KNew], a[AKNew] ? a[AKNew] : a[AQ]);              // (not read without new keys,
-    setSlot(d, s[VNew], a[AVNew] ? a[AVNew] : a[AQ]);              //  rotary or padding)
-    setSlot(d, s[Cos], a[ACos] ? a[ACos] : a[AQ]);
-    setSlot(d, s[Sin], a[ASin] ? a[ASin] : a[AQ]);
-    setSlot(d, s[LeftPad], a[ALeftPad] ? a[ALeftPad] : a[ASeqlens]);
-    if (!launch(d, stream, self->layout, self->earlyDecode))
+    uint64_t v[NumSlots];
+    v[Q] = a[AQ];
+    v[K] = a[AK];
+    v[V] = a[AV];
+    v[Table] = a[ATable] ? a[ATable] : a[ASeqlens];     // any int32 tensor when unused
+    v[Seqlens] = a[ASeqlens];
+    v[Out] = op;
+    v[Lse] = lp;
+    v[OutPart] = wp;
+    v[LsePart] = lsePart;
+    v[BatchIdx] = a[ABatchIdx] ? a[ABatchIdx] : a[ASeqlens];
+    v[Slopes] = a[ASlopes] ? a[ASlopes] : lp;           // any f32 tensor when unused
+    v[KNew] = a[AKNew] ? a[AKNew] : a[AQ];              // (not read without new keys,
+    v[VNew] = a[AVNew] ? a[AVNew] : a[AQ];              //  rotary or padding)
+    v[Cos] = a[ACos] ? a[ACos] : a[AQ];
+    v[Sin] = a[ASin] ? a[ASin] : a[AQ];
+    v[LeftPad] = a[ALeftPad] ? a[ALeftPad] : a[ASeqlens];
+    setSlots(*self->decode, self->decodeSlots, v);
+    if (!launch(*self->decode, stream, self->layout, self->earlyDecode))
       goto done;
     if (self->combine) {
-      Launch &c = *self->combine;
-      setSlot(c, COutPart, wp);
-      setSlot(c, CLsePart, lsePart);
-      setSlot(c, COut, op);
-      setSlot(c, CLse, lp);
-      if (!launch(c, stream, self->layout, true))
+      setSlots(*self->combine, self->combineSlots, v);
+      if (!launch(*self->combine, stream, self->layout, true))
         goto done;
     }
     result = self->returnLse ? PyTuple_Pack(2, out, lse) : (Py_INCREF(out), out);

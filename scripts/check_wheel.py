@@ -40,5 +40,6 @@ import json
 names = {json.load(open(os.path.join(os.environ["FAKV_CACHE_DIR"], f)))["facts"]["kernels"][0]["name"]
          for f in files if f.endswith(".json")}
 print("sm_90a kernels compiled:", sorted(names))
-assert names == {"decode", "combine"}        # (decode appends the new keys itself: kernels/decode.py's APPEND)
+# A decode step: combine_new.py appends and attends the new keys; decode (no rotary) is the plain call's.
+assert names == {"decode", "combine", "combine_new"}
 assert len([f for f in files if f.endswith(".cubin")]) == 3

@@ -155,6 +155,11 @@ _APPEND_BLOCKS = 3
 # 256, on the H200 (.carry/exp/b1_splits.py, 2026-12-02): 8 splits 6.32 us,
 # 12 5.72, 16 6.12, 32 5.95; 3 lets the plan take 11 splits of 3 blocks.
 _SPLIT_MIN_BLOCKS = 3
+# Heads per combine program, at most: more programs, each merging less, finish sooner even when they do not
+# fit beside decode's (H200, 32/8 d128, .carry/exp/combine_hb.py, session 15; against as many as a tile held):
+# b2 s8192 paged -3.0 %, b4 -3.8 %, b8 -3.1 % (contiguous -3.0 %), b16 -1.2 %, b8 s1024 -20.2 %, b4 s32768
+# -1.2 %, b8 s32768 contiguous -1.0 %; 2 and 8 heads within 1 % of 4, 1 head slower.
+_COMBINE_MAX_HEADS = 4
 
 
 @functools.lru_cache(maxsize=4096)
@@ -233,8 +238,8 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
                               and head_tile <= 128 and programs(1) > slots and batch <= _LONGEST_FIRST_MAX_BATCH
                               and n_blocks >= _LONGEST_FIRST_MIN_BLOCKS) else 0
     # Heads per combine program: as few as fit beside the decode programs (more programs, each
-    # loading less: b1 s8192, 29 splits, 1 head 12.3 us, 4 heads 13.0), else as many as a tile holds.
-    head_block = max_head_block(num_splits)
+    # loading less: b1 s8192, 29 splits, 1 head 12.3 us, 4 heads 13.0), else _COMBINE_MAX_HEADS.
+    head_block = min(max_head_block(num_splits), _COMBINE_MAX_HEADS)
     while head_block > 1 and programs(num_splits) + combine_programs(num_splits, head_block // 2) <= slots:
         head_block //= 2
     stages, ring_stage = (3 if head_tile <= 128 else 2), 2 * block_n * head_tile * 2   # a K and a V block, 16-bit
@@ -288,13 +293,13 @@ def plain_extras(seqlens, lse, capacity, errors=None):
 
 
 # FAKV_MERGE_SPLITS=1: with several splits, the decode kernel's last split
-# of each row merges them (kernels/combine.py's merge_splits, through
+# of each row merges them (kernels/splits.py's merge_splits, through
 # fl.atomic_add on a counter per row): one launch instead of decode + combine.
 # Not the default until measured on the GPU. Its counters are one buffer per
 # stream (calls on one stream run in turn); a prepared call's key holds the
 # mode and then the stream (_key).
 _MERGE_SPLITS = os.environ.get("FAKV_MERGE_SPLITS") == "1"
-# Who appends k / v (and rotates q): decode itself (kernels/decode.py's
+# Who appends k / v (and rotates q), when combine does not (_COMBINE_APPENDS): decode itself (kernels/decode.py's
 # APPEND) when the call has several splits of few key blocks each, else
 # kernels/append.py's kernel before the plain decode. H200, one-token
 # append with rotary, paged 256 s8192 (bench/append_cost.py, session 13):
@@ -308,6 +313,15 @@ _MERGE_SPLITS = os.environ.get("FAKV_MERGE_SPLITS") == "1"
 # +9.4-15.1, b8 (append kernel) +5.3, b32 +1.7-1.9. FAKV_FUSED_APPEND=1:
 # always decode, 0: always the append kernel.
 _FUSED_APPEND = {"1": True, "0": False}.get(os.environ.get("FAKV_FUSED_APPEND", ""))
+# Decode steps that append (one query row, several splits, no window, ALiBi,
+# softcap or padding, a scale > 0): the combine kernel appends the new keys
+# and attends them (kernels/combine_new.py), before it waits for decode, which
+# meanwhile reads the cache as a plain call does (new_keys 0, q rotated).
+# H200, one token with rotary, paged 256 (bench/append_cost.py, session 15):
+# b1 s8192 -2.3 to +0.6 % of the plain call (decode appending: +10.9 to
+# +18.8 %), b8 +0.3 % (the append kernel first: +5.3 %).
+# FAKV_COMBINE_APPENDS=0: the routes below instead.
+_COMBINE_APPENDS = os.environ.get("FAKV_COMBINE_APPENDS", "1") != "0"
 _FUSED_MAX_BLOCKS = 17        # key blocks per split (decode.py's share, APPEND's included), at most, of a
                               # call decode appends itself
 _APPEND_REGISTERS = (24, 232)   # (producer, consumer) per thread: compiled at their average, 128
@@ -553,7 +567,7 @@ _POOL = None
 
 def _prepare(decode, decode_args, decode_consts, decode_grid, combine, combine_args, combine_consts,
              combine_grid, q, lse_shape, part_out, part_lse, return_lse, capacity, copy_q, seqlen_new, paged,
-             early_decode=False):
+             early_decode=False, combine_slots=None):
     """The PreparedCall of a checked GPU call: decode and combine specialised and
     compiled (in parallel threads when both compile), their launchers made;
     `early_decode`: decode launched programmatically too (_EARLY_DECODE_BYTES)."""
@@ -598,7 +612,7 @@ def _prepare(decode, decode_args, decode_consts, decode_grid, combine, combine_a
         raw_alloc=raw_alloc, raw_delete=raw_delete, stream=runtime.stream_getter(dev),
         seqlens_address=_SeqlensTensors(q.shape[0], capacity, q.device, seqlen_new, paged),
         empty_workspace=lambda n: torch.empty(n // 4, dtype=torch.float32, device=q.device),
-        early_decode=bool(early_decode))
+        early_decode=bool(early_decode), combine_slots=combine_slots)
 
 
 # Calls that read at most this much of the caches launch decode programmatically
@@ -854,6 +868,15 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
     # each program stops at its sequence's length.
     p = plan(batch, seqlen_q, heads, kv_heads, head_dim, T.dtype(q), paged, page_size, capacity, causal,
              int(num_splits), num_sms, l2, appending=k is not None)
+    # A decode step that appends: combine appends and attends the new keys if the plain call has splits.
+    combine_appends = (k is not None and seqlen_q == 1 and _COMBINE_APPENDS and combine is None
+                       and cache_leftpad is None
+                       and not any(extras[f] for f in ("WINDOW", "ALIBI", "SOFTCAP", "PRESCALE")))
+    if combine_appends:
+        plain = plan(batch, seqlen_q, heads, kv_heads, head_dim, T.dtype(q), paged, page_size, capacity, causal,
+                     int(num_splits), num_sms, l2)
+        combine_appends = plain["num_splits"] > 1
+        p = plain if combine_appends else p
     splits = p["num_splits"]
 
     capturing = on_gpu and _capturing()
@@ -874,12 +897,13 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
     # Head dims up to 128, several short splits: decode appends and rotates itself (kernels/decode.py's APPEND;
     # its new keys rotated in registers, setmaxnreg giving the consumer more); else append.py's kernel first.
     fused = p["fused_append"] if _FUSED_APPEND is None else (k is not None and tile <= 128 and _FUSED_APPEND)
+    fused = fused and not combine_appends
     merge = splits > 1 and _MERGE_SPLITS       # decode merges its own splits: no combine launch
     if fused or (merge and tile <= 128):       # (the merge's rounds of partials: registers, as the new keys)
         decode = decode.with_options(registers=_APPEND_REGISTERS)
     errors = errors_for(q)
-    prepared = k is None or (fused and not copied_kv)     # a call the fast path can repeat
-    if k is not None and not fused:                       # append (and rotate) first: kernels/append.py
+    prepared = k is None or ((fused or combine_appends) and not copied_kv)     # a call the fast path can repeat
+    if k is not None and not fused and not combine_appends:     # append (and rotate) first: kernels/append.py
         q_rot = T.empty(tuple(q.shape), T.dtype(q), q) if rotary_dim else q
         _append(q, k, v, k_cache, v_cache, q_rot, block_table, seqlens, batch_idx, rotary_cos, rotary_sin,
                 errors, capacity, num_pages, page_size, paged, cache_batch_idx is not None, rotary_dim,
@@ -901,6 +925,8 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
                     rotary_cos.shape[0] if rotary_dim else 0, int(q_rows)]
     if merge:
         decode_args[34] = _counters(q, batch * heads * -(-seqlen_q // p["decode"]["SQ_BLOCK"]), on_gpu)
+    if combine_appends:
+        decode_args[33] = 0                               # decode reads the cache's old keys only
     decode_consts = dict(p["decode"], **extras, LEFTPAD=cache_leftpad is not None, MERGE=merge,
                          APPEND=_APPEND_BLOCKS if fused else 0,
                          ROTARY=_rotary_kind(rotary_dim, tile), INTERLEAVED=rotary_dim > 0 and bool(rotary_interleaved))
@@ -908,6 +934,12 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
     part_out = splits * batch * seqlen_q * heads * tile if splits > 1 else 0
     part_lse = splits * batch * heads * seqlen_q if splits > 1 else 0
     combine_args = [None, None, None, None, qs[0], qs[1], qs[2], splits, batch, seqlen_q, heads, head_dim]
+    combine_consts, combine_grid, combine_slots = p["combine"], p["combine_grid"], None
+    if combine_appends:
+        combine, combine_args, combine_consts, combine_grid, combine_slots = _combine_appending(
+            q_c, k, v, k_cache, v_cache, block_table if paged else seqlens, seqlens, batch_idx, rotary_cos,
+            rotary_sin, errors, p, rotary_dim, bool(rotary_interleaved), paged, page_size, num_pages, capacity,
+            cache_batch_idx is not None, scale)
 
     if not (on_gpu and T.is_torch(q)) or compile_only():
         # The CPU path (and compile-only runs): launched through the JIT.
@@ -921,12 +953,12 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
         combine_args[:4] = [out_part, lse_part, out, lse]
         if on_gpu or compile_only():                   # compile only: both kernels at once
             jobs = [(decode, decode_args, decode_consts)]
-            jobs += [(combine, combine_args, p["combine"])] if splits > 1 and not merge else []
+            jobs += [(combine, combine_args, combine_consts)] if splits > 1 and not merge else []
             _specialise_all(jobs)
             return (out, lse) if return_softmax_lse else out
         decode[p["decode_grid"]](*decode_args, **decode_consts)
         if splits > 1 and not merge:
-            combine[p["combine_grid"]](*combine_args, **p["combine"])
+            combine[combine_grid](*combine_args, **combine_consts)
         _raise_reported(errors)                         # (the CPU path: on_gpu is False here)
         return (out, lse) if return_softmax_lse else out
 
@@ -937,10 +969,11 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
         _runtime.set_tensor_type(torch.Tensor)
         _Tensor, _signature = torch.Tensor, _runtime.signature
     call = _prepare(decode, decode_args, decode_consts, p["decode_grid"], combine if splits > 1 and not merge else None,
-                    combine_args, p["combine"], p["combine_grid"], q, lse_shape, part_out, part_lse,
+                    combine_args, combine_consts, combine_grid, q, lse_shape, part_out, part_lse,
                     return_softmax_lse, capacity, copy_q, seqlen_new, paged,
-                    early_decode=(k is None or fused)
-                    and batch * capacity * kv_heads * head_dim * 4 <= _EARLY_DECODE_BYTES)
+                    early_decode=(k is None or fused or combine_appends)
+                    and batch * capacity * kv_heads * head_dim * 4 <= _EARLY_DECODE_BYTES,
+                    combine_slots=combine_slots)
     found = _key(kernels, q, k_cache, v_cache, given_seqlens, block_table, cache_batch_idx, alibi_slopes, k, v,
                  rotary_cos, rotary_sin, cache_leftpad, softmax_scale, causal, window_size, softcap,
                  rotary_interleaved, num_splits, return_softmax_lse)
@@ -956,10 +989,38 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
     if not prepared:                   # q: append.py's rotated copy; k and v: their copies (fused), when made
         addresses = list(found[1])
         addresses[0] = q.data_ptr()
-        if fused:
+        if fused or combine_appends:
             addresses[7:9] = k.data_ptr(), v.data_ptr()
         found = (None, tuple(addresses))
     return call(found[1], q, given_seqlens)
+
+
+# kernels/combine_new.py's pointer parameters in a PreparedCall's slot order (_DECODE_SLOTS'): -1 for none.
+_COMBINE_NEW_SLOTS = (4, 7, 8, 9, 10, 2, 3, 0, 1, 11, -1, 5, 6, 12, 13, -1)
+
+
+def _combine_appending(q, k, v, k_cache, v_cache, table, seqlens, batch_idx, cos, sin, errors, p, rotary_dim,
+                       interleaved, paged, page_size, num_pages, capacity, has_batch_idx, scale):
+    """kernels/combine_new.py for a decode step that appends: (kernel, args
+    (the first four, the partials and outputs, None), constexprs, grid,
+    PreparedCall slots). Its programs take as many of a kv head's query heads
+    as the plain combine's would, at most all of them (a divisor of the group)."""
+    batch, _, heads, head_dim = q.shape
+    group, tile = heads // k_cache.shape[2], p["combine"]["HEAD_DIM"]
+    head_block = math.gcd(p["combine"]["HEAD_BLOCK"], group)
+    qs, ns, ks = T.strides(q), T.strides(k), T.strides(k_cache)
+    args = [None, None, None, None, q, k, v, k_cache, v_cache, table, seqlens, batch_idx,
+            cos if rotary_dim else q, sin if rotary_dim else q, errors, qs[0], qs[2], ns[0], ns[1], ns[2],
+            ks[0], ks[1], ks[2], T.strides(table)[0] if paged else 0, T.strides(cos)[0] if rotary_dim else 0,
+            p["num_splits"], batch, heads, head_dim, k.shape[1], capacity, num_pages, rotary_dim,
+            cos.shape[0] if rotary_dim else 0, scale]
+    # New keys NEW_N at a time: a (heads, NEW_N, HEAD_DIM) f32 product of at most 8192 elements.
+    new_n = max(1, min(16, _pow2(k.shape[1]), 8192 // (head_block * tile)))
+    consts = dict(HEAD_DIM=tile, HEAD_BLOCK=head_block, MAX_SPLITS=p["combine"]["MAX_SPLITS"], GROUP=group,
+                  NEW_N=new_n, PAGE_SIZE=page_size if paged else 0, BATCH_IDX=has_batch_idx,
+                  ROTARY=_rotary_kind(rotary_dim, tile), INTERLEAVED=rotary_dim > 0 and interleaved)
+    return (_Lazy.get("combine_new", "combine_new"), args, consts, (heads // head_block, 1, batch),
+            _COMBINE_NEW_SLOTS)
 
 
 def _append(q, k, v, k_cache, v_cache, q_rot, block_table, seqlens, batch_idx, cos, sin, errors, capacity,

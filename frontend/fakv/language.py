@@ -252,6 +252,25 @@ def atomic_add(b, ptr, index, value):
 
 
 @builtin
+def dependency_wait(b):
+    """Wait until the kernels this one was launched behind (programmatically,
+    on the GPU) have finished and their writes are visible. Before it, read
+    only what they do not write (the call's inputs) and write only what they
+    do not read; a kernel without it waits at its top. Once a kernel, not in
+    a loop or branch. Nothing on the CPU."""
+    b.op("fakv.dependency_wait")
+
+
+@builtin
+def launch_dependents(b):
+    """Let the kernel launched behind this one (programmatically, on the GPU)
+    be scheduled once every program has passed here; a kernel without it
+    does so at its top, after its wait. Once a kernel, not in a loop or
+    branch. Nothing on the CPU."""
+    b.op("fakv.launch_dependents")
+
+
+@builtin
 def report(b, error, cond, code):
     """Bad data: when `cond` holds, store the int32 `code` to error[0] (the
     host reads it after the launch). A kernel masks what it reports."""

@@ -51,6 +51,8 @@ func.func @construction(%f: f32, %t: tensor<4x16x128xbf16>, %p: tensor<64x128xf3
 // CHECK: fakv.paged_load %{{.*}}[%{{.*}}, %{{.*}}] table %{{.*}} valid %{{.*}} leftpad %{{.*}} page_size %{{.*}} num_pages %{{.*}} strides [%{{.*}}, %{{.*}}, %{{.*}}] : !fakv.ptr<bf16> -> tensor<128x128xbf16>
 // CHECK: fakv.paged_load %{{.*}}[%{{.*}}, %{{.*}}] page %{{.*}} valid %{{.*}} channels %{{.*}} page_size %{{.*}} num_pages %{{.*}} strides [%{{.*}}, %{{.*}}, %{{.*}}] report %{{.*}}, %{{.*}} : !fakv.ptr<f16> -> tensor<64x64xf16>
 // CHECK: fakv.report %{{.*}}, %{{.*}}, %{{.*}} : !fakv.ptr<i32>
+// CHECK: fakv.dependency_wait
+// CHECK: fakv.launch_dependents
 func.func @memory(%q: !fakv.ptr<bf16>, %o: !fakv.ptr<f32>, %kc: !fakv.ptr<bf16>, %vc: !fakv.ptr<f16>,
                   %bt: !fakv.ptr<i32>, %i: i32, %s: i64, %m: tensor<64x128xi1>, %m1: tensor<64xi1>,
                   %f: f32, %t: tensor<64x128xf32>, %t1: tensor<64xf32>) {
@@ -68,6 +70,8 @@ func.func @memory(%q: !fakv.ptr<bf16>, %o: !fakv.ptr<f32>, %kc: !fakv.ptr<bf16>,
          strides [%s, %s, %s] report %bt, %i : !fakv.ptr<f16> -> tensor<64x64xf16>
   %bad = arith.cmpi slt, %len, %i : i32
   fakv.report %bt, %bad, %i : !fakv.ptr<i32>
+  fakv.dependency_wait
+  fakv.launch_dependents
   return
 }
 

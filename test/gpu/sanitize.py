@@ -8,8 +8,8 @@ machine:
 The cases cover every kernel variant the API launches: decode through TMA
 (warp-specialized) and through the cp.async gather, contiguous and paged,
 one split and several (then the combine), FlashAttention's options, and
-calls that append (decode.py's APPEND: contiguous, paged, cache_batch_idx)
-with rotary and cache_leftpad, head dims 32 and 59 (element-wise gathers)
+calls that append (decode.py's APPEND: contiguous, paged, cache_batch_idx;
+combine_new.py's decode steps) with rotary and cache_leftpad, head dims 32 and 59 (element-wise gathers)
 to 256.
 
 --no-reference checks fakv's outputs on the host (copied back: every byte
@@ -56,7 +56,12 @@ KV_CASES = [dict(KV, grid="fa2", dtype="f16", d=32, mha_type="gqa", seqlens=(1, 
             dict(KV, grid="fa3", dtype="bf16", d=128, mha_type="gqa", seqlens=(64, 800), new_kv=True, local=True,
                  rotary_fraction=1.0, page_size=4, has_leftpad=True, seqlen_new_eq_seqlen_q=False, num_splits=3),
             dict(KV, grid="fa2", dtype="f16", d=256, mha_type="mha", seqlens=(1, 128), new_kv=False, causal=True,
-                 alibi=True, num_splits=0)]
+                 alibi=True, num_splits=0),
+            # decode steps: combine_new.py appends and attends the new key while decode reads the cache
+            dict(KV, grid="fa3", dtype="bf16", d=128, mha_type="gqa", seqlens=(1, 800), new_kv=True, causal=True,
+                 rotary_fraction=1.0, page_size=16, num_splits=3),
+            dict(KV, grid="fa2", dtype="f16", d=64, mha_type="mqa", seqlens=(1, 700), new_kv=True,
+                 rotary_fraction=0.5, rotary_interleaved=True, has_batch_idx=True, num_splits=0)]
 
 
 def kv_outputs_only(c):

@@ -72,6 +72,24 @@ func.func @report(%e: !fakv.ptr<i32>, %bad: i1, %code: i32) {
 
 // -----
 
+// fakv.dependency_wait, fakv.launch_dependents: the CPU runs a call's
+// kernels in turn; nothing left.
+// CHECK-LABEL: func.func @dependency_wait(
+// CHECK-NOT: dependency_wait
+// CHECK-NOT: launch_dependents
+// CHECK: scf.if
+// CHECK-NEXT: llvm.store
+// CHECK-NEXT: {{^ *}}}
+// CHECK-NEXT: return
+func.func @dependency_wait(%e: !fakv.ptr<i32>, %bad: i1, %code: i32) {
+  fakv.dependency_wait
+  fakv.report %e, %bad, %code : !fakv.ptr<i32>
+  fakv.launch_dependents
+  return
+}
+
+// -----
+
 // Matmul with f32 accumulation: a linalg.generic over (m, n, k).
 // CHECK: #[[A:.*]] = affine_map<(d0, d1, d2) -> (d0, d2)>
 // CHECK: #[[B:.*]] = affine_map<(d0, d1, d2) -> (d1, d2)>

@@ -461,7 +461,7 @@ def test_atomic_add_wants_an_int32_array():
 @pytest.mark.parametrize("splits", [2, 3, 0])
 def test_decode_merges_its_own_splits(monkeypatch, case, splits):
     """FAKV_MERGE_SPLITS: the last split of each row merges the partials in
-    decode.py (combine.py's merge_splits, fl.atomic_add): one launch, the
+    decode.py (splits.py's merge_splits, fl.atomic_add): one launch, the
     same attention; the counters are left at 0."""
     from fakv import interface
     monkeypatch.setattr(interface, "_MERGE_SPLITS", True)

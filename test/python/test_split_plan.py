@@ -26,7 +26,9 @@ def test_even_shares(batch, seqlen):
     splits = p["num_splits"]
     shares = blocks(seqlen, splits)
     combine = math.prod(p["combine_grid"])
-    assert splits * batch * 8 + combine <= 2 * 132          # one wave, combine's programs too: two per SM
+    assert splits * batch * 8 <= 2 * 132                    # one wave of decode programs: two per SM
+    # combine's programs beside them where they fit (batch 1), else of at most 4 heads each (measured faster)
+    assert splits * batch * 8 + combine <= 2 * 132 or p["combine"]["HEAD_BLOCK"] == 4
     assert max(shares) == min(shares) or shares[-1] < max(shares)
     fewer = blocks(seqlen, splits - 1)
     assert max(fewer) > max(shares)                         # one split fewer: a longer critical path
