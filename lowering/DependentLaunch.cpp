@@ -6,12 +6,13 @@
 // kernel with a fakv.dependency_wait waits there instead, having read the
 // call's inputs before it) and then `griddepcontrol.launch_dependents` (the
 // next kernel in the stream may be scheduled once every program of this
-// one has started; or once each has passed its fakv.launch_dependents). A kernel launched after another with programmatic
-// stream serialization then has its launch and setup overlap the previous
+// one has started; or, with a fakv.launch_dependents, once each has passed
+// it). A kernel launched after another with programmatic stream
+// serialization then has its launch and setup overlap the previous
 // kernel's tail; launched without it, the wait returns at once. The kernel
 // gets `fakvgpu.dependent_launch`, which the launch facts carry to the
 // runtime.
-// Test: test/lowering/dependent-launch.mlir.
+// Tests: test/lowering/dependent-launch.mlir, dependency-wait-to-ptx.mlir.
 //
 //===----------------------------------------------------------------------===//
 

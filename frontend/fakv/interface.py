@@ -898,12 +898,13 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
     # its new keys rotated in registers, setmaxnreg giving the consumer more); else append.py's kernel first.
     fused = p["fused_append"] if _FUSED_APPEND is None else (k is not None and tile <= 128 and _FUSED_APPEND)
     fused = fused and not combine_appends
+    in_kernels = fused or combine_appends     # the new keys appended by decode or combine, not append.py first
     merge = splits > 1 and _MERGE_SPLITS       # decode merges its own splits: no combine launch
     if fused or (merge and tile <= 128):       # (the merge's rounds of partials: registers, as the new keys)
         decode = decode.with_options(registers=_APPEND_REGISTERS)
     errors = errors_for(q)
-    prepared = k is None or ((fused or combine_appends) and not copied_kv)     # a call the fast path can repeat
-    if k is not None and not fused and not combine_appends:     # append (and rotate) first: kernels/append.py
+    prepared = k is None or (in_kernels and not copied_kv)     # a call the fast path can repeat
+    if k is not None and not in_kernels:                  # append (and rotate) first: kernels/append.py
         q_rot = T.empty(tuple(q.shape), T.dtype(q), q) if rotary_dim else q
         _append(q, k, v, k_cache, v_cache, q_rot, block_table, seqlens, batch_idx, rotary_cos, rotary_sin,
                 errors, capacity, num_pages, page_size, paged, cache_batch_idx is not None, rotary_dim,
@@ -971,7 +972,7 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
     call = _prepare(decode, decode_args, decode_consts, p["decode_grid"], combine if splits > 1 and not merge else None,
                     combine_args, combine_consts, combine_grid, q, lse_shape, part_out, part_lse,
                     return_softmax_lse, capacity, copy_q, seqlen_new, paged,
-                    early_decode=(k is None or fused or combine_appends)
+                    early_decode=(k is None or in_kernels)
                     and batch * capacity * kv_heads * head_dim * 4 <= _EARLY_DECODE_BYTES,
                     combine_slots=combine_slots)
     found = _key(kernels, q, k_cache, v_cache, given_seqlens, block_table, cache_batch_idx, alibi_slopes, k, v,
@@ -989,7 +990,7 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
     if not prepared:                   # q: append.py's rotated copy; k and v: their copies (fused), when made
         addresses = list(found[1])
         addresses[0] = q.data_ptr()
-        if fused or combine_appends:
+        if in_kernels:
             addresses[7:9] = k.data_ptr(), v.data_ptr()
         found = (None, tuple(addresses))
     return call(found[1], q, given_seqlens)

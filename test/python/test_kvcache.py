@@ -259,31 +259,35 @@ def test_left_padding_past_the_cached_keys(fused, page, monkeypatch):
     run_case(case, pad_past)
 
 
+@pytest.fixture
+def combine_runs(monkeypatch):
+    """A list that gets an entry each time a call takes the combine route (kernels/combine_new.py)."""
+    from fakv import interface
+    runs, real = [], interface._combine_appending
+    monkeypatch.setattr(interface, "_combine_appending", lambda *a, **kw: runs.append(True) or real(*a, **kw))
+    return runs
+
+
 STEP_CASES = [c for c in CASES if c["new_kv"] and c["seqlens"][0] == 1 and not c["local"] and not c["alibi"]
               and not c["has_leftpad"]][:6]
 
 
 @pytest.mark.parametrize("route", ["combine", "decode", "append kernel"])
 @pytest.mark.parametrize("case", STEP_CASES, ids=[case_id(c) for c in STEP_CASES])
-def test_decode_step_routes(case, route, monkeypatch):
+def test_decode_step_routes(case, route, monkeypatch, combine_runs):
     """A decode step that appends (one query row, several splits): combine appends and attends the new keys
     (kernels/combine_new.py, the default), or decode appends itself, or append.py's kernel runs first; each
     against the reference, and the route asked for is the one that ran."""
     from fakv import interface
     monkeypatch.setattr(interface, "_COMBINE_APPENDS", route == "combine")
     monkeypatch.setattr(interface, "_FUSED_APPEND", route == "decode")
-    ran, real = [], interface._combine_appending
-    monkeypatch.setattr(interface, "_combine_appending", lambda *a, **kw: ran.append(True) or real(*a, **kw))
     run_case(dict(case, seqlens=(1, 256), num_splits=3))
-    assert ran == ([True] if route == "combine" else [])
+    assert combine_runs == ([True] if route == "combine" else [])
 
 
 @pytest.mark.parametrize("new,page,d,mha", [(3, None, 64, "gqa"), (17, 16, 128, "mqa"), (40, 4, 32, "mha")])
-def test_decode_step_with_several_new_keys(new, page, d, mha, monkeypatch):
+def test_decode_step_with_several_new_keys(new, page, d, mha, combine_runs):
     """One query row and several new keys (more than the combine's NEW_N at a time), rotated, all attended."""
-    from fakv import interface
-    ran, real = [], interface._combine_appending
-    monkeypatch.setattr(interface, "_combine_appending", lambda *a, **kw: ran.append(True) or real(*a, **kw))
     base = next(c for c in CASES if c["new_kv"])
     case = dict(base, seqlens=(1, 128), page_size=page, d=d, mha_type=mha, rotary_fraction=0.5, causal=True,
                 local=False, alibi=False, has_leftpad=False, has_batch_idx=page is None, num_splits=3)
@@ -294,31 +298,25 @@ def test_decode_step_with_several_new_keys(new, page, d, mha, monkeypatch):
         args["k"], args["v"] = (rng.standard_normal(shape).astype(args["k"].dtype) for _ in range(2))
         args["cache_seqlens"] = np.array([128 - new, 30], np.int32)
     run_case(case, more)
-    assert ran == [True]
+    assert combine_runs == [True]
 
 
 @pytest.mark.parametrize("change", ["one split", "two queries", "window", "leftpad", "alibi"])
-def test_decode_step_route_only_where_it_applies(change, monkeypatch):
+def test_decode_step_route_only_where_it_applies(change, combine_runs):
     """combine_new.py attends the new keys of one query row with no window, ALiBi, padding or softcap, when the
     plain call has splits; the others keep the routes before it (and still pass)."""
-    from fakv import interface
-    ran, real = [], interface._combine_appending
-    monkeypatch.setattr(interface, "_combine_appending", lambda *a, **kw: ran.append(True) or real(*a, **kw))
     base = next(c for c in CASES if c["new_kv"])
     case = dict(base, seqlens=(2 if change == "two queries" else 1, 128), page_size=16, d=64, rotary_fraction=0.5,
                 causal=False, local=change == "window", alibi=change == "alibi", has_leftpad=change == "leftpad",
                 has_batch_idx=False, num_splits=1 if change == "one split" else 3, seqlen_new_eq_seqlen_q=True)
     run_case(case)
-    assert ran == []
+    assert combine_runs == []
 
 
-def test_decode_step_refuses_a_wrapping_length(monkeypatch):
+def test_decode_step_refuses_a_wrapping_length(monkeypatch, combine_runs):
     """The combine route: a length whose new keys would wrap int32 is reported for its batch row, and its rows
     are not written; the other row's are."""
-    from fakv import interface
     monkeypatch.setenv("FAKV_CHECK_DATA", "0")
-    ran, real = [], interface._combine_appending
-    monkeypatch.setattr(interface, "_combine_appending", lambda *a, **kw: ran.append(True) or real(*a, **kw))
     bf16 = NP_DTYPES["bf16"]
     q = np.ones((2, 1, 8, 64), bf16)
     k = np.zeros((16, 16, 2, 64), bf16)
@@ -327,5 +325,5 @@ def test_decode_step_refuses_a_wrapping_length(monkeypatch):
     with pytest.raises(fakv.DataError, match="cache_seqlens of batch row 0"):
         fakv.flash_attn_with_kvcache(q, k, k.copy(), k=new, v=new, block_table=table, num_splits=3,
                                      cache_seqlens=np.array([2**31 - 1, 3], np.int32))
-    assert ran == [True]
+    assert combine_runs == [True]
     assert not k[:8].any() and k[8].any()
