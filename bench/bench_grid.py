@@ -2,7 +2,7 @@
 """Decode attention over issue 11's grid, fakv next to its peers, all in one
 run on the GPU machine.
 
-    python bench/bench_grid.py [--out DIR] [--only SUBSTRING] [--layouts 0,16,64,256] [--peers LIST] [--sustain S]
+    python bench/bench_grid.py [--out DIR] [--only NAME[,NAME...]] [--layouts 0,16,64,256] [--peers LIST] [--sustain S]
     python bench/bench_grid.py --plot DIR/grid.json     # the PNG plots (needs matplotlib)
 
 Shapes (bf16, seqlen_q 1, causal, num_splits=0 for fakv): GQA 32/8 with
@@ -26,7 +26,9 @@ device-to-device copy measured in the same run.
 
 Peers, each output checked against fakv's first (max |peer - fakv| must
 stay under 2e-2; a failing peer is listed, not timed), fakv's own output
-against a float32 reference of its first and last sequence:
+against a float32 reference of its first and last sequence; each
+implementation's second call is the one checked (fakv plans a ragged batch
+of one wave from an earlier call's lengths: fakv/lengths_hint.py):
 - `sdpa`: torch's scaled_dot_product_attention with the cuDNN backend
   (enable_gqa; the backend torch picks when cuDNN refuses), contiguous
   caches of equal lengths only;
@@ -205,6 +207,8 @@ def measure(shape, page, peers, copy_bw, sustain=0.0):
     def timed(name, run, note=""):
         entry = {"note": note} if note else {}
         try:
+            run(0)                          # (fakv plans a ragged batch from an earlier call's lengths:
+            torch.cuda.synchronize()        # the second call is what is timed, and checked)
             out = run(0).float()
             torch.cuda.synchronize()
             if name == "fakv":
@@ -336,7 +340,7 @@ def plot(path):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=os.path.join(ROOT, "docs", "perf"))
-    ap.add_argument("--only", default="", help="shapes whose name contains this")
+    ap.add_argument("--only", default="", help="shapes whose name contains this (or one of these, comma-separated)")
     ap.add_argument("--layouts", default=",".join(map(str, LAYOUTS)))
     ap.add_argument("--peers", default=",".join(PEERS))
     ap.add_argument("--sustain", type=float, default=0.0, metavar="S",
@@ -349,7 +353,7 @@ def main():
     import torch
     layouts = [int(x) for x in args.layouts.split(",")]
     peers = [p for p in args.peers.split(",") if p]
-    shapes = [s for s in SHAPES if args.only in s[0]]
+    shapes = [s for s in SHAPES if any(name in s[0] for name in args.only.split(","))]
     copy_bw = copy_bandwidth()
     run = {"device": torch.cuda.get_device_name(), "date": time.strftime("%Y-%m-%d"), "copy_tbps": copy_bw,
            "layouts": layouts, "shapes": [s[0] for s in shapes], "peers": peers, "sustain_s": args.sustain,

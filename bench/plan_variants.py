@@ -9,7 +9,9 @@ A cell is one of bench_grid.py's shapes and a layout (@0: contiguous, @16,
 @64, @256: pages). A variant changes fakv.interface for the call being
 timed: `planned` (nothing), `swap=0|1` (FAKV_SWAP_AB), `stages=N` (the
 decode's ring depth), `splits=N` (num_splits passed to the call),
-`adaptive=N` (FAKV_ADAPTIVE_SPLITS), `merge` (FAKV_MERGE_SPLITS), or several
+`adaptive=N` (FAKV_ADAPTIVE_SPLITS), `merge` (FAKV_MERGE_SPLITS),
+`early=0|1` (decode launched programmatically never / always:
+interface._EARLY_DECODE_BYTES), `hint=0` (FAKV_LENGTHS_HINT=0), or several
 joined by `+` (`stages=2+splits=6`). Each
 output is checked against a float32 reference first (bench_grid.py's rule).
 Rounds interleave the implementations (A B C, A B C, ...); each timing is
@@ -36,7 +38,10 @@ def variant(name):
     """fakv.interface as the variant `name` has it ("a=1+b=2": both), restored
     after; yields the num_splits to pass (0: planned)."""
     from fakv import interface
-    saved = {k: getattr(interface, k) for k in ("_SWAP_AB", "_ADAPTIVE_SPLITS", "_MERGE_SPLITS", "plan")}
+    from fakv import lengths_hint
+    saved = {k: getattr(interface, k) for k in ("_SWAP_AB", "_ADAPTIVE_SPLITS", "_MERGE_SPLITS", "_EARLY_DECODE_BYTES",
+                                                 "plan")}
+    hint = lengths_hint.ENABLED
     splits, stages = 0, None
     for part in name.split("+"):
         kind, _, value = part.partition("=")
@@ -46,6 +51,10 @@ def variant(name):
             interface._ADAPTIVE_SPLITS = int(value)
         elif kind == "merge":
             interface._MERGE_SPLITS = True
+        elif kind == "early":
+            interface._EARLY_DECODE_BYTES = 1 << 62 if value == "1" else -1
+        elif kind == "hint":
+            lengths_hint.ENABLED = value != "0"
         elif kind == "stages":
             stages = int(value)
         elif kind == "splits":
@@ -65,6 +74,7 @@ def variant(name):
     finally:
         for k, v in saved.items():
             setattr(interface, k, v)
+        lengths_hint.ENABLED = hint
         interface._CALLS.clear()
         interface._plan.cache_clear()
 
@@ -116,6 +126,8 @@ def main():
                         if run is None:
                             bad[label] = "cannot run this cell"
                             continue
+                        run(0)          # (a ragged batch: planned from this call's lengths in the next)
+                        torch.cuda.synchronize()
                         out = run(0).float()
                         err = max((out[i, 0] - r).abs().max().item() for i, r in zip((0, cell.b - 1), refs))
                         if not err <= TOLERANCE:

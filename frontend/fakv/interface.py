@@ -10,7 +10,7 @@ import math
 import numbers
 import os
 
-from . import cache, runtime
+from . import cache, lengths_hint, runtime
 from .cache import compile_only
 from .compiled import Compiled
 from .signature import arg_kind, divisible
@@ -94,14 +94,18 @@ def plan(*args, **kwargs):
     return {k: dict(v) if isinstance(v, dict) else v for k, v in _plan(*args, **kwargs).items()}
 
 
-# Ragged batches (_plan): FAKV_ADAPTIVE_SPLITS=n launches a batch of one wave
-# over long caches with n splits and decode.py's ADAPTIVE (kernels/splits.py).
-# Off by default: H200, bench/ragged_splits.py, b32 paged 256: lengths uniform
-# in [1, 16K] 414 -> 284 us with 4, but equal lengths (s8K) 240 -> 253 us
-# (+5 %; with 2 splits, or without the combine launch, the same: where it
-# goes is open, docs/decisions.md). 4 is what the ragged batch measured best with.
-_ADAPTIVE_SPLITS = os.environ.get("FAKV_ADAPTIVE_SPLITS", "0")
-_ADAPTIVE_SPLITS = int(_ADAPTIVE_SPLITS) if _ADAPTIVE_SPLITS.isdigit() else 0      # (not a number: off)
+# Ragged batches (_plan): a batch of one wave over long caches is launched
+# with _RAGGED_SPLITS splits and decode.py's ADAPTIVE (kernels/splits.py) when
+# its lengths are ragged: the planner's hint (lengths_hint.py) from the lengths
+# of an earlier call with the same cache_seqlens, copied to the host without
+# waiting. H200, bench/ragged_splits.py, b32 paged 256: lengths uniform in
+# [1, 16K] 414 -> 284 us with 4 (session 12, swapped: 303-312 -> 251-255),
+# but equal lengths (s8K) 240 -> 253 us (+5 %; with 2 splits, or without the
+# combine launch, the same: docs/decisions.md), hence only where the lengths
+# were ragged. FAKV_ADAPTIVE_SPLITS=n: always n (whatever the lengths), 0: never.
+_RAGGED_SPLITS = 4
+_ADAPTIVE_SPLITS = os.environ.get("FAKV_ADAPTIVE_SPLITS", "")
+_ADAPTIVE_SPLITS = int(_ADAPTIVE_SPLITS) if _ADAPTIVE_SPLITS.isdigit() else None     # (unset: by the hint)
 _ADAPTIVE_MAX_BATCH = 64      # (kernels/splits.py reads every length: BATCH loads, unrolled)
 _ADAPTIVE_MIN_BLOCKS = 16     # key blocks per split of the longest sequence, at least
 
@@ -164,10 +168,11 @@ _COMBINE_MAX_HEADS = 4
 
 @functools.lru_cache(maxsize=4096)
 def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, max_seqlen_k, causal,
-         num_splits, num_sms=132, l2_bytes=50 * 1024 * 1024, appending=False):
+         num_splits, num_sms=132, l2_bytes=50 * 1024 * 1024, appending=False, ragged=False):
     """The kernel specialisations and launch grids of one call (no tensors
-    needed: shapes and options only). Returns a dict with the decode and
-    combine constexprs and grids and the number of splits."""
+    needed: shapes and options only; `ragged`: the lengths hint). Returns a
+    dict with the decode and combine constexprs and grids, the number of
+    splits, and whether the plan of ragged lengths differs ("by_lengths")."""
     group = heads // kv_heads
     head_tile = max(64, _pow2(head_dim))     # tiles of at least 64 channels (128-byte rows)
     group_tile = _pow2(group)
@@ -193,7 +198,7 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
                                 and -(-(n_blocks + _APPEND_BLOCKS) // s) <= _FUSED_MAX_BLOCKS)
     max_head_block = lambda s: max(1, min(_pow2(heads), 16384 // (_pow2(s) * head_tile)))  # noqa: E731
     slots = num_sms * (2 if head_tile <= 128 else 1)
-    adaptive = 0
+    adaptive, by_lengths = 0, False
     if num_splits <= 0:
         # FlashAttention's heuristic over the programs that run at once: two
         # decode programs share an SM at head dims up to 128 (~120 registers
@@ -223,15 +228,18 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
             counts = range(num_splits, min(max_splits, wave) + 1)
             fit = [s for s in counts if programs(s) + combine_programs(s, max_head_block(s)) <= slots]
             num_splits = min(fit or counts, key=longest)
-        # A batch of one wave without splits: if its lengths turn out ragged
-        # (cache_seqlens is read by the kernel, not here), one long sequence
-        # is one long program while the others' slots idle. With
-        # FAKV_ADAPTIVE_SPLITS, launched with that many splits and decode.py's
-        # ADAPTIVE (kernels/splits.py), each sequence uses as many as the
-        # batch's lengths call for: one each when they are near-equal.
-        elif (_ADAPTIVE_SPLITS > 1 and batch <= _ADAPTIVE_MAX_BATCH and programs(1) <= slots
-              and n_blocks >= _ADAPTIVE_SPLITS * _ADAPTIVE_MIN_BLOCKS):
-            num_splits, adaptive = _ADAPTIVE_SPLITS, batch
+        # A batch of one wave without splits: if its lengths are ragged, one
+        # long sequence is one long program while the others' slots idle.
+        # Launched with _RAGGED_SPLITS splits (FAKV_ADAPTIVE_SPLITS's) and
+        # decode.py's ADAPTIVE (kernels/splits.py), each sequence uses as many
+        # as the batch's lengths call for: one each when they are near-equal.
+        else:
+            adaptive_splits = _RAGGED_SPLITS if _ADAPTIVE_SPLITS is None else _ADAPTIVE_SPLITS
+            if (adaptive_splits > 1 and batch <= _ADAPTIVE_MAX_BATCH and programs(1) <= slots
+                    and n_blocks >= adaptive_splits * _ADAPTIVE_MIN_BLOCKS):
+                by_lengths = _ADAPTIVE_SPLITS is None
+                if ragged or not by_lengths:
+                    num_splits, adaptive = adaptive_splits, batch
     num_splits = max(1, min(num_splits, MAX_SPLITS, n_blocks))
     heads_first = batch * m_blocks <= 65535                                   # (grid axis y: CUDA's 65535)
     longest_first = batch if (_LONGEST_FIRST and num_splits == 1 and m_blocks == 1 and not appending
@@ -277,6 +285,7 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
         "combine_grid": (math.ceil(heads / head_block), seqlen_q, batch),
         "num_splits": num_splits,
         "fused_append": decode_appends(num_splits),
+        "by_lengths": by_lengths,
     }
 
 
@@ -402,7 +411,9 @@ def with_kernels(decode=None, combine=None):
             if found is not None:
                 call = _CALLS.get(found[0])
                 if call is not None:
-                    return call(found[1], q, cache_seqlens)
+                    out = call(found[1], q, cache_seqlens)
+                    if out is not None:                  # (None: _ByLengths has no call for this hint yet)
+                        return out
         return _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens,
                           cache_batch_idx, cache_leftpad, block_table, softmax_scale, causal, window_size,
                           softcap, rotary_interleaved, alibi_slopes, num_splits, return_softmax_lse)
@@ -459,6 +470,28 @@ def _key(kernels, q, k_cache, v_cache, cache_seqlens, block_table, cache_batch_i
                       (softmax_scale, causal, window_size, softcap, rotary_interleaved, num_splits,
                        return_softmax_lse, _check_data(), (_current_stream(),) if _MERGE_SPLITS else None),
                       kernels)
+
+
+def _ragged(seqlens, capacity, on_gpu, capturing):
+    """The lengths hint (lengths_hint.py): on the GPU from an earlier call's
+    lengths, copied without waiting; on the CPU path from these."""
+    if on_gpu:
+        return lengths_hint.ragged(seqlens, capacity, capturing)
+    return lengths_hint.ENABLED and lengths_hint.is_ragged(T.host(seqlens).tolist(), capacity)
+
+
+class _ByLengths:
+    """The prepared calls of a signature whose plan depends on the lengths
+    hint: [the plan from shapes, the ragged one], each made by the first
+    call that needs it (until then the call returns None: the slow path)."""
+    __slots__ = ("calls", "capacity")
+
+    def __init__(self, capacity):
+        self.calls, self.capacity = [None, None], capacity
+
+    def __call__(self, addresses, q, seqlens):
+        call = self.calls[lengths_hint.ragged(seqlens, self.capacity, _capturing())]
+        return None if call is None else call(addresses, q, seqlens)
 
 
 def _raw_allocator(torch):
@@ -868,6 +901,12 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
     # each program stops at its sequence's length.
     p = plan(batch, seqlen_q, heads, kv_heads, head_dim, T.dtype(q), paged, page_size, capacity, causal,
              int(num_splits), num_sms, l2, appending=k is not None)
+    capturing = on_gpu and _capturing()
+    # A plan that depends on whether the lengths are ragged (a tensor's, no new keys): from the lengths hint.
+    by_lengths = p["by_lengths"] and not seqlens_int and k is None
+    if by_lengths and _ragged(seqlens, capacity, on_gpu, capturing):
+        p = plan(batch, seqlen_q, heads, kv_heads, head_dim, T.dtype(q), paged, page_size, capacity, causal,
+                 int(num_splits), num_sms, l2, ragged=True)
     # A decode step that appends: combine appends and attends the new keys if the plain call has splits.
     combine_appends = (k is not None and seqlen_q == 1 and _COMBINE_APPENDS and combine is None
                        and cache_leftpad is None
@@ -879,7 +918,6 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
         p = plain if combine_appends else p
     splits = p["num_splits"]
 
-    capturing = on_gpu and _capturing()
     if host_checks and not capturing:
         _check_contents(seqlens if not seqlens_int or seqlen_new or cache_leftpad is not None else None,
                         block_table, cache_batch_idx, batch, capacity, page_size, num_pages, k_cache.shape[0],
@@ -985,7 +1023,13 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
     elif not host_checks and prepared:                   # FAKV_CHECK_DATA=1 checks every call
         if len(_CALLS) >= _MAX_CALLS:
             _CALLS.clear()
-        _CALLS[found[0]] = call
+        if by_lengths:                                   # the call of this hint, beside the other's
+            switch = _CALLS.get(found[0])
+            if not isinstance(switch, _ByLengths):
+                switch = _CALLS[found[0]] = _ByLengths(capacity)
+            switch.calls[p["decode"]["ADAPTIVE"] > 0] = call
+        else:
+            _CALLS[found[0]] = call
         _KEPT.add(kernels)                               # the key holds their identities
     if not prepared:                   # q: append.py's rotated copy; k and v: their copies (fused), when made
         addresses = list(found[1])

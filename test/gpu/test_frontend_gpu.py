@@ -17,7 +17,10 @@
   a 1-D tile: shuffles and shared memory across the warps), used as
   scalars, against torch;
 - a ragged batch of several waves longest first (the default): the same bits as
-  in index order, and attention.
+  in index order, and attention;
+- a ragged batch of one wave: ADAPTIVE splits once an earlier call's lengths
+  (copied without a host sync) say ragged, the plan from shapes for equal
+  lengths, and in a CUDA graph.
 
     python -m pytest test/gpu/test_frontend_gpu.py      # on the GPU machine
     python test/gpu/test_frontend_gpu.py --compile-only # fill the kernel cache (no GPU)
@@ -195,6 +198,71 @@ def test_longest_first_batch(page):
     pt, _ = attention_ref(q, ks, vs, lens, False, 1 / math.sqrt(d), upcast=False)
     ok, msg = check(outs[0][0], ref, pt, "out")
     assert ok, msg
+
+
+@pytest.mark.parametrize("page", [None, 256])
+def test_ragged_batch_planned_from_earlier_lengths(page):
+    """A batch of one wave over long caches (32 sequences x 8 kv heads in the H200's 264 slots, 4096 keys): the
+    first call is planned from shapes (one split); once the copy of its lengths has reached the host, a call
+    with ragged lengths runs ADAPTIVE (4 splits, kernels/splits.py) and one with equal lengths (another tensor)
+    the plan from shapes; the ragged plan is replayed from a CUDA graph too. Attention against the float32
+    reference each time; the prepared calls never wait for the GPU."""
+    from fakv import interface, lengths_hint
+    batch, hk, d, cap = 32, 8, 128, 4096
+    g = torch.Generator(device="cuda").manual_seed(11)
+    q = torch.randn((batch, 1, 32, d), generator=g, device="cuda").to(torch.bfloat16)
+    ragged = torch.randint(1, cap + 1, (batch,), generator=g, device="cuda", dtype=torch.int32)
+    ragged[0] = cap
+    equal = torch.full((batch,), cap - 5, device="cuda", dtype=torch.int32)
+    shape = (batch * cap // page, page, hk, d) if page else (batch, cap, hk, d)
+    k, v = (torch.randn(shape, generator=g, device="cuda").to(torch.bfloat16) for _ in range(2))
+    table = (torch.randperm(batch * cap // page, generator=g, device="cuda").to(torch.int32)
+             .reshape(batch, cap // page)) if page else None
+    p = interface.plan(batch, 1, 32, hk, d, "bf16", bool(page), page or cap, cap, False, 0,
+                       torch.cuda.get_device_properties(0).multi_processor_count)
+    assert p["by_lengths"] and p["num_splits"] == 1
+    interface._CALLS.clear()
+    lengths_hint.forget()
+    launched = []
+    real_prepare = interface._prepare
+
+    def prepare(*args, **kwargs):
+        launched.append(args[2]["ADAPTIVE"])      # decode's constexprs
+        return real_prepare(*args, **kwargs)
+    interface._prepare = prepare
+    try:
+        call = lambda lens: fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens,  # noqa: E731
+                                                         block_table=table)
+        for lens in (ragged, equal):
+            outs = [call(lens)]
+            torch.cuda.synchronize()                          # (the lengths' copy has landed)
+            outs.append(call(lens))                           # planned from them
+            torch.cuda.synchronize()
+            torch.cuda._sleep(20_000_000)
+            outs.append(call(lens))
+            busy = not torch.cuda.current_stream().query()
+            torch.cuda.synchronize()
+            assert busy, "the call waited for the GPU"
+            for out in outs:
+                ok, msg = _reference_check(out, q, k, v, lens, table, page)
+                assert ok, msg
+        # Prepared: the plan from shapes (the first call), then ADAPTIVE; equal lengths reuse the first.
+        assert launched == [0, batch], launched
+        switch, = interface._CALLS.values()
+        assert isinstance(switch, interface._ByLengths) and None not in switch.calls
+        assert lengths_hint.ragged(ragged, cap) and not lengths_hint.ragged(equal, cap)   # what each call took
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            captured = call(ragged)
+        ragged.copy_(torch.randint(1, cap + 1, (batch,), generator=g, device="cuda", dtype=torch.int32))
+        graph.replay()
+        torch.cuda.synchronize()
+        ok, msg = _reference_check(captured, q, k, v, ragged, table, page)
+        assert ok, msg
+        assert launched == [0, batch], launched               # (the capture: the prepared ADAPTIVE call)
+    finally:
+        interface._prepare = real_prepare
+        interface._CALLS.clear()
 
 
 @pytest.mark.parametrize("page", [16, 256])
@@ -401,6 +469,7 @@ def run_all():
     cases = [(test_score_modifiers, ()), (test_dlpack_arrays, ())]
     cases += [(test_tile_reductions_to_scalars, (n,)) for n in (1000, 77)]
     cases += [(test_longest_first_batch, (p,)) for p in (None, 16, 256)]
+    cases += [(test_ragged_batch_planned_from_earlier_lengths, (p,)) for p in (None, 256)]
     cases += [(test_readme_variant, c) for c in [(None, 1), (256, 3), (16, 0)]]
     cases += [(test_cuda_graph_capture, c) for c in [(256, 1), (16, 3)]]
     cases += [(test_bad_block_table_is_reported, (p,)) for p in (16, 256)]

@@ -11,6 +11,7 @@ import pytest
 import fakv
 import fakv.language as fl
 from attention_ref import NP_DTYPES, attention, check, gather
+from fakv import lengths_hint
 from fakv.kernels.splits import longest_first, used_splits
 
 CASES = list(itertools.product(
@@ -133,6 +134,7 @@ def test_adaptive_splits_follow_the_lengths(monkeypatch, request, lengths, used,
     got = np.zeros(batch, np.int32)
     _splits_of[(batch,)](seqlens, got, capacity, BATCH=batch)
     assert got.tolist() == used
+    assert lengths_hint.is_ragged(lengths, capacity) == (max(used) > 1)     # the host's hint, the same test
 
     nd = NP_DTYPES["bf16"]
     q, k, v, table = _inputs(rng, batch, h, hk, d, capacity, page, nd)
@@ -148,6 +150,38 @@ def test_adaptive_splits_follow_the_lengths(monkeypatch, request, lengths, used,
     if new:                                      # the new rows in the caches at cache_seqlens
         stored = gather(k, table, total, page)
         assert all(np.array_equal(stored[i][n:], kn[i]) for i, n in enumerate(seqlens))
+
+
+@pytest.mark.parametrize("lengths,adaptive", [([2047, 100, 700, 1], True), ([2000, 1990, 2047, 1900], False)])
+def test_ragged_lengths_planned_by_the_hint(monkeypatch, request, lengths, adaptive):
+    """FAKV_ADAPTIVE_SPLITS unset: a batch of one wave over long caches is
+    planned from shapes (one split) unless the lengths hint finds its lengths
+    ragged (lengths_hint.py; on the CPU path from the lengths themselves):
+    then with ADAPTIVE and 4 splits. Results against the float64 reference
+    either way; FAKV_LENGTHS_HINT=0 keeps the plan from shapes."""
+    from fakv import interface
+    monkeypatch.setattr(interface.T, "device_properties", lambda x: (4, 50 << 20))
+    monkeypatch.setattr(interface, "_ADAPTIVE_SPLITS", None)    # (unset)
+    interface._plan.cache_clear()
+    request.addfinalizer(interface._plan.cache_clear)
+    planned = []
+    real_plan = interface.plan
+    monkeypatch.setattr(interface, "plan", lambda *a, **kw: planned.append(real_plan(*a, **kw)) or planned[-1])
+    rng = np.random.default_rng(sum(lengths))
+    batch, h, hk, d, capacity, page = 4, 4, 2, 128, 2048, 64
+    nd = NP_DTYPES["bf16"]
+    q, k, v, table = _inputs(rng, batch, h, hk, d, capacity, page, nd)
+    seqlens = np.array(lengths, np.int32)
+    keys, values = gather(k, table, seqlens, page), gather(v, table, seqlens, page)
+    for hint in (True, False):
+        monkeypatch.setattr(lengths_hint, "ENABLED", hint)
+        planned.clear()
+        out, lse = fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=seqlens, block_table=table,
+                                               return_softmax_lse=True)
+        _assert_attention(out, lse, q, keys, values, seqlens, nd)
+        assert planned[0]["by_lengths"] and planned[0]["num_splits"] == 1
+        used = planned[-1]["decode"]["ADAPTIVE"], planned[-1]["num_splits"]
+        assert used == ((batch, 4) if adaptive and hint else (0, 1)), used
 
 
 @fakv.jit

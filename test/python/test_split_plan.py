@@ -72,7 +72,7 @@ def test_enough_programs_keep_one_split(monkeypatch, request):
     one each unless the lengths turn out ragged). Beyond a wave, with short
     caches or a num_splits given: one split, no ADAPTIVE."""
     from fakv import interface
-    monkeypatch.setattr(interface, "_ADAPTIVE_SPLITS", 0)       # (FAKV_ADAPTIVE_SPLITS unset)
+    monkeypatch.setattr(interface, "_ADAPTIVE_SPLITS", 0)       # (FAKV_ADAPTIVE_SPLITS=0: never)
     interface._plan.cache_clear()
     request.addfinalizer(interface._plan.cache_clear)
     p = plan(32, 1, 32, 8, 128, "bf16", True, 256, 8192, False, 0, 132, L2)
@@ -89,6 +89,32 @@ def test_enough_programs_keep_one_split(monkeypatch, request):
     assert plan(32, 1, 32, 8, 128, "bf16", True, 256, 8192, False, 1, 132, L2)["decode"]["ADAPTIVE"] == 0   # given
     p = plan(8, 1, 32, 8, 128, "bf16", True, 256, 8192, False, 0, 132, L2)
     assert p["num_splits"] == 4 and p["decode"]["ADAPTIVE"] == 0
+
+
+def test_ragged_plan_by_the_lengths_hint(monkeypatch, request):
+    """FAKV_ADAPTIVE_SPLITS unset: where ADAPTIVE would apply (one wave, long caches, up to 64 sequences, no
+    num_splits given) the plan from shapes says it depends on the lengths ("by_lengths": one split), and
+    ragged=True (the lengths hint) gives 4 splits with ADAPTIVE; elsewhere ragged changes nothing.
+    FAKV_ADAPTIVE_SPLITS=n: n splits whatever the hint, =0: never; neither is by_lengths."""
+    from fakv import interface
+    monkeypatch.setattr(interface, "_ADAPTIVE_SPLITS", None)
+    interface._plan.cache_clear()
+    request.addfinalizer(interface._plan.cache_clear)
+    shapes = plan(32, 1, 32, 8, 128, "bf16", True, 256, 8192, False, 0, 132, L2)
+    assert shapes["by_lengths"] and shapes["num_splits"] == 1 and shapes["decode"]["ADAPTIVE"] == 0
+    p = plan(32, 1, 32, 8, 128, "bf16", True, 256, 8192, False, 0, 132, L2, ragged=True)
+    assert p["num_splits"] == 4 and p["decode"]["ADAPTIVE"] == 32 and p["decode_grid"] == (32, 32, 4)
+    assert p["combine_grid"][2] == 32 and p["by_lengths"]
+    for args in ((8, 8192, 0), (32, 1024, 0), (128, 8192, 0), (65, 8192, 0), (32, 8192, 1)):
+        p = plan(args[0], 1, 32, 8, 128, "bf16", True, 256, args[1], False, args[2], 132, L2, ragged=True)
+        assert not p["by_lengths"] and p["decode"]["ADAPTIVE"] == 0
+        assert p == plan(args[0], 1, 32, 8, 128, "bf16", True, 256, args[1], False, args[2], 132, L2)
+    for forced, splits in ((4, 4), (0, 1)):
+        monkeypatch.setattr(interface, "_ADAPTIVE_SPLITS", forced)
+        interface._plan.cache_clear()
+        for ragged in (False, True):
+            p = plan(32, 1, 32, 8, 128, "bf16", True, 256, 8192, False, 0, 132, L2, ragged=ragged)
+            assert not p["by_lengths"] and p["num_splits"] == splits
 
 
 def test_heads_first_unless_the_grid_overflows():

@@ -1,0 +1,84 @@
+"""Whether a batch's cache_seqlens are ragged, as the planner's hint: read
+from an earlier call's lengths, copied to the host asynchronously (no call
+waits for the GPU).
+
+The launch of a call is planned from shapes (interface._plan); the kernels
+read cache_seqlens on the GPU. One plan depends on the lengths themselves:
+a batch of one wave over long caches runs one program per sequence, so a
+ragged batch lasts as long as its longest sequence, while kernels/splits.py's
+ADAPTIVE launch (4 splits, each sequence using as many as the lengths call
+for) costs an equal-length batch a few percent (docs/decisions.md, "Ragged
+batches"). So a call of such a shape asks `ragged(seqlens)`: the answer comes
+from the lengths of an earlier call with the same cache_seqlens tensor (a
+decode loop's lengths grow by one a step: how ragged they are changes
+slowly), copied to pinned host memory behind that call on its stream and
+read once the copy has finished; False until one has. A stale answer only
+costs time: the kernel decides from the lengths it reads either way.
+FAKV_LENGTHS_HINT=0: never ragged (the plan from shapes only).
+"""
+import os
+
+ENABLED = os.environ.get("FAKV_LENGTHS_HINT") != "0"
+_MAX_TENSORS = 64       # tensors followed at once (more: the oldest dropped)
+
+
+def is_ragged(lengths, capacity):
+    """kernels/splits.py's test, on the host: some length (clamped to [0,
+    capacity]) is more than 1/8 (and one) above the mean."""
+    n = [min(max(int(x), 0), capacity) for x in lengths]
+    if not n:
+        return False
+    longest, mean = max(n), sum(x // len(n) for x in n)
+    return longest > mean + mean // 8 + 1
+
+
+class _Follow:
+    """One cache_seqlens tensor's pinned host copy, the event that marks it
+    done, whether it has been read, and the answer so far."""
+    __slots__ = ("host", "event", "read", "ragged")
+
+    def __init__(self, host, event):
+        self.host, self.event, self.read, self.ragged = host, event, False, False
+
+
+_FOLLOWED = {}          # (address, batch, device) -> _Follow
+
+
+def ragged(seqlens, capacity, capturing=False):
+    """The hint for a call with the int32 CUDA tensor `seqlens`: whether the
+    last lengths copied from it were ragged (is_ragged); False until a copy
+    has finished. A finished copy is read, and the next one started behind
+    this call (none while a CUDA graph is captured). Followed by address: a
+    new tensor at an old one's address gets the old answer once (the copy
+    of its own lengths starts with that call)."""
+    if not ENABLED:
+        return False
+    key = (seqlens.data_ptr(), seqlens.shape[0], seqlens.device.index)
+    follow = _FOLLOWED.get(key)
+    if follow is None:
+        if capturing:
+            return False
+        import torch
+        if len(_FOLLOWED) >= _MAX_TENSORS:
+            _FOLLOWED.pop(next(iter(_FOLLOWED)))
+        follow = _FOLLOWED[key] = _Follow(torch.empty(seqlens.shape, dtype=torch.int32, pin_memory=True),
+                                          torch.cuda.Event())
+        _copy(follow, seqlens)
+        return False
+    if not capturing and not follow.read and follow.event.query():
+        follow.ragged, follow.read = is_ragged(follow.host.tolist(), capacity), True
+    if not capturing and follow.read:
+        _copy(follow, seqlens)
+    return follow.ragged
+
+
+def _copy(follow, seqlens):
+    """Starts a copy of seqlens to the host, on the current stream."""
+    follow.host.copy_(seqlens, non_blocking=True)
+    follow.event.record()
+    follow.read = False
+
+
+def forget():
+    """Drops every followed tensor (tests)."""
+    _FOLLOWED.clear()

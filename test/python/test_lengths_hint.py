@@ -1,0 +1,138 @@
+"""fakv/lengths_hint.py: whether a batch's lengths are ragged, from an
+earlier call's lengths copied to the host without waiting. The CUDA side
+(a pinned buffer, a non-blocking copy, an event) is a stand-in here that
+records the copies and finishes them when told; test/gpu/test_frontend_gpu.py
+runs the real one on the GPU."""
+import sys
+import types
+
+import numpy as np
+import pytest
+
+from fakv import lengths_hint
+
+
+class _Lengths:
+    """A (batch,) int32 'CUDA tensor': an address and its values."""
+
+    def __init__(self, values, address=0x1000):
+        self.values, self.address = list(values), address
+        self.shape, self.device = (len(values),), types.SimpleNamespace(index=0)
+
+    def data_ptr(self):
+        return self.address
+
+
+class _Host:
+    """The pinned buffer: copy_ records a copy that lands when its event is done."""
+
+    def __init__(self, copies, shape):
+        self.copies, self.values = copies, [0] * shape[0]
+
+    def copy_(self, src, non_blocking=False):
+        assert non_blocking, "the copy must not wait for the GPU"
+        self.copies.append((self, list(src.values)))
+
+    def tolist(self):
+        return list(self.values)
+
+
+class _Event:
+    def __init__(self, gpu):
+        self.gpu, self.done = gpu, True
+
+    def record(self):
+        self.done = False
+        self.gpu.pending.append(self)
+
+    def query(self):
+        return self.done
+
+
+@pytest.fixture
+def gpu(monkeypatch):
+    """A stand-in torch whose copies land when gpu.finish() is called."""
+    gpu = types.SimpleNamespace(copies=[], pending=[])
+
+    def finish():
+        for host, values in gpu.copies:
+            host.values = values
+        for event in gpu.pending:
+            event.done = True
+        gpu.copies.clear()
+        gpu.pending.clear()
+    gpu.finish = finish
+    torch = types.SimpleNamespace(
+        int32="int32", empty=lambda shape, dtype, pin_memory: _Host(gpu.copies, shape),
+        cuda=types.SimpleNamespace(Event=lambda: _Event(gpu)))
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    monkeypatch.setattr(lengths_hint, "ENABLED", True)
+    lengths_hint.forget()
+    yield gpu
+    lengths_hint.forget()
+
+
+@pytest.mark.parametrize("lengths,ragged", [
+    ([2047, 100, 700, 1], True), ([2000, 1990, 2047, 1900], False), ([0, 0, 2047, 0], True),
+    ([5000, 9000], False),              # clamped to the capacity (2048): equal
+    ([], False), ([7], False)])
+def test_is_ragged_as_the_kernel(lengths, ragged):
+    """kernels/splits.py's near_equal: ragged when the longest (clamped to
+    [0, capacity]) is more than mean // 8 + 1 above the mean of n // batch."""
+    assert lengths_hint.is_ragged(np.array(lengths, np.int32), 2048) == ragged
+
+
+def test_answer_follows_copies_that_have_landed(gpu):
+    lens = _Lengths([2047, 100, 700, 1])
+    assert not lengths_hint.ragged(lens, 2048)      # nothing on the host yet; a copy started
+    assert len(gpu.copies) == 1
+    assert not lengths_hint.ragged(lens, 2048)      # the copy has not landed: the answer so far, no new copy
+    assert len(gpu.copies) == 1
+    gpu.finish()
+    assert lengths_hint.ragged(lens, 2048)          # read, and the next copy started behind this call
+    assert len(gpu.copies) == 1
+    lens.values = [2000, 2000, 2000, 2000]          # the lengths change (on the GPU)
+    assert lengths_hint.ragged(lens, 2048)          # still the last copy's answer
+    gpu.finish()
+    assert lengths_hint.ragged(lens, 2048)          # the copy started before the change; now one after it
+    gpu.finish()
+    assert not lengths_hint.ragged(lens, 2048)
+
+
+def test_capture_reads_and_copies_nothing(gpu):
+    """While a CUDA graph is captured: the answer so far, no copy (a copy
+    would be captured into the graph) and no event query."""
+    lens = _Lengths([2047, 1, 1, 1])
+    assert not lengths_hint.ragged(lens, 2048, capturing=True)
+    assert gpu.copies == [] and lengths_hint._FOLLOWED == {}
+    lengths_hint.ragged(lens, 2048)
+    gpu.finish()
+    assert lengths_hint.ragged(lens, 2048, capturing=True) is False     # landed but not read during capture
+    assert gpu.copies == []
+    assert lengths_hint.ragged(lens, 2048)
+
+
+def test_followed_by_address_and_batch(gpu):
+    """Each (address, batch) is followed on its own; a new tensor at an old
+    one's address gets the old answer once, then its own."""
+    a, b = _Lengths([2047, 1, 1, 1], 0x1000), _Lengths([9, 9, 9, 9], 0x2000)
+    for t in (a, b):
+        lengths_hint.ragged(t, 2048)
+    gpu.finish()
+    assert lengths_hint.ragged(a, 2048) and not lengths_hint.ragged(b, 2048)
+    gpu.finish()
+    reused = _Lengths([100, 100, 100, 100], 0x1000)
+    assert lengths_hint.ragged(reused, 2048)         # (a's copy, read before)
+    gpu.finish()
+    assert not lengths_hint.ragged(reused, 2048)
+    assert not lengths_hint.ragged(_Lengths([2047, 1], 0x1000), 2048)   # another batch size: its own
+
+
+def test_off(gpu, monkeypatch):
+    """FAKV_LENGTHS_HINT=0: never ragged, nothing copied."""
+    monkeypatch.setattr(lengths_hint, "ENABLED", False)
+    lens = _Lengths([2047, 1, 1, 1])
+    for _ in range(3):
+        assert not lengths_hint.ragged(lens, 2048)
+        gpu.finish()
+    assert lengths_hint._FOLLOWED == {}
