@@ -10,6 +10,7 @@ A cell is one of bench_grid.py's shapes and a layout (@0: contiguous, @16,
 timed: `planned` (nothing), `swap=0|1` (FAKV_SWAP_AB), `stages=N` (the
 decode's ring depth), `splits=N` (num_splits passed to the call),
 `adaptive=N` (FAKV_ADAPTIVE_SPLITS), `merge` (FAKV_MERGE_SPLITS),
+`order=seq` (decode's grid sequences first, not heads first),
 `early=0|1` (decode launched programmatically never / always:
 interface._EARLY_DECODE_BYTES), `hint=0` (FAKV_LENGTHS_HINT=0), or several
 joined by `+` (`stages=2+splits=6`). Each
@@ -42,7 +43,7 @@ def variant(name):
     saved = {k: getattr(interface, k) for k in ("_SWAP_AB", "_ADAPTIVE_SPLITS", "_MERGE_SPLITS", "_EARLY_DECODE_BYTES",
                                                  "plan")}
     hint = lengths_hint.ENABLED
-    splits, stages = 0, None
+    splits, stages, seq_first = 0, None, False
     for part in name.split("+"):
         kind, _, value = part.partition("=")
         if kind == "swap":
@@ -57,14 +58,22 @@ def variant(name):
             lengths_hint.ENABLED = value != "0"
         elif kind == "stages":
             stages = int(value)
+        elif kind == "order":
+            seq_first = value == "seq"
         elif kind == "splits":
             splits = int(value)
         elif kind != "planned":
             raise SystemExit(f"unknown variant {part!r}")
-    if stages is not None:
+    if stages is not None or seq_first:
         def plan(*args, **kwargs):
             p = saved["plan"](*args, **kwargs)
-            p["decode_options"]["stages"] = stages
+            if stages is not None:
+                p["decode_options"]["stages"] = stages
+            if seq_first and p["decode"]["HEADS_FIRST"]:       # (interface._plan's other grid)
+                p["decode"]["HEADS_FIRST"] = False
+                heads, rows, splits_ = p["decode_grid"]
+                p["decode_grid"] = (rows, heads, splits_)
+                p["decode_options"]["pack_gqa"] = 1
             return p
         interface.plan = plan
     interface._CALLS.clear()
