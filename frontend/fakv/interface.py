@@ -159,6 +159,13 @@ _APPEND_BLOCKS = 3
 # 256, on the H200 (.carry/exp/b1_splits.py, 2026-12-02): 8 splits 6.32 us,
 # 12 5.72, 16 6.12, 32 5.95; 3 lets the plan take 11 splits of 3 blocks.
 _SPLIT_MIN_BLOCKS = 3
+# A ring of two stages instead of three (64 KB instead of 96) for unsplit swapped d128 calls of one wave of
+# programs of _TWO_STAGES_WAVE key blocks (b32 s8K, MHA b8 s8K). H200, bench/plan_variants.py (session 16, 0.1 s
+# of replays, interleaved, two leases), against three stages: b32 s8K -0.6 / -1.4 % (contiguous / pages of 256)
+# and -2.0 % (256), MHA b8 s8K contiguous -2.5 and -1.0 %, pages of 256 -1.3 %. Not elsewhere: b32 s1K (one wave
+# of 16 blocks) +9 to +14 %, b128 s32K +0.5 to +2.7 %, d64 b8 s8K +2 %; b128 s1K -2.1 to -2.3 % on one lease but
+# +5 % on another (docs/gpu-results.md, session 16).
+_TWO_STAGES_WAVE = (64, 128)
 # Heads per combine program, at most: more programs, each merging less, finish sooner even when they do not
 # fit beside decode's (H200, 32/8 d128, .carry/exp/combine_hb.py, session 15; against as many as a tile held):
 # b2 s8192 paged -3.0 %, b4 -3.8 %, b8 -3.1 % (contiguous -3.0 %), b16 -1.2 %, b8 s1024 -20.2 %, b4 s32768
@@ -251,6 +258,9 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
     while head_block > 1 and programs(num_splits) + combine_programs(num_splits, head_block // 2) <= slots:
         head_block //= 2
     stages, ring_stage = (3 if head_tile <= 128 else 2), 2 * block_n * head_tile * 2   # a K and a V block, 16-bit
+    if (swap and head_tile == 128 and num_splits == 1 and not appending and programs(1) <= slots
+            and _TWO_STAGES_WAVE[0] <= n_blocks <= _TWO_STAGES_WAVE[1]):
+        stages = 2          # (a 64 KB ring)
     return {
         # decode.py is written per query head; fakv-pack-gqa runs the GROUP
         # heads of a kv head (padded to group_tile rows) in one program.

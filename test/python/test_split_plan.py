@@ -117,6 +117,24 @@ def test_ragged_plan_by_the_lengths_hint(monkeypatch, request):
             assert not p["by_lengths"] and p["num_splits"] == splits
 
 
+@pytest.mark.parametrize("shape,stages", [
+    ((32, 8192, 0), 2), ((32, 8192, 256), 2), ((32, 4096, 64), 2),      # one wave of 64-128-block programs
+    ((32, 8192, 16), 3),                            # (pages of 16: one more, as before)
+    ((32, 1024, 0), 3), ((128, 1024, 0), 3), ((128, 8192, 0), 3), ((128, 32768, 256), 3), ((32, 32768, 0), 3),
+    ((8, 8192, 0), 3)])                             # split
+def test_two_stages_where_measured_faster(shape, stages):
+    """A two-stage ring for unsplit swapped d128 calls of one wave of programs of 64-128 key blocks; three
+    elsewhere (interface._TWO_STAGES_WAVE)."""
+    batch, seqlen, page = shape
+    p = plan(batch, 1, 32, 8, 128, "bf16", bool(page), page or seqlen, seqlen, True, 0, 132, L2)
+    assert p["decode_options"].get("swap_ab") and p["decode_options"]["stages"] == stages
+    mha = plan(8, 1, 32, 32, 128, "bf16", False, 8192, 8192, True, 0, 132, L2)
+    assert mha["num_splits"] == 1 and mha["decode_options"]["stages"] == 2
+    assert plan(8, 1, 32, 8, 64, "bf16", False, 8192, 8192, True, 0, 132, L2)["decode_options"]["stages"] == 3
+    appending = plan(32, 1, 32, 8, 128, "bf16", False, 8192, 8192, True, 0, 132, L2, appending=True)
+    assert appending["decode_options"]["stages"] == 3
+
+
 def test_heads_first_unless_the_grid_overflows():
     """decode's grid is (heads, batch x query blocks, splits), packed on axis 0 (decode.py's own pack_gqa=0), so that
     a sequence's heads start together; (batch x query blocks, heads, splits), packed on axis 1, only where batch x
