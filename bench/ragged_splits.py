@@ -50,6 +50,7 @@ def main():
     import fakv
     from fakv import interface
     longest_first = interface._LONGEST_FIRST          # (FAKV_LONGEST_FIRST as set)
+    adaptive = interface._ADAPTIVE_SPLITS             # (FAKV_ADAPTIVE_SPLITS as set)
     print(f"copy {G.copy_bandwidth():.2f} TB/s; us per call: s0 as planned (its split count and ADAPTIVE in "
           f"brackets), adaptive with FAKV_ADAPTIVE_SPLITS=4 (adaptive2: 2; adaptive-merged: 4 and "
           f"FAKV_MERGE_SPLITS=1), sN with num_splits=N")
@@ -61,7 +62,8 @@ def main():
             row = []
             for s in SPLITS:
                 # (FAKV_ADAPTIVE_SPLITS, FAKV_MERGE_SPLITS), set before the calls are made and captured
-                interface._ADAPTIVE_SPLITS, interface._MERGE_SPLITS = ADAPTIVE.get(s, (0, False))
+                # ("planned", s0: the default, by the lengths hint; the rest never ADAPTIVE unless asked)
+                interface._ADAPTIVE_SPLITS, interface._MERGE_SPLITS = ADAPTIVE.get(s, (None if s == 0 else 0, False))
                 interface._LONGEST_FIRST = s == "longest-first" or longest_first
                 interface._plan.cache_clear()
                 interface._CALLS.clear()
@@ -70,7 +72,7 @@ def main():
                     num_splits=0 if s in ADAPTIVE or s == "longest-first" else s)
                 t, _ = G.graph_time_ms([lambda i=i: run(i) for i in range(cell.copies)])
                 row.append(f"{s if s in ADAPTIVE or s == 'longest-first' else f's{s}'}={t * 1e3:7.1f}")
-            interface._ADAPTIVE_SPLITS, interface._MERGE_SPLITS, interface._LONGEST_FIRST = 0, False, longest_first
+            interface._ADAPTIVE_SPLITS, interface._MERGE_SPLITS, interface._LONGEST_FIRST = adaptive, False, longest_first
             interface._plan.cache_clear()
             interface._CALLS.clear()
             print(f"{shape[0]:20} page {page:3} [{p['num_splits']} splits, ADAPTIVE={p['decode']['ADAPTIVE']}, "

@@ -244,8 +244,9 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
             adaptive_splits = _RAGGED_SPLITS if _ADAPTIVE_SPLITS is None else _ADAPTIVE_SPLITS
             if (adaptive_splits > 1 and batch <= _ADAPTIVE_MAX_BATCH and programs(1) <= slots
                     and n_blocks >= adaptive_splits * _ADAPTIVE_MIN_BLOCKS):
-                by_lengths = _ADAPTIVE_SPLITS is None
-                if ragged or not by_lengths:
+                # (by the hint: one query row, head dims up to 128, what the H200 measured and tests run)
+                by_lengths = _ADAPTIVE_SPLITS is None and seqlen_q == 1 and head_tile <= 128
+                if (ragged and by_lengths) or _ADAPTIVE_SPLITS is not None:
                     num_splits, adaptive = adaptive_splits, batch
     num_splits = max(1, min(num_splits, MAX_SPLITS, n_blocks))
     heads_first = batch * m_blocks <= 65535                                   # (grid axis y: CUDA's 65535)
@@ -258,7 +259,7 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
     while head_block > 1 and programs(num_splits) + combine_programs(num_splits, head_block // 2) <= slots:
         head_block //= 2
     stages, ring_stage = (3 if head_tile <= 128 else 2), 2 * block_n * head_tile * 2   # a K and a V block, 16-bit
-    if (swap and head_tile == 128 and num_splits == 1 and not appending and programs(1) <= slots
+    if (swap and head_tile == 128 and seqlen_q == 1 and num_splits == 1 and not appending and programs(1) <= slots
             and _TWO_STAGES_WAVE[0] <= n_blocks <= _TWO_STAGES_WAVE[1]):
         stages = 2          # (a 64 KB ring)
     return {
@@ -500,8 +501,13 @@ class _ByLengths:
         self.calls, self.capacity = [None, None], capacity
 
     def __call__(self, addresses, q, seqlens):
-        call = self.calls[lengths_hint.ragged(seqlens, self.capacity, _capturing())]
-        return None if call is None else call(addresses, q, seqlens)
+        capturing = _capturing()
+        call = self.calls[lengths_hint.ragged(seqlens, self.capacity, capturing)]
+        if call is None:
+            return None
+        out = call(addresses, q, seqlens)
+        lengths_hint.copy_after(seqlens, capturing)          # (behind the call's kernels)
+        return out
 
 
 def _raw_allocator(torch):
@@ -1047,7 +1053,10 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
         if in_kernels:
             addresses[7:9] = k.data_ptr(), v.data_ptr()
         found = (None, tuple(addresses))
-    return call(found[1], q, given_seqlens)
+    out = call(found[1], q, given_seqlens)
+    if by_lengths:
+        lengths_hint.copy_after(seqlens, capturing)          # (behind the call's kernels)
+    return out
 
 
 # kernels/combine_new.py's pointer parameters in a PreparedCall's slot order (_DECODE_SLOTS'): -1 for none.

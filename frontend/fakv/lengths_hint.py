@@ -11,8 +11,9 @@ for) costs an equal-length batch a few percent (docs/decisions.md, "Ragged
 batches"). So a call of such a shape asks `ragged(seqlens)`: the answer comes
 from the lengths of an earlier call with the same cache_seqlens tensor (a
 decode loop's lengths grow by one a step: how ragged they are changes
-slowly), copied to pinned host memory behind that call on its stream and
-read once the copy has finished; False until one has. A stale answer only
+slowly), copied to pinned host memory behind that call (copy_after, once
+it is launched) on its device's current stream and read by a later call
+once the copy has finished; False until one has. A stale answer only
 costs time: the kernel decides from the lengths it reads either way.
 FAKV_LENGTHS_HINT=0: never ragged (the plan from shapes only).
 """
@@ -44,39 +45,53 @@ class _Follow:
 _FOLLOWED = {}          # (address, batch, device) -> _Follow
 
 
+def _key(seqlens):
+    return seqlens.data_ptr(), seqlens.shape[0], seqlens.device.index
+
+
 def ragged(seqlens, capacity, capturing=False):
-    """The hint for a call with the int32 CUDA tensor `seqlens`: whether the
-    last lengths copied from it were ragged (is_ragged); False until a copy
-    has finished. A finished copy is read, and the next one started behind
-    this call (none while a CUDA graph is captured). Followed by address: a
-    new tensor at an old one's address gets the old answer once (the copy
-    of its own lengths starts with that call)."""
+    """The hint for a call with the int32 CUDA tensor `seqlens`, before it
+    is launched: whether the last lengths copied from it (copy_after) were
+    ragged (is_ragged); False until a copy has finished. A finished copy is
+    read here (not while a CUDA graph is captured: the answer so far).
+    Followed by address: a new tensor at an old one's address gets the old
+    answer until a copy of its own has been read."""
     if not ENABLED:
         return False
-    key = (seqlens.data_ptr(), seqlens.shape[0], seqlens.device.index)
-    follow = _FOLLOWED.get(key)
+    follow = _FOLLOWED.get(_key(seqlens))
     if follow is None:
-        if capturing:
-            return False
-        import torch
-        if len(_FOLLOWED) >= _MAX_TENSORS:
-            _FOLLOWED.pop(next(iter(_FOLLOWED)))
-        follow = _FOLLOWED[key] = _Follow(torch.empty(seqlens.shape, dtype=torch.int32, pin_memory=True),
-                                          torch.cuda.Event())
-        _copy(follow, seqlens)
         return False
     if not capturing and not follow.read and follow.event.query():
         follow.ragged, follow.read = is_ragged(follow.host.tolist(), capacity), True
-    if not capturing and follow.read:
-        _copy(follow, seqlens)
     return follow.ragged
 
 
-def _copy(follow, seqlens):
-    """Starts a copy of seqlens to the host, on the current stream."""
-    follow.host.copy_(seqlens, non_blocking=True)
-    follow.event.record()
-    follow.read = False
+def copy_after(seqlens, capturing=False):
+    """After a call with `seqlens` is launched: starts a copy of its lengths
+    to the host behind it, on the current stream of its device, unless the
+    last copy has not been read yet (or a CUDA graph is being captured).
+    The first copy of a tensor allocates its pinned buffer. A failure drops
+    the tensor (the hint stays False for it): the hint never fails a call."""
+    if not ENABLED or capturing:
+        return
+    key = _key(seqlens)
+    follow = _FOLLOWED.get(key)
+    if follow is not None and not follow.read:
+        return
+    try:
+        import torch
+        if follow is None:
+            if len(_FOLLOWED) >= _MAX_TENSORS:
+                _FOLLOWED.pop(next(iter(_FOLLOWED)))
+            follow = _FOLLOWED[key] = _Follow(torch.empty(seqlens.shape, dtype=torch.int32, pin_memory=True),
+                                              torch.cuda.Event())
+        stream = torch.cuda.current_stream(seqlens.device)
+        with torch.cuda.stream(stream):
+            follow.host.copy_(seqlens, non_blocking=True)
+        follow.event.record(stream)
+        follow.read = False
+    except Exception:  # noqa: BLE001  (no pinned memory, another device's event, ...: no hint for it)
+        _FOLLOWED.pop(key, None)
 
 
 def forget():

@@ -223,31 +223,49 @@ def test_ragged_batch_planned_from_earlier_lengths(page):
     assert p["by_lengths"] and p["num_splits"] == 1
     interface._CALLS.clear()
     lengths_hint.forget()
-    launched = []
+    launched, ran = [], []                # decode's ADAPTIVE of each call prepared, of each prepared call run
     real_prepare = interface._prepare
 
     def prepare(*args, **kwargs):
-        launched.append(args[2]["ADAPTIVE"])      # decode's constexprs
-        return real_prepare(*args, **kwargs)
+        adaptive = args[2]["ADAPTIVE"]        # decode's constexprs
+        launched.append(adaptive)
+        prepared = real_prepare(*args, **kwargs)
+
+        def run(*call_args):
+            ran.append(adaptive)
+            return prepared(*call_args)
+        return run
     interface._prepare = prepare
+
+    def waits(fn):
+        """Whether fn() returned only after ~10 ms of GPU work queued before it had finished."""
+        torch.cuda.synchronize()
+        torch.cuda._sleep(20_000_000)
+        out = fn()
+        busy = not torch.cuda.current_stream().query()
+        torch.cuda.synchronize()
+        return out, not busy
     try:
         call = lambda lens: fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens,  # noqa: E731
                                                          block_table=table)
         for lens in (ragged, equal):
-            outs = [call(lens)]
+            if lens is equal:                                 # prepared: a new tensor's first call waits neither
+                out, waited = waits(lambda: call(lens))
+                assert not waited, "the call waited for the GPU (a new cache_seqlens tensor)"
+                outs = [out]
+            else:
+                outs = [call(lens)]                           # (compiles)
             torch.cuda.synchronize()                          # (the lengths' copy has landed)
             outs.append(call(lens))                           # planned from them
-            torch.cuda.synchronize()
-            torch.cuda._sleep(20_000_000)
-            outs.append(call(lens))
-            busy = not torch.cuda.current_stream().query()
-            torch.cuda.synchronize()
-            assert busy, "the call waited for the GPU"
+            out, waited = waits(lambda: call(lens))
+            assert not waited, "the call waited for the GPU"
+            outs.append(out)
             for out in outs:
                 ok, msg = _reference_check(out, q, k, v, lens, table, page)
                 assert ok, msg
         # Prepared: the plan from shapes (the first call), then ADAPTIVE; equal lengths reuse the first.
         assert launched == [0, batch], launched
+        assert ran == [0, batch, batch, 0, 0, 0], ran          # which prepared call each call ran
         switch, = interface._CALLS.values()
         assert isinstance(switch, interface._ByLengths) and None not in switch.calls
         assert lengths_hint.ragged(ragged, cap) and not lengths_hint.ragged(equal, cap)   # what each call took
@@ -259,10 +277,11 @@ def test_ragged_batch_planned_from_earlier_lengths(page):
         torch.cuda.synchronize()
         ok, msg = _reference_check(captured, q, k, v, ragged, table, page)
         assert ok, msg
-        assert launched == [0, batch], launched               # (the capture: the prepared ADAPTIVE call)
+        assert launched == [0, batch] and ran[6:] == [batch], (launched, ran)   # the capture: ADAPTIVE's
     finally:
         interface._prepare = real_prepare
         interface._CALLS.clear()
+        lengths_hint.forget()
 
 
 @pytest.mark.parametrize("page", [16, 256])

@@ -3,6 +3,7 @@ earlier call's lengths copied to the host without waiting. The CUDA side
 (a pinned buffer, a non-blocking copy, an event) is a stand-in here that
 records the copies and finishes them when told; test/gpu/test_frontend_gpu.py
 runs the real one on the GPU."""
+import contextlib
 import sys
 import types
 
@@ -41,18 +42,20 @@ class _Event:
     def __init__(self, gpu):
         self.gpu, self.done = gpu, True
 
-    def record(self):
+    def record(self, stream):
+        assert stream is self.gpu.stream, "recorded on the stream of the lengths' device"
         self.done = False
         self.gpu.pending.append(self)
 
     def query(self):
+        assert not self.gpu.capturing, "an event query while a CUDA graph is captured"
         return self.done
 
 
 @pytest.fixture
 def gpu(monkeypatch):
     """A stand-in torch whose copies land when gpu.finish() is called."""
-    gpu = types.SimpleNamespace(copies=[], pending=[])
+    gpu = types.SimpleNamespace(copies=[], pending=[], stream=object(), capturing=False, allocations=0)
 
     def finish():
         for host, values in gpu.copies:
@@ -61,15 +64,29 @@ def gpu(monkeypatch):
             event.done = True
         gpu.copies.clear()
         gpu.pending.clear()
+
+    def empty(shape, dtype, pin_memory):
+        gpu.allocations += 1
+        return _Host(gpu.copies, shape)
     gpu.finish = finish
     torch = types.SimpleNamespace(
-        int32="int32", empty=lambda shape, dtype, pin_memory: _Host(gpu.copies, shape),
-        cuda=types.SimpleNamespace(Event=lambda: _Event(gpu)))
+        int32="int32", empty=empty,
+        cuda=types.SimpleNamespace(Event=lambda: _Event(gpu), current_stream=lambda device: gpu.stream,
+                                   stream=lambda s: contextlib.nullcontext()))
     monkeypatch.setitem(sys.modules, "torch", torch)
     monkeypatch.setattr(lengths_hint, "ENABLED", True)
     lengths_hint.forget()
     yield gpu
     lengths_hint.forget()
+
+
+def call(lens, gpu, capturing=False):
+    """What interface does for one call: the hint before the launch, the copy after it."""
+    gpu.capturing = capturing
+    answer = lengths_hint.ragged(lens, 2048, capturing)
+    lengths_hint.copy_after(lens, capturing)
+    gpu.capturing = False
+    return answer
 
 
 @pytest.mark.parametrize("lengths,ragged", [
@@ -84,48 +101,77 @@ def test_is_ragged_as_the_kernel(lengths, ragged):
 
 def test_answer_follows_copies_that_have_landed(gpu):
     lens = _Lengths([2047, 100, 700, 1])
-    assert not lengths_hint.ragged(lens, 2048)      # nothing on the host yet; a copy started
-    assert len(gpu.copies) == 1
-    assert not lengths_hint.ragged(lens, 2048)      # the copy has not landed: the answer so far, no new copy
+    assert not call(lens, gpu)                      # nothing on the host yet; a copy started after the launch
+    assert len(gpu.copies) == 1 and gpu.allocations == 1
+    assert not call(lens, gpu)                      # the copy has not landed: the answer so far, no new copy
     assert len(gpu.copies) == 1
     gpu.finish()
-    assert lengths_hint.ragged(lens, 2048)          # read, and the next copy started behind this call
-    assert len(gpu.copies) == 1
+    assert call(lens, gpu)                          # read, and the next copy started behind this call
+    assert len(gpu.copies) == 1 and gpu.allocations == 1
     lens.values = [2000, 2000, 2000, 2000]          # the lengths change (on the GPU)
-    assert lengths_hint.ragged(lens, 2048)          # still the last copy's answer
+    assert call(lens, gpu)                          # still the last copy's answer
     gpu.finish()
-    assert lengths_hint.ragged(lens, 2048)          # the copy started before the change; now one after it
+    assert call(lens, gpu)                          # the copy started before the change; now one after it
     gpu.finish()
-    assert not lengths_hint.ragged(lens, 2048)
+    assert not call(lens, gpu)
+
+
+def test_copy_lands_before_it_is_read(gpu):
+    """The pinned buffer is read only once its event is done, and no copy
+    starts into it before it has been read."""
+    lens = _Lengths([2047, 1, 1, 1])
+    call(lens, gpu)
+    host = lengths_hint._FOLLOWED[lengths_hint._key(lens)].host
+    host.values = [2047, 1, 1, 1]                   # (what an unfinished copy might have left: not read)
+    assert not call(lens, gpu) and len(gpu.copies) == 1
 
 
 def test_capture_reads_and_copies_nothing(gpu):
     """While a CUDA graph is captured: the answer so far, no copy (a copy
-    would be captured into the graph) and no event query."""
+    would be captured into the graph), no allocation and no event query."""
     lens = _Lengths([2047, 1, 1, 1])
-    assert not lengths_hint.ragged(lens, 2048, capturing=True)
-    assert gpu.copies == [] and lengths_hint._FOLLOWED == {}
-    lengths_hint.ragged(lens, 2048)
+    assert not call(lens, gpu, capturing=True)
+    assert gpu.copies == [] and gpu.allocations == 0 and lengths_hint._FOLLOWED == {}
+    call(lens, gpu)
     gpu.finish()
-    assert lengths_hint.ragged(lens, 2048, capturing=True) is False     # landed but not read during capture
+    assert call(lens, gpu, capturing=True) is False     # landed but not read during capture (query asserts)
     assert gpu.copies == []
-    assert lengths_hint.ragged(lens, 2048)
+    assert call(lens, gpu)
 
 
 def test_followed_by_address_and_batch(gpu):
     """Each (address, batch) is followed on its own; a new tensor at an old
-    one's address gets the old answer once, then its own."""
+    one's address gets the old answer until its own copy is read."""
     a, b = _Lengths([2047, 1, 1, 1], 0x1000), _Lengths([9, 9, 9, 9], 0x2000)
     for t in (a, b):
-        lengths_hint.ragged(t, 2048)
+        call(t, gpu)
     gpu.finish()
-    assert lengths_hint.ragged(a, 2048) and not lengths_hint.ragged(b, 2048)
+    assert call(a, gpu) and not call(b, gpu)
     gpu.finish()
     reused = _Lengths([100, 100, 100, 100], 0x1000)
-    assert lengths_hint.ragged(reused, 2048)         # (a's copy, read before)
+    assert call(reused, gpu)                         # (a's copy, read before)
     gpu.finish()
-    assert not lengths_hint.ragged(reused, 2048)
-    assert not lengths_hint.ragged(_Lengths([2047, 1], 0x1000), 2048)   # another batch size: its own
+    assert not call(reused, gpu)
+    assert not call(_Lengths([2047, 1], 0x1000), gpu)   # another batch size: its own
+
+
+def test_oldest_dropped_past_the_limit(gpu, monkeypatch):
+    monkeypatch.setattr(lengths_hint, "_MAX_TENSORS", 2)
+    tensors = [_Lengths([2047, 1], 0x1000 * (i + 1)) for i in range(3)]
+    for t in tensors:
+        call(t, gpu)
+    assert list(lengths_hint._FOLLOWED) == [lengths_hint._key(t) for t in tensors[1:]]
+
+
+def test_a_failing_copy_drops_the_tensor(gpu, monkeypatch):
+    """No pinned memory (or any failure of the copy): no hint for that
+    tensor, and the call goes on."""
+    def no_pinned(*args, **kwargs):
+        raise RuntimeError("no pinned memory")
+    monkeypatch.setattr(sys.modules["torch"], "empty", no_pinned)
+    lens = _Lengths([2047, 1, 1, 1])
+    assert not call(lens, gpu) and not call(lens, gpu)
+    assert lengths_hint._FOLLOWED == {}
 
 
 def test_off(gpu, monkeypatch):
@@ -133,6 +179,6 @@ def test_off(gpu, monkeypatch):
     monkeypatch.setattr(lengths_hint, "ENABLED", False)
     lens = _Lengths([2047, 1, 1, 1])
     for _ in range(3):
-        assert not lengths_hint.ragged(lens, 2048)
+        assert not call(lens, gpu)
         gpu.finish()
-    assert lengths_hint._FOLLOWED == {}
+    assert lengths_hint._FOLLOWED == {} and gpu.allocations == 0

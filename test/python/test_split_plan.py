@@ -109,6 +109,9 @@ def test_ragged_plan_by_the_lengths_hint(monkeypatch, request):
         p = plan(args[0], 1, 32, 8, 128, "bf16", True, 256, args[1], False, args[2], 132, L2, ragged=True)
         assert not p["by_lengths"] and p["decode"]["ADAPTIVE"] == 0
         assert p == plan(args[0], 1, 32, 8, 128, "bf16", True, 256, args[1], False, args[2], 132, L2)
+    for args in ((32, 2, 128), (16, 1, 256)):      # (by the hint: one query row, head dims up to 128)
+        p = plan(args[0], args[1], 32, 8, args[2], "bf16", True, 256, 16384, False, 0, 132, L2, ragged=True)
+        assert not p["by_lengths"] and p["decode"]["ADAPTIVE"] == 0
     for forced, splits in ((4, 4), (0, 1)):
         monkeypatch.setattr(interface, "_ADAPTIVE_SPLITS", forced)
         interface._plan.cache_clear()
@@ -122,9 +125,13 @@ def test_ragged_plan_by_the_lengths_hint(monkeypatch, request):
     ((32, 8192, 16), 3),                            # (pages of 16: one more, as before)
     ((32, 1024, 0), 3), ((128, 1024, 0), 3), ((128, 8192, 0), 3), ((128, 32768, 256), 3), ((32, 32768, 0), 3),
     ((8, 8192, 0), 3)])                             # split
-def test_two_stages_where_measured_faster(shape, stages):
-    """A two-stage ring for unsplit swapped d128 calls of one wave of programs of 64-128 key blocks; three
-    elsewhere (interface._TWO_STAGES_WAVE)."""
+def test_two_stages_where_measured_faster(shape, stages, monkeypatch, request):
+    """A two-stage ring for unsplit swapped d128 calls of one wave of programs of 64-128 key blocks and one query
+    row; three elsewhere (interface._TWO_STAGES_WAVE)."""
+    from fakv import interface
+    monkeypatch.setattr(interface, "_ADAPTIVE_SPLITS", None)     # (FAKV_ADAPTIVE_SPLITS unset)
+    interface._plan.cache_clear()
+    request.addfinalizer(interface._plan.cache_clear)
     batch, seqlen, page = shape
     p = plan(batch, 1, 32, 8, 128, "bf16", bool(page), page or seqlen, seqlen, True, 0, 132, L2)
     assert p["decode_options"].get("swap_ab") and p["decode_options"]["stages"] == stages
@@ -133,6 +140,7 @@ def test_two_stages_where_measured_faster(shape, stages):
     assert plan(8, 1, 32, 8, 64, "bf16", False, 8192, 8192, True, 0, 132, L2)["decode_options"]["stages"] == 3
     appending = plan(32, 1, 32, 8, 128, "bf16", False, 8192, 8192, True, 0, 132, L2, appending=True)
     assert appending["decode_options"]["stages"] == 3
+    assert plan(32, 2, 32, 8, 128, "bf16", False, 8192, 8192, True, 0, 132, L2)["decode_options"]["stages"] == 3
 
 
 def test_heads_first_unless_the_grid_overflows():
