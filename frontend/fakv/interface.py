@@ -245,7 +245,7 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
             if (adaptive_splits > 1 and batch <= _ADAPTIVE_MAX_BATCH and programs(1) <= slots
                     and n_blocks >= adaptive_splits * _ADAPTIVE_MIN_BLOCKS):
                 # (by the hint: one query row, head dims up to 128, what the H200 measured and tests run)
-                by_lengths = _ADAPTIVE_SPLITS is None and seqlen_q == 1 and head_tile <= 128
+                by_lengths = _ADAPTIVE_SPLITS is None and seqlen_q == 1 and head_tile <= 128 and not appending
                 if (ragged and by_lengths) or _ADAPTIVE_SPLITS is not None:
                     num_splits, adaptive = adaptive_splits, batch
     num_splits = max(1, min(num_splits, MAX_SPLITS, n_blocks))
@@ -918,8 +918,8 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
     p = plan(batch, seqlen_q, heads, kv_heads, head_dim, T.dtype(q), paged, page_size, capacity, causal,
              int(num_splits), num_sms, l2, appending=k is not None)
     capturing = on_gpu and _capturing()
-    # A plan that depends on whether the lengths are ragged (a tensor's, no new keys): from the lengths hint.
-    by_lengths = p["by_lengths"] and not seqlens_int and k is None
+    # A plan that depends on whether the lengths are ragged (a tensor's): from the lengths hint.
+    by_lengths = p["by_lengths"] and not seqlens_int
     if by_lengths and _ragged(seqlens, capacity, on_gpu, capturing):
         p = plan(batch, seqlen_q, heads, kv_heads, head_dim, T.dtype(q), paged, page_size, capacity, causal,
                  int(num_splits), num_sms, l2, ragged=True)

@@ -85,10 +85,8 @@ def copy_after(seqlens, capturing=False):
                 _FOLLOWED.pop(next(iter(_FOLLOWED)))
             follow = _FOLLOWED[key] = _Follow(torch.empty(seqlens.shape, dtype=torch.int32, pin_memory=True),
                                               torch.cuda.Event())
-        stream = torch.cuda.current_stream(seqlens.device)
-        with torch.cuda.stream(stream):
-            follow.host.copy_(seqlens, non_blocking=True)
-        follow.event.record(stream)
+        follow.host.copy_(seqlens, non_blocking=True)       # (torch: on the current stream of seqlens' device)
+        follow.event.record(torch.cuda.current_stream(seqlens.device))
         follow.read = False
     except Exception:  # noqa: BLE001  (no pinned memory, another device's event, ...: no hint for it)
         _FOLLOWED.pop(key, None)

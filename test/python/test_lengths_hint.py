@@ -3,7 +3,6 @@ earlier call's lengths copied to the host without waiting. The CUDA side
 (a pinned buffer, a non-blocking copy, an event) is a stand-in here that
 records the copies and finishes them when told; test/gpu/test_frontend_gpu.py
 runs the real one on the GPU."""
-import contextlib
 import sys
 import types
 
@@ -71,8 +70,7 @@ def gpu(monkeypatch):
     gpu.finish = finish
     torch = types.SimpleNamespace(
         int32="int32", empty=empty,
-        cuda=types.SimpleNamespace(Event=lambda: _Event(gpu), current_stream=lambda device: gpu.stream,
-                                   stream=lambda s: contextlib.nullcontext()))
+        cuda=types.SimpleNamespace(Event=lambda: _Event(gpu), current_stream=lambda device: gpu.stream))
     monkeypatch.setitem(sys.modules, "torch", torch)
     monkeypatch.setattr(lengths_hint, "ENABLED", True)
     lengths_hint.forget()

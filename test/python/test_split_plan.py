@@ -109,6 +109,8 @@ def test_ragged_plan_by_the_lengths_hint(monkeypatch, request):
         p = plan(args[0], 1, 32, 8, 128, "bf16", True, 256, args[1], False, args[2], 132, L2, ragged=True)
         assert not p["by_lengths"] and p["decode"]["ADAPTIVE"] == 0
         assert p == plan(args[0], 1, 32, 8, 128, "bf16", True, 256, args[1], False, args[2], 132, L2)
+    appending = plan(32, 1, 32, 8, 128, "bf16", True, 256, 8192, False, 0, 132, L2, appending=True, ragged=True)
+    assert not appending["by_lengths"] and appending["decode"]["ADAPTIVE"] == 0     # (no new keys either)
     for args in ((32, 2, 128), (16, 1, 256)):      # (by the hint: one query row, head dims up to 128)
         p = plan(args[0], args[1], 32, 8, args[2], "bf16", True, 256, 16384, False, 0, 132, L2, ragged=True)
         assert not p["by_lengths"] and p["decode"]["ADAPTIVE"] == 0
