@@ -12,12 +12,15 @@ decode's ring depth), `splits=N` (num_splits passed to the call),
 `adaptive=N` (FAKV_ADAPTIVE_SPLITS), `merge` (FAKV_MERGE_SPLITS),
 `order=seq` (decode's grid sequences first, not heads first),
 `early=0|1` (decode launched programmatically never / always:
-interface._EARLY_DECODE_BYTES), `hint=0` (FAKV_LENGTHS_HINT=0), or several
+interface._EARLY_DECODE_BYTES), `hint=0` (FAKV_LENGTHS_HINT=0),
+`minblocks=N` (the key blocks a swapped split reads at least, head dims
+up to 128: interface._SPLIT_MIN_BLOCKS_SWAPPED), or several
 joined by `+` (`stages=2+splits=6`). Each
 output is checked against a float32 reference first (bench_grid.py's rule).
 Rounds interleave the implementations (A B C, A B C, ...); each timing is
 bench_grid.py's: a CUDA graph over rotating caches, after `--sustain`
-seconds of its replays. Prints, per cell, each implementation's median and
+seconds of its replays. `--shapes "b2 s1K=2,1024,32,8,128"` adds cells
+beside bench_grid.py's (batch, seqlen_k, heads, kv_heads, head_dim). Prints, per cell, each implementation's median and
 range over the rounds, and its ratio to the first variant.
 """
 import argparse
@@ -41,13 +44,15 @@ def variant(name):
     from fakv import interface
     from fakv import lengths_hint
     saved = {k: getattr(interface, k) for k in ("_SWAP_AB", "_ADAPTIVE_SPLITS", "_MERGE_SPLITS", "_EARLY_DECODE_BYTES",
-                                                 "plan")}
+                                                 "_SPLIT_MIN_BLOCKS_SWAPPED", "plan")}
     hint = lengths_hint.ENABLED
     splits, stages, seq_first = 0, None, False
     for part in name.split("+"):
         kind, _, value = part.partition("=")
         if kind == "swap":
             interface._SWAP_AB = value == "1"
+        elif kind == "minblocks":
+            interface._SPLIT_MIN_BLOCKS_SWAPPED = int(value)
         elif kind == "adaptive":
             interface._ADAPTIVE_SPLITS = int(value)
         elif kind == "merge":
@@ -109,9 +114,13 @@ def main():
     ap.add_argument("--peers", default="")
     ap.add_argument("--sustain", type=float, default=0.3)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--shapes", default="", help='more cells: "NAME=batch,seqlen_k,heads,kv_heads,head_dim;..."')
     args = ap.parse_args()
     import torch
     shapes = {s[0]: s for s in SHAPES}
+    for extra in filter(None, args.shapes.split(";")):
+        name, _, dims = extra.partition("=")
+        shapes[name.strip()] = (name.strip(), *map(int, dims.split(",")), False)
     for spec in args.cells.split(","):
         name, _, layout = spec.strip().partition("@")
         shape = shapes[name]

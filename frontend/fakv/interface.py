@@ -134,15 +134,18 @@ _LONGEST_FIRST_MIN_BLOCKS = 64    # key blocks of the longest sequence, at least
 # (.carry/exp/ab_swap.py, ab_swap2.py; 1 s of replays first): b32 s32K -4.5
 # to -6.5 %, b128 s32K -3.8 to -5.7 %, d64 b32 s32K -5 to -8 %, ragged b32
 # -25 %, ragged b128 -7 to -10 %, MHA b1 s32K -2 to -5 %, at 1980 MHz
-# against 1470-1700; in bursts within -5 to +1.6 %. Small calls keep the
-# 64-row form (b1 s1K: +8 to +11 %, fewer splits of twice the keys): below
-# _SWAP_MIN_KEYS keys over sequences x kv heads x query blocks (b1 s8K,
-# 65536: -1 to +0.5 %). Appending calls swap too: their new keys are then
-# attended a key block (64) at a time (a kernel swaps all its dots or none),
-# rotated 16 rows at a time (kernels/append.py's new_rows).
-# FAKV_SWAP_AB=1: always where it can, 0: never.
+# against 1470-1700; in bursts within -5 to +1.6 %. Small calls too, since
+# their splits may be of one swapped block (_SPLIT_MIN_BLOCKS_SWAPPED; the
+# 64-row form below 65536 keys over sequences x kv heads until session 18):
+# H200, bench/plan_variants.py, paged 256 unless said: b1 s1K 6.2 -> 5.9 us
+# (contiguous) / 6.0 (pages of 64, 256) / 6.3 (pages of 16), b1 s512 5.8 ->
+# 4.8, b2 s1K 7.6 -> 7.1, b4 s1K 9.4 -> 8.5, b1 s2K 7.7 -> 7.5, b1 s4K 9.9
+# -> 9.5, d64 b1 s1K 5.8 -> 5.1, MHA b1 s1K 8.7 -> 8.1, MQA b1 s1K 6.1 ->
+# 5.6 (docs/gpu-results.md, session 18). Appending calls swap too: their
+# new keys are then attended a key block (64) at a time (a kernel swaps all
+# its dots or none), rotated 16 rows at a time (kernels/append.py's
+# new_rows). FAKV_SWAP_AB=1: wherever it can (the default), 0: never.
 _SWAP_AB = {"1": True, "0": False}.get(os.environ.get("FAKV_SWAP_AB", ""))
-_SWAP_MIN_KEYS = 65536
 _RING_BYTES = 96 * 1024       # a K/V ring that still lets two programs share an SM
 
 
@@ -155,10 +158,15 @@ _RING_BYTES = 96 * 1024       # a K/V ring that still lets two programs share an
 _APPEND_BLOCKS = 3
 
 
-# Key blocks a split reads at least: 1K keys at batch 1 (32 blocks), paged
-# 256, on the H200 (.carry/exp/b1_splits.py, 2026-12-02): 8 splits 6.32 us,
-# 12 5.72, 16 6.12, 32 5.95; 3 lets the plan take 11 splits of 3 blocks.
+# Key blocks a split reads at least. The 64-row form's blocks of 32 keys: 3
+# (1K keys at batch 1, paged 256, on the H200, .carry/exp/b1_splits.py,
+# session 9: 8 splits 6.32 us, 12 5.72, 16 6.12, 32 5.95). Swapped blocks of
+# 64 keys: 1 at head dims up to 128 (b1 s1K: 16 splits of one block 5.9-6.0
+# us, 8 of two 5.9-6.1, the 6 of three blocks 6.7-6.9), 2 above (d256 b1 s1K
+# 7.7 us against 8.3 with one; one SM slot a program): bench/plan_variants.py,
+# session 18.
 _SPLIT_MIN_BLOCKS = 3
+_SPLIT_MIN_BLOCKS_SWAPPED = 1
 # A ring of two stages instead of three (64 KB instead of 96) for unsplit swapped d128 calls of one wave of
 # programs of _TWO_STAGES_WAVE key blocks (b32 s8K, MHA b8 s8K). H200, bench/plan_variants.py (session 16, 0.1 s
 # of replays, interleaved, two leases), against three stages: b32 s8K -0.6 / -1.4 % (contiguous / pages of 256)
@@ -193,8 +201,7 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
     # and at 256 (bench/plan_sweep.py). Pages that hold whole blocks, or
     # whole swizzle atoms (multiples of 8 rows: a box per page), are copied
     # by TMA, others gathered (the lowering decides: docs/decisions.md).
-    swap = group_tile * sq_block < MAX_ROWS and (
-        _SWAP_AB if _SWAP_AB is not None else batch * kv_heads * m_blocks * max_seqlen_k >= _SWAP_MIN_KEYS)
+    swap = group_tile * sq_block < MAX_ROWS and _SWAP_AB is not False
     block_n = 32 if head_tile == 128 and not swap else 64
     n_blocks = math.ceil(max(max_seqlen_k, 1) / block_n)
     # Programs of the decode launch, and of the combine's with head_block heads each (none with one split).
@@ -213,8 +220,9 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
         # and a 96 KB ring), one above (as
         # FlashAttention 2 passes 2 x the SMs for its two blocks per SM).
         size_one_kv_head = max_seqlen_k * head_dim * 2 * 2
-        # A split reads at least _SPLIT_MIN_BLOCKS key blocks.
-        max_splits = min(MAX_SPLITS, max(1, -(-n_blocks // _SPLIT_MIN_BLOCKS)))
+        # A split reads at least _SPLIT_MIN_BLOCKS key blocks (swapped: _SPLIT_MIN_BLOCKS_SWAPPED, 2 above d128).
+        min_blocks = (2 if head_tile > 128 else _SPLIT_MIN_BLOCKS_SWAPPED) if swap else _SPLIT_MIN_BLOCKS
+        max_splits = min(MAX_SPLITS, max(1, -(-n_blocks // min_blocks)))
         num_splits = num_splits_heuristic(batch * kv_heads * m_blocks, slots, n_blocks, m_blocks,
                                           size_one_kv_head, causal, max_splits, l2_bytes)
         if num_splits > 1:

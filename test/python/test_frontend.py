@@ -250,7 +250,8 @@ def test_gpu_binaries_are_cached_on_disk(tmp_path):
               "from fakv import interface\n"
               "dsl = [m for m in ('fakv.language', 'fakv.jitfunction', 'fakv.kernels', 'fakv.kernels.decode')\n"
               "       if m in sys.modules]\n"
-              "compiled = [c.cache for c in interface._kernels()[0]._compiled.values()] if dsl else []\n"
+              "opts = interface.plan(1, 1, 8, 2, 64, 'bf16', False, 256, 256, False, 1)['decode_options']\n"
+              "compiled = [c.cache for c in interface._kernels()[0].with_options(**opts)._compiled.values()] if dsl else []\n"
               "print(json.dumps([dsl, [c.cache for cs in interface._INDEXED.values() for c in cs], compiled]))\n")
 
     def run():
@@ -352,23 +353,25 @@ def test_register_split_option(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", "/usr/local/cuda/bin:" + os.environ.get("PATH", ""))
     decode = _kernels()[0]
     decode.clear()
+    decode.with_options(stages=3, swap_ab=True).clear()          # (what the plan launches: compiled here alone)
     split = decode.with_options(registers=(24, 168))
+    split.with_options(stages=3, swap_ab=True).clear()
     assert split.pack_gqa == decode.pack_gqa and split is decode.with_options(registers=(24, 168))
     q = np.zeros((1, 1, 8, 128), NP_BF16)
     k = np.zeros((4, 64, 2, 128), NP_BF16)
     table = np.arange(4, dtype=np.int32).reshape(1, 4)
     for fn in (decode, split):
         fakv.with_kernels(decode=fn)(q, k, k, cache_seqlens=200, block_table=table, num_splits=1)
-    # The API launches the ring depth fakv.interface.plan picks (3 here).
-    default = next(iter(decode.with_options(stages=3)._compiled.values()))
-    moved = next(iter(split.with_options(stages=3)._compiled.values()))
+    # The API launches the ring depth and form fakv.interface.plan picks (3 stages, swapped, here).
+    default = next(iter(decode.with_options(stages=3, swap_ab=True)._compiled.values()))
+    moved = next(iter(split.with_options(stages=3, swap_ab=True)._compiled.values()))
     assert default.path != moved.path
     from fakv import _fakv
     ptx, _ = _fakv.compile(moved.ir, "ptx", 3, True, "sm_90a", 24, 168)
     assert re.search(r"setmaxnreg\.dec\.sync\.aligned\.u32\s+24;", ptx)
     assert re.search(r"setmaxnreg\.inc\.sync\.aligned\.u32\s+168;", ptx)
     assert ".maxnreg 96" in ptx
-    decode.with_options(stages=3).clear()
+    decode.with_options(stages=3, swap_ab=True).clear()
 
 
 def test_cli_cubin(tmp_path):

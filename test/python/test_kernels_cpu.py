@@ -109,9 +109,9 @@ def _splits_of(Seqlens, Out, capacity, BATCH: fl.constexpr):
 
 
 @pytest.mark.parametrize("lengths,used", [
-    ([2047, 100, 700, 1], [4, 1, 2, 1]),          # ragged: the longest uses all 4 splits, the others shares of 512
-    ([2000, 1990, 2047, 1900], [1, 1, 1, 1]),     # near-equal (none 1/8 above the mean): one split each
-    ([0, 0, 2047, 0], [1, 1, 4, 1])])             # empty sequences: one (empty) split
+    ([4095, 200, 1400, 2], [4, 1, 2, 1]),         # ragged: the longest uses all 4 splits, the others shares of 1024
+    ([4000, 3980, 4095, 3800], [1, 1, 1, 1]),     # near-equal (none 1/8 above the mean): one split each
+    ([0, 0, 4095, 0], [1, 1, 4, 1])])             # empty sequences: one (empty) split
 @pytest.mark.parametrize("page,new", [(None, 0), (64, 0), (None, 1), (64, 1)])
 def test_adaptive_splits_follow_the_lengths(monkeypatch, request, lengths, used, page, new):
     """With FAKV_ADAPTIVE_SPLITS=4, a batch of one wave with long caches is
@@ -127,7 +127,7 @@ def test_adaptive_splits_follow_the_lengths(monkeypatch, request, lengths, used,
     interface._plan.cache_clear()
     request.addfinalizer(interface._plan.cache_clear)
     rng = np.random.default_rng(len(lengths) + sum(lengths) + new)
-    batch, h, hk, d, capacity = 4, 4, 2, 128, 2048
+    batch, h, hk, d, capacity = 4, 4, 2, 128, 4096      # (64 key blocks of 64)
     p = interface.plan(batch, 1, h, hk, d, "bf16", page is not None, page or capacity, capacity, True, 0, 4)
     assert p["num_splits"] == 4 and p["decode"]["ADAPTIVE"] == batch and p["decode_grid"] == (batch, h, 4)
     seqlens = np.array(lengths, np.int32)
@@ -152,7 +152,7 @@ def test_adaptive_splits_follow_the_lengths(monkeypatch, request, lengths, used,
         assert all(np.array_equal(stored[i][n:], kn[i]) for i, n in enumerate(seqlens))
 
 
-@pytest.mark.parametrize("lengths,adaptive", [([2047, 100, 700, 1], True), ([2000, 1990, 2047, 1900], False)])
+@pytest.mark.parametrize("lengths,adaptive", [([4095, 200, 1400, 2], True), ([4000, 3980, 4095, 3800], False)])
 def test_ragged_lengths_planned_by_the_hint(monkeypatch, request, lengths, adaptive):
     """FAKV_ADAPTIVE_SPLITS unset: a batch of one wave over long caches is
     planned from shapes (one split) unless the lengths hint finds its lengths
@@ -168,7 +168,7 @@ def test_ragged_lengths_planned_by_the_hint(monkeypatch, request, lengths, adapt
     real_plan = interface.plan
     monkeypatch.setattr(interface, "plan", lambda *a, **kw: planned.append(real_plan(*a, **kw)) or planned[-1])
     rng = np.random.default_rng(sum(lengths))
-    batch, h, hk, d, capacity, page = 4, 4, 2, 128, 2048, 64
+    batch, h, hk, d, capacity, page = 4, 4, 2, 128, 4096, 64
     nd = NP_DTYPES["bf16"]
     q, k, v, table = _inputs(rng, batch, h, hk, d, capacity, page, nd)
     seqlens = np.array(lengths, np.int32)
@@ -229,11 +229,11 @@ def test_longest_first_batch(monkeypatch, request, page):
     monkeypatch.setattr(interface, "_LONGEST_FIRST", True)       # (the default)
     interface._plan.cache_clear()
     request.addfinalizer(interface._plan.cache_clear)
-    batch, h, hk, d, capacity = 8, 4, 2, 128, 2048
+    batch, h, hk, d, capacity = 8, 4, 2, 128, 4096      # (64 key blocks of 64)
     p = interface.plan(batch, 1, h, hk, d, "bf16", page is not None, page or capacity, capacity, False, 0, 4)
     assert p["num_splits"] == 1 and p["decode"]["LONGEST_FIRST"] == batch and p["decode_grid"] == (h, batch, 1)
     rng = np.random.default_rng(5 + (page or 0))
-    seqlens = np.array([3, 2047, 700, 1, 1500, 0, 2048, 333], np.int32)
+    seqlens = np.array([6, 4095, 1400, 2, 3000, 0, 4096, 666], np.int32)
     nd = NP_DTYPES["bf16"]
     q, k, v, table = _inputs(rng, batch, h, hk, d, capacity, page, nd)
     keys, values = gather(k, table, seqlens, page), gather(v, table, seqlens, page)

@@ -61,8 +61,12 @@ def test_appending_call_leaves_the_last_split_room(seqlen):
     """When decode appends (b1 s32768 does not: test_who_appends), its last split has room for the new keys."""
     p = plan(1, 1, 32, 8, 128, "bf16", True, 256, seqlen, False, 0, 132, L2, appending=True)
     assert p["fused_append"]
-    shares = blocks(seqlen, p["num_splits"], p["decode"]["BLOCK_N"])
-    assert shares[-1] + _APPEND_BLOCKS <= max(shares)       # the new keys' work fits beside the longest split
+    n, splits = math.ceil(seqlen / p["decode"]["BLOCK_N"]), p["num_splits"]
+    per = -(-(n + _APPEND_BLOCKS) // splits)                # decode.py's shares with APPEND
+    shares = [max(0, min(per, n - s * per)) for s in range(splits)]
+    assert sum(shares) == n
+    # the new keys' work fits beside the longest split (or is itself the longest: splits of fewer blocks)
+    assert shares[-1] + _APPEND_BLOCKS <= max(max(shares), _APPEND_BLOCKS)
 
 
 def test_enough_programs_keep_one_split(monkeypatch, request):
@@ -202,7 +206,7 @@ def test_swapped_dots_where_planned(monkeypatch, request):
         interface._plan.cache_clear()
         auto = setting is None
         assert form(1, 1, 32, 8, 128, "bf16", True, 256, 1024, True, 0, 132, L2) == (
-            (64, True, 3) if setting else (32, False, 3))                                  # 8K keys: small
+            (64, True, 3) if setting or auto else (32, False, 3))                          # 8K keys: small too
         assert form(1, 1, 32, 8, 128, "bf16", True, 256, 8192, True, 0, 132, L2) == (
             (64, True, 3) if setting or auto else (32, False, 3))
         assert form(128, 1, 32, 8, 128, "bf16", True, 16, 32768, True, 0, 132, L2) == (
