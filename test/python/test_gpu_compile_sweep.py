@@ -306,7 +306,7 @@ for d, page, rotary in ((128, 256, "neox"), (128, 0, "interleaved"), (64, 16, "h
 
 @needs_assembler
 def test_swapped_appending_decode_compiles_for_sm90a(tmp_path):
-    """An appending call with swapped dots (FAKV_SWAP_AB=1; by default above _SWAP_MIN_KEYS) that decode appends
+    """An appending call with swapped dots (FAKV_SWAP_AB=1, the default where fewer than 64 query rows) that decode appends
     itself (FAKV_FUSED_APPEND=1 and FAKV_COMBINE_APPENDS=0, the setmaxnreg of its registers): decode
     attends its new keys a key block at a time (NEW_N = 64, kernels/append.py's new_rows rotating 16 rows at a
     time), so every wgmma is the swapped m64n8k16, with NeoX, interleaved, partial and no rotary; ptxas spills at

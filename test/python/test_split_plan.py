@@ -190,10 +190,10 @@ def test_longest_first_where_planned(monkeypatch, request):
 
 
 def test_swapped_dots_where_planned(monkeypatch, request):
-    """swap_ab (decode's dots as wgmmas of their transposes, key blocks of 64) by default for calls of at least
-    _SWAP_MIN_KEYS keys over sequences and kv heads with fewer than 64 query rows per program (new keys then
-    attended a block at a time); the 64-row form (key blocks of 32 at head dim 128) otherwise; FAKV_SWAP_AB=1 / 0
-    forces it where it can / never.
+    """swap_ab (decode's dots as wgmmas of their transposes, key blocks of 64) by default for calls with fewer
+    than 64 query rows per program, small ones too (new keys then attended a block at a time); the 64-row form
+    (key blocks of 32 at head dim 128) otherwise; FAKV_SWAP_AB=1 / 0 forces it where it can (the default) / never.
+    A small swapped call's splits may read a single block (two above head dim 128).
     The ring takes a fourth stage at pages of 16 only while it fits two programs per SM (or at head dims > 128)."""
     from fakv import interface
     request.addfinalizer(interface._plan.cache_clear)
@@ -207,6 +207,11 @@ def test_swapped_dots_where_planned(monkeypatch, request):
         auto = setting is None
         assert form(1, 1, 32, 8, 128, "bf16", True, 256, 1024, True, 0, 132, L2) == (
             (64, True, 3) if setting or auto else (32, False, 3))                          # 8K keys: small too
+        # b1 s1K: 16 splits of one swapped block (the 64-row form: 11 of 3 blocks of 32); d256: 8 of two (6 of 3)
+        assert plan(1, 1, 32, 8, 128, "bf16", True, 256, 1024, True, 0, 132, L2)["num_splits"] == (
+            16 if setting or auto else 11)
+        assert plan(1, 1, 32, 8, 256, "bf16", True, 256, 1024, True, 0, 132, L2)["num_splits"] == (
+            8 if setting or auto else 6)
         assert form(1, 1, 32, 8, 128, "bf16", True, 256, 8192, True, 0, 132, L2) == (
             (64, True, 3) if setting or auto else (32, False, 3))
         assert form(128, 1, 32, 8, 128, "bf16", True, 16, 32768, True, 0, 132, L2) == (
