@@ -7,8 +7,9 @@ rounds, then pinned to one core:
     python bench/host_drift.py
 
 On the H200's lent host (session 18) both layouts took 19.8-21.1 us per
-call in the same minute, then 14.8-15.4 pinned: the 8-16 us spread of the
-eager figure between runs is the host's state, not the call's.
+call in one process, then 14.8-15.4 pinned; 14.2-16.3 throughout in the
+next (paged 0.4-1.4 us above contiguous): the 8-16 us spread of the eager
+figure between runs is the host's state, not the call's.
 """
 import os
 import sys
