@@ -20,8 +20,9 @@ output is checked against a float32 reference first (bench_grid.py's rule).
 Rounds interleave the implementations (A B C, A B C, ...); each timing is
 bench_grid.py's: a CUDA graph over rotating caches, after `--sustain`
 seconds of its replays. `--shapes "b2 s1K=2,1024,32,8,128"` adds cells
-beside bench_grid.py's (batch, seqlen_k, heads, kv_heads, head_dim). Prints, per cell, each implementation's median and
-range over the rounds, and its ratio to the first variant.
+beside bench_grid.py's (batch, seqlen_k, heads, kv_heads, head_dim).
+Prints, per cell, each implementation's median and range over the
+rounds, and its ratio to the first variant.
 """
 import argparse
 import contextlib

@@ -138,7 +138,7 @@ _LONGEST_FIRST_MIN_BLOCKS = 64    # key blocks of the longest sequence, at least
 # their splits may be of one swapped block (_SPLIT_MIN_BLOCKS_SWAPPED; the
 # 64-row form below 65536 keys over sequences x kv heads until session 18):
 # H200, bench/plan_variants.py, paged 256 unless said: b1 s1K 6.2 -> 5.9 us
-# (contiguous) / 6.0 (pages of 64, 256) / 6.3 (pages of 16), b1 s512 5.8 ->
+# (contiguous) / 6.0 (pages of 64, 256; pages of 16 6.2 either way), b1 s512 5.8 ->
 # 4.8, b2 s1K 7.6 -> 7.1, b4 s1K 9.4 -> 8.5, b1 s2K 7.7 -> 7.5, b1 s4K 9.9
 # -> 9.5, d64 b1 s1K 5.8 -> 5.1, MHA b1 s1K 8.7 -> 8.1, MQA b1 s1K 6.1 ->
 # 5.6 (docs/gpu-results.md, session 18). Appending calls swap too: their
