@@ -70,6 +70,26 @@ def test_every_kind_of_call_compiles_for_sm90a(tmp_path):
     assert len(cubins) >= 20, cubins          # decode, combine and append specialisations
 
 
+@needs_assembler
+def test_the_64_row_form_compiles_for_sm90a(tmp_path):
+    """FAKV_SWAP_AB=0: every fifth call of the sample in the 64-row form (decode's dots with the query rows as
+    wgmma's M, key blocks of 32 at head dim 128), which the plan now keeps for programs of 64 rows or more."""
+    import json
+    sample = SAMPLE[::5]
+    assert {c[0] for c in sample} == {32, 59, 128, 256} and {c[7] for c in sample} == {"planned", "3", "merged"}
+    env = dict(os.environ, FAKV_CACHE_DIR=str(tmp_path), FAKV_COMPILE_ONLY="1", FAKV_SWAP_AB="0",
+               PYTHONPATH=os.path.join(ROOT, "frontend"))
+    out = subprocess.run([sys.executable, "-c", SCRIPT, json.dumps(sample)], env=env, capture_output=True,
+                         text=True, timeout=1200)
+    assert out.returncode == 0, out.stderr[-3000:]
+    failed = json.loads(out.stdout.strip().splitlines()[-1])
+    assert not failed, "\n".join(map(str, failed))
+    facts = [json.load(open(tmp_path / f))["facts"] for f in os.listdir(tmp_path) if f.endswith(".json")]
+    rows = {m["rows"] for f in facts for kern in f["kernels"] if kern["name"] == "decode"
+            for m in kern.get("tensormaps", [])}
+    assert 32 in rows, rows                   # head dim 128's key blocks of 32 (swapped: 64)
+
+
 ADAPTIVE_SCRIPT = """
 import json, numpy as np, ml_dtypes
 import fakv
