@@ -14,7 +14,8 @@ decode's ring depth), `splits=N` (num_splits passed to the call),
 `early=0|1` (decode launched programmatically never / always:
 interface._EARLY_DECODE_BYTES), `hint=0` (FAKV_LENGTHS_HINT=0),
 `minblocks=N` (the key blocks a swapped split reads at least, head dims
-up to 128: interface._SPLIT_MIN_BLOCKS_SWAPPED), or several
+up to 128: interface._SPLIT_MIN_BLOCKS_SWAPPED), `gather=1` (pages smaller
+than a key block gathered, not by TMA: FAKV_GATHER_PAGES), or several
 joined by `+` (`stages=2+splits=6`). Each
 output is checked against a float32 reference first (bench_grid.py's rule).
 Rounds interleave the implementations (A B C, A B C, ...); each timing is
@@ -45,13 +46,15 @@ def variant(name):
     from fakv import interface
     from fakv import lengths_hint
     saved = {k: getattr(interface, k) for k in ("_SWAP_AB", "_ADAPTIVE_SPLITS", "_MERGE_SPLITS", "_EARLY_DECODE_BYTES",
-                                                 "_SPLIT_MIN_BLOCKS_SWAPPED", "plan")}
+                                                 "_SPLIT_MIN_BLOCKS_SWAPPED", "_GATHER_PAGES", "plan")}
     hint = lengths_hint.ENABLED
     splits, stages, seq_first = 0, None, False
     for part in name.split("+"):
         kind, _, value = part.partition("=")
         if kind == "swap":
             interface._SWAP_AB = value == "1"
+        elif kind == "gather":
+            interface._GATHER_PAGES = value == "1"
         elif kind == "minblocks":
             interface._SPLIT_MIN_BLOCKS_SWAPPED = int(value)
         elif kind == "adaptive":

@@ -57,9 +57,9 @@ LogicalResult FakvDialect::verifyOperationAttribute(Operation *op,
                                 "of 3 positive counts";
     return success();
   }
-  if (attr.getName() == getSwapABAttrName()) {
+  if (attr.getName() == getSwapABAttrName() || attr.getName() == getGatherPagesAttrName()) {
     if (!isa<UnitAttr>(attr.getValue()))
-      return op->emitError() << "'fakv.swap_ab' must be a unit attribute";
+      return op->emitError() << "'" << attr.getName().getValue() << "' must be a unit attribute";
     return success();
   }
   if (attr.getName() != getKernelAttrName())

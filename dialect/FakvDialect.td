@@ -40,6 +40,11 @@ def Fakv_Dialect : Dialect {
     transposes (its columns as wgmma's M, its rows padded as N), both
     operands from shared memory.
 
+    A kernel may carry the unit attribute `fakv.gather_pages`: on the GPU, a
+    paged load whose tile holds several pages (pages smaller than its rows)
+    is gathered by the producer's threads (cp.async) instead of copied by a
+    TMA box per page.
+
     A kernel argument may carry `{fakv.divisibility = N}` (N a power of two):
     an integer argument is a multiple of N, a pointer argument N-byte
     aligned. The Python frontend specialises kernels on N = 16, and the GPU
@@ -71,6 +76,10 @@ def Fakv_Dialect : Dialect {
     /// Asks the GPU lowering to run dots of few rows with swapped operands.
     static constexpr ::llvm::StringLiteral getSwapABAttrName() {
       return ::llvm::StringLiteral("fakv.swap_ab");
+    }
+    /// Asks the GPU lowering to gather pages smaller than a tile (no TMA).
+    static constexpr ::llvm::StringLiteral getGatherPagesAttrName() {
+      return ::llvm::StringLiteral("fakv.gather_pages");
     }
     /// The argument attribute: a multiple of N / N-byte aligned.
     static constexpr ::llvm::StringLiteral getDivisibilityAttrName() {

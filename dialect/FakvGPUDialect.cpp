@@ -232,6 +232,10 @@ bool AsyncPagedLoadOp::usesTMA(RankedTensorType tile, Value cache, Value page,
   int64_t ps = pageSize.getSExtValue();
   if (ps <= 0 || (ps % rows != 0 && (rows % ps != 0 || ps % 8 != 0)))
     return false;
+  // A tile of several pages: gathered instead when the kernel asks.
+  if (ps % rows != 0 && arg.getOwner()->getParentOp()->hasAttr(
+                            fakv::FakvDialect::getGatherPagesAttrName()))
+    return false;
   // The tile starts at a multiple of its rows: row = x * c with c a multiple.
   APInt c;
   if (matchPattern(row, m_ConstantInt(&c)))

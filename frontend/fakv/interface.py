@@ -146,6 +146,11 @@ _LONGEST_FIRST_MIN_BLOCKS = 64    # key blocks of the longest sequence, at least
 # its dots or none), rotated 16 rows at a time (kernels/append.py's
 # new_rows). FAKV_SWAP_AB=1: wherever it can (the default), 0: never.
 _SWAP_AB = {"1": True, "0": False}.get(os.environ.get("FAKV_SWAP_AB", ""))
+# FAKV_GATHER_PAGES=1: pages smaller than a key block (pages of 16, say) gathered by decode's producer threads
+# (cp.async) instead of copied by a TMA box per page (@fakv.jit(gather_pages=True)). Opt-in, not yet measured: for
+# small calls in pages of 16, whose one-block splits issue 16 boxes each (b1 s1K 6.2 us against 5.9-6.0 in pages of
+# 64 or 256; docs/gpu-results.md, session 18). bench/plan_variants.py's `gather=1`.
+_GATHER_PAGES = os.environ.get("FAKV_GATHER_PAGES") == "1"
 _RING_BYTES = 96 * 1024       # a K/V ring that still lets two programs share an SM
 
 
@@ -299,7 +304,8 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
         "decode_options": dict(stages=stages + (
             1 if paged and page_size < block_n and -(-n_blocks // num_splits) >= 64 and (
                 head_tile > 128 or (stages + 1) * ring_stage <= _RING_BYTES) else 0),
-            **({} if heads_first else dict(pack_gqa=1)), **(dict(swap_ab=True) if swap else {})),
+            **({} if heads_first else dict(pack_gqa=1)), **(dict(swap_ab=True) if swap else {}),
+            **(dict(gather_pages=True) if _GATHER_PAGES and paged and page_size < block_n else {})),
         "combine": dict(HEAD_DIM=head_tile, HEAD_BLOCK=head_block, MAX_SPLITS=_pow2(num_splits)),
         "combine_grid": (math.ceil(heads / head_block), seqlen_q, batch),
         "num_splits": num_splits,

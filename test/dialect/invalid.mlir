@@ -635,6 +635,13 @@ func.func @swap_ab_not_unit() attributes {fakv.kernel, fakv.swap_ab = 1 : i32} {
 
 // -----
 
+// expected-error @+1 {{'fakv.gather_pages' must be a unit attribute}}
+func.func @gather_pages_not_unit() attributes {fakv.kernel, fakv.gather_pages = true} {
+  return
+}
+
+// -----
+
 func.func @addptr_types(%p: !fakv.ptr<i32>, %o: i64) {
   // expected-error @+1 {{failed to verify that all of {ptr, result} have same type}}
   %q = "fakv.addptr"(%p, %o) : (!fakv.ptr<i32>, i64) -> !fakv.ptr<f32>

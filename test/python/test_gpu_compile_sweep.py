@@ -90,6 +90,43 @@ def test_the_64_row_form_compiles_for_sm90a(tmp_path):
     assert 32 in rows, rows                   # head dim 128's key blocks of 32 (swapped: 64)
 
 
+GATHER_SCRIPT = """
+import glob, json, os, numpy as np, ml_dtypes
+import fakv
+from fakv import interface
+bf = ml_dtypes.bfloat16
+rows = []
+for page in (16, 64):
+    b, hk, cap = 1, 2, 1024
+    q = np.zeros((b, 1, hk * 4, 128), bf)
+    k = np.zeros((b * cap // page, page, hk, 128), bf)
+    table = np.arange(b * cap // page, dtype=np.int32).reshape(b, -1)
+    before = set(glob.glob(os.environ["FAKV_CACHE_DIR"] + "/*.json"))
+    fakv.flash_attn_with_kvcache(q, k, k.copy(), cache_seqlens=np.array([1000], np.int32), block_table=table)
+    new = set(glob.glob(os.environ["FAKV_CACHE_DIR"] + "/*.json")) - before
+    kernels = [kern for f in new for kern in json.load(open(f))["facts"]["kernels"] if kern["name"] == "decode"]
+    options = interface.plan(b, 1, hk * 4, hk, 128, "bf16", True, page, cap, False, 0)["decode_options"]
+    rows.append([page, options.get("gather_pages", False), [len(kern.get("tensormaps", [])) for kern in kernels]])
+print(json.dumps(rows))
+"""
+
+
+@needs_assembler
+def test_gather_pages_option_compiles_for_sm90a(tmp_path):
+    """FAKV_GATHER_PAGES=1 (@fakv.jit(gather_pages=True)): pages smaller than a key block (16 keys, blocks of 64)
+    are gathered by decode's producer threads, its kernel without tensor maps; pages of a block or more still go by
+    TMA (two maps, K and V); unset, pages of 16 go by TMA too."""
+    import json
+    for setting, gathered in (("1", True), ("", False)):
+        env = dict(os.environ, FAKV_CACHE_DIR=str(tmp_path / (setting or "unset")), FAKV_COMPILE_ONLY="1",
+                   FAKV_GATHER_PAGES=setting, PYTHONPATH=os.path.join(ROOT, "frontend"))
+        out = subprocess.run([sys.executable, "-c", GATHER_SCRIPT], env=env, capture_output=True, text=True,
+                             timeout=600)
+        assert out.returncode == 0, out.stderr[-3000:]
+        rows = json.loads(out.stdout.strip().splitlines()[-1])
+        assert rows == [[16, gathered, [0 if gathered else 2]], [64, False, [2]]], (setting, rows)
+
+
 ADAPTIVE_SCRIPT = """
 import json, numpy as np, ml_dtypes
 import fakv
