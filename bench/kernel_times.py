@@ -8,8 +8,8 @@ and combine as planned and with decode merging its own splits
         --metrics gpu__time_duration.sum -k regex:"decode|combine" python3 bench/kernel_times.py
 
 (Without ncu it just runs the calls.) docs/gpu-results.md, session 18:
-decode 6.2-6.4 us and combine 2.7-3.0 at b1 s1024, the merged decode
-11.7-11.9.
+at b1 s1024 decode 5.4-6.4 us and combine 2.9-3.1, the merged decode
+10.9-11.2.
 """
 import os
 import sys

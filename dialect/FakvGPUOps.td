@@ -149,7 +149,8 @@ def FakvGPU_AsyncPagedLoadOp : FakvGPU_Op<"async_paged_load", [AttrSizedOperandS
     /// limit), and every tile inside one page
     /// (a contiguous cache; or a block table with a constant page size that
     /// is a multiple of the tile's rows, or that divides them and is a
-    /// multiple of 8 (a box per page: tmaBoxRows), tiles starting at a
+    /// multiple of 8 (a box per page: tmaBoxRows, unless the kernel carries
+    /// `fakv.gather_pages`), tiles starting at a
     /// multiple of their rows and no left padding), and rows known to start 16-byte
     /// aligned (`fakvgpu.aligned_rows`, set by fakv-pipeline). Otherwise a
     /// cp.async gather (element-wise where a 16-byte chunk is unaligned or

@@ -223,6 +223,18 @@ def test_error_from_the_verifier_points_at_the_kernel():
     assert f"{__file__}:{line_of(bad.fn, 'fl.dot(a, b)')}:" in msg
 
 
+def test_gpu_options_reach_the_ir():
+    """@fakv.jit's swap_ab and gather_pages (through with_options: one variant per set of options) become the
+    kernel attributes fakv.swap_ab and fakv.gather_pages; the kernel without them has neither."""
+    x = np.zeros(4, np.float32)
+    plain = scale_rows.ir(x, x, 4, 1.0, BLOCK=4)
+    gathered = scale_rows.with_options(gather_pages=True)
+    assert gathered is scale_rows.with_options(gather_pages=True) and gathered is not scale_rows
+    both = scale_rows.with_options(gather_pages=True, swap_ab=True).ir(x, x, 4, 1.0, BLOCK=4)
+    assert "fakv.gather_pages" in gathered.ir(x, x, 4, 1.0, BLOCK=4) and "fakv.swap_ab" not in plain
+    assert "fakv.gather_pages" in both and "fakv.swap_ab" in both and "fakv.gather_pages" not in plain
+
+
 def test_error_wrong_arguments():
     with pytest.raises(TypeError, match="cannot pass str to a kernel"):
         scale_rows[(1,)](np.zeros(4, np.float32), np.zeros(4, np.float32), "4", 1.0, BLOCK=4)

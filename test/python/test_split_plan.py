@@ -23,24 +23,24 @@ def blocks(seqlen, splits, block_n=32):
 @pytest.mark.parametrize("batch,seqlen", [(1, 1024), (1, 2048), (1, 8192), (1, 32768), (2, 8192), (4, 8192)])
 def test_even_shares(batch, seqlen):
     p = plan(batch, 1, 32, 8, 128, "bf16", True, 256, seqlen, False, 0, 132, L2)
-    splits = p["num_splits"]
-    shares = blocks(seqlen, splits)
+    splits, block_n = p["num_splits"], p["decode"]["BLOCK_N"]
+    shares = blocks(seqlen, splits, block_n)
     combine = math.prod(p["combine_grid"])
     assert splits * batch * 8 <= 2 * 132                    # one wave of decode programs: two per SM
     # combine's programs beside them where they fit (batch 1), else of at most 4 heads each (measured faster)
     assert splits * batch * 8 + combine <= 2 * 132 or p["combine"]["HEAD_BLOCK"] == 4
     assert max(shares) == min(shares) or shares[-1] < max(shares)
-    fewer = blocks(seqlen, splits - 1)
+    fewer = blocks(seqlen, splits - 1, block_n)
     assert max(fewer) > max(shares)                         # one split fewer: a longer critical path
 
 
 def test_batch_1_8k_keys():
-    """b1 s8192 d128 (8 kv heads): 32 splits of 8 blocks (measured faster
-    than the heuristic's 29: 28 of 9 blocks and one of 4)."""
+    """b1 s8192 d128 (8 kv heads): 32 splits (measured faster than the heuristic's 29 of uneven shares, in
+    session 6's 64-row form: 8 blocks of 32 keys each against 28 of 9 and one of 4; swapped: 4 blocks of 64)."""
     p = plan(1, 1, 32, 8, 128, "bf16", True, 256, 8192, False, 0, 132, L2)
     assert (p["num_splits"], p["combine"]["HEAD_BLOCK"], p["combine_grid"]) == (32, 4, (8, 1, 1))
-    # Appending: 33 splits (the last one only the new keys) leave no slot for combine; 29 (the last one 4 blocks
-    # and the new keys) leave 32, one head per combine program (H200: 12.8 us, 33 splits 14.0).
+    # Appending: 33 splits (the last one only the new keys) leave no slot for combine; 29 leave 32, one head per
+    # combine program (H200: 12.8 us, 33 splits 14.0).
     p = plan(1, 1, 32, 8, 128, "bf16", True, 256, 8192, False, 0, 132, L2, appending=True)
     assert (p["num_splits"], p["combine"]["HEAD_BLOCK"], p["combine_grid"]) == (29, 1, (32, 1, 1))
 
@@ -58,15 +58,16 @@ def test_fewest_heads_per_combine_program_that_fit(batch, seqlen, heads):
 
 @pytest.mark.parametrize("seqlen", [1024, 8192])
 def test_appending_call_leaves_the_last_split_room(seqlen):
-    """When decode appends (b1 s32768 does not: test_who_appends), its last split has room for the new keys."""
+    """When decode appends (b1 s32768 does not: test_who_appends), its last split has room for the new keys: the
+    longest program's work is a full share of cache blocks or the new keys' (_APPEND_BLOCKS), never both (the
+    splits before the last may then read no block: at s1024 14 splits, 8 reading 2 blocks each; at s8192 29, 26)."""
     p = plan(1, 1, 32, 8, 128, "bf16", True, 256, seqlen, False, 0, 132, L2, appending=True)
     assert p["fused_append"]
     n, splits = math.ceil(seqlen / p["decode"]["BLOCK_N"]), p["num_splits"]
     per = -(-(n + _APPEND_BLOCKS) // splits)                # decode.py's shares with APPEND
     shares = [max(0, min(per, n - s * per)) for s in range(splits)]
     assert sum(shares) == n
-    # the new keys' work fits beside the longest split (or is itself the longest: splits of fewer blocks)
-    assert shares[-1] + _APPEND_BLOCKS <= max(max(shares), _APPEND_BLOCKS)
+    assert max(max(shares[:-1]), shares[-1] + _APPEND_BLOCKS) == max(per, _APPEND_BLOCKS)
 
 
 def test_enough_programs_keep_one_split(monkeypatch, request):
