@@ -54,17 +54,23 @@ print(json.dumps(failed))
 """
 
 
-@needs_assembler
-def test_every_kind_of_call_compiles_for_sm90a(tmp_path):
+def _compile_sample(tmp_path, sample, **env):
+    """SCRIPT's compile-only calls of `sample` in a fresh process (cache in tmp_path, `env` added): the calls
+    that failed."""
     import json
-    assert {c[3] for c in SAMPLE} == {"none", "interleaved", "neox", "half"}
-    assert {c[0] for c in SAMPLE} == {32, 59, 128, 256} and {c[7] for c in SAMPLE} == {"planned", "3", "merged"}
     env = dict(os.environ, FAKV_CACHE_DIR=str(tmp_path), FAKV_COMPILE_ONLY="1",
-               PYTHONPATH=os.path.join(ROOT, "frontend"))
-    out = subprocess.run([sys.executable, "-c", SCRIPT, json.dumps(SAMPLE)], env=env, capture_output=True,
+               PYTHONPATH=os.path.join(ROOT, "frontend"), **env)
+    out = subprocess.run([sys.executable, "-c", SCRIPT, json.dumps(sample)], env=env, capture_output=True,
                          text=True, timeout=1200)
     assert out.returncode == 0, out.stderr[-3000:]
-    failed = json.loads(out.stdout.strip().splitlines()[-1])
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@needs_assembler
+def test_every_kind_of_call_compiles_for_sm90a(tmp_path):
+    assert {c[3] for c in SAMPLE} == {"none", "interleaved", "neox", "half"}
+    assert {c[0] for c in SAMPLE} == {32, 59, 128, 256} and {c[7] for c in SAMPLE} == {"planned", "3", "merged"}
+    failed = _compile_sample(tmp_path, SAMPLE)
     assert not failed, "\n".join(map(str, failed))
     cubins = [f for f in os.listdir(tmp_path) if f.endswith(".cubin")]
     assert len(cubins) >= 20, cubins          # decode, combine and append specialisations
@@ -77,12 +83,7 @@ def test_the_64_row_form_compiles_for_sm90a(tmp_path):
     import json
     sample = SAMPLE[::5]
     assert {c[0] for c in sample} == {32, 59, 128, 256} and {c[7] for c in sample} == {"planned", "3", "merged"}
-    env = dict(os.environ, FAKV_CACHE_DIR=str(tmp_path), FAKV_COMPILE_ONLY="1", FAKV_SWAP_AB="0",
-               PYTHONPATH=os.path.join(ROOT, "frontend"))
-    out = subprocess.run([sys.executable, "-c", SCRIPT, json.dumps(sample)], env=env, capture_output=True,
-                         text=True, timeout=1200)
-    assert out.returncode == 0, out.stderr[-3000:]
-    failed = json.loads(out.stdout.strip().splitlines()[-1])
+    failed = _compile_sample(tmp_path, sample, FAKV_SWAP_AB="0")
     assert not failed, "\n".join(map(str, failed))
     facts = [json.load(open(tmp_path / f))["facts"] for f in os.listdir(tmp_path) if f.endswith(".json")]
     rows = {m["rows"] for f in facts for kern in f["kernels"] if kern["name"] == "decode"

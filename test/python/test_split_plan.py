@@ -66,7 +66,6 @@ def test_appending_call_leaves_the_last_split_room(seqlen):
     n, splits = math.ceil(seqlen / p["decode"]["BLOCK_N"]), p["num_splits"]
     per = -(-(n + _APPEND_BLOCKS) // splits)                # decode.py's shares with APPEND
     shares = [max(0, min(per, n - s * per)) for s in range(splits)]
-    assert sum(shares) == n
     assert max(max(shares[:-1]), shares[-1] + _APPEND_BLOCKS) == max(per, _APPEND_BLOCKS)
 
 
