@@ -345,6 +345,32 @@ LogicalResult LseCombineOp::verify() {
   return success();
 }
 
+LogicalResult ClusterGatherOp::verify() {
+  if (failed(insideKernel(*this)))
+    return failure();
+  int64_t size = getSize();
+  if (size < 2 || size > 8)
+    return emitOpError() << "a cluster has 2 to 8 programs, got " << size;
+  RankedTensorType x = getX().getType(), res = getType();
+  if (x.getElementType().getIntOrFloatBitWidth() != 32)
+    return emitOpError() << "gathers tiles of 32-bit elements, got " << x.getElementType();
+  SmallVector<int64_t> shape(x.getShape());
+  shape.push_back(size);
+  if (res.getElementType() != x.getElementType() || res.getShape() != ArrayRef<int64_t>(shape))
+    return emitOpError() << "result must be " << x.getElementType() << " of shape "
+                         << shapeStr(shape) << " (the tile's, then the cluster's size), got "
+                         << res;
+  ClusterGatherOp first;
+  (*this)->getParentOfType<func::FuncOp>().walk([&](ClusterGatherOp op) {
+    first = op;
+    return WalkResult::interrupt();
+  });
+  if (first.getSize() != size)
+    return emitOpError() << "a kernel's cluster_gathers must agree on the cluster's size ("
+                         << first.getSize() << " before)";
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Reductions
 //===----------------------------------------------------------------------===//

@@ -372,6 +372,13 @@ struct ConvertFakvToCPUPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     MLIRContext *ctx = &getContext();
+    // The CPU path runs a launch's programs one after another: no cluster.
+    WalkResult clusters = module.walk([](ClusterGatherOp op) {
+      op.emitOpError() << "runs on the GPU only: the CPU path has no clusters of programs";
+      return WalkResult::interrupt();
+    });
+    if (clusters.wasInterrupted())
+      return signalPassFailure();
     // The composite ops become tile primitives first, by the rewrites the
     // GPU pipeline runs (fakv-decompose, with exp2): one implementation.
     {

@@ -29,6 +29,9 @@ constexpr llvm::StringLiteral kTmaBoxesAttr = "fakvgpu.tma_boxes";
 /// The per-thread register count a kernel is compiled for (`.maxnreg`) when
 /// its roles rebalance registers with setmaxnreg.
 constexpr llvm::StringLiteral kMaxRegistersAttr = "fakvgpu.max_registers";
+/// The programs of a kernel's clusters (on grid axis 2; fakv.cluster_gather):
+/// the kernel's `.reqnctapercluster 1, 1, n` (fakv-kernel-abi).
+constexpr llvm::StringLiteral kClusterSizeAttr = "fakvgpu.cluster_size";
 /// A load or store whose vectors are aligned whatever the run-time values.
 constexpr llvm::StringLiteral kAlignedAttr = "fakvgpu.aligned";
 /// An aligned load or store whose last bound is a multiple of its vector

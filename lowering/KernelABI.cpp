@@ -4,7 +4,8 @@
 // lowering marks kernels with `fakvgpu.tma_args` and this pass, run after
 // it, puts the by-value/grid-constant attributes on the llvm.func
 // arguments (pitfall 4 of ../shared/design/toolchain.md); and turns
-// `fakvgpu.max_registers` into `nvvm.maxnreg`.
+// `fakvgpu.max_registers` into `nvvm.maxnreg`, `fakvgpu.cluster_size` into
+// `nvvm.cluster_dim`.
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,6 +29,10 @@ struct FakvKernelABIPass
       // Roles that rebalance registers: compile for the average (.maxnreg).
       if (auto regs = f->getAttrOfType<IntegerAttr>(fakv::codegen::kMaxRegistersAttr))
         f->setAttr(NVVM::NVVMDialect::getMaxnregAttrName(), regs);
+      // Clusters of programs on grid axis 2 (fakv.cluster_gather): .reqnctapercluster.
+      if (auto size = f->getAttrOfType<IntegerAttr>(fakv::codegen::kClusterSizeAttr))
+        f->setAttr(NVVM::NVVMDialect::getClusterDimAttrName(),
+                   DenseI32ArrayAttr::get(f.getContext(), {1, 1, int32_t(size.getInt())}));
       auto tma = f->getAttrOfType<DenseI32ArrayAttr>(fakv::codegen::kTmaArgsAttr);
       if (!tma)
         return;

@@ -27,7 +27,9 @@ llvm::json::Array mlir::fakv::launchFacts(ModuleOp module) {
       return;
     auto tmaArgs = f->getAttrOfType<DenseI32ArrayAttr>(codegen::kTmaArgsAttr);
     auto tmaBoxes = f->getAttrOfType<DenseI32ArrayAttr>(codegen::kTmaBoxesAttr);
-    llvm::json::Array params, maps, packing{1, 1, 1};
+    llvm::json::Array params, maps, packing{1, 1, 1}, cluster{1, 1, 1};
+    if (auto size = f->getAttrOfType<IntegerAttr>(codegen::kClusterSizeAttr))
+      cluster = llvm::json::Array{1, 1, size.getInt()};
     if (auto p = f->getAttrOfType<DenseI32ArrayAttr>(
             fakv::FakvDialect::getGridPackingAttrName()))
       packing = llvm::json::Array(p.asArrayRef());
@@ -42,6 +44,7 @@ llvm::json::Array mlir::fakv::launchFacts(ModuleOp module) {
         {"params", std::move(params)},
         {"tensormaps", std::move(maps)},
         {"grid_packing", std::move(packing)},
+        {"cluster", std::move(cluster)},
         {"dependent_launch", f->hasAttr(codegen::kDependentLaunchAttr)}});
   });
   return kernels;

@@ -51,8 +51,9 @@ void outlineKernels(ModuleOp module, ArrayRef<func::FuncOp> kernels) {
         DenseI32ArrayAttr::get(ctx, {int32_t(threads), 1, 1}));
     for (StringRef name : {kSmemBytesAttr, kTmaArgsAttr, kTmaBoxesAttr})
       gpuFunc->setAttr(name, func->getAttr(name));
-    if (Attribute regs = func->getAttr(kMaxRegistersAttr))
-      gpuFunc->setAttr(kMaxRegistersAttr, regs);
+    for (StringRef name : {kMaxRegistersAttr, kClusterSizeAttr})
+      if (Attribute attr = func->getAttr(name))
+        gpuFunc->setAttr(name, attr);
     gpuFunc->setAttr(fakvgpu::kNumWarpsAttr, func->getAttr(fakvgpu::kNumWarpsAttr));
     if (Attribute packing = func->getAttr(fakv::FakvDialect::getGridPackingAttrName()))
       gpuFunc->setAttr(fakv::FakvDialect::getGridPackingAttrName(), packing);

@@ -131,6 +131,8 @@ void planSharedMemory(func::FuncOp func) {
         scratchUser(op, dst.getNumElements() * std::max<int64_t>(1, dst.getElementTypeBitWidth() / 8));
     } else if (isa<AtomicAddOp>(op)) {
       scratchUser(op, 4);                    // the old value, for the whole program
+    } else if (auto gather = dyn_cast<ClusterGatherOp>(op)) {
+      scratchUser(op, gather.getX().getType().getNumElements() * 4);   // the tile the cluster reads
     } else if (auto red = dyn_cast<ReduceOp>(op)) {
       LinearLayout src = layoutOf(red.getSrc().getType());
       int64_t k = 1;

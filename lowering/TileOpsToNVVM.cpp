@@ -500,9 +500,67 @@ struct ConvertLayoutLowering : OpConversionPattern<fakvgpu::ConvertLayoutOp> {
   }
 };
 
+/// fakv.cluster_gather: the tile written row-major to the op's scratch
+/// buffer, a cluster barrier (arrive has release, wait acquire semantics),
+/// each element [..., r] read from rank r's buffer through distributed
+/// shared memory (mapa), and a second barrier so that no program reuses or
+/// frees its buffer while another still reads it. The kernel is marked with
+/// its cluster's shape (kClusterSizeAttr: .reqnctapercluster 1, 1, size).
+/// A barrier waits for the non-exited threads of the cluster: a warp-
+/// specialized producer that has left its role's region has exited.
+struct ClusterGatherLowering : OpConversionPattern<ClusterGatherOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(ClusterGatherOp op, OpAdaptor a,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto srcType = cast<RankedTensorType>(op.getX().getType());
+    auto dstType = cast<RankedTensorType>(op.getType());
+    LinearLayout src = layoutOf(srcType), dst = layoutOf(dstType);
+    ArrayRef<int64_t> shape = srcType.getShape();
+    Value tid = roleThreadId(rewriter, loc, op);
+    Value smem = smemOf(rewriter, loc, op);
+    // Element c of the tile: 4 bytes at c's row-major index.
+    auto offset = [&](ArrayRef<Value> c) {
+      Value lin = i32(rewriter, loc, 0);
+      for (unsigned d = 0; d < shape.size(); ++d)
+        lin = arith::AddIOp::create(
+            rewriter, loc, arith::MulIOp::create(rewriter, loc, lin, i32(rewriter, loc, shape[d])),
+            c[d]);
+      return arith::MulIOp::create(rewriter, loc, lin, i32(rewriter, loc, 4)).getResult();
+    };
+    syncRole(rewriter, loc, op);
+    SmallVector<Value> base = laneWarpCoords(rewriter, loc, src, tid);
+    for (int64_t r = 0; r < src.numRegs(); ++r)
+      LLVM::StoreOp::create(rewriter, loc, vecElement(rewriter, loc, a.getX(), r),
+                            addBytes(rewriter, loc, smem, offset(elementCoords(rewriter, loc, src, base, r))));
+    NVVM::ClusterArriveOp::create(rewriter, loc, /*aligned=*/nullptr);
+    NVVM::ClusterWaitOp::create(rewriter, loc, /*aligned=*/nullptr);
+    Type cluster = ptrType(rewriter.getContext(), 7);
+    Type et = dstType.getElementType();
+    SmallVector<Value> dbase = laneWarpCoords(rewriter, loc, dst, tid);
+    SmallVector<Value> out;
+    for (int64_t r = 0; r < dst.numRegs(); ++r) {
+      SmallVector<Value> c = elementCoords(rewriter, loc, dst, dbase, r);
+      Value rank = c.pop_back_val();
+      Value local = addBytes(rewriter, loc, smem, offset(c));
+      Value remote = NVVM::MapaOp::create(rewriter, loc, cluster, local, rank);
+      out.push_back(LLVM::LoadOp::create(rewriter, loc, et, remote));
+    }
+    NVVM::ClusterArriveOp::create(rewriter, loc, /*aligned=*/nullptr);
+    NVVM::ClusterWaitOp::create(rewriter, loc, /*aligned=*/nullptr);
+    auto func = op->getParentOfType<func::FuncOp>();
+    rewriter.modifyOpInPlace(func, [&] {
+      func->setAttr(kClusterSizeAttr, rewriter.getI32IntegerAttr(op.getSize()));
+    });
+    rewriter.replaceOp(op, fromElements(rewriter, loc, getTypeConverter()->convertType(dstType), out));
+    return success();
+  }
+};
+
 } // namespace
 
 void codegen::populateTileOpsToNVVMPatterns(const TypeConverter &converter,
                                             RewritePatternSet &patterns) {
-  patterns.add<ProgramIdLowering, NumProgramsLowering, ArangeLowering, SplatLowering, TileConstantLowering, IdentityLowering<ExpandDimsOp>, IdentityLowering<ReshapeOp>, BroadcastLowering, CastLowering, ElementwiseLowering, MathApproxLowering, ReduceLowering, ItemLowering, ConvertLayoutLowering>(converter, patterns.getContext());
+  patterns.add<ProgramIdLowering, NumProgramsLowering, ArangeLowering, SplatLowering, TileConstantLowering, IdentityLowering<ExpandDimsOp>, IdentityLowering<ReshapeOp>, BroadcastLowering, CastLowering, ElementwiseLowering, MathApproxLowering, ReduceLowering, ItemLowering, ConvertLayoutLowering, ClusterGatherLowering>(converter, patterns.getContext());
 }

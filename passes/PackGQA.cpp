@@ -66,7 +66,7 @@ static bool isColumnOperand(Operation *op, unsigned index) {
 /// into the rows commutes with them (elementwise math, the row-wise fakv ops).
 static bool isRowWise(Operation *op) {
   if (isa<DotOp, OnlineSoftmaxOp, LengthMaskOp, CausalMaskOp, WindowMaskOp,
-          SoftcapOp, AlibiOp, RotaryOp, CastOp>(op))
+          SoftcapOp, AlibiOp, RotaryOp, CastOp, ClusterGatherOp>(op))
     return true;
   Dialect *d = op->getDialect();
   return d && (d->getNamespace() == "arith" || d->getNamespace() == "math") &&

@@ -145,3 +145,11 @@ func.func @host(%buf: memref<16xf32>, %g: i32) {
   fakv.launch @kernel[%g, %g, %g](%p, %g) : (!fakv.ptr<f32>, i32)
   return
 }
+
+// CHECK-LABEL: func.func @cluster
+// CHECK: fakv.cluster_gather %{{.*}}, 8 : tensor<4xf32> -> tensor<4x8xf32>
+func.func @cluster(%v: f32) attributes {fakv.kernel} {
+  %lse = fakv.splat %v : f32 -> tensor<4xf32>
+  %all = fakv.cluster_gather %lse, 8 : tensor<4xf32> -> tensor<4x8xf32>
+  return
+}
