@@ -4,7 +4,7 @@ softmax into the output and LSE, or f32 partials for combine.py. pack_gqa: a kv 
 import fakv
 import fakv.language as fl
 from fakv.kernels.append import append_rows, new_rows, rotated_rows
-from fakv.kernels.splits import longest_first, merge_splits, store_partial, used_splits
+from fakv.kernels.splits import cluster_merge, longest_first, merge_splits, store_partial, used_splits
 
 # Codes a program reports bad data with (fl.report; fakv.runtime.ERROR_KINDS), plus the batch row.
 SEQLENS_ERROR, BLOCK_TABLE_ERROR, BATCH_IDX_ERROR, APPEND_ERROR, LEFTPAD_ERROR, ROTARY_ERROR = \
@@ -135,11 +135,13 @@ def decode(Q, K, V, Table, Seqlens, Out, Lse, OutPart, LsePart,
     lse = fl.where(empty, float("-inf"), m + fl.log(l))
     if ALIBI and CAUSAL and not WINDOW:    # FlashAttention biases causal rows by slope * key (its LSE)
         lse = lse + slopes * scale * (q_pos + seqlen - seqlen_q)
-    if num_splits == 1:
-        fl.store(Out + b * q_batch_stride + h * q_head_stride, out, (q0, 0), (q_seq_stride, 1),
-                 bounds=(seqlen_q, head_dim))
-        fl.store(Lse + (b * heads + h) * seqlen_q, fl.where(empty, float("inf"), lse), (q0,), (1,),
-                 bounds=(seqlen_q,))
+    if MERGE > 1:                          # one launch: the splits, a cluster, merge in it (splits.py)
+        out, lse = cluster_merge(out, lse, MERGE)
+    if MERGE > 1 or num_splits == 1:       # (merged in the cluster: split 0 stores)
+        rows = fl.where(split == 0, seqlen_q, 0)
+        fl.store(Out + b * q_batch_stride + h * q_head_stride, out, (q0, 0), (q_seq_stride, 1), bounds=(rows, head_dim))
+        fl.store(Lse + (b * heads + h) * seqlen_q, fl.where(lse == float("-inf"), float("inf"), lse), (q0,), (1,),
+                 bounds=(rows,))
     else:
         store_partial(OutPart, LsePart, out, lse, split * batch + b, h, q0, seqlen_q, heads, head_dim, HEAD_DIM)
         if MERGE:                          # one launch: the last split merges (splits.py's merge_splits)

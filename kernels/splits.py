@@ -3,7 +3,8 @@ the batch size, a constexpr): how many of its splits a sequence uses, so
 that the longest sequences of a batch of one wave are not one program's
 work each; and, for a batch of several waves, which sequence a program
 runs, so that the longest start first instead of in the last wave; and
-how the last split to finish merges them all (FAKV_MERGE_SPLITS)."""
+how decode merges its own splits: in a cluster of them, or the last split
+to finish (FAKV_MERGE_SPLITS)."""
 import fakv
 import fakv.language as fl
 
@@ -103,3 +104,18 @@ def merge_splits(OutPart, LsePart, Out, Lse, Counters, b, h, q0, counter, num_sp
         fl.store(Lse + (b * heads + h) * seqlen_q, fl.where(empty, float("inf"), m + fl.log(l)), (q0,), (1,),
                  bounds=(seqlen_q,))
         fl.atomic_add(Counters, counter, -num_splits)
+
+
+@fakv.jit
+def cluster_merge(out, lse, SIZE: fl.constexpr):
+    """decode.py's ending with MERGE = SIZE > 1 (one launch instead of decode
+    + combine): the SIZE splits of a row run as one cluster, and each merges
+    every split's output and LSE, read from the others' shared memory, as
+    combine does; a row no split saw gives 0 and -inf."""
+    outs, lses = fl.cluster_gather(out, SIZE), fl.cluster_gather(lse, SIZE)     # [..., s]: split s's
+    m = fl.max(lses, 1)
+    w = fl.where(lses == float("-inf"), 0.0, fl.exp(lses - m[:, None]))       # (no NaN where m is -inf)
+    l = fl.sum(w, 1)
+    empty = l == 0.0
+    return fl.sum(outs * w[:, None, :], 2) * fl.where(empty, 0.0, 1.0 / l)[:, None], \
+        fl.where(empty, float("-inf"), m + fl.log(l))

@@ -188,11 +188,13 @@ _COMBINE_MAX_HEADS = 4
 
 @functools.lru_cache(maxsize=4096)
 def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, max_seqlen_k, causal,
-         num_splits, num_sms=132, l2_bytes=50 * 1024 * 1024, appending=False, ragged=False):
+         num_splits, num_sms=132, l2_bytes=50 * 1024 * 1024, appending=False, ragged=False, cluster=False):
     """The kernel specialisations and launch grids of one call (no tensors
-    needed: shapes and options only; `ragged`: the lengths hint). Returns a
+    needed: shapes and options only; `ragged`: the lengths hint; `cluster`:
+    splits may merge in a cluster, _CLUSTER_SPLITS on the GPU). Returns a
     dict with the decode and combine constexprs and grids, the number of
-    splits, and whether the plan of ragged lengths differs ("by_lengths")."""
+    splits, whether the plan of ragged lengths differs ("by_lengths") and
+    the splits of a cluster ("cluster", 0: none)."""
     group = heads // kv_heads
     head_tile = max(64, _pow2(head_dim))     # tiles of at least 64 channels (128-byte rows)
     group_tile = _pow2(group)
@@ -228,6 +230,9 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
         # A split reads at least _SPLIT_MIN_BLOCKS key blocks (swapped: _SPLIT_MIN_BLOCKS_SWAPPED, 2 above d128).
         min_blocks = (2 if head_tile > 128 else _SPLIT_MIN_BLOCKS_SWAPPED) if swap else _SPLIT_MIN_BLOCKS
         max_splits = min(MAX_SPLITS, max(1, -(-n_blocks // min_blocks)))
+        cluster = cluster and not appending and head_tile <= 128 and group_tile * sq_block <= _CLUSTER_ROWS
+        if cluster:
+            max_splits = min(max_splits, _CLUSTER_MAX)
         num_splits = num_splits_heuristic(batch * kv_heads * m_blocks, slots, n_blocks, m_blocks,
                                           size_one_kv_head, causal, max_splits, l2_bytes)
         if num_splits > 1:
@@ -246,6 +251,8 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
                 return max(per, max(0, n_blocks - (s - 1) * per) + spare), s
             wave = max(num_splits, slots // (batch * kv_heads * m_blocks))
             counts = range(num_splits, min(max_splits, wave) + 1)
+            if cluster:                     # (a power of two: the merge's tiles have the splits as a dimension)
+                counts = [s for s in counts if s & (s - 1) == 0] or [1 << (num_splits.bit_length() - 1)]
             fit = [s for s in counts if programs(s) + combine_programs(s, max_head_block(s)) <= slots]
             num_splits = min(fit or counts, key=longest)
         # A batch of one wave without splits: if its lengths are ragged, one
@@ -311,6 +318,8 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
         "num_splits": num_splits,
         "fused_append": decode_appends(num_splits),
         "by_lengths": by_lengths,
+        "cluster": num_splits if (cluster and not appending and head_tile <= 128 and not adaptive
+                                  and group_tile * sq_block <= _CLUSTER_ROWS and num_splits in (2, 4, 8)) else 0,
     }
 
 
@@ -333,6 +342,13 @@ def plain_extras(seqlens, lse, capacity, errors=None):
 # stream (calls on one stream run in turn); a prepared call's key holds the
 # mode and then the stream (_key).
 _MERGE_SPLITS = os.environ.get("FAKV_MERGE_SPLITS") == "1"
+# FAKV_CLUSTER_SPLITS=1: on the GPU, a call of 2 to _CLUSTER_MAX splits (at most that many planned) runs them as one
+# thread-block cluster per row, which merges them through distributed shared memory (decode.py's MERGE > 1,
+# kernels/splits.py's cluster_merge): one launch, no partials in global memory. Opt-in until measured on the GPU.
+# Not for calls that append, ragged plans (ADAPTIVE) or head dims above 128.
+_CLUSTER_SPLITS = os.environ.get("FAKV_CLUSTER_SPLITS") == "1"
+_CLUSTER_MAX = 8              # programs of a portable cluster, at most
+_CLUSTER_ROWS = 8             # query rows a program, at most (the merge holds rows x head_dim x splits in registers)
 # Who appends k / v (and rotates q), when combine does not (_COMBINE_APPENDS): decode itself (kernels/decode.py's
 # APPEND) when the call has several splits of few key blocks each, else
 # kernels/append.py's kernel before the plain decode. H200, one-token
@@ -929,14 +945,15 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
     num_sms, l2 = T.device_properties(q)
     # Planned on the cache's capacity, as FlashAttention does (no data needed):
     # each program stops at its sequence's length.
+    cluster = _CLUSTER_SPLITS and (on_gpu or compile_only()) and k is None
     p = plan(batch, seqlen_q, heads, kv_heads, head_dim, T.dtype(q), paged, page_size, capacity, causal,
-             int(num_splits), num_sms, l2, appending=k is not None)
+             int(num_splits), num_sms, l2, appending=k is not None, cluster=cluster)
     capturing = on_gpu and _capturing()
     # A plan that depends on whether the lengths are ragged (a tensor's): from the lengths hint.
     by_lengths = p["by_lengths"] and not seqlens_int
     if by_lengths and _ragged(seqlens, capacity, on_gpu, capturing):
         p = plan(batch, seqlen_q, heads, kv_heads, head_dim, T.dtype(q), paged, page_size, capacity, causal,
-                 int(num_splits), num_sms, l2, ragged=True)
+                 int(num_splits), num_sms, l2, ragged=True, cluster=cluster)
     # A decode step that appends: combine appends and attends the new keys if the plain call has splits.
     combine_appends = (k is not None and seqlen_q == 1 and _COMBINE_APPENDS and combine is None
                        and cache_leftpad is None
@@ -967,7 +984,7 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
     fused = p["fused_append"] if _FUSED_APPEND is None else (k is not None and tile <= 128 and _FUSED_APPEND)
     fused = fused and not combine_appends
     in_kernels = fused or combine_appends     # the new keys appended by decode or combine, not append.py first
-    merge = splits > 1 and _MERGE_SPLITS       # decode merges its own splits: no combine launch
+    merge = splits > 1 and _MERGE_SPLITS and not p["cluster"]   # the last split merges (through global memory)
     if fused or (merge and tile <= 128):       # (the merge's rounds of partials: registers, as the new keys)
         decode = decode.with_options(registers=_APPEND_REGISTERS)
     errors = errors_for(q)
@@ -996,12 +1013,13 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
         decode_args[34] = _counters(q, batch * heads * -(-seqlen_q // p["decode"]["SQ_BLOCK"]), on_gpu)
     if combine_appends:
         decode_args[33] = 0                               # decode reads the cache's old keys only
-    decode_consts = dict(p["decode"], **extras, LEFTPAD=cache_leftpad is not None, MERGE=merge,
+    merge_in = merge or p["cluster"] > 1                 # decode merges its own splits: no combine launch
+    decode_consts = dict(p["decode"], **extras, LEFTPAD=cache_leftpad is not None, MERGE=p["cluster"] or merge,
                          APPEND=_APPEND_BLOCKS if fused else 0,
                          ROTARY=_rotary_kind(rotary_dim, tile), INTERLEAVED=rotary_dim > 0 and bool(rotary_interleaved))
     lse_shape = (batch, heads, seqlen_q)
-    part_out = splits * batch * seqlen_q * heads * tile if splits > 1 else 0
-    part_lse = splits * batch * heads * seqlen_q if splits > 1 else 0
+    part_out = splits * batch * seqlen_q * heads * tile if splits > 1 and not p["cluster"] else 0
+    part_lse = splits * batch * heads * seqlen_q if splits > 1 and not p["cluster"] else 0
     combine_args = [None, None, None, None, qs[0], qs[1], qs[2], splits, batch, seqlen_q, heads, head_dim]
     combine_consts, combine_grid, combine_slots = p["combine"], p["combine_grid"], None
     if combine_appends:
@@ -1022,11 +1040,11 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
         combine_args[:4] = [out_part, lse_part, out, lse]
         if on_gpu or compile_only():                   # compile only: both kernels at once
             jobs = [(decode, decode_args, decode_consts)]
-            jobs += [(combine, combine_args, combine_consts)] if splits > 1 and not merge else []
+            jobs += [(combine, combine_args, combine_consts)] if splits > 1 and not merge_in else []
             _specialise_all(jobs)
             return (out, lse) if return_softmax_lse else out
         decode[p["decode_grid"]](*decode_args, **decode_consts)
-        if splits > 1 and not merge:
+        if splits > 1 and not merge_in:
             combine[combine_grid](*combine_args, **combine_consts)
         _raise_reported(errors)                         # (the CPU path: on_gpu is False here)
         return (out, lse) if return_softmax_lse else out
@@ -1037,8 +1055,9 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
     if _Tensor is None:
         _runtime.set_tensor_type(torch.Tensor)
         _Tensor, _signature = torch.Tensor, _runtime.signature
-    call = _prepare(decode, decode_args, decode_consts, p["decode_grid"], combine if splits > 1 and not merge else None,
-                    combine_args, combine_consts, combine_grid, q, lse_shape, part_out, part_lse,
+    combined = splits > 1 and not merge_in              # a combine launch after decode
+    call = _prepare(decode, decode_args, decode_consts, p["decode_grid"], combine if combined else None, combine_args,
+                    combine_consts, combine_grid, q, lse_shape, part_out, part_lse,
                     return_softmax_lse, capacity, copy_q, seqlen_new, paged,
                     early_decode=(k is None or in_kernels)
                     and batch * capacity * kv_heads * head_dim * 4 <= _EARLY_DECODE_BYTES,

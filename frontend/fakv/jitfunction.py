@@ -19,7 +19,7 @@ from . import language as fl
 from .compiler import dump_ir
 from .errors import DataError
 from .ir import PtrType
-from .runtime import GPUKernel, Pointer, check_packing
+from .runtime import GPUKernel, Pointer, check_cluster, check_packing
 from .compiled import Compiled
 from .signature import address, arg_type, divisible
 
@@ -308,7 +308,9 @@ class JITFunction:
         if c.device == "cuda":
             if compiling:
                 return c
-            GPUKernel.for_device(c, values).launch(grid, values, stream)
+            kernel = GPUKernel.for_device(c, values)
+            check_cluster(self.__name__, grid, kernel.facts.get("cluster", (1, 1, 1)))
+            kernel.launch(grid, values, stream)
         else:
             call = []
             for v, kind in zip(values, c.kinds):

@@ -23,6 +23,14 @@ def check_packing(name, grid, packing):
                              f"that fakv-pack-gqa packs into one program")
 
 
+def check_cluster(name, grid, cluster):
+    """A kernel of clusters (fl.cluster_gather) runs whole clusters."""
+    for axis, (g, c) in enumerate(zip(grid, cluster)):
+        if g % c:
+            raise ValueError(f"{name}: grid axis {axis} is {g}, not a multiple of the {c} programs of its "
+                             f"clusters (fl.cluster_gather)")
+
+
 class Pointer:
     """An address on (or mapped into) a CUDA device, passed to a kernel's
     pointer parameter of element type `dtype` ("f32", "i32", ...): memory

@@ -13,6 +13,8 @@
   raises in the call;
 - a call queued behind 50 ms of GPU work returns before that work is done
   (no host sync);
+- fl.cluster_gather in a small kernel, and FAKV_CLUSTER_SPLITS's decode
+  (its splits merged in a thread-block cluster) against decode + combine;
 - reductions of i32 and f32 tiles to scalars (fl.sum / fl.max / fl.min of
   a 1-D tile: shuffles and shared memory across the warps), used as
   scalars, against torch;
@@ -74,6 +76,60 @@ def axpy(X, Y, n, alpha, BLOCK: fl.constexpr):
     x = fl.load(X, (BLOCK,), (i,), (1,), bounds=(n,))
     y = fl.load(Y, (BLOCK,), (i,), (1,), bounds=(n,))
     fl.store(Y, x * alpha + y, (i,), (1,), bounds=(n,))
+
+
+@fakv.jit
+def cluster_rows(X, Out, N: fl.constexpr, SIZE: fl.constexpr):
+    z = fl.program_id(2)
+    everyone = fl.cluster_gather(fl.load(X, (N,), (z * N,), (1,)), SIZE)      # [:, r]: the row of rank r
+    fl.store(Out, everyone, (z * N, 0), (SIZE, 1))
+
+
+def test_cluster_gather():
+    """fl.cluster_gather: each program of a cluster of 4 (grid axis 2) gets the rows of all 4; a grid of
+    clusters cut short is refused before the launch."""
+    x = torch.arange(8 * 32, dtype=torch.float32, device="cuda")
+    out = torch.zeros((8 * 32, 4), device="cuda")
+    cluster_rows[(1, 1, 8)](x, out, N=32, SIZE=4)
+    want = x.view(2, 4, 32).permute(0, 2, 1)                   # [cluster, i, rank]
+    assert torch.equal(out, want[:, None].expand(2, 4, 32, 4).reshape(256, 4))
+    with pytest.raises(ValueError, match="not a multiple of the 4 programs of its clusters"):
+        cluster_rows[(1, 1, 6)](x, out, N=32, SIZE=4)
+
+
+@pytest.mark.parametrize("page,splits", [(None, 0), (16, 2), (256, 0)])
+def test_cluster_splits(page, splits):
+    """FAKV_CLUSTER_SPLITS=1: the splits of a row merged in a thread-block cluster (one launch) give what decode
+    then combine give, eager and replayed from a CUDA graph."""
+    from fakv import interface
+    q, k, v, lens, table = _inputs(page)
+    call = lambda: fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table,  # noqa: E731
+                                                num_splits=splits, return_softmax_lse=True)
+    saved = interface._CLUSTER_SPLITS
+    try:
+        if COMPILE_ONLY:
+            call()
+            interface._CLUSTER_SPLITS = True
+            return call()
+        out, lse = call()
+        interface._CLUSTER_SPLITS, _ = True, interface._CALLS.clear()
+        assert interface.plan(3, 1, 16, 4, 128, "bf16", page is not None, page or k.shape[1], k.shape[1] if page
+                              is None else table.shape[1] * page, False, splits, cluster=True)["cluster"] > 1
+        c_out, c_lse = call()
+        assert (c_out.float() - out.float()).abs().max().item() <= 1e-2
+        assert torch.allclose(c_lse, lse, atol=1e-4, rtol=0) and torch.equal(torch.isinf(c_lse), torch.isinf(lse))
+        torch.cuda.synchronize()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            g_out, g_lse = call()
+        q.copy_(torch.randn_like(q))
+        graph.replay()
+        torch.cuda.synchronize()
+        e_out, e_lse = call()
+        assert torch.equal(g_out, e_out) and torch.equal(g_lse, e_lse)
+    finally:
+        interface._CLUSTER_SPLITS = saved
+        interface._CALLS.clear()
 
 
 @pytest.mark.parametrize("n", [1000, 77])
@@ -477,6 +533,9 @@ def compile_all():
         test_readme_variant(page, splits)
     for page, splits in [(256, 1), (16, 3)]:
         test_cuda_graph_capture(page, splits)
+    cluster_rows[(1, 1, 8)](np.zeros(256, np.float32), np.zeros((256, 4), np.float32), N=32, SIZE=4)
+    for page, splits in [(None, 0), (16, 2), (256, 0)]:
+        test_cluster_splits(page, splits)
     for page in (16, 256):
         test_bad_block_table_is_reported(page)
         test_streams_keep_their_own_workspace(page)
@@ -487,6 +546,7 @@ def run_all():
     """Without pytest: every test, a line each."""
     cases = [(test_score_modifiers, ()), (test_dlpack_arrays, ())]
     cases += [(test_tile_reductions_to_scalars, (n,)) for n in (1000, 77)]
+    cases += [(test_cluster_gather, ())] + [(test_cluster_splits, c) for c in [(None, 0), (16, 2), (256, 0)]]
     cases += [(test_longest_first_batch, (p,)) for p in (None, 16, 256)]
     cases += [(test_ragged_batch_planned_from_earlier_lengths, (p,)) for p in (None, 256)]
     cases += [(test_readme_variant, c) for c in [(None, 1), (256, 3), (16, 0)]]

@@ -374,3 +374,48 @@ def test_swapped_appending_decode_compiles_for_sm90a(tmp_path):
     assert all("setmaxnreg.inc.sync.aligned.u32" in body for body in ptxs)
     for i, body in enumerate(ptxs):
         _registers(tmp_path / f"swapped_append{i}.ptx", body, max_spill=16)
+
+
+CLUSTER_SCRIPT = """
+import glob, json, os, numpy as np, ml_dtypes
+import fakv
+from fakv import interface
+bf = ml_dtypes.bfloat16
+rows = []
+for d, page, new in ((128, 256, 0), (128, 0, 0), (64, 16, 0), (256, 256, 0), (128, 256, 1)):
+    b, hk, cap = 1, 8, 1024
+    q = np.zeros((b, 1, 32, d), bf)
+    if page:
+        k, table = np.zeros((b * cap // page, page, hk, d), bf), np.arange(b * cap // page, dtype=np.int32)[None]
+    else:
+        k, table = np.zeros((b, cap, hk, d), bf), None
+    kn = np.zeros((b, new, hk, d), bf) if new else None
+    before = set(glob.glob(os.environ["FAKV_CACHE_DIR"] + "/*.json"))
+    fakv.flash_attn_with_kvcache(q, k, k.copy(), kn, kn, cache_seqlens=np.array([1000], np.int32), block_table=table)
+    new_files = set(glob.glob(os.environ["FAKV_CACHE_DIR"] + "/*.json")) - before
+    kernels = {kern["name"]: kern for f in new_files for kern in json.load(open(f))["facts"]["kernels"]}
+    rows.append([d, page, new, kernels["decode"]["cluster"][2] if "decode" in kernels else None,
+                 sorted(n for n in kernels if n.startswith("combine"))])
+print(json.dumps(rows))
+"""
+
+
+@needs_assembler
+def test_cluster_splits_compile_for_sm90a(tmp_path):
+    """FAKV_CLUSTER_SPLITS=1: a b1 s1024 call's 8 splits run as one thread-block cluster per kv head (decode's
+    facts: clusters of 8 on grid axis 2) and merge there, no combine kernel compiled; not for head dim 256 or a
+    call that appends (decode with combine, or combine appending). Unset, the same calls compile no cluster."""
+    import json
+    want = {"1": [[128, 256, 0, 8, []], [128, 0, 0, 8, []], [64, 16, 0, 8, []], [256, 256, 0, 1, ["combine"]]],
+            "": [[128, 256, 0, 1, ["combine"]], [128, 0, 0, 1, ["combine"]], [64, 16, 0, 1, ["combine"]],
+                 [256, 256, 0, 1, ["combine"]]]}
+    for setting in ("1", ""):
+        env = dict(os.environ, FAKV_CACHE_DIR=str(tmp_path / (setting or "unset")), FAKV_COMPILE_ONLY="1",
+                   FAKV_CLUSTER_SPLITS=setting, PYTHONPATH=os.path.join(ROOT, "frontend"))
+        out = subprocess.run([sys.executable, "-c", CLUSTER_SCRIPT], env=env, capture_output=True, text=True,
+                             timeout=900)
+        assert out.returncode == 0, out.stderr[-3000:]
+        rows = json.loads(out.stdout.strip().splitlines()[-1])
+        assert rows[:4] == want[setting], (setting, rows)
+        d, page, new, cluster, combines = rows[4]          # appending: whatever it compiles, no cluster
+        assert cluster in (1, None) and combines, (setting, rows[4])

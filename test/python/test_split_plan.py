@@ -246,3 +246,31 @@ def test_who_appends():
         args = (batch, 1, 32, 8, 128, "bf16", True, 256, seqlen, True, 0, 132, L2)
         assert not fused(batch, seqlen)
         assert plan(*args, appending=True)["num_splits"] == plan(*args)["num_splits"]
+
+
+@pytest.mark.parametrize("batch,seqlen,d,splits", [(1, 1024, 128, 8), (1, 512, 128, 8), (1, 8192, 128, 8),
+                                                   (8, 8192, 128, 4), (1, 1024, 64, 8)])
+def test_cluster_plan(batch, seqlen, d, splits):
+    """cluster=True (FAKV_CLUSTER_SPLITS on the GPU): at most 8 splits, as even as the plan's shares, all of a
+    row in one cluster; the same plan otherwise where it already had 2 to 8."""
+    p = plan(batch, 1, 32, 8, d, "bf16", True, 256, seqlen, False, 0, 132, L2, cluster=True)
+    assert (p["num_splits"], p["cluster"]) == (splits, splits)
+    plain = plan(batch, 1, 32, 8, d, "bf16", True, 256, seqlen, False, 0, 132, L2)
+    assert plain["cluster"] == 0
+    if plain["num_splits"] <= 8:
+        assert plain["num_splits"] == splits
+    else:
+        assert max(blocks(seqlen, splits, 64)) == -(-seqlen // 64 // splits)
+
+
+def test_no_cluster_where_it_does_not_apply():
+    """No cluster for one split, head dims above 128, calls that append, ragged (ADAPTIVE) plans, or more splits
+    than a cluster holds (num_splits given)."""
+    kw = dict(cluster=True)
+    assert plan(32, 1, 32, 8, 128, "bf16", True, 256, 8192, False, 0, 132, L2, **kw)["cluster"] == 0    # one split
+    assert plan(1, 1, 32, 8, 256, "bf16", True, 256, 1024, False, 0, 132, L2, **kw)["cluster"] == 0
+    assert plan(1, 1, 32, 8, 128, "bf16", True, 256, 1024, False, 0, 132, L2, appending=True, **kw)["cluster"] == 0
+    assert plan(1, 1, 32, 8, 128, "bf16", True, 256, 1024, False, 16, 132, L2, **kw)["cluster"] == 0
+    assert plan(1, 1, 32, 8, 128, "bf16", True, 256, 1024, False, 4, 132, L2, **kw)["cluster"] == 4
+    ragged = plan(32, 1, 32, 8, 128, "bf16", True, 256, 16384, False, 0, 132, L2, ragged=True, **kw)
+    assert ragged["decode"]["ADAPTIVE"] and ragged["cluster"] == 0
