@@ -9,6 +9,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
+#include "mlir/Interfaces/LoopLikeInterface.h"
 #include "llvm/ADT/STLExtras.h"
 
 using namespace mlir;
@@ -351,15 +352,21 @@ LogicalResult ClusterGatherOp::verify() {
   int64_t size = getSize();
   if (size < 2 || size > 8)
     return emitOpError() << "a cluster has 2 to 8 programs, got " << size;
-  RankedTensorType x = getX().getType(), res = getType();
-  if (x.getElementType().getIntOrFloatBitWidth() != 32)
-    return emitOpError() << "gathers tiles of 32-bit elements, got " << x.getElementType();
-  SmallVector<int64_t> shape(x.getShape());
-  shape.push_back(size);
-  if (res.getElementType() != x.getElementType() || res.getShape() != ArrayRef<int64_t>(shape))
-    return emitOpError() << "result must be " << x.getElementType() << " of shape "
-                         << shapeStr(shape) << " (the tile's, then the cluster's size), got "
-                         << res;
+  if (getXs().empty() || getXs().size() != getResults().size())
+    return emitOpError() << "gathers one or more tiles, a result for each";
+  for (auto [x, res] : llvm::zip(getXs(), getResults())) {
+    auto xt = cast<RankedTensorType>(x.getType()), rt = cast<RankedTensorType>(res.getType());
+    if (xt.getElementType().getIntOrFloatBitWidth() != 32)
+      return emitOpError() << "gathers tiles of 32-bit elements, got " << xt.getElementType();
+    SmallVector<int64_t> shape(xt.getShape());
+    shape.push_back(size);
+    if (rt.getElementType() != xt.getElementType() || rt.getShape() != ArrayRef<int64_t>(shape))
+      return emitOpError() << "result must be " << xt.getElementType() << " of shape "
+                           << shapeStr(shape) << " (the tile's, then the cluster's size), got " << rt;
+  }
+  for (Operation *p = (*this)->getParentOp(); p && !isa<func::FuncOp>(p); p = p->getParentOp())
+    if (isa<LoopLikeOpInterface>(p))
+      return emitOpError() << "runs once a program: not inside a loop";
   ClusterGatherOp first;
   (*this)->getParentOfType<func::FuncOp>().walk([&](ClusterGatherOp op) {
     first = op;

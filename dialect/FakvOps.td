@@ -507,25 +507,28 @@ def Fakv_LseCombineOp : Fakv_Op<"lse_combine", [Pure]> {
 }
 
 def Fakv_ClusterGatherOp : Fakv_Op<"cluster_gather", [MemoryEffects<[MemRead, MemWrite]>]> {
-  let summary = "each program of a cluster gets every program's tile";
+  let summary = "each program of a cluster gets every program's tiles";
   let description = [{
     The kernel's programs run in clusters of `size` consecutive programs on
     grid axis 2: cluster `program_id(2) / size`, rank `program_id(2) % size`
     (the launch's `num_programs(2)` a multiple of `size`). Each program of a
-    cluster gives its `x` (32-bit elements) and gets `result[..., r]`, the `x`
-    of the cluster's rank-r program: the result is `x`'s shape with a last
-    dimension of `size`. Every program of the cluster must reach it: each
-    waits there for the others. On the GPU the cluster is a thread-block
-    cluster (`.reqnctapercluster 1, 1, size`: 2 to 8 programs) and the tiles
-    go through distributed shared memory; the CPU path runs no clusters.
+    cluster gives its tiles `xs` (32-bit elements) and gets, for each,
+    `result[..., r]`: the tile of the cluster's rank-r program, the result
+    the tile's shape with a last dimension of `size`. Every program of the
+    cluster must reach it once (not in a loop): each waits there for the
+    others. On the GPU the cluster is a thread-block cluster
+    (`.reqnctapercluster 1, 1, size`: 2 to 8 programs): each thread writes
+    its elements into every program's shared memory and arrives on every
+    program's mbarrier; the CPU path runs no clusters.
 
     ```mlir
-    %all = fakv.cluster_gather %lse, 8 : tensor<4xf32> -> tensor<4x8xf32>
+    %outs, %lses = fakv.cluster_gather(%out, %lse) size 8
+      : tensor<4x128xf32>, tensor<4xf32> -> tensor<4x128x8xf32>, tensor<4x8xf32>
     ```
   }];
-  let arguments = (ins Fakv_Tile:$x, I32Attr:$size);
-  let results = (outs Fakv_Tile:$result);
-  let assemblyFormat = "$x `,` $size attr-dict `:` type($x) `->` type($result)";
+  let arguments = (ins Variadic<Fakv_Tile>:$xs, I32Attr:$size);
+  let results = (outs Variadic<Fakv_Tile>:$results);
+  let assemblyFormat = "`(` $xs `)` `size` $size attr-dict `:` type($xs) `->` type($results)";
   let hasVerifier = 1;
 }
 

@@ -112,7 +112,7 @@ def cluster_merge(out, lse, SIZE: fl.constexpr):
     + combine): the SIZE splits of a row run as one cluster, and each merges
     every split's output and LSE, read from the others' shared memory, as
     combine does; a row no split saw gives 0 and -inf."""
-    outs, lses = fl.cluster_gather(out, SIZE), fl.cluster_gather(lse, SIZE)     # [..., s]: split s's
+    outs, lses = fl.cluster_gather((out, lse), SIZE)          # [..., s]: split s's
     m = fl.max(lses, 1)
     w = fl.where(lses == float("-inf"), 0.0, fl.exp(lses - m[:, None]))       # (no NaN where m is -inf)
     l = fl.sum(w, 1)

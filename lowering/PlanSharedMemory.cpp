@@ -132,7 +132,14 @@ void planSharedMemory(func::FuncOp func) {
     } else if (isa<AtomicAddOp>(op)) {
       scratchUser(op, 4);                    // the old value, for the whole program
     } else if (auto gather = dyn_cast<ClusterGatherOp>(op)) {
-      scratchUser(op, gather.getX().getType().getNumElements() * 4);   // the tile the cluster reads
+      // An mbarrier, then each tile's gathered copy: written by the other
+      // programs of the cluster at any time (never reused, never late).
+      int64_t bytes = 16;
+      for (Value x : gather.getXs())
+        bytes += cast<RankedTensorType>(x.getType()).getNumElements() * gather.getSize() * 4;
+      next = llvm::alignTo(next, 16);
+      setOffset(op, next);
+      next += bytes;
     } else if (auto red = dyn_cast<ReduceOp>(op)) {
       LinearLayout src = layoutOf(red.getSrc().getType());
       int64_t k = 1;

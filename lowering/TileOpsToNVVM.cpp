@@ -500,60 +500,145 @@ struct ConvertLayoutLowering : OpConversionPattern<fakvgpu::ConvertLayoutOp> {
   }
 };
 
-/// fakv.cluster_gather: the tile written row-major to the op's scratch
-/// buffer, a cluster barrier (arrive has release, wait acquire semantics),
-/// each element [..., r] read from rank r's buffer through distributed
-/// shared memory (mapa), and a second barrier so that no program reuses or
-/// frees its buffer while another still reads it. The kernel is marked with
-/// its cluster's shape (kClusterSizeAttr: .reqnctapercluster 1, 1, size).
-/// A barrier waits for the non-exited threads of the cluster: a warp-
-/// specialized producer that has left its role's region has exited.
+/// fakv.cluster_gather's shared memory (fakvgpu-plan-shared-memory): an
+/// mbarrier, then per tile its gathered copy: each rank's tile, row-major.
+constexpr int64_t kGatherBarrierBytes = 16;
+
+/// Each kernel with cluster_gathers starts by initialising their mbarriers
+/// (thread 0; each expects one arrival from each of the `size` programs),
+/// fencing the initialisation at cluster scope and arriving (relaxed)
+/// on the cluster barrier: a gather's wait on it then knows every program's
+/// mbarriers ready. Marks the kernel with its cluster's shape.
+void startClusterKernel(ConversionPatternRewriter &rewriter, func::FuncOp func) {
+  if (func->hasAttr(kClusterSizeAttr))
+    return;
+  Location loc = func.getLoc();
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPointToStart(&func.getBody().front());
+  Value tid = arith::IndexCastOp::create(rewriter, loc, rewriter.getI32Type(),
+                                         gpu::ThreadIdOp::create(rewriter, loc, gpu::Dimension::x));
+  Value first = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq, tid, i32(rewriter, loc, 0));
+  auto ifOp = scf::IfOp::create(rewriter, loc, first, false);
+  int64_t size = 0;
+  {
+    OpBuilder tb = OpBuilder::atBlockBegin(&ifOp.getThenRegion().front());
+    func.walk([&](ClusterGatherOp op) {
+      size = op.getSize();
+      NVVM::MBarrierInitOp::create(tb, loc, smemOf(tb, loc, op), i32(tb, loc, size), Value());
+    });
+  }
+  NVVM::FenceMbarrierInitOp::create(rewriter, loc);
+  NVVM::ClusterArriveRelaxedOp::create(rewriter, loc, /*aligned=*/nullptr);
+  rewriter.modifyOpInPlace(func, [&] { func->setAttr(kClusterSizeAttr, rewriter.getI32IntegerAttr(size)); });
+}
+
+/// fakv.cluster_gather: after the cluster barrier (every program's mbarriers
+/// initialised), each element's one writer thread writes it into every
+/// program's copy (st.shared::cluster at the writer's rank); the role meets
+/// and its first thread arrives on every program's mbarrier (release,
+/// cluster scope); then each thread waits on its own
+/// (acquire, cluster scope: every program's elements have landed) and reads
+/// the result from its own shared memory. A program passes its wait only
+/// once no other will write to it, so none exits while written to.
 struct ClusterGatherLowering : OpConversionPattern<ClusterGatherOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
   matchAndRewrite(ClusterGatherOp op, OpAdaptor a,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    auto srcType = cast<RankedTensorType>(op.getX().getType());
-    auto dstType = cast<RankedTensorType>(op.getType());
-    LinearLayout src = layoutOf(srcType), dst = layoutOf(dstType);
-    ArrayRef<int64_t> shape = srcType.getShape();
+    int64_t size = op.getSize();
+    startClusterKernel(rewriter, op->getParentOfType<func::FuncOp>());
     Value tid = roleThreadId(rewriter, loc, op);
-    Value smem = smemOf(rewriter, loc, op);
-    // Element c of the tile: 4 bytes at c's row-major index.
-    auto offset = [&](ArrayRef<Value> c) {
+    Value bar = smemOf(rewriter, loc, op);
+    Type cluster = ptrType(rewriter.getContext(), 7);
+    NVVM::ClusterWaitOp::create(rewriter, loc, /*aligned=*/nullptr);
+    Value own = NVVM::ClusterId::create(rewriter, loc, rewriter.getI32Type());
+    // Element c of tile k's copy from rank `rank`: 4 bytes at rank * elements + (row-major c), so that a
+    // warp's writes of consecutive elements are consecutive words.
+    SmallVector<Value> copies;
+    int64_t offset = kGatherBarrierBytes;
+    for (Value x : op.getXs()) {
+      copies.push_back(addBytes(rewriter, loc, bar, i32(rewriter, loc, offset)));
+      offset += cast<RankedTensorType>(x.getType()).getNumElements() * size * 4;
+    }
+    auto element = [&](Value copy, ArrayRef<int64_t> shape, ArrayRef<Value> c, Value rank) {
       Value lin = i32(rewriter, loc, 0);
       for (unsigned d = 0; d < shape.size(); ++d)
         lin = arith::AddIOp::create(
-            rewriter, loc, arith::MulIOp::create(rewriter, loc, lin, i32(rewriter, loc, shape[d])),
-            c[d]);
-      return arith::MulIOp::create(rewriter, loc, lin, i32(rewriter, loc, 4)).getResult();
+            rewriter, loc, arith::MulIOp::create(rewriter, loc, lin, i32(rewriter, loc, shape[d])), c[d]);
+      int64_t elements = 1;
+      for (int64_t d : shape)
+        elements *= d;
+      lin = arith::AddIOp::create(rewriter, loc,
+                                  arith::MulIOp::create(rewriter, loc, rank, i32(rewriter, loc, elements)), lin);
+      return addBytes(rewriter, loc, copy, arith::MulIOp::create(rewriter, loc, lin, i32(rewriter, loc, 4)));
     };
-    syncRole(rewriter, loc, op);
-    SmallVector<Value> base = laneWarpCoords(rewriter, loc, src, tid);
-    for (int64_t r = 0; r < src.numRegs(); ++r)
-      LLVM::StoreOp::create(rewriter, loc, vecElement(rewriter, loc, a.getX(), r),
-                            addBytes(rewriter, loc, smem, offset(elementCoords(rewriter, loc, src, base, r))));
-    NVVM::ClusterArriveOp::create(rewriter, loc, /*aligned=*/nullptr);
-    NVVM::ClusterWaitOp::create(rewriter, loc, /*aligned=*/nullptr);
-    Type cluster = ptrType(rewriter.getContext(), 7);
-    Type et = dstType.getElementType();
-    SmallVector<Value> dbase = laneWarpCoords(rewriter, loc, dst, tid);
-    SmallVector<Value> out;
-    for (int64_t r = 0; r < dst.numRegs(); ++r) {
-      SmallVector<Value> c = elementCoords(rewriter, loc, dst, dbase, r);
-      Value rank = c.pop_back_val();
-      Value local = addBytes(rewriter, loc, smem, offset(c));
-      Value remote = NVVM::MapaOp::create(rewriter, loc, cluster, local, rank);
-      out.push_back(LLVM::LoadOp::create(rewriter, loc, et, remote));
+    for (auto [k, x] : llvm::enumerate(a.getXs())) {
+      auto type = cast<RankedTensorType>(op.getXs()[k].getType());
+      LinearLayout src = layoutOf(type);
+      SmallVector<Value> base = laneWarpCoords(rewriter, loc, src, tid);
+      // One thread of those holding the same elements writes them: the one
+      // whose lane and warp bits of zero (replicating) bases are clear.
+      int64_t replicas = 0;
+      for (auto [i, basis] : llvm::enumerate(src.lanes))
+        if (llvm::all_of(basis, [](int64_t c) { return c == 0; }))
+          replicas |= int64_t(1) << i;
+      for (auto [i, basis] : llvm::enumerate(src.warps))
+        if (llvm::all_of(basis, [](int64_t c) { return c == 0; }))
+          replicas |= int64_t(1) << (5 + i);
+      auto writer = scf::IfOp::create(
+          rewriter, loc,
+          arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq,
+                                arith::AndIOp::create(rewriter, loc, tid, i32(rewriter, loc, replicas)),
+                                i32(rewriter, loc, 0)),
+          false);
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPoint(writer.getThenRegion().front().getTerminator());
+      for (int64_t r = 0; r < src.numRegs(); ++r) {
+        Value v = vecElement(rewriter, loc, x, r);
+        Value local = element(copies[k], type.getShape(), elementCoords(rewriter, loc, src, base, r), own);
+        for (int64_t rank = 0; rank < size; ++rank)
+          LLVM::StoreOp::create(rewriter, loc, v,
+                                NVVM::MapaOp::create(rewriter, loc, cluster, local, i32(rewriter, loc, rank)));
+      }
     }
-    NVVM::ClusterArriveOp::create(rewriter, loc, /*aligned=*/nullptr);
-    NVVM::ClusterWaitOp::create(rewriter, loc, /*aligned=*/nullptr);
-    auto func = op->getParentOfType<func::FuncOp>();
-    rewriter.modifyOpInPlace(func, [&] {
-      func->setAttr(kClusterSizeAttr, rewriter.getI32IntegerAttr(op.getSize()));
-    });
-    rewriter.replaceOp(op, fromElements(rewriter, loc, getTypeConverter()->convertType(dstType), out));
+    // The role's writes ordered before its first thread's arrivals (release
+    // at cluster scope, cumulative): one arrival per program on each.
+    syncRole(rewriter, loc, op);
+    auto first = scf::IfOp::create(
+        rewriter, loc,
+        arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq, tid, i32(rewriter, loc, 0)), false);
+    {
+      OpBuilder fb = OpBuilder::atBlockBegin(&first.getThenRegion().front());
+      for (int64_t rank = 0; rank < size; ++rank)
+        NVVM::MBarrierArriveOp::create(fb, loc, Type(),
+                                       NVVM::MapaOp::create(fb, loc, cluster, bar, i32(fb, loc, rank)), Value(),
+                                       NVVM::MemScopeKind::CLUSTER);
+    }
+    // mbarrier.try_wait at cluster scope (NVVM's op waits with .acquire.cta).
+    Value addr = LLVM::PtrToIntOp::create(rewriter, loc, rewriter.getI64Type(), bar);
+    LLVM::InlineAsmOp::create(
+        rewriter, loc, TypeRange{}, ValueRange{addr},
+        rewriter.getStringAttr("{\n\t.reg .pred done;\n\tFAKV_GATHER_WAIT_${:uid}:\n\t"
+                               "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [$0], 0;\n\t"
+                               "@!done bra FAKV_GATHER_WAIT_${:uid};\n}"),
+        rewriter.getStringAttr("l,~{memory}"), rewriter.getUnitAttr(), UnitAttr(), LLVM::TailCallKindAttr(),
+        LLVM::AsmDialectAttr::get(rewriter.getContext(), LLVM::AsmDialect::AD_ATT), ArrayAttr());
+    SmallVector<Value> results;
+    for (auto [k, res] : llvm::enumerate(op.getResults())) {
+      auto type = cast<RankedTensorType>(res.getType());
+      LinearLayout dst = layoutOf(type);
+      SmallVector<Value> base = laneWarpCoords(rewriter, loc, dst, tid);
+      SmallVector<Value> out;
+      for (int64_t r = 0; r < dst.numRegs(); ++r) {
+        SmallVector<Value> c = elementCoords(rewriter, loc, dst, base, r);
+        Value rank = c.pop_back_val();
+        out.push_back(LLVM::LoadOp::create(rewriter, loc, type.getElementType(),
+                                           element(copies[k], type.getShape().drop_back(), c, rank)));
+      }
+      results.push_back(fromElements(rewriter, loc, getTypeConverter()->convertType(type), out));
+    }
+    rewriter.replaceOp(op, results);
     return success();
   }
 };

@@ -353,19 +353,25 @@ def lse_combine(b, partials, lses):
 
 
 @builtin
-def cluster_gather(b, x, size):
-    """Every program of a cluster gets every program's x: the programs run in clusters of `size` (2 to 8, a
-    compile-time integer) consecutive programs on grid axis 2, and the result is x's shape with a last dimension
-    of `size`, [..., r] the x of the cluster's r-th program (program_id(2) % size == r). Each program of a
-    cluster must reach it: it waits for the others. GPU only (a thread-block cluster, through distributed shared
-    memory); num_programs(2) must be a multiple of `size`."""
-    x, size = _tile(x, "cluster_gather's operand"), _const(size, "cluster_gather's size")
+def cluster_gather(b, xs, size):
+    """Every program of a cluster gets every program's tiles: the programs run in clusters of `size` (2 to 8, a
+    compile-time integer) consecutive programs on grid axis 2, and for each tile of `xs` (one tile, or a tuple)
+    the result has its shape with a last dimension of `size`, [..., r] the tile of the cluster's r-th program
+    (program_id(2) % size == r). Each program of a cluster must reach it once (not in a loop): it waits for the
+    others. GPU only (a thread-block cluster, through distributed shared memory); num_programs(2) must be a
+    multiple of `size`."""
+    one = not isinstance(xs, (tuple, list))
+    xs = [_tile(x, "cluster_gather's operand") for x in ([xs] if one else xs)]
+    size = _const(size, "cluster_gather's size")
     if not 2 <= size <= 8:
         raise FakvTypeError(f"cluster_gather: a cluster has 2 to 8 programs, got {size}")
-    if x.type.dtype not in ("f32", "i32"):
-        raise FakvTypeError(f"cluster_gather gathers f32 or i32 tiles, got {x.type.dtype}")
-    res = TileType(x.type.shape + (size,), x.type.dtype)
-    return b.op1(f"fakv.cluster_gather {x.name}, {size} : {x.type.mlir()} -> {res.mlir()}", res)
+    for x in xs:
+        if x.type.dtype not in ("f32", "i32"):
+            raise FakvTypeError(f"cluster_gather gathers f32 or i32 tiles, got {x.type.dtype}")
+    res = [TileType(x.type.shape + (size,), x.type.dtype) for x in xs]
+    out = b.op(f"fakv.cluster_gather({', '.join(x.name for x in xs)}) size {size} : "
+               f"{', '.join(x.type.mlir() for x in xs)} -> {', '.join(r.mlir() for r in res)}", res)
+    return out[0] if one else tuple(out)
 
 
 def _reduce(kind):

@@ -691,7 +691,7 @@ func.func @huge_splat(%v: f32) attributes {fakv.kernel} {
 
 func.func @cluster_gather_outside_kernel(%t: tensor<4xf32>) {
   // expected-error @+1 {{'fakv.cluster_gather' op is only valid inside a function marked 'fakv.kernel'}}
-  %a = fakv.cluster_gather %t, 4 : tensor<4xf32> -> tensor<4x4xf32>
+  %a = fakv.cluster_gather(%t) size 4 : tensor<4xf32> -> tensor<4x4xf32>
   return
 }
 
@@ -700,7 +700,7 @@ func.func @cluster_gather_outside_kernel(%t: tensor<4xf32>) {
 func.func @cluster_gather_size(%v: f32) attributes {fakv.kernel} {
   %t = fakv.splat %v : f32 -> tensor<4xf32>
   // expected-error @+1 {{a cluster has 2 to 8 programs, got 16}}
-  %a = fakv.cluster_gather %t, 16 : tensor<4xf32> -> tensor<4x16xf32>
+  %a = fakv.cluster_gather(%t) size 16 : tensor<4xf32> -> tensor<4x16xf32>
   return
 }
 
@@ -709,7 +709,7 @@ func.func @cluster_gather_size(%v: f32) attributes {fakv.kernel} {
 func.func @cluster_gather_bits(%v: bf16) attributes {fakv.kernel} {
   %t = fakv.splat %v : bf16 -> tensor<4xbf16>
   // expected-error @+1 {{gathers tiles of 32-bit elements, got 'bf16'}}
-  %a = fakv.cluster_gather %t, 4 : tensor<4xbf16> -> tensor<4x4xbf16>
+  %a = fakv.cluster_gather(%t) size 4 : tensor<4xbf16> -> tensor<4x4xbf16>
   return
 }
 
@@ -718,7 +718,7 @@ func.func @cluster_gather_bits(%v: bf16) attributes {fakv.kernel} {
 func.func @cluster_gather_shape(%v: f32) attributes {fakv.kernel} {
   %t = fakv.splat %v : f32 -> tensor<4x8xf32>
   // expected-error @+1 {{result must be 'f32' of shape [4, 8, 2] (the tile's, then the cluster's size), got 'tensor<2x4x8xf32>'}}
-  %a = fakv.cluster_gather %t, 2 : tensor<4x8xf32> -> tensor<2x4x8xf32>
+  %a = fakv.cluster_gather(%t) size 2 : tensor<4x8xf32> -> tensor<2x4x8xf32>
   return
 }
 
@@ -726,8 +726,30 @@ func.func @cluster_gather_shape(%v: f32) attributes {fakv.kernel} {
 
 func.func @cluster_gather_sizes(%v: f32) attributes {fakv.kernel} {
   %t = fakv.splat %v : f32 -> tensor<4xf32>
-  %a = fakv.cluster_gather %t, 2 : tensor<4xf32> -> tensor<4x2xf32>
+  %a = fakv.cluster_gather(%t) size 2 : tensor<4xf32> -> tensor<4x2xf32>
   // expected-error @+1 {{a kernel's cluster_gathers must agree on the cluster's size (2 before)}}
-  %b = fakv.cluster_gather %t, 4 : tensor<4xf32> -> tensor<4x4xf32>
+  %b = fakv.cluster_gather(%t) size 4 : tensor<4xf32> -> tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @cluster_gather_in_a_loop(%v: f32, %n: i32) attributes {fakv.kernel} {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %t = fakv.splat %v : f32 -> tensor<4xf32>
+  scf.for %i = %c0 to %n step %c1 : i32 {
+    // expected-error @+1 {{runs once a program: not inside a loop}}
+    %a = fakv.cluster_gather(%t) size 4 : tensor<4xf32> -> tensor<4x4xf32>
+  }
+  return
+}
+
+// -----
+
+func.func @cluster_gather_results(%v: f32) attributes {fakv.kernel} {
+  %t = fakv.splat %v : f32 -> tensor<4xf32>
+  // expected-error @+1 {{gathers one or more tiles, a result for each}}
+  %a = fakv.cluster_gather(%t, %t) size 4 : tensor<4xf32>, tensor<4xf32> -> tensor<4x4xf32>
   return
 }

@@ -147,9 +147,10 @@ func.func @host(%buf: memref<16xf32>, %g: i32) {
 }
 
 // CHECK-LABEL: func.func @cluster
-// CHECK: fakv.cluster_gather %{{.*}}, 8 : tensor<4xf32> -> tensor<4x8xf32>
-func.func @cluster(%v: f32) attributes {fakv.kernel} {
-  %lse = fakv.splat %v : f32 -> tensor<4xf32>
-  %all = fakv.cluster_gather %lse, 8 : tensor<4xf32> -> tensor<4x8xf32>
+// CHECK: fakv.cluster_gather(%{{.*}}, %{{.*}}) size 8 : tensor<4x128xf32>, tensor<4xi32> -> tensor<4x128x8xf32>, tensor<4x8xi32>
+func.func @cluster(%v: f32, %n: i32) attributes {fakv.kernel} {
+  %out = fakv.splat %v : f32 -> tensor<4x128xf32>
+  %len = fakv.splat %n : i32 -> tensor<4xi32>
+  %outs, %lens = fakv.cluster_gather(%out, %len) size 8 : tensor<4x128xf32>, tensor<4xi32> -> tensor<4x128x8xf32>, tensor<4x8xi32>
   return
 }

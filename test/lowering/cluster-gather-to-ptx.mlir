@@ -1,9 +1,14 @@
 // fakv.cluster_gather on the GPU: the kernel runs in clusters of 4 programs
-// on grid axis 2 (.reqnctapercluster); each program writes its tile to shared
-// memory, the cluster meets (barrier.cluster arrive / wait), each element
-// [i, r] is read from rank r's copy through distributed shared memory (mapa,
-// ld.shared::cluster), and the cluster meets again before any program reuses
-// or frees its copy. The PTX passes ptxas for sm_90a.
+// on grid axis 2 (.reqnctapercluster). It starts by initialising the
+// gather's mbarrier (an arrival from each of the 4 programs), fencing that
+// at cluster scope and arriving (relaxed) on the cluster barrier; at the
+// gather each program waits on that barrier (every mbarrier ready), writes
+// each element of both tiles into every program's shared memory
+// (st.shared::cluster through mapa; one writer per element), meets, and its
+// first thread arrives on every program's mbarrier (release, cluster
+// scope); all wait on their own (acquire, cluster scope) and read the
+// gathered tiles from their own shared memory. The PTX passes ptxas
+// for sm_90a.
 // REQUIRES: ptxas
 // RUN: fakv-compile %s -o %t --format=isa
 // RUN: FileCheck %s < %t.ptx
@@ -11,22 +16,31 @@
 
 // CHECK: .entry merged_rows(
 // CHECK: .reqnctapercluster 1, 1, 4
-// CHECK: st.shared.v4.b32
-// CHECK: barrier.cluster.arrive;
-// CHECK-NEXT: barrier.cluster.wait;
+// CHECK: mov.b32 [[ARRIVALS:%r[0-9]+]], 4;
+// CHECK-NEXT: mbarrier.init.shared.b64 [{{.*}}], [[ARRIVALS]];
+// CHECK: fence.mbarrier_init.release.cluster;
+// CHECK: barrier.cluster.arrive.relaxed;
+// CHECK: barrier.cluster.wait;
+// CHECK: mov.u32 {{.*}}, %cluster_ctarank;
 // CHECK: mapa.shared::cluster.u64
-// CHECK: ld.shared::cluster.b32
-// CHECK: barrier.cluster.arrive;
-// CHECK-NEXT: barrier.cluster.wait;
-func.func @merged_rows(%x: !fakv.ptr<f32>, %out: !fakv.ptr<f32>) attributes {fakv.kernel} {
+// CHECK: st.shared::cluster.b32
+// CHECK: bar.sync 0;
+// CHECK: mbarrier.arrive.release.cluster.shared::cluster.b64
+// CHECK: mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64
+// CHECK: ld.shared.b32
+// CHECK-NOT: barrier.cluster
+func.func @merged_rows(%x: !fakv.ptr<f32>, %n: !fakv.ptr<i32>, %out: !fakv.ptr<f32>) attributes {fakv.kernel} {
   %c0 = arith.constant 0 : i32
   %s1 = arith.constant 1 : i64
-  %s4 = arith.constant 4 : i64
   %split = fakv.program_id 2
   %row = arith.muli %split, %c0 : i32
   %t = fakv.load %x[%row] strides [%s1] : !fakv.ptr<f32> -> tensor<128xf32>
-  %all = fakv.cluster_gather %t, 4 : tensor<128xf32> -> tensor<128x4xf32>
+  %m = fakv.load %n[%row] strides [%s1] : !fakv.ptr<i32> -> tensor<128xi32>
+  %all, %ms = fakv.cluster_gather(%t, %m) size 4 : tensor<128xf32>, tensor<128xi32> -> tensor<128x4xf32>, tensor<128x4xi32>
   %sum = fakv.reduce sum %all, 1 : tensor<128x4xf32> -> tensor<128xf32>
-  fakv.store %sum, %out[%c0] strides [%s1] : tensor<128xf32>, !fakv.ptr<f32>
+  %big = fakv.reduce max %ms, 1 : tensor<128x4xi32> -> tensor<128xi32>
+  %f = arith.sitofp %big : tensor<128xi32> to tensor<128xf32>
+  %r = arith.addf %sum, %f : tensor<128xf32>
+  fakv.store %r, %out[%c0] strides [%s1] : tensor<128xf32>, !fakv.ptr<f32>
   return
 }

@@ -223,6 +223,26 @@ def test_error_from_the_verifier_points_at_the_kernel():
     assert f"{__file__}:{line_of(bad.fn, 'fl.dot(a, b)')}:" in msg
 
 
+@fakv.jit
+def gathered_rows(X, Out, SIZE: fl.constexpr):
+    z = fl.program_id(2)
+    rows, lengths = fl.cluster_gather((fl.load(X, (4,), (z * 4,), (1,)), fl.full((4,), 1, fl.int32) * z), SIZE)
+    fl.store(Out, rows + lengths.to(fl.float32), (z * 4, 0), (SIZE, 1))
+
+
+def test_cluster_gather_ir_and_cpu_path():
+    """fl.cluster_gather: the tiles of a tuple gathered in one op, each with the cluster's size as its last
+    dimension; the CPU path, which runs no clusters, says so; sizes outside 2..8 are refused in the DSL."""
+    x, out = np.zeros(16, np.float32), np.zeros((16, 4), np.float32)
+    ir = gathered_rows.ir(x, out, SIZE=4)
+    assert "fakv.cluster_gather(%" in ir and "size 4 : tensor<4xf32>, tensor<4xi32> -> tensor<4x4xf32>, " \
+        "tensor<4x4xi32>" in ir
+    with pytest.raises(fakv.CompilationError, match="runs on the GPU only: the CPU path has no clusters"):
+        gathered_rows[(1, 1, 4)](x, out, SIZE=4)
+    with pytest.raises(fakv.CompilationError, match="a cluster has 2 to 8 programs, got 16"):
+        gathered_rows.ir(x, out, SIZE=16)
+
+
 def test_gpu_options_reach_the_ir():
     """@fakv.jit's swap_ab and gather_pages (through with_options: one variant per set of options) become the
     kernel attributes fakv.swap_ab and fakv.gather_pages; the kernel without them has neither."""
