@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """An eager b1 s1024 call's host and GPU time under the ways its splits can
-be merged: `planned` (decode, then combine launched programmatically
-behind it), `cluster` (FAKV_CLUSTER_SPLITS: the splits of a row one
-thread-block cluster merging through distributed shared memory: one
-launch) and `1 split` (num_splits=1: one launch, no merge, the reference
+be merged: `combine` (FAKV_CLUSTER_SPLITS=0: decode, then combine
+launched programmatically behind it), `cluster` (FAKV_CLUSTER_SPLITS=1:
+the splits of a row one thread-block cluster merging through distributed
+shared memory: one launch; planned for this call since session 19) and `1 split` (num_splits=1: one launch, no merge, the reference
 for one launch's host time). Per mode and layout: the GPU time of the call
 replayed from a CUDA graph, the eager time per call (500 in a row), the
 host time per call before the synchronise, and eager - GPU (bench_host's
@@ -21,7 +21,7 @@ sys.path.insert(0, os.path.join(ROOT, "test", "gpu"))
 import source_tree  # noqa: E402,F401
 from bench_host import eager_us, gpu_us, inputs  # noqa: E402
 
-MODES = ("planned", "cluster", "1 split")
+MODES = ("combine", "cluster", "1 split")
 
 
 def main():

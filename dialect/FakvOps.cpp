@@ -354,11 +354,20 @@ LogicalResult ClusterGatherOp::verify() {
     return emitOpError() << "a cluster has 2 to 8 programs, got " << size;
   if (getXs().empty() || getXs().size() != getResults().size())
     return emitOpError() << "gathers one or more tiles, a result for each";
-  for (auto [x, res] : llvm::zip(getXs(), getResults())) {
+  if (getScatter() && getScatter()->size() != getXs().size())
+    return emitOpError() << "scatter marks each tile: " << getXs().size() << " entries, got "
+                         << getScatter()->size();
+  for (auto [i, x, res] : llvm::enumerate(getXs(), getResults())) {
     auto xt = cast<RankedTensorType>(x.getType()), rt = cast<RankedTensorType>(res.getType());
     if (xt.getElementType().getIntOrFloatBitWidth() != 32)
       return emitOpError() << "gathers tiles of 32-bit elements, got " << xt.getElementType();
     SmallVector<int64_t> shape(xt.getShape());
+    if (isScattered(i)) {
+      if (xt.getRank() == 0 || shape.back() % size)
+        return emitOpError() << "shares out the last dimension of tile #" << i << " in " << size
+                             << " slices: it must be a multiple of " << size << ", got " << xt;
+      shape.back() /= size;
+    }
     shape.push_back(size);
     if (rt.getElementType() != xt.getElementType() || rt.getShape() != ArrayRef<int64_t>(shape))
       return emitOpError() << "result must be " << xt.getElementType() << " of shape "

@@ -521,15 +521,27 @@ def Fakv_ClusterGatherOp : Fakv_Op<"cluster_gather", [MemoryEffects<[MemRead, Me
     its elements into every program's shared memory and arrives on every
     program's mbarrier; the CPU path runs no clusters.
 
+    A tile marked in `scatter` is shared out instead: its last dimension, of
+    `size` slices, goes a slice to each program, the rank-r program getting
+    `result[..., j, r] = x_r[..., rank * w + j]` (`w` = the last dimension /
+    `size`; the result `x`'s shape with the last dimension `w`, then `size`):
+    each element crosses the cluster once.
+
     ```mlir
     %outs, %lses = fakv.cluster_gather(%out, %lse) size 8
       : tensor<4x128xf32>, tensor<4xf32> -> tensor<4x128x8xf32>, tensor<4x8xf32>
+    %cols, %all = fakv.cluster_gather(%out, %lse) size 8 {scatter = array<i1: true, false>}
+      : tensor<4x128xf32>, tensor<4xf32> -> tensor<4x16x8xf32>, tensor<4x8xf32>
     ```
   }];
-  let arguments = (ins Variadic<Fakv_Tile>:$xs, I32Attr:$size);
+  let arguments = (ins Variadic<Fakv_Tile>:$xs, I32Attr:$size, OptionalAttr<DenseBoolArrayAttr>:$scatter);
   let results = (outs Variadic<Fakv_Tile>:$results);
   let assemblyFormat = "`(` $xs `)` `size` $size attr-dict `:` type($xs) `->` type($results)";
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Whether tile `i` is shared out (a slice of its last dimension each).
+    bool isScattered(unsigned i) { return getScatter() && (*getScatter())[i]; }
+  }];
 }
 
 //===----------------------------------------------------------------------===//

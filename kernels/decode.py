@@ -130,18 +130,17 @@ def decode(Q, K, V, Table, Seqlens, Out, Lse, OutPart, LsePart,
             m, l, acc = attend(q, kn, vn, m, l, acc, q_pos, old - pad + t0 + fl.arange(0, NEW_N), seqlen, seqlen,
                                *mods)
     # out = acc / l, lse = m + log(l); a row that saw no key gives 0 and -inf (+inf in Lse, as FlashAttention 2).
-    empty = l == 0.0
-    out = acc * fl.where(empty, 0.0, 1.0 / l)[:, None]
-    lse = fl.where(empty, float("-inf"), m + fl.log(l))
+    out, lse = acc * fl.where(l == 0.0, 0.0, 1.0 / l)[:, None], fl.where(l == 0.0, float("-inf"), m + fl.log(l))
     if ALIBI and CAUSAL and not WINDOW:    # FlashAttention biases causal rows by slope * key (its LSE)
         lse = lse + slopes * scale * (q_pos + seqlen - seqlen_q)
-    if MERGE > 1:                          # one launch: the splits, a cluster, merge in it (splits.py)
+    if MERGE > 1:            # one launch: the splits, a cluster, merge in it (splits.py), a slice of columns each
         out, lse = cluster_merge(out, lse, MERGE)
-    if MERGE > 1 or num_splits == 1:       # (merged in the cluster: split 0 stores)
-        rows = fl.where(split == 0, seqlen_q, 0)
-        fl.store(Out + b * q_batch_stride + h * q_head_stride, out, (q0, 0), (q_seq_stride, 1), bounds=(rows, head_dim))
+    if MERGE > 1 or num_splits == 1:       # (merged in the cluster: split 0 stores the LSE)
+        c0 = split * (HEAD_DIM // MERGE) if MERGE > 1 else 0
+        fl.store(Out + b * q_batch_stride + h * q_head_stride, out, (q0, c0), (q_seq_stride, 1),
+                 bounds=(seqlen_q, head_dim))
         fl.store(Lse + (b * heads + h) * seqlen_q, fl.where(lse == float("-inf"), float("inf"), lse), (q0,), (1,),
-                 bounds=(rows,))
+                 bounds=(fl.where(split == 0, seqlen_q, 0),))
     else:
         store_partial(OutPart, LsePart, out, lse, split * batch + b, h, q0, seqlen_q, heads, head_dim, HEAD_DIM)
         if MERGE:                          # one launch: the last split merges (splits.py's merge_splits)

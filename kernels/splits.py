@@ -109,10 +109,11 @@ def merge_splits(OutPart, LsePart, Out, Lse, Counters, b, h, q0, counter, num_sp
 @fakv.jit
 def cluster_merge(out, lse, SIZE: fl.constexpr):
     """decode.py's ending with MERGE = SIZE > 1 (one launch instead of decode
-    + combine): the SIZE splits of a row run as one cluster, and each merges
-    every split's output and LSE, read from the others' shared memory, as
+    + combine): the SIZE splits of a row run as one cluster; split s merges
+    columns [s, s + 1) x HEAD_DIM / SIZE of every split's output, sent to it
+    through shared memory, by their LSEs (every split's, sent to all), as
     combine does; a row no split saw gives 0 and -inf."""
-    outs, lses = fl.cluster_gather((out, lse), SIZE)          # [..., s]: split s's
+    outs, lses = fl.cluster_gather((out, lse), SIZE, scatter=(True, False))     # [..., s]: split s's
     m = fl.max(lses, 1)
     w = fl.where(lses == float("-inf"), 0.0, fl.exp(lses - m[:, None]))       # (no NaN where m is -inf)
     l = fl.sum(w, 1)

@@ -135,8 +135,9 @@ void planSharedMemory(func::FuncOp func) {
       // An mbarrier, then each tile's gathered copy: written by the other
       // programs of the cluster at any time (never reused, never late).
       int64_t bytes = 16;
-      for (Value x : gather.getXs())
-        bytes += cast<RankedTensorType>(x.getType()).getNumElements() * gather.getSize() * 4;
+      for (auto [k, x] : llvm::enumerate(gather.getXs()))
+        bytes += cast<RankedTensorType>(x.getType()).getNumElements() *
+                 (gather.isScattered(k) ? 1 : gather.getSize()) * 4;
       next = llvm::alignTo(next, 16);
       setOffset(op, next);
       next += bytes;

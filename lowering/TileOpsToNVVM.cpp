@@ -501,7 +501,8 @@ struct ConvertLayoutLowering : OpConversionPattern<fakvgpu::ConvertLayoutOp> {
 };
 
 /// fakv.cluster_gather's shared memory (fakvgpu-plan-shared-memory): an
-/// mbarrier, then per tile its gathered copy: each rank's tile, row-major.
+/// mbarrier, then per tile its gathered copy: each rank's tile (or, shared
+/// out, its slice for this program), row-major.
 constexpr int64_t kGatherBarrierBytes = 16;
 
 /// Each kernel with cluster_gathers starts by initialising their mbarriers
@@ -526,17 +527,18 @@ void startClusterKernel(ConversionPatternRewriter &rewriter, func::FuncOp func) 
       size = op.getSize();
       NVVM::MBarrierInitOp::create(tb, loc, smemOf(tb, loc, op), i32(tb, loc, size), Value());
     });
+    NVVM::FenceMbarrierInitOp::create(tb, loc);
   }
-  NVVM::FenceMbarrierInitOp::create(rewriter, loc);
   NVVM::ClusterArriveRelaxedOp::create(rewriter, loc, /*aligned=*/nullptr);
   rewriter.modifyOpInPlace(func, [&] { func->setAttr(kClusterSizeAttr, rewriter.getI32IntegerAttr(size)); });
 }
 
 /// fakv.cluster_gather: after the cluster barrier (every program's mbarriers
 /// initialised), each element's one writer thread writes it into every
-/// program's copy (st.shared::cluster at the writer's rank); the role meets
-/// and its first thread arrives on every program's mbarrier (release,
-/// cluster scope); then each thread waits on its own
+/// program's copy (st.shared::cluster at the writer's rank; an element of a
+/// tile shared out, into its slice's program's only); the role meets
+/// and its thread r arrives on rank r's mbarrier (release, cluster scope);
+/// then each thread waits on its own
 /// (acquire, cluster scope: every program's elements have landed) and reads
 /// the result from its own shared memory. A program passes its wait only
 /// once no other will write to it, so none exits while written to.
@@ -557,9 +559,9 @@ struct ClusterGatherLowering : OpConversionPattern<ClusterGatherOp> {
     // warp's writes of consecutive elements are consecutive words.
     SmallVector<Value> copies;
     int64_t offset = kGatherBarrierBytes;
-    for (Value x : op.getXs()) {
+    for (auto [k, x] : llvm::enumerate(op.getXs())) {
       copies.push_back(addBytes(rewriter, loc, bar, i32(rewriter, loc, offset)));
-      offset += cast<RankedTensorType>(x.getType()).getNumElements() * size * 4;
+      offset += cast<RankedTensorType>(x.getType()).getNumElements() * (op.isScattered(k) ? 1 : size) * 4;
     }
     auto element = [&](Value copy, ArrayRef<int64_t> shape, ArrayRef<Value> c, Value rank) {
       Value lin = i32(rewriter, loc, 0);
@@ -594,26 +596,36 @@ struct ClusterGatherLowering : OpConversionPattern<ClusterGatherOp> {
           false);
       OpBuilder::InsertionGuard guard(rewriter);
       rewriter.setInsertionPoint(writer.getThenRegion().front().getTerminator());
+      SmallVector<int64_t> kept(type.getShape());      // a program's part: a slice of the last dimension
+      if (op.isScattered(k))
+        kept.back() /= size;
       for (int64_t r = 0; r < src.numRegs(); ++r) {
         Value v = vecElement(rewriter, loc, x, r);
-        Value local = element(copies[k], type.getShape(), elementCoords(rewriter, loc, src, base, r), own);
+        SmallVector<Value> c = elementCoords(rewriter, loc, src, base, r);
+        if (op.isScattered(k)) {        // to the program of its slice, once
+          Value width = i32(rewriter, loc, kept.back());
+          Value to = arith::DivUIOp::create(rewriter, loc, c.back(), width);
+          c.back() = arith::RemUIOp::create(rewriter, loc, c.back(), width);
+          LLVM::StoreOp::create(rewriter, loc, v,
+                                NVVM::MapaOp::create(rewriter, loc, cluster, element(copies[k], kept, c, own), to));
+          continue;
+        }
+        Value local = element(copies[k], kept, c, own);
         for (int64_t rank = 0; rank < size; ++rank)
           LLVM::StoreOp::create(rewriter, loc, v,
                                 NVVM::MapaOp::create(rewriter, loc, cluster, local, i32(rewriter, loc, rank)));
       }
     }
-    // The role's writes ordered before its first thread's arrivals (release
-    // at cluster scope, cumulative): one arrival per program on each.
+    // The role's writes ordered before its arrivals (release at cluster
+    // scope, cumulative): thread r arrives on rank r's mbarrier.
     syncRole(rewriter, loc, op);
     auto first = scf::IfOp::create(
         rewriter, loc,
-        arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq, tid, i32(rewriter, loc, 0)), false);
+        arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ult, tid, i32(rewriter, loc, size)), false);
     {
       OpBuilder fb = OpBuilder::atBlockBegin(&first.getThenRegion().front());
-      for (int64_t rank = 0; rank < size; ++rank)
-        NVVM::MBarrierArriveOp::create(fb, loc, Type(),
-                                       NVVM::MapaOp::create(fb, loc, cluster, bar, i32(fb, loc, rank)), Value(),
-                                       NVVM::MemScopeKind::CLUSTER);
+      NVVM::MBarrierArriveOp::create(fb, loc, Type(), NVVM::MapaOp::create(fb, loc, cluster, bar, tid), Value(),
+                                     NVVM::MemScopeKind::CLUSTER);
     }
     // mbarrier.try_wait at cluster scope (NVVM's op waits with .acquire.cta).
     Value addr = LLVM::PtrToIntOp::create(rewriter, loc, rewriter.getI64Type(), bar);

@@ -147,9 +147,9 @@ _LONGEST_FIRST_MIN_BLOCKS = 64    # key blocks of the longest sequence, at least
 # new_rows). FAKV_SWAP_AB=1: wherever it can (the default), 0: never.
 _SWAP_AB = {"1": True, "0": False}.get(os.environ.get("FAKV_SWAP_AB", ""))
 # FAKV_GATHER_PAGES=1: pages smaller than a key block (pages of 16, say) gathered by decode's producer threads
-# (cp.async) instead of copied by a TMA box per page (@fakv.jit(gather_pages=True)). Opt-in, not yet measured: for
-# small calls in pages of 16, whose one-block splits issue 16 boxes each (b1 s1K 6.2 us against 5.9-6.0 in pages of
-# 64 or 256; docs/gpu-results.md, session 18). bench/plan_variants.py's `gather=1`.
+# (cp.async) instead of copied by a TMA box per page (@fakv.jit(gather_pages=True)). Opt-in: H200, session 19
+# (bench/plan_variants.py's `gather=1`, pages of 16): b1 s1K 6.2 -> 6.8 us, b2 / b4 s1K +4.3 / +8.6 %, b1 s512
+# +3.6 %, b1 s8K +4.5 %, b8 s8K equal, b32 s8K -1.2 %, b8 s32K -1.7 % (docs/gpu-results.md).
 _GATHER_PAGES = os.environ.get("FAKV_GATHER_PAGES") == "1"
 _RING_BYTES = 96 * 1024       # a K/V ring that still lets two programs share an SM
 
@@ -191,10 +191,18 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
          num_splits, num_sms=132, l2_bytes=50 * 1024 * 1024, appending=False, ragged=False, cluster=False):
     """The kernel specialisations and launch grids of one call (no tensors
     needed: shapes and options only; `ragged`: the lengths hint; `cluster`:
-    splits may merge in a cluster, _CLUSTER_SPLITS on the GPU). Returns a
-    dict with the decode and combine constexprs and grids, the number of
-    splits, whether the plan of ragged lengths differs ("by_lengths") and
-    the splits of a cluster ("cluster", 0: none)."""
+    whether splits may merge in a cluster, True, False or "auto" (where
+    measured faster), _CLUSTER_SPLITS on the GPU). Returns a dict with the
+    decode and combine constexprs and grids, the number of splits, whether
+    the plan of ragged lengths differs ("by_lengths") and the splits of a
+    cluster ("cluster", 0: none)."""
+    if cluster == "auto":
+        args = (batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, max_seqlen_k, causal, num_splits,
+                num_sms, l2_bytes, appending, ragged)
+        p = _plan(*args, cluster=True)
+        n = math.ceil(max(max_seqlen_k, 1) / p["decode"]["BLOCK_N"])
+        small = -(-n // p["num_splits"]) <= _CLUSTER_BLOCKS and batch * kv_heads * p["m_blocks"] * p["num_splits"] <= _CLUSTER_PROGRAMS
+        return p if p["cluster"] and small else _plan(*args, cluster=False)
     group = heads // kv_heads
     head_tile = max(64, _pow2(head_dim))     # tiles of at least 64 channels (128-byte rows)
     group_tile = _pow2(group)
@@ -342,13 +350,21 @@ def plain_extras(seqlens, lse, capacity, errors=None):
 # stream (calls on one stream run in turn); a prepared call's key holds the
 # mode and then the stream (_key).
 _MERGE_SPLITS = os.environ.get("FAKV_MERGE_SPLITS") == "1"
-# FAKV_CLUSTER_SPLITS=1: on the GPU, a call of 2 to _CLUSTER_MAX splits (at most that many planned) runs them as one
-# thread-block cluster per row, which merges them through distributed shared memory (decode.py's MERGE > 1,
-# kernels/splits.py's cluster_merge): one launch, no partials in global memory. Opt-in until measured on the GPU.
-# Not for calls that append, ragged plans (ADAPTIVE) or head dims above 128.
-_CLUSTER_SPLITS = os.environ.get("FAKV_CLUSTER_SPLITS") == "1"
+# Small calls merge their splits in a thread-block cluster: on the GPU, a call whose splits (at most _CLUSTER_MAX, a
+# power of two) read at most _CLUSTER_BLOCKS key blocks each, in at most _CLUSTER_PROGRAMS programs, runs each row's
+# splits as one cluster that merges them through distributed shared memory (decode.py's MERGE > 1,
+# kernels/splits.py's cluster_merge: each split merges a slice of the columns): one launch, no partials in global
+# memory. Not for calls that append, ragged plans (ADAPTIVE), head dims above 128 or more than _CLUSTER_ROWS query
+# rows a program. H200, session 19 (bench/plan_variants.py, against decode + combine): b1 s1K 5.9 -> 5.3 us
+# (contiguous), 6.2 -> 5.4 (pages of 16), 6.0 -> 5.4 (64, 256), b1 s512 4.8 -> 4.2, d64 b1 s1K 5.1 -> 4.4, b2 s1K
+# 7.0 -> 6.6, b1 s2K (4 blocks a split) 7.4 either way, b1 s8K (8 splits of 16 blocks against 29 of 5) 13.6 -> 19.2;
+# ~2-4 us less host time per eager call (bench/eager_modes.py; docs/decisions.md). FAKV_CLUSTER_SPLITS=1: wherever
+# it can (splits capped at _CLUSTER_MAX), 0: never.
+_CLUSTER_SPLITS = {"1": True, "0": False}.get(os.environ.get("FAKV_CLUSTER_SPLITS", ""), "auto")
 _CLUSTER_MAX = 8              # programs of a portable cluster, at most
 _CLUSTER_ROWS = 8             # query rows a program, at most (the merge holds rows x head_dim x splits in registers)
+_CLUSTER_BLOCKS = 2           # key blocks a split, at most, where clusters are planned (unset FAKV_CLUSTER_SPLITS)
+_CLUSTER_PROGRAMS = 128       # decode programs, at most, likewise (measured up to b2 s1K: 128)
 # Who appends k / v (and rotates q), when combine does not (_COMBINE_APPENDS): decode itself (kernels/decode.py's
 # APPEND) when the call has several splits of few key blocks each, else
 # kernels/append.py's kernel before the plain decode. H200, one-token
@@ -945,7 +961,7 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
     num_sms, l2 = T.device_properties(q)
     # Planned on the cache's capacity, as FlashAttention does (no data needed):
     # each program stops at its sequence's length.
-    cluster = _CLUSTER_SPLITS and (on_gpu or compile_only()) and k is None
+    cluster = _CLUSTER_SPLITS if (on_gpu or compile_only()) and k is None else False
     p = plan(batch, seqlen_q, heads, kv_heads, head_dim, T.dtype(q), paged, page_size, capacity, causal,
              int(num_splits), num_sms, l2, appending=k is not None, cluster=cluster)
     capturing = on_gpu and _capturing()

@@ -353,23 +353,33 @@ def lse_combine(b, partials, lses):
 
 
 @builtin
-def cluster_gather(b, xs, size):
+def cluster_gather(b, xs, size, scatter=None):
     """Every program of a cluster gets every program's tiles: the programs run in clusters of `size` (2 to 8, a
     compile-time integer) consecutive programs on grid axis 2, and for each tile of `xs` (one tile, or a tuple)
     the result has its shape with a last dimension of `size`, [..., r] the tile of the cluster's r-th program
     (program_id(2) % size == r). Each program of a cluster must reach it once (not in a loop): it waits for the
     others. GPU only (a thread-block cluster, through distributed shared memory); num_programs(2) must be a
-    multiple of `size`."""
+    multiple of `size`. `scatter` (a bool, or one per tile) shares a tile out instead: its last dimension in
+    `size` slices, program r gets slice r of every program's tile, [..., j, r] (each element sent once)."""
     one = not isinstance(xs, (tuple, list))
     xs = [_tile(x, "cluster_gather's operand") for x in ([xs] if one else xs)]
     size = _const(size, "cluster_gather's size")
+    scatter = [bool(scatter)] * len(xs) if not isinstance(scatter, (tuple, list)) else [bool(s) for s in scatter]
+    if len(scatter) != len(xs):
+        raise FakvTypeError(f"cluster_gather: `scatter` marks each of the {len(xs)} tiles, got {len(scatter)}")
     if not 2 <= size <= 8:
         raise FakvTypeError(f"cluster_gather: a cluster has 2 to 8 programs, got {size}")
     for x in xs:
         if x.type.dtype not in ("f32", "i32"):
             raise FakvTypeError(f"cluster_gather gathers f32 or i32 tiles, got {x.type.dtype}")
-    res = [TileType(x.type.shape + (size,), x.type.dtype) for x in xs]
-    out = b.op(f"fakv.cluster_gather({', '.join(x.name for x in xs)}) size {size} : "
+    for x, s in zip(xs, scatter):
+        if s and (not x.type.shape or x.type.shape[-1] % size):
+            raise FakvTypeError(f"cluster_gather shares out a tile's last dimension in {size} slices: "
+                                f"{list(x.type.shape)} has no such dimension")
+    res = [TileType((x.type.shape[:-1] + (x.type.shape[-1] // size,) if s else x.type.shape) + (size,),
+                    x.type.dtype) for x, s in zip(xs, scatter)]
+    attr = f" {{scatter = array<i1: {', '.join('true' if s else 'false' for s in scatter)}>}}" if any(scatter) else ""
+    out = b.op(f"fakv.cluster_gather({', '.join(x.name for x in xs)}) size {size}{attr} : "
                f"{', '.join(x.type.mlir() for x in xs)} -> {', '.join(r.mlir() for r in res)}", res)
     return out[0] if one else tuple(out)
 

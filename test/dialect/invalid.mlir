@@ -753,3 +753,30 @@ func.func @cluster_gather_results(%v: f32) attributes {fakv.kernel} {
   %a = fakv.cluster_gather(%t, %t) size 4 : tensor<4xf32>, tensor<4xf32> -> tensor<4x4xf32>
   return
 }
+
+// -----
+
+func.func @cluster_gather_scatter_entries(%v: f32) attributes {fakv.kernel} {
+  %t = fakv.splat %v : f32 -> tensor<4x8xf32>
+  // expected-error @+1 {{scatter marks each tile: 1 entries, got 2}}
+  %a = fakv.cluster_gather(%t) size 4 {scatter = array<i1: true, false>} : tensor<4x8xf32> -> tensor<4x2x4xf32>
+  return
+}
+
+// -----
+
+func.func @cluster_gather_scatter_slices(%v: f32) attributes {fakv.kernel} {
+  %t = fakv.splat %v : f32 -> tensor<4x6xf32>
+  // expected-error @+1 {{shares out the last dimension of tile #0 in 4 slices: it must be a multiple of 4, got 'tensor<4x6xf32>'}}
+  %a = fakv.cluster_gather(%t) size 4 {scatter = array<i1: true>} : tensor<4x6xf32> -> tensor<4x1x4xf32>
+  return
+}
+
+// -----
+
+func.func @cluster_gather_scatter_shape(%v: f32) attributes {fakv.kernel} {
+  %t = fakv.splat %v : f32 -> tensor<4x8xf32>
+  // expected-error @+1 {{result must be 'f32' of shape [4, 2, 4] (the tile's, then the cluster's size), got 'tensor<4x8x4xf32>'}}
+  %a = fakv.cluster_gather(%t) size 4 {scatter = array<i1: true>} : tensor<4x8xf32> -> tensor<4x8x4xf32>
+  return
+}

@@ -148,9 +148,11 @@ func.func @host(%buf: memref<16xf32>, %g: i32) {
 
 // CHECK-LABEL: func.func @cluster
 // CHECK: fakv.cluster_gather(%{{.*}}, %{{.*}}) size 8 : tensor<4x128xf32>, tensor<4xi32> -> tensor<4x128x8xf32>, tensor<4x8xi32>
+// CHECK: fakv.cluster_gather(%{{.*}}, %{{.*}}) size 8 {scatter = array<i1: true, false>} : tensor<4x128xf32>, tensor<4xi32> -> tensor<4x16x8xf32>, tensor<4x8xi32>
 func.func @cluster(%v: f32, %n: i32) attributes {fakv.kernel} {
   %out = fakv.splat %v : f32 -> tensor<4x128xf32>
   %len = fakv.splat %n : i32 -> tensor<4xi32>
   %outs, %lens = fakv.cluster_gather(%out, %len) size 8 : tensor<4x128xf32>, tensor<4xi32> -> tensor<4x128x8xf32>, tensor<4x8xi32>
+  %cols, %lens2 = fakv.cluster_gather(%out, %len) size 8 {scatter = array<i1: true, false>} : tensor<4x128xf32>, tensor<4xi32> -> tensor<4x16x8xf32>, tensor<4x8xi32>
   return
 }

@@ -85,6 +85,13 @@ def cluster_rows(X, Out, N: fl.constexpr, SIZE: fl.constexpr):
     fl.store(Out, everyone, (z * N, 0), (SIZE, 1))
 
 
+@fakv.jit
+def cluster_columns(X, Out, N: fl.constexpr, SIZE: fl.constexpr):
+    z = fl.program_id(2)
+    cols = fl.cluster_gather(fl.load(X, (4, N), (z * 4, 0), (N, 1)), SIZE, scatter=True)   # (4, N / SIZE, SIZE)
+    fl.store(Out, fl.sum(cols, 2), (z * 4, 0), (N // SIZE, 1))
+
+
 def test_cluster_gather():
     """fl.cluster_gather: each program of a cluster of 4 (grid axis 2) gets the rows of all 4; a grid of
     clusters cut short is refused before the launch."""
@@ -95,18 +102,26 @@ def test_cluster_gather():
     assert torch.equal(out, want[:, None].expand(2, 4, 32, 4).reshape(256, 4))
     with pytest.raises(ValueError, match="not a multiple of the 4 programs of its clusters"):
         cluster_rows[(1, 1, 6)](x, out, N=32, SIZE=4)
+    # Shared out: rank r of a cluster gets columns [8r, 8r + 8) of every program's 4 x 32 tile (here summed).
+    x = torch.randn((8 * 4, 32), device="cuda")
+    out = torch.zeros((8 * 4, 8), device="cuda")
+    cluster_columns[(1, 1, 8)](x, out, N=32, SIZE=4)
+    per = x.view(2, 4, 4, 4, 8)                                # [cluster, program, row, slice, column]
+    want = per.sum(1).permute(0, 2, 1, 3).reshape(32, 8)       # [cluster, slice = rank, row, column]
+    assert torch.allclose(out, want, atol=1e-5)
 
 
 @pytest.mark.parametrize("page,splits", [(None, 0), (16, 2), (256, 0)])
 def test_cluster_splits(page, splits):
-    """FAKV_CLUSTER_SPLITS=1: the splits of a row merged in a thread-block cluster (one launch) give what decode
-    then combine give, eager and replayed from a CUDA graph."""
+    """The splits of a row merged in a thread-block cluster (one launch; FAKV_CLUSTER_SPLITS=1) give what decode
+    then combine give (FAKV_CLUSTER_SPLITS=0), eager and replayed from a CUDA graph."""
     from fakv import interface
     q, k, v, lens, table = _inputs(page)
     call = lambda: fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table,  # noqa: E731
                                                 num_splits=splits, return_softmax_lse=True)
     saved = interface._CLUSTER_SPLITS
     try:
+        interface._CLUSTER_SPLITS, _ = False, interface._CALLS.clear()      # decode, then combine
         if COMPILE_ONLY:
             call()
             interface._CLUSTER_SPLITS = True
@@ -534,6 +549,7 @@ def compile_all():
     for page, splits in [(256, 1), (16, 3)]:
         test_cuda_graph_capture(page, splits)
     cluster_rows[(1, 1, 8)](np.zeros(256, np.float32), np.zeros((256, 4), np.float32), N=32, SIZE=4)
+    cluster_columns[(1, 1, 8)](np.zeros((32, 32), np.float32), np.zeros((32, 8), np.float32), N=32, SIZE=4)
     for page, splits in [(None, 0), (16, 2), (256, 0)]:
         test_cluster_splits(page, splits)
     for page in (16, 256):

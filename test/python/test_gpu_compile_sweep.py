@@ -402,15 +402,16 @@ print(json.dumps(rows))
 
 @needs_assembler
 def test_cluster_splits_compile_for_sm90a(tmp_path):
-    """FAKV_CLUSTER_SPLITS=1: a b1 s1024 call's 8 splits run as one thread-block cluster per kv head (decode's
-    facts: clusters of 8 on grid axis 2) and merge there, no combine kernel compiled; not for head dim 256 or a
-    call that appends (decode with combine, or combine appending). Unset, the same calls compile no cluster
-    (and a combine per head dim: listed where first compiled)."""
+    """A b1 s1024 call's 8 splits run as one thread-block cluster per kv head (decode's facts: clusters of 8 on grid
+    axis 2) and merge there, no combine kernel compiled, with FAKV_CLUSTER_SPLITS unset (these small calls) or 1;
+    not for head dim 256 or a call that appends (decode with combine, or combine appending). With 0 the same calls
+    compile no cluster (and a combine per head dim: listed where first compiled)."""
     import json
-    want = {"1": [[128, 256, 0, 8, []], [128, 0, 0, 8, []], [64, 16, 0, 8, []], [256, 256, 0, 1, ["combine"]]],
-            "": [[128, 256, 0, 1, ["combine"]], [128, 0, 0, 1, []], [64, 16, 0, 1, ["combine"]],   # (d128's
-                 [256, 256, 0, 1, ["combine"]]]}                                                      # compiled)
-    for setting in ("1", ""):
+    clustered = [[128, 256, 0, 8, []], [128, 0, 0, 8, []], [64, 16, 0, 8, []], [256, 256, 0, 1, ["combine"]]]
+    want = {"1": clustered, "": clustered,                # (unset: these small calls are where it is planned)
+            "0": [[128, 256, 0, 1, ["combine"]], [128, 0, 0, 1, []], [64, 16, 0, 1, ["combine"]],   # (d128's
+                  [256, 256, 0, 1, ["combine"]]]}                                                     # compiled)
+    for setting in ("1", "", "0"):
         env = dict(os.environ, FAKV_CACHE_DIR=str(tmp_path / (setting or "unset")), FAKV_COMPILE_ONLY="1",
                    FAKV_CLUSTER_SPLITS=setting, PYTHONPATH=os.path.join(ROOT, "frontend"))
         out = subprocess.run([sys.executable, "-c", CLUSTER_SCRIPT], env=env, capture_output=True, text=True,
