@@ -12,7 +12,8 @@ machine:
   (synchronised at the end) minus the GPU time per call of the same call
   replayed from a CUDA graph (10 calls), at batch 1 / 1024 keys and batch 8
   / 8192 keys, paged (256) and contiguous; also the host time per call
-  alone (before the synchronise).
+  alone (before the synchronise). Nine rounds, each timing every case and
+  library in turn (none always first), medians.
 - no sync: a call queued behind ~50 ms of GPU work (torch.cuda._sleep):
   its host time, and whether the GPU was still busy when it returned.
 - the host cost of a CUDA-graph replay of one API call.
@@ -23,6 +24,7 @@ Shapes: bf16, 32 query / 8 kv heads, head dim 128, seqlen_q 1, num_splits
     python bench/bench_host.py [--reps 3] [--json OUT]
 """
 import argparse
+import functools
 import json
 import os
 import statistics
@@ -105,45 +107,53 @@ def gpu_us(fn, reps=10, iters=20):
     return graph_time_ms([fn] * reps, replays=iters, warmup=0, fallback=False)[0] * 1e3
 
 
-def eager_us(fn, n=500, rounds=9):
+def eager_round(fn, n=500):
     """(time per call of n calls in a row, synchronised; host time per call
-    before the synchronise): medians over `rounds`."""
+    before the synchronise), microseconds."""
     import torch
-    per_call, host = [], []
-    for _ in range(rounds):
-        torch.cuda.synchronize()
-        t = time.perf_counter()
-        for _ in range(n):
-            fn()
-        h = time.perf_counter()
-        torch.cuda.synchronize()
-        e = time.perf_counter()
-        per_call.append((e - t) / n * 1e6)
-        host.append((h - t) / n * 1e6)
-    return statistics.median(per_call), statistics.median(host)
+    torch.cuda.synchronize()
+    t = time.perf_counter()
+    for _ in range(n):
+        fn()
+    h = time.perf_counter()
+    torch.cuda.synchronize()
+    e = time.perf_counter()
+    return (e - t) / n * 1e6, (h - t) / n * 1e6
 
 
-def steady(calls):
+def eager_us(fn, n=500, rounds=9):
+    """eager_round's two figures, medians over `rounds`."""
+    times = [eager_round(fn, n) for _ in range(rounds)]
+    return statistics.median(t[0] for t in times), statistics.median(t[1] for t in times)
+
+
+def steady(calls, rounds=9):
+    """Every case's GPU time, then its eager and host time per call: rounds
+    that interleave the cases (b1 and b8, paged and contiguous, each library:
+    no case always measured first), medians."""
     import torch
-    rows = []
+    cases = []
     for batch, seqlen in ((1, 1024), (8, 8192)):
         for paged in (True, False):
             q, k, v, lens, table = inputs(batch, seqlen, paged)
             ref = None
             for name, call in calls:
-                fn = lambda: call(q, k, v, lens, table)  # noqa: E731
+                fn = functools.partial(call, q, k, v, lens, table)
                 out = fn()
                 for _ in range(20):
                     fn()
                 torch.cuda.synchronize()
                 ref = out if ref is None else ref
                 err = (out.float() - ref.float()).abs().max().item()
-                gpu = gpu_us(fn)
-                eager, host = eager_us(fn)
-                rows.append((f"b{batch} s{seqlen} {'paged 256' if paged else 'contiguous'}", name, gpu, eager,
-                             eager - gpu, host, err))
-            del q, k, v
-            torch.cuda.empty_cache()
+                cases.append([f"b{batch} s{seqlen} {'paged 256' if paged else 'contiguous'}", name, fn, gpu_us(fn),
+                              err, []])
+    for _ in range(rounds):
+        for case in cases:
+            case[5].append(eager_round(case[2]))
+    rows = []
+    for label, name, _, gpu, err, times in cases:
+        eager, host = statistics.median(t[0] for t in times), statistics.median(t[1] for t in times)
+        rows.append((label, name, gpu, eager, eager - gpu, host, err))
     return rows
 
 
@@ -237,7 +247,7 @@ def main():
         for kind in ("cold", "warm"):
             r = s[kind]
             print(f"{name:8} {kind:6} {r['import_ms']:8.1f} {r['first_call_ms']:9.1f} {r['total_ms']:8.1f}")
-    print("\neager overhead per call (us, medians of 9 rounds): eager = 500 calls in a row / 500; gpu = CUDA-graph replay; "
+    print("\neager overhead per call (us, medians of 9 rounds interleaving the cases): eager = 500 calls in a row / 500; gpu = CUDA-graph replay; "
           "overhead = eager - gpu; host = host time per call before the sync")
     print(f"{'case':22} {'':13} {'gpu':>7} {'eager':>7} {'overhead':>9} {'host':>7}  max|out - fakv|")
     for case, name, gpu, eager, over, host, err in rows:

@@ -14,7 +14,7 @@ decode's ring depth), `splits=N` (num_splits passed to the call),
 `early=0|1` (decode launched programmatically never / always:
 interface._EARLY_DECODE_BYTES), `hint=0` (FAKV_LENGTHS_HINT=0),
 `minblocks=N` (the key blocks a swapped split reads at least, head dims
-up to 128: interface._SPLIT_MIN_BLOCKS_SWAPPED), `gather=1` (pages smaller
+up to 128: interface._SPLIT_MIN_BLOCKS_SWAPPED), `gather=0|1` (pages smaller
 than a key block gathered, not by TMA: FAKV_GATHER_PAGES), `cluster=1`
 (2 to 8 splits merged in a thread-block cluster: FAKV_CLUSTER_SPLITS), or several
 joined by `+` (`stages=2+splits=6`). Each

@@ -146,11 +146,16 @@ _LONGEST_FIRST_MIN_BLOCKS = 64    # key blocks of the longest sequence, at least
 # its dots or none), rotated 16 rows at a time (kernels/append.py's
 # new_rows). FAKV_SWAP_AB=1: wherever it can (the default), 0: never.
 _SWAP_AB = {"1": True, "0": False}.get(os.environ.get("FAKV_SWAP_AB", ""))
-# FAKV_GATHER_PAGES=1: pages smaller than a key block (pages of 16, say) gathered by decode's producer threads
-# (cp.async) instead of copied by a TMA box per page (@fakv.jit(gather_pages=True)). Opt-in: H200, session 19
-# (bench/plan_variants.py's `gather=1`, pages of 16): b1 s1K 6.2 -> 6.8 us, b2 / b4 s1K +4.3 / +8.6 %, b1 s512
-# +3.6 %, b1 s8K +4.5 %, b8 s8K equal, b32 s8K -1.2 %, b8 s32K -1.7 % (docs/gpu-results.md).
-_GATHER_PAGES = os.environ.get("FAKV_GATHER_PAGES") == "1"
+# Pages smaller than a key block (pages of 16, say) gathered by decode's producer threads (cp.async) instead of
+# copied by a TMA box per page (@fakv.jit(gather_pages=True)) for swapped head-dim-128 calls of one wave of
+# programs whose splits read at most _TWO_STAGES_WAVE[1] key blocks, reading at least _GATHER_BYTES of cache.
+# H200, bench/plan_variants.py, pages of 16, gather=1 against 0 (session 20, interleaved): b32 s8K -2.4 %, MHA b8
+# s8K -1.4 %, b8 s32K -0.8 %; but b8 s8K (256 MiB) +0.9 %, b32 s32K (512 blocks a program) +0.3 %, b128 s8K /
+# b128 s1K / ragged b128 s<=4K (several waves) +0.2 / +2.1 / +2.1 %, ragged b32 s<=16K (4 adaptive splits) +6.1
+# %, d64 b32 s32K +4.7 %, d256 b8 s32K +3.6 %; session 19: b1-b4 s1K +3.6 to +10.7 %.
+# FAKV_GATHER_PAGES=1: wherever the pages are smaller than a block, 0: never.
+_GATHER_PAGES = {"1": True, "0": False}.get(os.environ.get("FAKV_GATHER_PAGES", ""), "auto")
+_GATHER_BYTES = 512 << 20
 _RING_BYTES = 96 * 1024       # a K/V ring that still lets two programs share an SM
 
 
@@ -320,7 +325,10 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
             1 if paged and page_size < block_n and -(-n_blocks // num_splits) >= 64 and (
                 head_tile > 128 or (stages + 1) * ring_stage <= _RING_BYTES) else 0),
             **({} if heads_first else dict(pack_gqa=1)), **(dict(swap_ab=True) if swap else {}),
-            **(dict(gather_pages=True) if _GATHER_PAGES and paged and page_size < block_n else {})),
+            **(dict(gather_pages=True) if paged and page_size < block_n and (_GATHER_PAGES is True or (
+                _GATHER_PAGES == "auto" and swap and head_tile == 128 and programs(num_splits) <= slots
+                and -(-n_blocks // num_splits) <= _TWO_STAGES_WAVE[1]
+                and batch * kv_heads * max_seqlen_k * head_dim * 4 >= _GATHER_BYTES)) else {})),
         "combine": dict(HEAD_DIM=head_tile, HEAD_BLOCK=head_block, MAX_SPLITS=_pow2(num_splits)),
         "combine_grid": (math.ceil(heads / head_block), seqlen_q, batch),
         "num_splits": num_splits,

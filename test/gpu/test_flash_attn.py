@@ -7,7 +7,8 @@ MHA 32/32; a contiguous cache and pages of 1, 16, 64 and 256 rows;
 seqlen_q 1 and 3 (causal); num_splits 1, 3 and 0 (the heuristic); sequence
 lengths 1, the full cache and one in between. Then OPTIONS: softcap,
 window_size, alibi_slopes ((heads,) and (batch, heads)) and cache_batch_idx,
-alone and together, on a few of those cases.
+alone and together, on a few of those cases; decode merging its own splits
+(FAKV_MERGE_SPLITS) and small pages gathered (FAKV_GATHER_PAGES) on samples.
 
     python -m pytest test/gpu/test_flash_attn.py         # on the GPU machine
     python test/gpu/test_flash_attn.py [--compile-only]  # a summary table / fill the kernel cache
@@ -185,6 +186,28 @@ def test_merged_splits(case, option, monkeypatch):
     for _ in range(2):
         ok, msg = run_case(case, 3, option=option)
         assert ok, msg
+
+
+# FAKV_GATHER_PAGES=1: pages smaller than a key block gathered by decode's producer threads (cp.async), not by
+# a TMA box per page (planned by default only for large calls: interface._GATHER_PAGES). A third of the grid's
+# cases in pages of 1 and 16, one split and the heuristic's, and an all-options case. The prepared calls and
+# plans made meanwhile are dropped after (their keys do not hold the mode).
+GATHER_CASES = [(c, None) for c in CASES if c[3] in (1, 16)][::3] + [(("f16", 64, (32, 1), 16, (3, True)), "all")]
+
+
+@pytest.mark.parametrize("case,option", GATHER_CASES, ids=[f"{case_id(c)}-{o}" for c, o in GATHER_CASES])
+def test_gathered_pages(case, option, monkeypatch):
+    from fakv import interface
+    monkeypatch.setattr(interface, "_GATHER_PAGES", True)
+    interface._CALLS.clear()
+    interface._plan.cache_clear()
+    try:
+        for splits in (1, 0):
+            ok, msg = run_case(case, splits, option=option)
+            assert ok, msg
+    finally:
+        interface._CALLS.clear()
+        interface._plan.cache_clear()
 
 
 def compile_all():

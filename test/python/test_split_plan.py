@@ -274,3 +274,30 @@ def test_no_cluster_where_it_does_not_apply():
     assert plan(1, 1, 32, 8, 128, "bf16", True, 256, 1024, False, 4, 132, L2, **kw)["cluster"] == 4
     ragged = plan(32, 1, 32, 8, 128, "bf16", True, 256, 16384, False, 0, 132, L2, ragged=True, **kw)
     assert ragged["decode"]["ADAPTIVE"] and ragged["cluster"] == 0
+
+
+def test_small_pages_gathered_on_large_caches(monkeypatch, request):
+    """Pages smaller than a key block (16 keys; blocks of 64) are gathered (gather_pages) for swapped head-dim-128
+    calls of one wave of programs whose splits read at most 128 blocks, reading at least _GATHER_BYTES of cache
+    (b32 s8K, b8 s32K in 4 splits, MHA b8 s8K: 1 GiB); copied by a TMA box per page elsewhere: smaller calls (b8
+    s8K, b1 s1K), longer splits (b32 s32K), several waves (b128 s8K), ragged plans' adaptive splits, other head
+    dims. Pages of a block or more always go by TMA. FAKV_GATHER_PAGES=1 / 0: wherever pages are small / never."""
+    from fakv import interface
+    request.addfinalizer(interface._plan.cache_clear)
+
+    def gathered(batch, seqlen, page, d=128, kv_heads=8, **kw):
+        return plan(batch, 1, 32, kv_heads, d, "bf16", True, page, seqlen, False, 0, 132, L2, **kw)[
+            "decode_options"].get("gather_pages", False)
+    for setting in ("auto", True, False):
+        monkeypatch.setattr(interface, "_GATHER_PAGES", setting)
+        interface._plan.cache_clear()
+        for batch, seqlen, kv_heads in ((32, 8192, 8), (8, 32768, 8), (8, 8192, 32)):
+            assert gathered(batch, seqlen, 16, kv_heads=kv_heads) is (setting is not False)
+        for batch, seqlen, d in ((8, 8192, 128), (1, 1024, 128), (32, 32768, 128), (128, 8192, 128),
+                                 (32, 32768, 64), (8, 32768, 256)):
+            assert gathered(batch, seqlen, 16, d) is (setting is True), (batch, seqlen, d)
+        assert gathered(32, 8192, 64) is False and gathered(32, 8192, 256) is False
+    monkeypatch.setattr(interface, "_GATHER_PAGES", "auto")
+    monkeypatch.setattr(interface, "_ADAPTIVE_SPLITS", None)
+    interface._plan.cache_clear()
+    assert gathered(32, 8192, 16) and not gathered(32, 8192, 16, ragged=True)     # ragged: 4 adaptive splits
