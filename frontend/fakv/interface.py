@@ -177,12 +177,15 @@ _APPEND_BLOCKS = 3
 # session 18.
 _SPLIT_MIN_BLOCKS = 3
 _SPLIT_MIN_BLOCKS_SWAPPED = 1
-# A ring of two stages instead of three (64 KB instead of 96) for unsplit swapped d128 calls of one wave of
-# programs of _TWO_STAGES_WAVE key blocks (b32 s8K, MHA b8 s8K). H200, bench/plan_variants.py (session 16, 0.1 s
-# of replays, interleaved, two leases), against three stages: b32 s8K -0.6 / -1.4 % (contiguous / pages of 256)
-# and -2.0 % (256), MHA b8 s8K contiguous -2.5 and -1.0 %, pages of 256 -1.3 %. Not elsewhere: b32 s1K (one wave
-# of 16 blocks) +9 to +14 %, b128 s32K +0.5 to +2.7 %, d64 b8 s8K +2 %; b128 s1K -2.1 to -2.3 % on one lease but
-# +5 % on another (docs/gpu-results.md, session 16).
+# A ring of two stages instead of three (64 KB instead of 96) for swapped d128 calls of one wave of programs
+# whose splits read _TWO_STAGES_WAVE key blocks (b32 s8K, MHA b8 s8K unsplit; b8 s32K, b8 s16K, b4 s32K, MHA b1
+# s32K in 4-8 splits). H200, bench/plan_variants.py (0.1 s of replays, interleaved), against three stages:
+# session 16 (unsplit, two leases): b32 s8K -0.6 / -1.4 % (contiguous / pages of 256) and -2.0 % (256), MHA b8
+# s8K contiguous -2.5 and -1.0 %, pages of 256 -1.3 %; session 20 (split): b8 s32K -0.3 / -1.3 / -1.3 %
+# (contiguous / pages of 64 / 256), MHA b1 s32K -1.8 / -1.1 % (contiguous / 256), b8 s16K -1.6 %, b4 s32K -1.9 %
+# (256); pages of 16 keep their extra stage (b8 s32K: +0.9 % with two). Not elsewhere: b32 s1K (one wave of 16
+# blocks) +9 to +14 %, b128 s32K +0.5 to +2.7 %, d64 b8 s8K +2 %; b128 s1K -2.1 to -2.3 % on one lease but +5 %
+# on another (docs/gpu-results.md, sessions 16 and 20).
 _TWO_STAGES_WAVE = (64, 128)
 # Heads per combine program, at most: more programs, each merging less, finish sooner even when they do not
 # fit beside decode's (H200, 32/8 d128, .carry/exp/combine_hb.py, session 15; against as many as a tile held):
@@ -292,8 +295,8 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
     while head_block > 1 and programs(num_splits) + combine_programs(num_splits, head_block // 2) <= slots:
         head_block //= 2
     stages, ring_stage = (3 if head_tile <= 128 else 2), 2 * block_n * head_tile * 2   # a K and a V block, 16-bit
-    if (swap and head_tile == 128 and seqlen_q == 1 and num_splits == 1 and not appending and programs(1) <= slots
-            and _TWO_STAGES_WAVE[0] <= n_blocks <= _TWO_STAGES_WAVE[1]):
+    if (swap and head_tile == 128 and seqlen_q == 1 and not appending and not adaptive
+            and programs(num_splits) <= slots and _TWO_STAGES_WAVE[0] <= -(-n_blocks // num_splits) <= _TWO_STAGES_WAVE[1]):
         stages = 2          # (a 64 KB ring)
     return {
         # decode.py is written per query head; fakv-pack-gqa runs the GROUP
