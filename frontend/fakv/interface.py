@@ -296,7 +296,8 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
         head_block //= 2
     stages, ring_stage = (3 if head_tile <= 128 else 2), 2 * block_n * head_tile * 2   # a K and a V block, 16-bit
     if (swap and head_tile == 128 and seqlen_q == 1 and not appending and not adaptive
-            and programs(num_splits) <= slots and _TWO_STAGES_WAVE[0] <= -(-n_blocks // num_splits) <= _TWO_STAGES_WAVE[1]):
+            and programs(num_splits) <= slots
+            and _TWO_STAGES_WAVE[0] <= -(-n_blocks // num_splits) <= _TWO_STAGES_WAVE[1]):
         stages = 2          # (a 64 KB ring)
     return {
         # decode.py is written per query head; fakv-pack-gqa runs the GROUP

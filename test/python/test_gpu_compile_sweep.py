@@ -6,7 +6,7 @@ planned, three and merged splits) run in compile-only mode, each kernel
 through the whole GPU pipeline to a cubin that the assembler (nvJitLink or
 ptxas) accepts. A configuration the GPU lowering cannot take (a register
 tile past its limit, a layout it cannot convert) fails here, not first on
-the H200."""
+the H200. Then every cell of bench/bench_grid.py, as planned."""
 import itertools
 import os
 import subprocess
@@ -421,3 +421,61 @@ def test_cluster_splits_compile_for_sm90a(tmp_path):
         assert rows[:4] == want[setting], (setting, rows)
         d, page, new, cluster, combines = rows[4]          # appending: whatever it compiles, no cluster
         assert cluster in (1, None) and combines, (setting, rows[4])
+
+
+GRID_PLANS_SCRIPT = """
+import json, sys, numpy as np, ml_dtypes
+import fakv
+from fakv import interface
+bf = ml_dtypes.bfloat16
+shapes, layouts = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+
+def virtual(shape):          # a cache of `shape` over one sequence's (or page's) memory: stride 0 on its first axis
+    base = np.zeros(shape[1:], bf)
+    return np.lib.stride_tricks.as_strided(base, shape, (0,) + base.strides)
+
+seen, failed = set(), []
+for name, b, s, h, hk, d, ragged in shapes:
+    lens = (np.random.default_rng(0).integers(1, s + 1, b) if ragged else np.full(b, s)).astype(np.int32)
+    for page in layouts:
+        q = np.zeros((b, 1, h, d), bf)
+        k = virtual((b * s // page, page, hk, d) if page else (b, s, hk, d))
+        table = np.arange(b * s // page, dtype=np.int32).reshape(b, -1) if page else None
+        p = interface.plan(b, 1, h, hk, d, "bf16", bool(page), page or s, s, True, 0, 132, 50 << 20,
+                           ragged=ragged, cluster="auto")
+        seen.add(json.dumps([p["decode_options"], p["decode"]["ADAPTIVE"] > 0, p["decode"]["LONGEST_FIRST"] > 0,
+                             p["num_splits"] > 1, p["cluster"] > 0], sort_keys=True))
+        try:
+            fakv.flash_attn_with_kvcache(q, k, k, cache_seqlens=lens, block_table=table, causal=True)
+        except Exception as e:  # noqa: BLE001
+            failed.append([name, page, str(e)[-300:]])
+print(json.dumps({"failed": failed, "plans": sorted(seen)}))
+"""
+
+
+@needs_assembler
+def test_every_grid_cell_plan_compiles_for_sm90a(tmp_path):
+    """Each cell of bench/bench_grid.py (its 20 shapes, contiguous and in pages of 16, 64 and 256: the plans the
+    H200 is measured on, caches of up to 16 GiB stood in for by arrays of one sequence's memory, stride 0 on their
+    first axis) compiles to cubins in compile-only mode. The cells take every kind of plan the large calls get:
+    pages of 16 gathered or by TMA, two, three and four ring stages, splits merged by combine or in a cluster,
+    ragged lengths' adaptive splits, sequences longest first."""
+    import json
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    sys.path.insert(0, os.path.join(ROOT, "test", "gpu"))
+    from bench_grid import LAYOUTS, SHAPES
+    env = dict(os.environ, FAKV_CACHE_DIR=str(tmp_path), FAKV_COMPILE_ONLY="1",
+               PYTHONPATH=os.path.join(ROOT, "frontend"))
+    for var in ("FAKV_GATHER_PAGES", "FAKV_CLUSTER_SPLITS", "FAKV_SWAP_AB", "FAKV_ADAPTIVE_SPLITS",
+                "FAKV_LONGEST_FIRST"):      # (the defaults: the plans the grid measures)
+        env.pop(var, None)
+    out = subprocess.run([sys.executable, "-c", GRID_PLANS_SCRIPT, json.dumps(SHAPES), json.dumps(list(LAYOUTS))],
+                         env=env, capture_output=True, text=True, timeout=1200)
+    assert out.returncode == 0, out.stderr[-3000:]
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert result["failed"] == []
+    plans = [json.loads(p) for p in result["plans"]]
+    assert {p[0]["stages"] for p in plans} == {2, 3, 4}
+    assert any(p[0].get("gather_pages") for p in plans) and any(not p[0].get("gather_pages") for p in plans)
+    assert any(p[1] for p in plans) and any(p[2] for p in plans)          # adaptive splits, longest first
+    assert any(p[3] and not p[4] for p in plans) and any(p[4] for p in plans)   # combine, cluster
