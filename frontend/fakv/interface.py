@@ -148,7 +148,8 @@ _LONGEST_FIRST_MIN_BLOCKS = 64    # key blocks of the longest sequence, at least
 _SWAP_AB = {"1": True, "0": False}.get(os.environ.get("FAKV_SWAP_AB", ""))
 # Pages smaller than a key block (pages of 16, say) gathered by decode's producer threads (cp.async) instead of
 # copied by a TMA box per page (@fakv.jit(gather_pages=True)) for swapped head-dim-128 calls of one wave of
-# programs whose splits read at most _TWO_STAGES_WAVE[1] key blocks, reading at least _GATHER_BYTES of cache.
+# programs whose splits read at most _TWO_STAGES_WAVE[1] key blocks, reading at least _GATHER_BYTES of cache,
+# one query row, no new keys (as measured).
 # H200, bench/plan_variants.py, pages of 16, gather=1 against 0 (session 20, interleaved): b32 s8K -2.4 %, MHA b8
 # s8K -1.4 %, b8 s32K -0.8 %; but b8 s8K (256 MiB) +0.9 %, b32 s32K (512 blocks a program) +0.3 %, b128 s8K /
 # b128 s1K / ragged b128 s<=4K (several waves) +0.2 / +2.1 / +2.1 %, ragged b32 s<=16K (4 adaptive splits) +6.1
@@ -330,7 +331,8 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
                 head_tile > 128 or (stages + 1) * ring_stage <= _RING_BYTES) else 0),
             **({} if heads_first else dict(pack_gqa=1)), **(dict(swap_ab=True) if swap else {}),
             **(dict(gather_pages=True) if paged and page_size < block_n and (_GATHER_PAGES is True or (
-                _GATHER_PAGES == "auto" and swap and head_tile == 128 and programs(num_splits) <= slots
+                _GATHER_PAGES == "auto" and swap and head_tile == 128 and seqlen_q == 1 and not appending
+                and programs(num_splits) <= slots
                 and -(-n_blocks // num_splits) <= _TWO_STAGES_WAVE[1]
                 and batch * kv_heads * max_seqlen_k * head_dim * 4 >= _GATHER_BYTES)) else {})),
         "combine": dict(HEAD_DIM=head_tile, HEAD_BLOCK=head_block, MAX_SPLITS=_pow2(num_splits)),

@@ -307,3 +307,6 @@ def test_small_pages_gathered_on_large_caches(monkeypatch, request):
     monkeypatch.setattr(interface, "_ADAPTIVE_SPLITS", None)
     interface._plan.cache_clear()
     assert gathered(32, 8192, 16) and not gathered(32, 8192, 16, ragged=True)     # ragged: 4 adaptive splits
+    assert not gathered(32, 8192, 16, appending=True)                             # (not measured)
+    assert not plan(32, 2, 32, 8, 128, "bf16", True, 16, 8192, True, 0, 132, L2)["decode_options"].get(
+        "gather_pages")                                                            # two query rows: likewise
