@@ -29,13 +29,14 @@ import fakv
 from fakv import interface
 bf = ml_dtypes.bfloat16
 failed = []
+page = int(sys.argv[2])
 for d, group, paged, rotary, new, causal, leftpad, splits in json.loads(sys.argv[1]):
     interface._MERGE_SPLITS = splits == "merged"
     hk, b, cap = 2, 2, 512
     q = np.zeros((b, new if causal else 1, hk * group, d), bf)
     if paged:
-        k = np.zeros((b * cap // 256, 256, hk, d), bf)
-        table = np.arange(b * cap // 256, dtype=np.int32).reshape(b, -1)
+        k = np.zeros((b * cap // page, page, hk, d), bf)
+        table = np.arange(b * cap // page, dtype=np.int32).reshape(b, -1)
     else:
         k, table = np.zeros((b, cap, hk, d), bf), None
     kn = np.zeros((b, new, hk, d), bf)
@@ -54,13 +55,13 @@ print(json.dumps(failed))
 """
 
 
-def _compile_sample(tmp_path, sample, **env):
-    """SCRIPT's compile-only calls of `sample` in a fresh process (cache in tmp_path, `env` added): the calls
-    that failed."""
+def _compile_sample(tmp_path, sample, page=256, **env):
+    """SCRIPT's compile-only calls of `sample` in a fresh process (cache in tmp_path, `env` added; paged caches in
+    pages of `page`): the calls that failed."""
     import json
     env = dict(os.environ, FAKV_CACHE_DIR=str(tmp_path), FAKV_COMPILE_ONLY="1",
                PYTHONPATH=os.path.join(ROOT, "frontend"), **env)
-    out = subprocess.run([sys.executable, "-c", SCRIPT, json.dumps(sample)], env=env, capture_output=True,
+    out = subprocess.run([sys.executable, "-c", SCRIPT, json.dumps(sample), str(page)], env=env, capture_output=True,
                          text=True, timeout=1200)
     assert out.returncode == 0, out.stderr[-3000:]
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -74,6 +75,21 @@ def test_every_kind_of_call_compiles_for_sm90a(tmp_path):
     assert not failed, "\n".join(map(str, failed))
     cubins = [f for f in os.listdir(tmp_path) if f.endswith(".cubin")]
     assert len(cubins) >= 20, cubins          # decode, combine and append specialisations
+
+
+@needs_assembler
+def test_every_paged_kind_of_call_compiles_with_small_pages_gathered(tmp_path):
+    """The sample's paged calls in pages of 16 with FAKV_GATHER_PAGES=1 (every call's pages gathered by cp.async,
+    not by a TMA box per page): new keys, rotary, cache_leftpad, causal, planned, three and merged splits."""
+    sample = [c for c in SAMPLE if c[2]]
+    assert {c[3] for c in sample} == {"none", "interleaved", "neox", "half"} and {c[7] for c in sample} == {
+        "planned", "3", "merged"}
+    failed = _compile_sample(tmp_path, sample, page=16, FAKV_GATHER_PAGES="1")
+    assert not failed, "\n".join(map(str, failed))
+    import json
+    decodes = [kern for f in os.listdir(tmp_path) if f.endswith(".json") and not f.startswith("index")
+               for kern in json.load(open(tmp_path / f)).get("facts", {}).get("kernels", []) if kern["name"] == "decode"]
+    assert len(decodes) >= 10 and all(not kern.get("tensormaps") for kern in decodes)     # (no TMA box per page)
 
 
 @needs_assembler
