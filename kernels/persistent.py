@@ -45,12 +45,13 @@ def decode_persistent(Q, K, V, Table, Seqlens, Out, Lse, q_batch_stride, q_head_
         seqlen = fl.minimum(fl.maximum(Seqlens[b], 0), capacity)
         n0 = (f - f0) * BLOCK_N
         table = Table + b * table_stride
+        # The query, every block (from L2; loaded before the block's keys are waited for)
+        q = fl.load(Q + b * q_batch_stride + h * q_head_stride, (1, HEAD_DIM), (0, 0), (0, 1), bounds=(1, head_dim))
         k = load_kv(K, table, kvh, b, b, n0, seqlen, 0, head_dim, page_size, num_pages, strides, Errors, BLOCK_N,
                     HEAD_DIM, PAGE_SIZE)
         v = load_kv(V, table, kvh, b, b, n0, seqlen, 0, head_dim, page_size, num_pages, strides, Errors, BLOCK_N,
                     HEAD_DIM, PAGE_SIZE)
-        fresh = f == f0                         # a new sequence: its query, the running max / sum reset
-        q = fl.load(Q + b * q_batch_stride + h * q_head_stride, (1, HEAD_DIM), (0, 0), (0, 1), bounds=(1, head_dim))
+        fresh = f == f0                         # a new sequence: the running max / sum reset
         m, l, acc = fl.where(fresh, float("-inf"), m), fl.where(fresh, 0.0, l), fl.where(fresh, 0.0, acc)
         m, l, acc = attend(q, k, v, m, l, acc, fl.arange(0, 1), n0 + fl.arange(0, BLOCK_N), seqlen, seqlen, 1, -1,
                            -1, fl.zeros((1,)), scale, scale, 0.0, False, False, False, False, False)
