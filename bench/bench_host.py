@@ -107,6 +107,17 @@ def gpu_us(fn, reps=10, iters=20):
     return graph_time_ms([fn] * reps, replays=iters, warmup=0, fallback=False)[0] * 1e3
 
 
+def warmed(fn, calls=20):
+    """fn's first output, after `calls` more calls (compiled, planned, its
+    lengths hint copied), synchronised."""
+    import torch
+    out = fn()
+    for _ in range(calls):
+        fn()
+    torch.cuda.synchronize()
+    return out
+
+
 def eager_round(fn, n=500):
     """(time per call of n calls in a row, synchronised; host time per call
     before the synchronise), microseconds."""
@@ -131,7 +142,6 @@ def steady(calls, rounds=9):
     """Every case's GPU time, then its eager and host time per call: rounds
     that interleave the cases (b1 and b8, paged and contiguous, each library:
     no case always measured first), medians."""
-    import torch
     cases = []
     for batch, seqlen in ((1, 1024), (8, 8192)):
         for paged in (True, False):
@@ -139,10 +149,7 @@ def steady(calls, rounds=9):
             ref = None
             for name, call in calls:
                 fn = functools.partial(call, q, k, v, lens, table)
-                out = fn()
-                for _ in range(20):
-                    fn()
-                torch.cuda.synchronize()
+                out = warmed(fn)
                 ref = out if ref is None else ref
                 err = (out.float() - ref.float()).abs().max().item()
                 cases.append([f"b{batch} s{seqlen} {'paged 256' if paged else 'contiguous'}", name, fn, gpu_us(fn),
@@ -179,9 +186,7 @@ def fakv_variants():
         plain = lambda: fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table)  # noqa: E731
         for name, fn, merge in (("+append", append, False), ("merged", plain, True)):
             interface._MERGE_SPLITS = merge
-            for _ in range(20):
-                fn()
-            torch.cuda.synchronize()
+            warmed(fn)
             gpu = gpu_us(fn)
             eager, host = eager_us(fn)
             rows.append((f"b1 s1024 {'paged 256' if paged else 'contiguous'}", f"fakv {name}", gpu, eager,

@@ -19,13 +19,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 sys.path.insert(0, os.path.join(ROOT, "test", "gpu"))
 import source_tree  # noqa: E402,F401
-from bench_host import eager_us, gpu_us, inputs  # noqa: E402
+from bench_host import eager_us, gpu_us, inputs, warmed  # noqa: E402
 
 MODES = ("combine", "cluster", "1 split")
 
 
 def main():
-    import torch
     import fakv
     from fakv import interface
     rows = {}
@@ -39,10 +38,7 @@ def main():
                 splits = 1 if mode == "1 split" else 0
                 fn = lambda: fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table,  # noqa
                                                           num_splits=splits)
-                out = fn()
-                for _ in range(20):
-                    fn()
-                torch.cuda.synchronize()
+                out = warmed(fn)
                 ref = out if ref is None else ref
                 err = (out.float() - ref.float()).abs().max().item()
                 assert err < 2e-2, (mode, err)

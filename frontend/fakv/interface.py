@@ -237,6 +237,7 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
     max_head_block = lambda s: max(1, min(_pow2(heads), 16384 // (_pow2(s) * head_tile)))  # noqa: E731
     slots = num_sms * (2 if head_tile <= 128 else 1)
     adaptive, by_lengths = 0, False
+    cluster = cluster and not appending and head_tile <= 128 and group_tile * sq_block <= _CLUSTER_ROWS
     if num_splits <= 0:
         # FlashAttention's heuristic over the programs that run at once: two
         # decode programs share an SM at head dims up to 128 (~120 registers
@@ -247,7 +248,6 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
         # A split reads at least _SPLIT_MIN_BLOCKS key blocks (swapped: _SPLIT_MIN_BLOCKS_SWAPPED, 2 above d128).
         min_blocks = (2 if head_tile > 128 else _SPLIT_MIN_BLOCKS_SWAPPED) if swap else _SPLIT_MIN_BLOCKS
         max_splits = min(MAX_SPLITS, max(1, -(-n_blocks // min_blocks)))
-        cluster = cluster and not appending and head_tile <= 128 and group_tile * sq_block <= _CLUSTER_ROWS
         if cluster:
             max_splits = min(max_splits, _CLUSTER_MAX)
         num_splits = num_splits_heuristic(batch * kv_heads * m_blocks, slots, n_blocks, m_blocks,
@@ -296,9 +296,12 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
     while head_block > 1 and programs(num_splits) + combine_programs(num_splits, head_block // 2) <= slots:
         head_block //= 2
     stages, ring_stage = (3 if head_tile <= 128 else 2), 2 * block_n * head_tile * 2   # a K and a V block, 16-bit
-    if (swap and head_tile == 128 and seqlen_q == 1 and not appending and not adaptive
-            and programs(num_splits) <= slots
-            and _TWO_STAGES_WAVE[0] <= -(-n_blocks // num_splits) <= _TWO_STAGES_WAVE[1]):
+    # Swapped d128 calls of one query row, no new keys and no adaptive splits, whose programs run at once: where
+    # splits of _TWO_STAGES_WAVE blocks ring two stages and small pages are gathered (_GATHER_PAGES).
+    per_split = -(-n_blocks // num_splits)
+    one_wave = (swap and head_tile == 128 and seqlen_q == 1 and not appending and not adaptive
+                and programs(num_splits) <= slots and per_split <= _TWO_STAGES_WAVE[1])
+    if one_wave and per_split >= _TWO_STAGES_WAVE[0]:
         stages = 2          # (a 64 KB ring)
     return {
         # decode.py is written per query head; fakv-pack-gqa runs the GROUP
@@ -327,21 +330,18 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
         # (session 12, .carry/exp/ab_swap2.py).
         # The heads on grid axis 1 without HEADS_FIRST (packed there).
         "decode_options": dict(stages=stages + (
-            1 if paged and page_size < block_n and -(-n_blocks // num_splits) >= 64 and (
+            1 if paged and page_size < block_n and per_split >= 64 and (
                 head_tile > 128 or (stages + 1) * ring_stage <= _RING_BYTES) else 0),
             **({} if heads_first else dict(pack_gqa=1)), **(dict(swap_ab=True) if swap else {}),
             **(dict(gather_pages=True) if paged and page_size < block_n and (_GATHER_PAGES is True or (
-                _GATHER_PAGES == "auto" and swap and head_tile == 128 and seqlen_q == 1 and not appending
-                and programs(num_splits) <= slots
-                and -(-n_blocks // num_splits) <= _TWO_STAGES_WAVE[1]
+                _GATHER_PAGES == "auto" and one_wave
                 and batch * kv_heads * max_seqlen_k * head_dim * 4 >= _GATHER_BYTES)) else {})),
         "combine": dict(HEAD_DIM=head_tile, HEAD_BLOCK=head_block, MAX_SPLITS=_pow2(num_splits)),
         "combine_grid": (math.ceil(heads / head_block), seqlen_q, batch),
         "num_splits": num_splits,
         "fused_append": decode_appends(num_splits),
         "by_lengths": by_lengths,
-        "cluster": num_splits if (cluster and not appending and head_tile <= 128 and not adaptive
-                                  and group_tile * sq_block <= _CLUSTER_ROWS and num_splits in (2, 4, 8)) else 0,
+        "cluster": num_splits if cluster and not adaptive and num_splits in (2, 4, 8) else 0,
     }
 
 

@@ -55,16 +55,26 @@ print(json.dumps(failed))
 """
 
 
+def _compile_only(script, cache, *args, **env):
+    """`script` (its arguments `args`) in a fresh process, compile-only, on the source tree's fakv, its kernel cache
+    in `cache`, `env` added (None: that variable removed): (its last line of output as JSON, or None; its stderr)."""
+    import json
+    full = dict(os.environ, FAKV_CACHE_DIR=str(cache), FAKV_COMPILE_ONLY="1", PYTHONPATH=os.path.join(ROOT, "frontend"))
+    full.update((name, value) for name, value in env.items() if value is not None)
+    for name in [name for name, value in env.items() if value is None]:
+        full.pop(name, None)
+    out = subprocess.run([sys.executable, "-c", script, *args], env=full, capture_output=True, text=True,
+                         timeout=1200)
+    assert out.returncode == 0, out.stderr[-3000:]
+    lines = out.stdout.strip().splitlines()
+    return (json.loads(lines[-1]) if lines else None), out.stderr
+
+
 def _compile_sample(tmp_path, sample, page=256, **env):
     """SCRIPT's compile-only calls of `sample` in a fresh process (cache in tmp_path, `env` added; paged caches in
     pages of `page`): the calls that failed."""
     import json
-    env = dict(os.environ, FAKV_CACHE_DIR=str(tmp_path), FAKV_COMPILE_ONLY="1",
-               PYTHONPATH=os.path.join(ROOT, "frontend"), **env)
-    out = subprocess.run([sys.executable, "-c", SCRIPT, json.dumps(sample), str(page)], env=env, capture_output=True,
-                         text=True, timeout=1200)
-    assert out.returncode == 0, out.stderr[-3000:]
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return _compile_only(SCRIPT, tmp_path, json.dumps(sample), str(page), **env)[0]
 
 
 @needs_assembler
@@ -88,7 +98,8 @@ def test_every_paged_kind_of_call_compiles_with_small_pages_gathered(tmp_path):
     assert not failed, "\n".join(map(str, failed))
     import json
     decodes = [kern for f in os.listdir(tmp_path) if f.endswith(".json") and not f.startswith("index")
-               for kern in json.load(open(tmp_path / f)).get("facts", {}).get("kernels", []) if kern["name"] == "decode"]
+               for kern in json.load(open(tmp_path / f)).get("facts", {}).get("kernels", [])
+               if kern["name"] == "decode"]
     assert len(decodes) >= 10 and all(not kern.get("tensormaps") for kern in decodes)     # (no TMA box per page)
 
 
@@ -133,14 +144,8 @@ def test_gather_pages_option_compiles_for_sm90a(tmp_path):
     """FAKV_GATHER_PAGES=1 (@fakv.jit(gather_pages=True)): pages smaller than a key block (16 keys, blocks of 64)
     are gathered by decode's producer threads, its kernel without tensor maps; pages of a block or more still go by
     TMA (two maps, K and V); unset, pages of 16 go by TMA too."""
-    import json
     for setting, gathered in (("1", True), ("", False)):
-        env = dict(os.environ, FAKV_CACHE_DIR=str(tmp_path / (setting or "unset")), FAKV_COMPILE_ONLY="1",
-                   FAKV_GATHER_PAGES=setting, PYTHONPATH=os.path.join(ROOT, "frontend"))
-        out = subprocess.run([sys.executable, "-c", GATHER_SCRIPT], env=env, capture_output=True, text=True,
-                             timeout=600)
-        assert out.returncode == 0, out.stderr[-3000:]
-        rows = json.loads(out.stdout.strip().splitlines()[-1])
+        rows, _ = _compile_only(GATHER_SCRIPT, tmp_path / (setting or "unset"), FAKV_GATHER_PAGES=setting)
         assert rows == [[16, gathered, [0 if gathered else 2]], [64, False, [2]]], (setting, rows)
 
 
@@ -173,13 +178,7 @@ def test_adaptive_splits_compile_for_sm90a(tmp_path):
     """decode.py with ADAPTIVE (FAKV_ADAPTIVE_SPLITS; kernels/splits.py: every length of the batch
     read, unrolled) through the GPU pipeline to a cubin, paged and not,
     head dims 64 and 128, with new keys too."""
-    import json
-    env = dict(os.environ, FAKV_CACHE_DIR=str(tmp_path), FAKV_COMPILE_ONLY="1",
-               PYTHONPATH=os.path.join(ROOT, "frontend"))
-    out = subprocess.run([sys.executable, "-c", ADAPTIVE_SCRIPT], env=env, capture_output=True, text=True,
-                         timeout=600)
-    assert out.returncode == 0, out.stderr[-3000:]
-    assert json.loads(out.stdout.strip().splitlines()[-1]) == [2, 2, 2]
+    assert _compile_only(ADAPTIVE_SCRIPT, tmp_path)[0] == [2, 2, 2]
     assert len([f for f in os.listdir(tmp_path) if f.endswith(".cubin")]) >= 5   # 3 decodes, 2 combines
 
 
@@ -213,16 +212,10 @@ def test_longest_first_compiles_for_sm90a(tmp_path):
     128 and contiguous at 64: planned with the heads on grid axis 0 and packed there (its facts' grid_packing),
     and with ptxas's report (FAKV_DUMP_IR) at most 128 registers and no spill, so that two programs still share
     an SM at full speed (at most 120: the main loop as without the sort)."""
-    import json
     import re
-    env = dict(os.environ, FAKV_CACHE_DIR=str(tmp_path), FAKV_COMPILE_ONLY="1", FAKV_DUMP_IR="1",
-               PYTHONPATH=os.path.join(ROOT, "frontend"))
-    out = subprocess.run([sys.executable, "-c", LONGEST_FIRST_SCRIPT], env=env, capture_output=True, text=True,
-                         timeout=900)
-    assert out.returncode == 0, out.stderr[-3000:]
-    rows = json.loads(out.stdout.strip().splitlines()[-1])
+    rows, stderr = _compile_only(LONGEST_FIRST_SCRIPT, tmp_path, FAKV_DUMP_IR="1")
     assert rows == [[128, [32, 128, 1], [[4, 1, 1]]]] * 3, rows
-    ptxs = _dumped_ptx(out.stderr, "decode")
+    ptxs = _dumped_ptx(stderr, "decode")
     assert len(ptxs) == 3
     # The reductions' scalars broadcast from lane 0 (fakv.item), so that ptxas keeps the sequence index and what is
     # made of it uniform: else the main loop grows by a third (docs/decisions.md, "Heads first").
@@ -296,13 +289,7 @@ def test_pages_smaller_than_a_block_compile_for_sm90a(tmp_path):
     copied by a TMA box per page (the kernel's tensor maps have the page's
     rows), pages of 4 and 24 by the gather (no tensor map); every kernel
     fits an sm_90 block's 227 KiB of shared memory."""
-    import json
-    env = dict(os.environ, FAKV_CACHE_DIR=str(tmp_path), FAKV_COMPILE_ONLY="1",
-               PYTHONPATH=os.path.join(ROOT, "frontend"))
-    out = subprocess.run([sys.executable, "-c", SMALL_PAGES_SCRIPT], env=env, capture_output=True, text=True,
-                         timeout=600)
-    assert out.returncode == 0, out.stderr[-3000:]
-    rows = json.loads(out.stdout.strip().splitlines()[-1])
+    rows, _ = _compile_only(SMALL_PAGES_SCRIPT, tmp_path)
     assert len(rows) == 15
     for d, page, block_n, stages, boxes, smem in rows:
         tma = page % 8 == 0 and block_n % page == 0
@@ -319,11 +306,8 @@ def _swapped_decodes(tmp_path, script, **env):
     """The decode PTX of each compilation `script` makes with FAKV_SWAP_AB=1 (compile only), and the wgmma shapes
     of each."""
     import re
-    env = dict(os.environ, FAKV_CACHE_DIR=str(tmp_path), FAKV_COMPILE_ONLY="1", FAKV_DUMP_IR="1",
-               FAKV_SWAP_AB="1", PYTHONPATH=os.path.join(ROOT, "frontend"), **env)
-    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=900)
-    assert out.returncode == 0, out.stderr[-3000:]
-    ptxs = _dumped_ptx(out.stderr, "decode")
+    ptxs = _dumped_ptx(_compile_only(script, tmp_path, **{"FAKV_DUMP_IR": "1", "FAKV_SWAP_AB": "1", **env})[1],
+                       "decode")
     return ptxs, [sorted(set(re.findall(r"wgmma\.mma_async\.sync\.aligned\.(m\d+n\d+k16)", body))) for body in ptxs]
 
 
@@ -422,18 +406,12 @@ def test_cluster_splits_compile_for_sm90a(tmp_path):
     axis 2) and merge there, no combine kernel compiled, with FAKV_CLUSTER_SPLITS unset (these small calls) or 1;
     not for head dim 256 or a call that appends (decode with combine, or combine appending). With 0 the same calls
     compile no cluster (and a combine per head dim: listed where first compiled)."""
-    import json
     clustered = [[128, 256, 0, 8, []], [128, 0, 0, 8, []], [64, 16, 0, 8, []], [256, 256, 0, 1, ["combine"]]]
     want = {"1": clustered, "": clustered,                # (unset: these small calls are where it is planned)
             "0": [[128, 256, 0, 1, ["combine"]], [128, 0, 0, 1, []], [64, 16, 0, 1, ["combine"]],   # (d128's
                   [256, 256, 0, 1, ["combine"]]]}                                                     # compiled)
     for setting in ("1", "", "0"):
-        env = dict(os.environ, FAKV_CACHE_DIR=str(tmp_path / (setting or "unset")), FAKV_COMPILE_ONLY="1",
-                   FAKV_CLUSTER_SPLITS=setting, PYTHONPATH=os.path.join(ROOT, "frontend"))
-        out = subprocess.run([sys.executable, "-c", CLUSTER_SCRIPT], env=env, capture_output=True, text=True,
-                             timeout=900)
-        assert out.returncode == 0, out.stderr[-3000:]
-        rows = json.loads(out.stdout.strip().splitlines()[-1])
+        rows, _ = _compile_only(CLUSTER_SCRIPT, tmp_path / (setting or "unset"), FAKV_CLUSTER_SPLITS=setting)
         assert rows[:4] == want[setting], (setting, rows)
         d, page, new, cluster, combines = rows[4]          # appending: whatever it compiles, no cluster
         assert cluster in (1, None) and combines, (setting, rows[4])
@@ -480,15 +458,9 @@ def test_every_grid_cell_plan_compiles_for_sm90a(tmp_path):
     sys.path.insert(0, os.path.join(ROOT, "bench"))
     sys.path.insert(0, os.path.join(ROOT, "test", "gpu"))
     from bench_grid import LAYOUTS, SHAPES
-    env = dict(os.environ, FAKV_CACHE_DIR=str(tmp_path), FAKV_COMPILE_ONLY="1",
-               PYTHONPATH=os.path.join(ROOT, "frontend"))
-    for var in ("FAKV_GATHER_PAGES", "FAKV_CLUSTER_SPLITS", "FAKV_SWAP_AB", "FAKV_ADAPTIVE_SPLITS",
-                "FAKV_LONGEST_FIRST"):      # (the defaults: the plans the grid measures)
-        env.pop(var, None)
-    out = subprocess.run([sys.executable, "-c", GRID_PLANS_SCRIPT, json.dumps(SHAPES), json.dumps(list(LAYOUTS))],
-                         env=env, capture_output=True, text=True, timeout=1200)
-    assert out.returncode == 0, out.stderr[-3000:]
-    result = json.loads(out.stdout.strip().splitlines()[-1])
+    defaults = dict.fromkeys(("FAKV_GATHER_PAGES", "FAKV_CLUSTER_SPLITS", "FAKV_SWAP_AB", "FAKV_ADAPTIVE_SPLITS",
+                              "FAKV_LONGEST_FIRST"))     # (unset: the plans the grid measures)
+    result, _ = _compile_only(GRID_PLANS_SCRIPT, tmp_path, json.dumps(SHAPES), json.dumps(list(LAYOUTS)), **defaults)
     assert result["failed"] == []
     plans = [json.loads(p) for p in result["plans"]]
     assert {p[0]["stages"] for p in plans} == {2, 3, 4}
