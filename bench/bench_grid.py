@@ -3,6 +3,7 @@
 run on the GPU machine.
 
     python bench/bench_grid.py [--out DIR] [--only NAME[,NAME...]] [--layouts 0,16,64,256] [--peers LIST] [--sustain S]
+                               [--rounds N]
     python bench/bench_grid.py --plot DIR/grid.json     # the PNG plots (needs matplotlib)
 
 Shapes (bf16, seqlen_q 1, causal, num_splits=0 for fakv): GQA 32/8 with
@@ -17,12 +18,17 @@ cache is read from L2; median of 10 replays after warm-up. `--sustain S`:
 every implementation's graph is replayed for S seconds first, so that
 the GPU runs at the clocks that implementation's power draw sustains
 (the H200 holds 700 W by lowering the SM clock; without it each is timed
-near the clocks the work before left: a burst figure). The first cell a
+near the clocks the work before left: a burst figure). `--rounds N`: each
+implementation of a cell timed N times, the implementations interleaved
+(fakv, peer, ..., fakv, peer, ...); the median counts (the range is in
+grid.json): a difference between two implementations smaller than the
+spread of one is noise. The first cell a
 process times follows an idle stretch (the JIT compiles): at S = 0 it
 reads up to ~10 % slow (session 11: b128 s1K 148-151 us first, 135-138
 after another cell). Bandwidth:
 bytes of K and V the call must read / time, as a fraction of a
-device-to-device copy measured in the same run.
+device-to-device copy measured in the same run (2 GiB, bytes read +
+written, after S seconds of copies; again at the end, for the record).
 
 Peers, each output checked against fakv's first (max |peer - fakv| must
 stay under 2e-2; a failing peer is listed, not timed), fakv's own output
@@ -72,12 +78,18 @@ ROTATE_BYTES = 512 << 20
 TOLERANCE = 2e-2
 
 
-def copy_bandwidth():
+def copy_bandwidth(sustain=0.0):
+    """A 2 GiB device-to-device copy's bandwidth (bytes read + written), TB/s: median of 10, after
+    `sustain` seconds of copies."""
     import torch
     src = torch.empty(2 ** 30, dtype=torch.bfloat16, device="cuda")
     dst = torch.empty_like(src)
-    for _ in range(3):
+    start = time.perf_counter()
+    for i in range(1000):
         dst.copy_(src)
+        if i >= 2 and time.perf_counter() - start >= sustain:
+            break
+        torch.cuda.synchronize()
     t = statistics.median(event_ms(lambda: dst.copy_(src), 10))
     return 2 * src.numel() * 2 / (t * 1e-3) / 1e12
 
@@ -198,14 +210,18 @@ def flashinfer_calls(cell, tensor_cores):
     return lambda i: w.run(q, (cell.k[i], cell.v[i]))[:, None]
 
 
-def measure(shape, page, peers, copy_bw, sustain=0.0):
+def measure(shape, page, peers, copy_bw, sustain=0.0, rounds=1):
     import torch
     cell = Cell(shape, page)
     ragged = shape[6]
     result = {"shape": shape[0], "layout": page, "kv_bytes": cell.kv_bytes, "copies": cell.copies, "impls": {}}
+    runs = {}                               # the implementations whose output passed, in timing order
 
-    def timed(name, run, note=""):
-        entry = {"note": note} if note else {}
+    def failed(e):
+        return f"{type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}"
+
+    def checked(name, run, note=""):
+        entry = result["impls"][name] = {"note": note} if note else {}
         try:
             run(0)                          # (fakv plans a ragged batch from an earlier call's lengths:
             torch.cuda.synchronize()        # the second call is what is timed, and checked)
@@ -221,33 +237,49 @@ def measure(shape, page, peers, copy_bw, sustain=0.0):
             if not err <= TOLERANCE:
                 entry["failed"] = f"output differs by {err:.3g}"
             else:
-                t, mode = graph_time_ms([lambda i=i: run(i) for i in range(cell.copies)], warm_s=sustain)
-                entry.update(us=t * 1e3, tbps=cell.kv_bytes / (t * 1e-3) / 1e12, timing=mode)
-                entry["copy_fraction"] = entry["tbps"] / copy_bw
+                runs[name] = run
         except Exception as e:  # noqa: BLE001  (a peer that cannot run this cell)
-            entry["failed"] = f"{type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}"
-        result["impls"][name] = entry
+            entry["failed"] = failed(e)
 
-    timed("fakv", fakv_calls(cell))
+    checked("fakv", fakv_calls(cell))
     if "fakv-merge" in peers:
-        timed("fakv-merge", fakv_merge_calls(cell))
+        checked("fakv-merge", fakv_merge_calls(cell))
     if "sdpa" in peers:
         run, note = sdpa_calls(cell, ragged)
         if run is None:
             result["impls"]["sdpa"] = {"skipped": note}
         else:
-            timed("sdpa", run, note)
+            checked("sdpa", run, note)
     if "triton" in peers:
-        timed("triton", triton_calls(cell))
+        checked("triton", triton_calls(cell))
     for name, tc in (("flashinfer", False), ("flashinfer-tc", True)):
         if name in peers:
             try:
                 run = flashinfer_calls(cell, tc)
             except Exception as e:  # noqa: BLE001  (not installed, or cannot plan this cell)
-                result["impls"][name] = {"failed": f"{type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}"}
+                result["impls"][name] = {"failed": failed(e)}
                 continue
-            timed(name, run)
+            checked(name, run)
     result.pop("fakv_out", None)
+    # Rounds interleave the implementations (fakv, peer, ..., fakv, peer, ...); each one's median counts.
+    times = {name: [] for name in runs}
+    for _ in range(rounds):
+        for name, run in runs.items():
+            entry = result["impls"][name]
+            if "failed" in entry:
+                continue
+            try:
+                t, mode = graph_time_ms([lambda i=i, run=run: run(i) for i in range(cell.copies)], warm_s=sustain)
+                times[name].append(t * 1e3)
+                entry["timing"] = mode
+            except Exception as e:  # noqa: BLE001
+                entry["failed"] = failed(e)
+    for name, ts in times.items():
+        entry = result["impls"][name]
+        if ts and "failed" not in entry:
+            us = statistics.median(ts)
+            entry.update(us=us, tbps=cell.kv_bytes / (us * 1e-6) / 1e12, copy_fraction=cell.kv_bytes / (us * 1e-6)
+                         / 1e12 / copy_bw, **({"us_rounds": ts} if rounds > 1 else {}))
     return result
 
 
@@ -260,7 +292,10 @@ def markdown(run):
     lines = [f"Decode grid, {run['device']}, {run['date']}: bf16, seqlen_q 1, causal; GPU time per call "
              f"(CUDA graphs over rotating caches); % of the same run's copy bandwidth "
              f"({run['copy_tbps']:.2f} TB/s)"
+             + (f"; {run['copy_tbps_end']:.2f} at the end" if run.get("copy_tbps_end") else "")
              + (f"; each implementation replayed {run['sustain_s']:g} s before it is timed" if run.get("sustain_s") else "")
+             + (f"; median of {run['rounds']} rounds, the implementations interleaved" if run.get("rounds", 1) > 1
+                else "")
              + ". Each cell: fakv, then the best peer of that layout; "
              f"**win** when fakv is at most 1 % slower.", "",
              "| shape | " + " | ".join("contiguous" if p == 0 else f"pages of {p}" for p in run["layouts"]) + " |",
@@ -345,6 +380,8 @@ def main():
     ap.add_argument("--peers", default=",".join(PEERS))
     ap.add_argument("--sustain", type=float, default=0.0, metavar="S",
                     help="seconds of replays before each implementation is timed (steady clocks under load)")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="timings per implementation, interleaved within a cell; the median counts")
     ap.add_argument("--plot", metavar="JSON", help="only make the plots of a run")
     args = ap.parse_args()
     if args.plot:
@@ -354,16 +391,16 @@ def main():
     layouts = [int(x) for x in args.layouts.split(",")]
     peers = [p for p in args.peers.split(",") if p]
     shapes = [s for s in SHAPES if any(name in s[0] for name in args.only.split(","))]
-    copy_bw = copy_bandwidth()
+    copy_bw = copy_bandwidth(args.sustain)
     run = {"device": torch.cuda.get_device_name(), "date": time.strftime("%Y-%m-%d"), "copy_tbps": copy_bw,
            "layouts": layouts, "shapes": [s[0] for s in shapes], "peers": peers, "sustain_s": args.sustain,
-           "cells": []}
+           "rounds": args.rounds, "cells": []}
     print(f"copy bandwidth {copy_bw:.2f} TB/s", flush=True)
     os.makedirs(args.out, exist_ok=True)
     for shape in shapes:
         for page in layouts:
             t0 = time.time()
-            cell = measure(shape, page, peers, copy_bw, args.sustain)
+            cell = measure(shape, page, peers, copy_bw, args.sustain, args.rounds)
             torch.cuda.empty_cache()
             run["cells"].append(cell)
             parts = [f"{n} {e['us']:.1f}us {e['copy_fraction']:.0%}{' (' + e['note'] + ')' if e.get('note') else ''}"
@@ -371,6 +408,9 @@ def main():
                      f"{n} {e.get('failed') or e.get('skipped')}" for n, e in cell["impls"].items()]
             print(f"{shape[0]:>18} page {page:>3}: " + "; ".join(parts) + f"  [{time.time() - t0:.1f}s]", flush=True)
             json.dump(run, open(os.path.join(args.out, "grid.json"), "w"), indent=1)
+    run["copy_tbps_end"] = copy_bandwidth(args.sustain)     # (the fractions use the first)
+    print(f"copy bandwidth at the end {run['copy_tbps_end']:.2f} TB/s", flush=True)
+    json.dump(run, open(os.path.join(args.out, "grid.json"), "w"), indent=1)
     md = markdown(run)
     open(os.path.join(args.out, "grid.md"), "w").write(md + "\n")
     print(md)
