@@ -313,7 +313,7 @@ def markdown(run):
             if "us" not in f:
                 row.append(f"fakv failed: {f.get('failed')}")
                 continue
-            text = f"{f['us']:.1f} µs ({f['copy_fraction']:.0%})"
+            text = f"{f['us']:.1f} µs ({f['copy_fraction']:.1%})"
             if "us" in c["impls"].get("fakv-merge", {}):
                 text += f" [merged splits: {c['impls']['fakv-merge']['us']:.1f} µs]"
             peer = best_peer(c)
@@ -323,10 +323,15 @@ def markdown(run):
                 win = f["us"] <= 1.01 * us
                 wins += win
                 total += 1
-                text += f" vs {name} {us:.1f} µs ({p['copy_fraction']:.0%}){' **win**' if win else ''}"
+                text += f" vs {name} {us:.1f} µs ({p['copy_fraction']:.1%}){' **win**' if win else ''}"
             row.append(text)
         lines.append("| " + " | ".join(row) + " |")
     lines += ["", f"fakv at or ahead of the best peer (within 1 %): {wins} of {total} cells.", ""]
+    large = [c for c in run["cells"] if c["kv_bytes"] >= 1 << 30 and "us" in c["impls"]["fakv"]]
+    below = [f"{c['shape']} @{c['layout']} ({c['impls']['fakv']['copy_fraction']:.1%})" for c in large
+             if c["impls"]["fakv"]["copy_fraction"] < 1.05]
+    lines += [f"Caches of 1 GiB or more at 105 % of copy or more: {len(large) - len(below)} of {len(large)}"
+              + (f"; below: {', '.join(below)} (@0: contiguous, @N: pages of N)." if below else "."), ""]
     failures = [f"- {c['shape']}, layout {c['layout']}: {n}: {e['failed']}" for c in run["cells"]
                 for n, e in c["impls"].items() if "failed" in e]
     if failures:
@@ -403,7 +408,7 @@ def main():
             cell = measure(shape, page, peers, copy_bw, args.sustain, args.rounds)
             torch.cuda.empty_cache()
             run["cells"].append(cell)
-            parts = [f"{n} {e['us']:.1f}us {e['copy_fraction']:.0%}{' (' + e['note'] + ')' if e.get('note') else ''}"
+            parts = [f"{n} {e['us']:.1f}us {e['copy_fraction']:.1%}{' (' + e['note'] + ')' if e.get('note') else ''}"
                      if "us" in e else
                      f"{n} {e.get('failed') or e.get('skipped')}" for n, e in cell["impls"].items()]
             print(f"{shape[0]:>18} page {page:>3}: " + "; ".join(parts) + f"  [{time.time() - t0:.1f}s]", flush=True)
