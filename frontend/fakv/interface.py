@@ -10,7 +10,7 @@ import math
 import numbers
 import os
 
-from . import cache, lengths_hint, runtime
+from . import _gc_paused, cache, lengths_hint, runtime
 from .cache import compile_only
 from .compiled import Compiled
 from .signature import arg_kind, divisible
@@ -485,9 +485,10 @@ def with_kernels(decode=None, combine=None):
                     out = call(found[1], q, cache_seqlens)
                     if out is not None:                  # (None: _ByLengths has no call for this hint yet)
                         return out
-        return _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens,
-                          cache_batch_idx, cache_leftpad, block_table, softmax_scale, causal, window_size,
-                          softcap, rotary_interleaved, alibi_slopes, num_splits, return_softmax_lse)
+        with _gc_paused:                       # (a call prepared: fakv/__init__.py's _GCPaused)
+            return _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens,
+                              cache_batch_idx, cache_leftpad, block_table, softmax_scale, causal, window_size,
+                              softcap, rotary_interleaved, alibi_slopes, num_splits, return_softmax_lse)
 
     flash_attn_with_kvcache.__doc__ = _DOC
     return flash_attn_with_kvcache

@@ -1,0 +1,73 @@
+"""fakv/__init__.py's _gc_paused: Python's cyclic garbage collector paused
+while fakv imports its API or prepares a call (the slow path of
+flash_attn_with_kvcache), and left as it was found after, whatever
+happens inside (an error, nesting, several threads)."""
+import gc
+import os
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+import fakv
+from fakv import _gc_paused, interface
+
+
+@pytest.fixture
+def gc_state():
+    was = gc.isenabled()
+    yield
+    (gc.enable if was else gc.disable)()
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_a_call_prepares_with_the_collector_paused_and_restores_it(monkeypatch, gc_state, enabled):
+    (gc.enable if enabled else gc.disable)()
+    seen = []
+
+    def attention(*args):
+        seen.append(gc.isenabled())
+        if len(seen) == 2:
+            raise ValueError("bad input")
+        return "out"
+    monkeypatch.setattr(interface, "_attention", attention)
+    q = np.zeros((1, 1, 4, 64), np.float16)
+    assert fakv.flash_attn_with_kvcache(q, q, q) == "out"
+    with pytest.raises(ValueError, match="bad input"):
+        fakv.flash_attn_with_kvcache(q, q, q)
+    assert seen == [False, False] and gc.isenabled() is enabled
+
+
+def test_nested_and_concurrent_pauses_resume_once_after_the_last(gc_state):
+    gc.enable()
+    inside, go = threading.Barrier(4), threading.Event()
+
+    def hold():
+        with _gc_paused:
+            with _gc_paused:
+                inside.wait()
+                go.wait()
+    threads = [threading.Thread(target=hold) for _ in range(3)]
+    for t in threads:
+        t.start()
+    inside.wait()                       # three threads inside, two pauses deep each
+    assert not gc.isenabled()
+    go.set()
+    for t in threads:
+        t.join()
+    assert gc.isenabled()
+
+
+def test_the_api_import_runs_paused_and_leaves_the_collector_on():
+    # A fresh process: fakv.interface imported through fakv's __getattr__ with the collector off, on after.
+    script = ("import gc, importlib, fakv\n"
+              "paused, real = [], importlib.import_module\n"
+              "importlib.import_module = lambda name: (paused.append(gc.isenabled()), real(name))[1]\n"
+              "fakv.flash_attn_with_kvcache\n"
+              "print(paused, gc.isenabled(), 'fakv.interface' in __import__('sys').modules)\n")
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(fakv.__file__))))
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["[False]", "True", "True"]
