@@ -14,7 +14,7 @@ import os
 import sys
 import types as _types
 
-from . import cache, compiler
+from . import _gc_paused, cache, compiler
 from . import language as fl
 from .compiler import dump_ir
 from .errors import DataError
@@ -216,21 +216,22 @@ class JITFunction:
                tuple((k, repr(t)) for k, t in types.items()), tuple(divisibility))
         c = self._compiled.get(key)
         if c is None:
-            params = [p for p in self.params if p not in constexprs]
-            c = Compiled(self.__name__, params, device,
-                         lambda: self._ir(constexprs, types, divisibility)[0])
-            if device == "cuda" and self._load_gpu(c, key):
-                pass
-            elif not compile:
-                return None
-            else:
-                if dump_ir():
-                    print(f"// fakv IR of {self.__name__} {dict(constexprs)}\n{c.ir}", file=sys.stderr)
-                if device == "cuda":
-                    self._compile_gpu(c)
+            with _gc_paused:                # (loading or compiling: fakv/__init__.py's _GCPaused)
+                params = [p for p in self.params if p not in constexprs]
+                c = Compiled(self.__name__, params, device,
+                             lambda: self._ir(constexprs, types, divisibility)[0])
+                if device == "cuda" and self._load_gpu(c, key):
+                    pass
+                elif not compile:
+                    return None
                 else:
-                    self._compile_cpu(c, types)
-            self._compiled[key] = c
+                    if dump_ir():
+                        print(f"// fakv IR of {self.__name__} {dict(constexprs)}\n{c.ir}", file=sys.stderr)
+                    if device == "cuda":
+                        self._compile_gpu(c)
+                    else:
+                        self._compile_cpu(c, types)
+                self._compiled[key] = c
         return c
 
     # ---- GPU ----------------------------------------------------------------------------

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import fakv
+import fakv.language as fl
 from fakv import _gc_paused, interface
 
 
@@ -71,3 +72,25 @@ def test_the_api_import_runs_paused_and_leaves_the_collector_on():
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["[False]", "True", "True"]
+
+
+@fakv.jit
+def axpy(X, Y, n, alpha, BLOCK: fl.constexpr):
+    i = fl.program_id(0) * BLOCK
+    x = fl.load(X, (BLOCK,), (i,), (1,), bounds=(n,))
+    y = fl.load(Y, (BLOCK,), (i,), (1,), bounds=(n,))
+    fl.store(Y, x * alpha + y, (i,), (1,), bounds=(n,))
+
+
+def test_a_kernel_compiles_paused(monkeypatch, gc_state):
+    from fakv import jitfunction
+    seen, real = [], jitfunction.JITFunction._compile_cpu
+
+    def compile_cpu(self, c, types):
+        seen.append(gc.isenabled())
+        return real(self, c, types)
+    monkeypatch.setattr(jitfunction.JITFunction, "_compile_cpu", compile_cpu)
+    gc.enable()
+    x, y = np.arange(20, dtype=np.float32), np.ones(20, np.float32)
+    axpy[(2,)](x, y, 20, 2.0, BLOCK=16)
+    assert seen == [False] and gc.isenabled() and (y == 2 * x + 1).all()
