@@ -37,10 +37,11 @@ def check_errors():
 
 class _GCPaused:
     """`with _gc_paused:` Python's cyclic garbage collector paused (if it
-    runs) while fakv imports its API or prepares a call: their thousands of
-    new, long-lived objects (code objects, tuples, dicts) would otherwise
-    trigger collections that scan them all for cycles (one generation-1
-    collection cost 1.2-1.4 ms of a 2.2 ms import of fakv.interface here).
+    runs) while fakv imports its API, prepares a call or loads / compiles a
+    kernel specialisation: their thousands of new, long-lived objects (code
+    objects, tuples, dicts) would otherwise trigger collections that scan
+    them all for cycles (one generation-1 collection cost 1.2-1.4 ms of a
+    2.2 ms import of fakv.interface on the build machine; docs/decisions.md).
     Nested and concurrent uses within fakv share one pause; collection
     resumes when the last ends, as it was before the first (a program that
     turns the collector on or off from another thread meanwhile may see its

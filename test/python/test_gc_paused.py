@@ -1,7 +1,7 @@
 """fakv/__init__.py's _gc_paused: Python's cyclic garbage collector paused
-while fakv imports its API or prepares a call (the slow path of
-flash_attn_with_kvcache), and left as it was found after, whatever
-happens inside (an error, nesting, several threads)."""
+while fakv imports its API, prepares a call (the slow path of
+flash_attn_with_kvcache) or compiles a kernel, and left as it was found
+after, whatever happens inside (an error, nesting, several threads)."""
 import gc
 import os
 import subprocess
