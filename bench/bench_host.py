@@ -6,7 +6,8 @@ machine:
 - cold first call: a fresh process and an empty kernel cache; the time of
   `import fakv` (`import triton` and the peer module) and of the first call
   (decode and combine compiled, loaded and run, synchronised), after torch
-  and the inputs are ready. Three processes each, median.
+  and the inputs are ready. Five rounds of a fresh process per library and
+  kind (fakv and Triton in turn), medians.
 - warm start: the same in a fresh process with the cache filled.
 - eager overhead per call: the time per call of 500 calls in a row
   (synchronised at the end) minus the GPU time per call of the same call
@@ -21,7 +22,7 @@ machine:
 Shapes: bf16, 32 query / 8 kv heads, head dim 128, seqlen_q 1, num_splits
 0 (each library's own choice). fakv runs with its default checks.
 
-    python bench/bench_host.py [--reps 3] [--json OUT]
+    python bench/bench_host.py [--reps 5] [--json OUT]
 """
 import argparse
 import functools
@@ -80,25 +81,28 @@ def child(kind, name):
                       "total_ms": (import_s + first_s) * 1e3, "finite": ok}))
 
 
-def start_times(name, reps):
-    """Cold and warm start-up of `name`, each in fresh processes."""
+def start_times(names, reps):
+    """Cold and warm start-up of each library of `names`, each in fresh processes: `reps` rounds, each timing
+    every library in turn (a fresh cache each), medians."""
     sys.path.insert(0, os.path.join(ROOT, "test", "gpu"))
     import source_tree  # noqa: F401
-    rows = {"cold": [], "warm": []}
+    rows = {name: {"cold": [], "warm": []} for name in names}
     for _ in range(reps):
-        with tempfile.TemporaryDirectory(prefix="bench-host-cache-") as cache:
-            env = dict(os.environ, FAKV_CACHE_DIR=cache, TRITON_CACHE_DIR=cache,
-                       PYTHONPATH=os.pathsep.join(filter(None, [
-                           os.path.dirname(os.path.dirname(sys.modules["fakv"].__file__))
-                           if "fakv" in sys.modules else None, os.environ.get("PYTHONPATH")])))
-            for kind in ("cold", "warm"):
-                r = subprocess.run([sys.executable, __file__, "--child", kind, name], env=env,
-                                   capture_output=True, text=True, timeout=600)
-                if r.returncode:
-                    raise RuntimeError(f"{name} {kind} start failed:\n{r.stderr[-3000:]}")
-                rows[kind].append(json.loads(r.stdout.strip().splitlines()[-1]))
-    return {kind: {key: statistics.median(r[key] for r in runs) for key in ("import_ms", "first_call_ms", "total_ms")}
-            for kind, runs in rows.items()}
+        for name in names:
+            with tempfile.TemporaryDirectory(prefix="bench-host-cache-") as cache:
+                env = dict(os.environ, FAKV_CACHE_DIR=cache, TRITON_CACHE_DIR=cache,
+                           PYTHONPATH=os.pathsep.join(filter(None, [
+                               os.path.dirname(os.path.dirname(sys.modules["fakv"].__file__))
+                               if "fakv" in sys.modules else None, os.environ.get("PYTHONPATH")])))
+                for kind in ("cold", "warm"):
+                    r = subprocess.run([sys.executable, __file__, "--child", kind, name], env=env,
+                                       capture_output=True, text=True, timeout=600)
+                    if r.returncode:
+                        raise RuntimeError(f"{name} {kind} start failed:\n{r.stderr[-3000:]}")
+                    rows[name][kind].append(json.loads(r.stdout.strip().splitlines()[-1]))
+    return {name: {kind: {key: statistics.median(r[key] for r in runs) for key in ("import_ms", "first_call_ms",
+                                                                                   "total_ms")}
+                   for kind, runs in by_kind.items()} for name, by_kind in rows.items()}
 
 
 def gpu_us(fn, reps=10, iters=20):
@@ -227,7 +231,7 @@ def graph_replay_us():
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--child", nargs=2)
-    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--json")
     args = ap.parse_args()
     if args.child:
@@ -239,7 +243,7 @@ def main():
     import triton
     print(f"fakv from {os.path.dirname(fakv.__file__)}; triton {triton.__version__}; torch {torch.__version__}; "
           f"{torch.cuda.get_device_name()}")
-    starts = {name: start_times(name, args.reps) for name in ("fakv", "triton")}
+    starts = start_times(("fakv", "triton"), args.reps)
     calls = [(name, library(name)[0]) for name in ("fakv", "triton")]
     rows = steady(calls) + fakv_variants()
     syncs = no_sync(calls)
