@@ -278,8 +278,8 @@ def measure(shape, page, peers, copy_bw, sustain=0.0, rounds=1):
         entry = result["impls"][name]
         if ts and "failed" not in entry:
             us = statistics.median(ts)
-            entry.update(us=us, tbps=cell.kv_bytes / (us * 1e-6) / 1e12, copy_fraction=cell.kv_bytes / (us * 1e-6)
-                         / 1e12 / copy_bw, **({"us_rounds": ts} if rounds > 1 else {}))
+            tbps = cell.kv_bytes / (us * 1e-6) / 1e12
+            entry.update(us=us, tbps=tbps, copy_fraction=tbps / copy_bw, **({"us_rounds": ts} if rounds > 1 else {}))
     return result
 
 
