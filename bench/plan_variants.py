@@ -15,7 +15,9 @@ decode's ring depth), `splits=N` (num_splits passed to the call),
 interface._EARLY_DECODE_BYTES), `hint=0` (FAKV_LENGTHS_HINT=0),
 `minblocks=N` (the key blocks a swapped split reads at least, head dims
 up to 128: interface._SPLIT_MIN_BLOCKS_SWAPPED), `gather=0|1` (pages smaller
-than a key block gathered, not by TMA: FAKV_GATHER_PAGES), `cluster=1`
+than a key block gathered, not by TMA: FAKV_GATHER_PAGES), `rowboxes=1`
+(TMA boxes of 16 rows, a row's channels asked for together:
+FAKV_ROW_BOXES), `cluster=1`
 (2 to 8 splits merged in a thread-block cluster: FAKV_CLUSTER_SPLITS), or several
 joined by `+` (`stages=2+splits=6`). Each
 output is checked against a float32 reference first (bench_grid.py's rule).
@@ -47,7 +49,8 @@ def variant(name):
     from fakv import interface
     from fakv import lengths_hint
     saved = {k: getattr(interface, k) for k in ("_SWAP_AB", "_ADAPTIVE_SPLITS", "_MERGE_SPLITS", "_EARLY_DECODE_BYTES",
-                                                 "_SPLIT_MIN_BLOCKS_SWAPPED", "_GATHER_PAGES", "_CLUSTER_SPLITS", "plan")}
+                                                 "_SPLIT_MIN_BLOCKS_SWAPPED", "_GATHER_PAGES", "_CLUSTER_SPLITS",
+                                                 "_ROW_BOXES", "plan")}
     hint = lengths_hint.ENABLED
     splits, stages, seq_first = 0, None, False
     for part in name.split("+"):
@@ -58,6 +61,8 @@ def variant(name):
             interface._GATHER_PAGES = value == "1"
         elif kind == "cluster":
             interface._CLUSTER_SPLITS = value == "1"
+        elif kind == "rowboxes":
+            interface._ROW_BOXES = value == "1"
         elif kind == "minblocks":
             interface._SPLIT_MIN_BLOCKS_SWAPPED = int(value)
         elif kind == "adaptive":

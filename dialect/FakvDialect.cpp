@@ -57,7 +57,8 @@ LogicalResult FakvDialect::verifyOperationAttribute(Operation *op,
                                 "of 3 positive counts";
     return success();
   }
-  if (attr.getName() == getSwapABAttrName() || attr.getName() == getGatherPagesAttrName()) {
+  if (attr.getName() == getSwapABAttrName() || attr.getName() == getGatherPagesAttrName() ||
+      attr.getName() == getRowBoxesAttrName()) {
     if (!isa<UnitAttr>(attr.getValue()))
       return op->emitError() << "'" << attr.getName().getValue() << "' must be a unit attribute";
     return success();

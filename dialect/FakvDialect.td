@@ -45,6 +45,13 @@ def Fakv_Dialect : Dialect {
     is gathered by the producer's threads (cp.async) instead of copied by a
     TMA box per page.
 
+    A kernel may carry the unit attribute `fakv.row_boxes`: on the GPU, a
+    tile copied by TMA goes in boxes of at most 16 rows (a page's when its
+    pages are smaller), and each box's 64-channel parts are asked for one
+    after the other before the next rows' (a row's channels together,
+    rather than every row's first 64 channels and then the rest): an
+    experiment on what DRAM sees (docs/decisions.md).
+
     A kernel argument may carry `{fakv.divisibility = N}` (N a power of two):
     an integer argument is a multiple of N, a pointer argument N-byte
     aligned. The Python frontend specialises kernels on N = 16, and the GPU
@@ -80,6 +87,10 @@ def Fakv_Dialect : Dialect {
     /// Asks the GPU lowering to gather pages smaller than a tile (no TMA).
     static constexpr ::llvm::StringLiteral getGatherPagesAttrName() {
       return ::llvm::StringLiteral("fakv.gather_pages");
+    }
+    /// Asks the GPU lowering to copy TMA tiles in boxes of at most 16 rows, row chunk by row chunk.
+    static constexpr ::llvm::StringLiteral getRowBoxesAttrName() {
+      return ::llvm::StringLiteral("fakv.row_boxes");
     }
     /// The argument attribute: a multiple of N / N-byte aligned.
     static constexpr ::llvm::StringLiteral getDivisibilityAttrName() {

@@ -5,6 +5,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -248,13 +249,20 @@ bool AsyncPagedLoadOp::usesTMA(RankedTensorType tile, Value cache, Value page,
 }
 
 int64_t AsyncPagedLoadOp::tmaBoxRows(RankedTensorType tile, Value pageSizeValue,
-                                     Value table) {
+                                     Value table, bool rowBoxes) {
   int64_t rows = tile.getDimSize(0);
   APInt pageSize;
   if (table && matchPattern(pageSizeValue, m_ConstantInt(&pageSize)) &&
       pageSize.getSExtValue() > 0 && pageSize.getSExtValue() < rows)
-    return pageSize.getSExtValue();
-  return rows;
+    rows = pageSize.getSExtValue();
+  // (a page of a block table is a multiple of the tile's rows, or a
+  // multiple of 8 dividing them: 16-row boxes stay inside one page)
+  return rowBoxes && rows > 16 && rows % 16 == 0 ? 16 : rows;
+}
+
+bool AsyncPagedLoadOp::rowBoxes(Operation *op) {
+  auto func = op->getParentOfType<FunctionOpInterface>();
+  return func && func->hasAttr(fakv::FakvDialect::getRowBoxesAttrName());
 }
 
 LogicalResult WarpSpecializeOp::verify() {

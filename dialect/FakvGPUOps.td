@@ -164,9 +164,13 @@ def FakvGPU_AsyncPagedLoadOp : FakvGPU_Op<"async_paged_load", [AttrSizedOperandS
                         ::mlir::Value page, ::mlir::Value leftpad,
                         ::mlir::Value pageSize, ::mlir::Value row);
     /// Rows of one TMA box: the tile's, or a page's when the tile holds
-    /// several pages of a block table (a box per page).
+    /// several pages of a block table (a box per page); at most 16 with
+    /// `rowBoxes` (the kernel's `fakv.row_boxes`).
     static int64_t tmaBoxRows(::mlir::RankedTensorType tile,
-                              ::mlir::Value pageSize, ::mlir::Value table);
+                              ::mlir::Value pageSize, ::mlir::Value table,
+                              bool rowBoxes = false);
+    /// Whether the kernel holding `op` carries `fakv.row_boxes`.
+    static bool rowBoxes(::mlir::Operation *op);
   }];
 }
 

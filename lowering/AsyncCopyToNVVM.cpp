@@ -194,7 +194,8 @@ struct AsyncPagedLoadLowering : OpConversionPattern<fakvgpu::AsyncPagedLoadOp> {
     if (auto tma = op->getAttrOfType<IntegerAttr>("fakvgpu.tma_param")) {
       auto func = op->getParentOfType<FunctionOpInterface>();
       Value map = func.getArgument(tma.getInt());
-      int64_t boxRows = fakvgpu::AsyncPagedLoadOp::tmaBoxRows(tile, op.getPageSize(), op.getTable());
+      bool rowBoxes = fakvgpu::AsyncPagedLoadOp::rowBoxes(op);
+      int64_t boxRows = fakvgpu::AsyncPagedLoadOp::tmaBoxRows(tile, op.getPageSize(), op.getTable(), rowBoxes);
       Value leader = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq,
                                            tid, i32(rewriter, loc, 0));
       auto ifOp = scf::IfOp::create(rewriter, loc, leader, false);
@@ -224,9 +225,9 @@ struct AsyncPagedLoadLowering : OpConversionPattern<fakvgpu::AsyncPagedLoadOp> {
           } else {
             page = lookUp(tb);
           }
-        } else {
+        } else {              // (a contiguous cache: boxes of fakv.row_boxes' rows down its page)
           page = a.getPage();
-          offset = pos;
+          offset = j ? Value(arith::AddIOp::create(tb, loc, pos, i32(tb, loc, j * boxRows))) : pos;
         }
         boxes.push_back({page, offset});
         lives.push_back(live);
@@ -245,18 +246,25 @@ struct AsyncPagedLoadLowering : OpConversionPattern<fakvgpu::AsyncPagedLoadOp> {
       NVVM::MBarrierArriveExpectTxOp::create(
           tb, loc, TypeRange{}, bar, i32(tb, loc, rows * cols * elemBytes),
           NVVM::MemScopeKind::CTA, false, Value());
+      // Each box's 64-channel parts land in the slot's 64-channel panels
+      // (rows x 128 bytes each). Asked for panel by panel (every box's first
+      // 64 channels, then the next 64), or with fakv.row_boxes box by box (a
+      // row's channels together).
       auto ptr7 = ptrType(tb.getContext(), 7);
-      for (int64_t p = 0; p < cols / 64; ++p)
-        for (auto [j, box] : llvm::enumerate(boxes)) {
-          Value dst = addBytes(tb, loc, slot, i32(tb, loc, (p * rows + int64_t(j) * boxRows) * 128));
-          Value dst7 = LLVM::AddrSpaceCastOp::create(tb, loc, ptr7, dst);
-          NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
-              tb, loc, dst7, map,
-              ValueRange{i32(tb, loc, 64 * p), a.getHead(), box.second, box.first}, bar,
-              ValueRange{}, Value(), Value(),
-              NVVM::TMALoadModeAttr::get(tb.getContext(), NVVM::TMALoadMode::TILE),
-              tb.getBoolAttr(false), NVVM::CTAGroupKindAttr(), Value());
-        }
+      auto copy = [&](int64_t p, int64_t j) {
+        Value dst = addBytes(tb, loc, slot, i32(tb, loc, (p * rows + j * boxRows) * 128));
+        Value dst7 = LLVM::AddrSpaceCastOp::create(tb, loc, ptr7, dst);
+        NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
+            tb, loc, dst7, map,
+            ValueRange{i32(tb, loc, 64 * p), a.getHead(), boxes[j].second, boxes[j].first}, bar,
+            ValueRange{}, Value(), Value(),
+            NVVM::TMALoadModeAttr::get(tb.getContext(), NVVM::TMALoadMode::TILE),
+            tb.getBoolAttr(false), NVVM::CTAGroupKindAttr(), Value());
+      };
+      int64_t panels = cols / 64, count = static_cast<int64_t>(boxes.size());
+      for (int64_t outer = 0; outer < (rowBoxes ? count : panels); ++outer)
+        for (int64_t inner = 0; inner < (rowBoxes ? panels : count); ++inner)
+          rowBoxes ? copy(inner, outer) : copy(outer, inner);
       rewriter.eraseOp(op);
       return success();
     }

@@ -39,7 +39,8 @@ void addTensorMapArguments(func::FuncOp func) {
       return;
     unsigned cacheArg = cast<BlockArgument>(op.getCache()).getArgNumber();
     int64_t rows = fakvgpu::AsyncPagedLoadOp::tmaBoxRows(op.getRing().getType().getTile(),
-                                                         op.getPageSize(), op.getTable());
+                                                         op.getPageSize(), op.getTable(),
+                                                         fakvgpu::AsyncPagedLoadOp::rowBoxes(op));
     auto key = std::make_pair(cacheArg, rows);
     if (!param.count(key)) {
       param[key] = func.getNumArguments();

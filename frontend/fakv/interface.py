@@ -156,6 +156,10 @@ _SWAP_AB = {"1": True, "0": False}.get(os.environ.get("FAKV_SWAP_AB", ""))
 # %, d64 b32 s32K +4.7 %, d256 b8 s32K +3.6 %; session 19: b1-b4 s1K +3.6 to +10.7 %.
 # FAKV_GATHER_PAGES=1: wherever the pages are smaller than a block, 0: never.
 _GATHER_PAGES = {"1": True, "0": False}.get(os.environ.get("FAKV_GATHER_PAGES", ""), "auto")
+# FAKV_ROW_BOXES=1: decode's TMA-copied K / V tiles in boxes of at most 16 rows, each box's 64-channel halves asked
+# for together (@fakv.jit(row_boxes=True)): an experiment, not measured yet (docs/decisions.md, "Next: MHA
+# contiguous"); unset or 0: boxes of a tile's (or a page's) rows, every box's first 64 channels, then the rest.
+_ROW_BOXES = os.environ.get("FAKV_ROW_BOXES") == "1"
 _GATHER_BYTES = 512 << 20
 _RING_BYTES = 96 * 1024       # a K/V ring that still lets two programs share an SM
 
@@ -303,6 +307,8 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
                 and programs(num_splits) <= slots and per_split <= _TWO_STAGES_WAVE[1])
     if one_wave and per_split >= _TWO_STAGES_WAVE[0]:
         stages = 2          # (a 64 KB ring)
+    gathered = paged and page_size < block_n and (_GATHER_PAGES is True or (
+        _GATHER_PAGES == "auto" and one_wave and batch * kv_heads * max_seqlen_k * head_dim * 4 >= _GATHER_BYTES))
     return {
         # decode.py is written per query head; fakv-pack-gqa runs the GROUP
         # heads of a kv head (padded to group_tile rows) in one program.
@@ -333,9 +339,7 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
             1 if paged and page_size < block_n and per_split >= 64 and (
                 head_tile > 128 or (stages + 1) * ring_stage <= _RING_BYTES) else 0),
             **({} if heads_first else dict(pack_gqa=1)), **(dict(swap_ab=True) if swap else {}),
-            **(dict(gather_pages=True) if paged and page_size < block_n and (_GATHER_PAGES is True or (
-                _GATHER_PAGES == "auto" and one_wave
-                and batch * kv_heads * max_seqlen_k * head_dim * 4 >= _GATHER_BYTES)) else {})),
+            **(dict(gather_pages=True) if gathered else dict(row_boxes=True) if _ROW_BOXES else {})),
         "combine": dict(HEAD_DIM=head_tile, HEAD_BLOCK=head_block, MAX_SPLITS=_pow2(num_splits)),
         "combine_grid": (math.ceil(heads / head_block), seqlen_q, batch),
         "num_splits": num_splits,

@@ -30,12 +30,13 @@ class JITFunction:
     __fakv_inline__ = True     # called from a kernel, codegen inlines it (codegen needs no import of jit)
 
     def __init__(self, fn, stages=2, warp_specialize=True, registers=(0, 0), pack_gqa=None, swap_ab=False,
-                 gather_pages=False):
+                 gather_pages=False, row_boxes=False):
         self.fn = fn
         if pack_gqa not in (None, 0, 1, 2):
             raise ValueError(f"{fn.__name__}: pack_gqa is a grid axis (0, 1 or 2) or None, got {pack_gqa!r}")
         self._jit_options = dict(stages=stages, warp_specialize=warp_specialize, registers=tuple(registers),
-                                 pack_gqa=pack_gqa, swap_ab=bool(swap_ab), gather_pages=bool(gather_pages))
+                                 pack_gqa=pack_gqa, swap_ab=bool(swap_ab), gather_pages=bool(gather_pages),
+                                 row_boxes=bool(row_boxes))
         self._variants = {}
         self._function = None
         self._source_key = None
@@ -62,6 +63,8 @@ class JITFunction:
             self.options["swap_ab"] = True
         if gather_pages:                     # pages smaller than a tile gathered (cp.async), not by TMA
             self.options["gather_pages"] = True
+        if row_boxes:                        # TMA boxes of at most 16 rows, a row's channels together
+            self.options["row_boxes"] = True
         names = self.params
         self._constexpr_positions = frozenset(i for i, n in enumerate(names) if n in self.constexprs)
         self._compiled = {}
@@ -204,7 +207,8 @@ class JITFunction:
         cg = codegen.CodeGen(self.function)
         attrs = (() if self.pack_gqa is None else (f"fakv.pack_gqa = {self.pack_gqa} : i32",)) + (
             ("fakv.swap_ab",) if self._jit_options["swap_ab"] else ()) + (
-            ("fakv.gather_pages",) if self._jit_options["gather_pages"] else ())
+            ("fakv.gather_pages",) if self._jit_options["gather_pages"] else ()) + (
+            ("fakv.row_boxes",) if self._jit_options["row_boxes"] else ())
         func, params = cg.kernel(self.__name__, types, constexprs, divisibility, attrs)
         return "module {\n  " + func + "\n}\n", params
 
@@ -392,7 +396,7 @@ def _kind(value):
 
 
 def jit(fn=None, *, stages=2, warp_specialize=True, registers=(0, 0), pack_gqa=None, swap_ab=False,
-        gather_pages=False):
+        gather_pages=False, row_boxes=False):
     """Make `fn` a fakv kernel (see the module docstring). `pack_gqa=axis`:
     the kernel is written per query head h = program_id(axis) with kv head
     h // GROUP (GROUP a constexpr); fakv-pack-gqa packs the GROUP heads of a
@@ -403,7 +407,9 @@ def jit(fn=None, *, stages=2, warp_specialize=True, registers=(0, 0), pack_gqa=N
     a multiple of 64 columns runs as wgmmas of its transposes, both operands
     from shared memory: less tensor work for few rows), `gather_pages` (a
     paged load of pages smaller than its tile is gathered by the producer's
-    threads with cp.async, not copied by a TMA box per page)."""
+    threads with cp.async, not copied by a TMA box per page), `row_boxes` (a
+    TMA-copied tile goes in boxes of at most 16 rows, each box's 64-channel
+    parts asked for together: an experiment, docs/decisions.md)."""
     def make(f):
-        return JITFunction(f, stages, warp_specialize, registers, pack_gqa, swap_ab, gather_pages)
+        return JITFunction(f, stages, warp_specialize, registers, pack_gqa, swap_ab, gather_pages, row_boxes)
     return make if fn is None else make(fn)

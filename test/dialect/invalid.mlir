@@ -642,6 +642,13 @@ func.func @gather_pages_not_unit() attributes {fakv.kernel, fakv.gather_pages = 
 
 // -----
 
+// expected-error @+1 {{'fakv.row_boxes' must be a unit attribute}}
+func.func @row_boxes_not_unit() attributes {fakv.kernel, fakv.row_boxes = 16 : i32} {
+  return
+}
+
+// -----
+
 func.func @addptr_types(%p: !fakv.ptr<i32>, %o: i64) {
   // expected-error @+1 {{failed to verify that all of {ptr, result} have same type}}
   %q = "fakv.addptr"(%p, %o) : (!fakv.ptr<i32>, i64) -> !fakv.ptr<f32>

@@ -467,3 +467,47 @@ def test_every_grid_cell_plan_compiles_for_sm90a(tmp_path):
     assert any(p[0].get("gather_pages") for p in plans) and any(not p[0].get("gather_pages") for p in plans)
     assert any(p[1] for p in plans) and any(p[2] for p in plans)          # adaptive splits, longest first
     assert any(p[3] and not p[4] for p in plans) and any(p[4] for p in plans)   # combine, cluster
+
+
+ROW_BOXES_SCRIPT = """
+import glob, json, os, sys, numpy as np, ml_dtypes
+import fakv
+bf = ml_dtypes.bfloat16
+b, s = 2, 1024
+q, lens = np.zeros((b, 1, 32, 128), bf), np.full(b, s, np.int32)
+for page in (0, 16, 256):
+    if page:
+        k = np.zeros((b * s // page, page, 8, 128), bf)
+        table = np.arange(b * s // page, dtype=np.int32).reshape(b, -1)
+    else:
+        k, table = np.zeros((b, s, 8, 128), bf), None
+    fakv.flash_attn_with_kvcache(q, k, k, cache_seqlens=lens, block_table=table, causal=True, num_splits=1)
+maps = [m["rows"] for f in glob.glob(os.path.join(os.environ["FAKV_CACHE_DIR"], "*.json"))
+        for kern in json.load(open(f))["facts"]["kernels"] for m in kern["tensormaps"]]
+print(json.dumps(sorted(maps)))
+"""
+
+
+@needs_assembler
+def test_row_boxes_compile_for_sm90a_in_boxes_of_16_rows(tmp_path):
+    """FAKV_ROW_BOXES=1: decode's K and V tensor maps have boxes of 16 rows, contiguous and in pages of 16 and 256
+    (the kernels assemble for sm_90a); the PTX of a contiguous decode asks for a box's two 64-channel parts one
+    after the other: copies in pairs of the same rows, 8 a tile (4 boxes x 2 parts), against 2 without."""
+    import re
+    maps, _ = _compile_only(ROW_BOXES_SCRIPT, tmp_path, FAKV_ROW_BOXES="1", FAKV_GATHER_PAGES=None)
+    assert maps == [16] * 6
+    ptx = {}
+    for setting in ("0", "1"):
+        out = tmp_path / f"decode-{setting}.ptx"
+        env = dict(os.environ, FAKV_ROW_BOXES=setting, FAKV_CACHE_DIR=str(tmp_path / setting),
+                   PYTHONPATH=os.path.join(ROOT, "frontend"))
+        subprocess.run([sys.executable, "-m", "fakv.compile", os.path.join(ROOT, "kernels", "decode.py"), "--kernel",
+                        "decode", "--emit", "ptx", "--attention", "batch=2,seqlen_k=1024,num_splits=1", "-o",
+                        str(out)], env=env, check=True, capture_output=True, timeout=600)
+        ptx[setting] = re.findall(r"cp\.async\.bulk\.tensor\.4d\S* \[[^]]*\], \[(%rd\d+), \{([^}]*)\}", out.read_text())
+    assert len(ptx["0"]) == 4 and len(ptx["1"]) == 16
+    first = [coords.split(", ") for m, coords in ptx["1"] if m == ptx["1"][0][0]]
+    assert len(first) == 8 and len({c[0] for c in first}) == 2
+    for a, b in zip(first[::2], first[1::2]):
+        assert a[0] != b[0] and a[1:] == b[1:]            # one box's two parts: other channels, the same rows
+    assert len({c[2] for c in first}) == 4                 # four boxes down the tile

@@ -310,3 +310,20 @@ def test_small_pages_gathered_on_large_caches(monkeypatch, request):
     assert not gathered(32, 8192, 16, appending=True)                             # (not measured)
     assert not plan(32, 2, 32, 8, 128, "bf16", True, 16, 8192, True, 0, 132, L2)["decode_options"].get(
         "gather_pages")                                                            # two query rows: likewise
+
+
+def test_row_boxes_only_when_asked_and_not_where_gathered(monkeypatch, request):
+    """FAKV_ROW_BOXES=1 (interface._ROW_BOXES): decode's TMA copies in boxes of 16 rows (row_boxes), contiguous or
+    paged; pages that are gathered stay gathered. Unset: never (the plan of every other test)."""
+    from fakv import interface
+    request.addfinalizer(interface._plan.cache_clear)
+
+    def options(batch, seqlen, paged, page):
+        return plan(batch, 1, 32, 8, 128, "bf16", paged, page, seqlen, False, 0, 132, L2)["decode_options"]
+    cells = [(32, 8192, False, 0), (32, 8192, True, 256), (32, 32768, True, 16), (1, 1024, True, 64)]
+    assert not any("row_boxes" in options(*cell) for cell in cells)
+    monkeypatch.setattr(interface, "_ROW_BOXES", True)
+    interface._plan.cache_clear()
+    assert all(options(*cell).get("row_boxes") is True for cell in cells)
+    gathered = options(32, 8192, True, 16)                  # (one wave, 1 GiB: pages of 16 gathered)
+    assert gathered.get("gather_pages") is True and "row_boxes" not in gathered
