@@ -26,6 +26,10 @@ from .signature import address, arg_type, divisible
 compile_only = cache.compile_only
 cache_dir = cache.cache_dir
 
+# @fakv.jit's on/off options for the GPU lowering, each the kernel's unit attribute of that name (fakv.swap_ab, ...).
+_UNIT_OPTIONS = ("swap_ab", "gather_pages", "row_boxes")
+
+
 class JITFunction:
     __fakv_inline__ = True     # called from a kernel, codegen inlines it (codegen needs no import of jit)
 
@@ -59,12 +63,8 @@ class JITFunction:
         self.options = {"stages": stages, "warp_specialize": warp_specialize}
         if tuple(registers) != (0, 0):      # setmaxnreg: (producer, consumer) registers per thread
             self.options["registers"] = list(registers)
-        if swap_ab:                          # dots of fewer than 64 rows as wgmmas of their transposes
-            self.options["swap_ab"] = True
-        if gather_pages:                     # pages smaller than a tile gathered (cp.async), not by TMA
-            self.options["gather_pages"] = True
-        if row_boxes:                        # TMA boxes of at most 16 rows, a row's channels together
-            self.options["row_boxes"] = True
+        # The GPU lowering's switches (jit's docstring), each a unit attribute `fakv.<name>` on the kernel.
+        self.options.update((name, True) for name in _UNIT_OPTIONS if self._jit_options[name])
         names = self.params
         self._constexpr_positions = frozenset(i for i, n in enumerate(names) if n in self.constexprs)
         self._compiled = {}
@@ -205,10 +205,8 @@ class JITFunction:
     def _ir(self, constexprs, types, divisibility=()):
         from . import codegen
         cg = codegen.CodeGen(self.function)
-        attrs = (() if self.pack_gqa is None else (f"fakv.pack_gqa = {self.pack_gqa} : i32",)) + (
-            ("fakv.swap_ab",) if self._jit_options["swap_ab"] else ()) + (
-            ("fakv.gather_pages",) if self._jit_options["gather_pages"] else ()) + (
-            ("fakv.row_boxes",) if self._jit_options["row_boxes"] else ())
+        attrs = (() if self.pack_gqa is None else (f"fakv.pack_gqa = {self.pack_gqa} : i32",)) + tuple(
+            f"fakv.{name}" for name in _UNIT_OPTIONS if self._jit_options[name])
         func, params = cg.kernel(self.__name__, types, constexprs, divisibility, attrs)
         return "module {\n  " + func + "\n}\n", params
 
