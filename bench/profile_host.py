@@ -80,7 +80,7 @@ def steps():
 
 
 WARM = """
-import time, torch, sys, collections
+import time, torch, sys, collections, json
 sys.path[:0] = {paths!r}
 from bench_host import inputs
 q, k, v, lens, table = inputs(8, 8192, True)
@@ -88,10 +88,11 @@ torch.cuda.synchronize()
 t0 = time.perf_counter()
 import fakv
 t1 = time.perf_counter()
-import fakv.interface as I, fakv.runtime as R, fakv.cache as C
+api = fakv.flash_attn_with_kvcache          # (as a user's first call loads it: fakv.__getattr__, the GC paused)
 t2 = time.perf_counter()
+import fakv.interface as I, fakv.runtime as R, fakv.cache as C, fakv.tensors as T
 spent = collections.defaultdict(float)
-def timed(owner, name, label):
+def timed(owner, name, label, static=False):
     f = getattr(owner, name)
     def wrapper(*a, **kw):
         t = time.perf_counter()
@@ -99,29 +100,42 @@ def timed(owner, name, label):
             return f(*a, **kw)
         finally:
             spent[label] += time.perf_counter() - t
-    setattr(owner, name, wrapper)
-timed(I._Lazy, "resolve", "import the kernels (kernels/*.py; not when indexed)")
-timed(C, "load", "read the disk cache (cubin + facts)")
-timed(C, "kernels_version", "hash the kernels' and frontend's files")
-timed(I, "_indexed", "the cache's index (its entry and binaries)")
-timed(R.GPUKernel, "__init__", "GPUKernel (the cubin into a _runtime.Kernel)")
-timed(I, "errors_for", "the error word (host-mapped memory)")
-timed(I, "_prepare", "_prepare (specialise, kernels, PreparedCall)")
-timed(I, "_attention", "_attention (the whole first call's Python path)")
-out = fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table)
+    setattr(owner, name, staticmethod(wrapper) if static else wrapper)
+for owner, name, label, *static in SPANS:
+    timed(eval(owner), name, label, *static)
+out = api(q, k, v, cache_seqlens=lens, block_table=table)
 t3 = time.perf_counter()
 torch.cuda.synchronize()
 t4 = time.perf_counter()
-out = fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table)
+out = api(q, k, v, cache_seqlens=lens, block_table=table)
 torch.cuda.synchronize()
 t5 = time.perf_counter()
-print(f"import fakv {{(t1 - t0) * 1e3:.2f}} ms; import fakv.interface (and jit, runtime) {{(t2 - t1) * 1e3:.2f}} ms")
-print(f"first call {{(t3 - t2) * 1e3:.2f}} ms until it returns, {{(t4 - t2) * 1e3:.2f}} ms with the synchronize; "
-      f"second call with the synchronize {{(t5 - t4) * 1e3:.2f}} ms")
-for label, sec in spent.items():
-    print(f"  {{label:58}} {{sec * 1e3:7.2f}} ms")
-print("fakv modules imported:", " ".join(sorted(m[5:] for m in sys.modules if m.startswith("fakv."))))
+print(json.dumps(dict(spent, **{{"import fakv": t1 - t0, "the API (fakv.flash_attn_with_kvcache)": t2 - t1,
+                                "first call, until it returns": t3 - t2, "first call, synchronized": t4 - t2,
+                                "second call, synchronized": t5 - t4,
+                                "modules": sorted(m[5:] for m in sys.modules if m.startswith("fakv."))}})))
 """
+
+# The first call's spans (nested ones count inside their callers'; each the sum over its calls).
+SPANS = [
+    ("R", "raise_pending", "raise_pending"),
+    ("I", "_attention", "_attention (the first call's Python path)"),
+    ("T", "device_properties", "  device_properties (SMs, L2)"),
+    ("I", "plan", "  plan"),
+    ("I", "_capturing", "  _capturing (torch)"),
+    ("I", "errors_for", "  errors_for (the error word)"),
+    ("I", "_prepare", "  _prepare"),
+    ("I", "_specialise_all", "    _specialise_all"),
+    ("I", "_index_part", "      _index_part (arg kinds)"),
+    ("C", "kernels_version", "      kernels_version (stat the sources)"),
+    ("C", "index_key", "      index_key (with kernels_version)"),
+    ("C", "load_index", "      load_index (read, sha256)"),
+    ("R.GPUKernel", "__init__", "    GPUKernel (cuModuleLoad, Kernel)"),
+    ("R", "stream_getter", "    stream_getter"),
+    ("I", "_raw_allocator", "    _raw_allocator"),
+    ("I", "_key", "  _key (signature)"),
+]
+
 
 COLD = """
 import time, torch, sys, json
@@ -157,27 +171,33 @@ for fn in (decode, *decode._variants.values(), combine):
 IMPORTS = """
 import sys, torch
 print("--- after torch ---", file=sys.stderr, flush=True)
-import fakv, fakv.interface, fakv.kernels.decode, fakv.kernels.combine
+import fakv, fakv.interface
 """
 
 
-# The warm start under cProfile (the import of the API and the first call): the functions that take its time.
-PROFILED = WARM.replace("t1 = time.perf_counter()", "import cProfile, pstats; pr = cProfile.Profile(); "
-                        "t1 = time.perf_counter(); pr.enable()", 1).replace(
-    "t3 = time.perf_counter()", "t3 = time.perf_counter(); pr.disable()", 1) + """
-pstats.Stats(pr).sort_stats("tottime").print_stats(25)
-pstats.Stats(pr).sort_stats("cumulative").print_stats(30)
-"""
-
-
-def starts():
+def starts(reps=7):
+    import json
+    import statistics
     paths = [os.path.join(ROOT, "bench"), os.path.join(ROOT, "test", "gpu")]
     with tempfile.TemporaryDirectory() as cache:
         env = dict(os.environ, FAKV_CACHE_DIR=cache)
-        for name, script in (("cold", COLD), ("warm", WARM), ("warm, under cProfile", PROFILED)):
-            r = subprocess.run([sys.executable, "-c", script.format(paths=paths)], env=env, capture_output=True,
-                               text=True, timeout=300)
-            print(f"\n--- {name} start ---\n{r.stdout}{r.stderr[-4000:]}")
+        r = subprocess.run([sys.executable, "-c", COLD.format(paths=paths)], env=env, capture_output=True,
+                           text=True, timeout=300)
+        print(f"\n--- cold start ---\n{r.stdout}{r.stderr[-4000:]}")
+        warm = WARM.format(paths=paths).replace("SPANS", repr(SPANS))
+        runs = []
+        for _ in range(reps):
+            r = subprocess.run([sys.executable, "-c", warm], env=env, capture_output=True, text=True, timeout=300)
+            if r.returncode:
+                print(r.stderr[-4000:])
+                return
+            runs.append(json.loads(r.stdout.strip().splitlines()[-1]))
+    print(f"\n--- warm start (ms; medians of {reps} fresh processes, the cache filled) ---")
+    for label in runs[0]:
+        if label != "modules":
+            values = sorted(run.get(label, 0.0) * 1e3 for run in runs)
+            print(f"  {label:52} {statistics.median(values):7.2f}   [{values[0]:.2f}-{values[-1]:.2f}]")
+    print("fakv modules imported:", " ".join(runs[0]["modules"]))
     r = subprocess.run([sys.executable, "-X", "importtime", "-c", IMPORTS], capture_output=True, text=True,
                        timeout=120)
     lines = r.stderr.split("--- after torch ---")[-1].splitlines()
