@@ -73,6 +73,9 @@ def steps():
             ("torch.empty(shape, dtype=, device=)", per_call_us(
                 lambda: torch.empty(shape, dtype=torch.bfloat16, device=device))),
             ("q.new_empty(shape)", per_call_us(lambda: q.new_empty(shape))),
+            ("the key, then the prepared call (the fast path by hand)", per_call_us(
+                lambda: interface._CALLS[interface._key(*key_args)[0]](ptrs, q, lens))),
+            ("whole API call, again (the host's drift since the first row)", per_call_us(api)),
         ]
         print(f"\nb1 s1024 {'paged 256' if paged else 'contiguous'}")
         for name, us in rows:

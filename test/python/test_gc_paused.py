@@ -61,16 +61,21 @@ def test_nested_and_concurrent_pauses_resume_once_after_the_last(gc_state):
 
 
 def test_the_api_import_runs_paused_and_leaves_the_collector_on():
-    # A fresh process: fakv.interface imported through fakv's __getattr__ with the collector off, on after.
+    # A fresh process: fakv.interface imported through fakv's __getattr__ with the collector off, on after;
+    # the API's names then kept in fakv's globals (later lookups, one per call, no longer come to __getattr__).
     script = ("import gc, importlib, fakv\n"
               "paused, real = [], importlib.import_module\n"
               "importlib.import_module = lambda name: (paused.append(gc.isenabled()), real(name))[1]\n"
-              "fakv.flash_attn_with_kvcache\n"
-              "print(paused, gc.isenabled(), 'fakv.interface' in __import__('sys').modules)\n")
+              "api = fakv.flash_attn_with_kvcache\n"
+              "again = (fakv.flash_attn_with_kvcache, fakv.with_kernels)\n"
+              "from fakv import interface\n"
+              "kept = again == (api, interface.with_kernels) and api is interface.flash_attn_with_kvcache\n"
+              "print(paused, gc.isenabled(), 'fakv.interface' in __import__('sys').modules,\n"
+              "      kept and {'flash_attn_with_kvcache', 'with_kernels'} <= set(vars(fakv)))\n")
     env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(fakv.__file__))))
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["[False]", "True", "True"]
+    assert out.stdout.split() == ["[False]", "True", "True", "True"]
 
 
 def test_a_kernel_compiles_paused(monkeypatch, gc_state):
