@@ -10,7 +10,7 @@ import math
 import numbers
 import os
 
-from . import _gc_paused, cache, lengths_hint, runtime
+from . import _gc_paused, cache, runtime
 from .cache import compile_only
 from .compiled import Compiled
 from .signature import arg_kind, divisible
@@ -548,9 +548,18 @@ def _key(kernels, q, k_cache, v_cache, cache_seqlens, block_table, cache_batch_i
                       kernels)
 
 
+lengths_hint = None     # fakv.lengths_hint, loaded by the first call whose plan depends on the lengths (_ragged)
+
+
 def _ragged(seqlens, capacity, on_gpu, capturing):
     """The lengths hint (lengths_hint.py): on the GPU from an earlier call's
-    lengths, copied without waiting; on the CPU path from these."""
+    lengths, copied without waiting; on the CPU path from these. (Every call
+    that asks comes here first: a warm start of another shape does not
+    import the module.)"""
+    global lengths_hint
+    if lengths_hint is None:
+        from . import lengths_hint as hint
+        lengths_hint = hint
     if on_gpu:
         return lengths_hint.ragged(seqlens, capacity, capturing)
     return lengths_hint.ENABLED and lengths_hint.is_ragged(T.host(seqlens).tolist(), capacity)
