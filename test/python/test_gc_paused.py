@@ -3,9 +3,6 @@ while fakv imports its API, prepares a call (the slow path of
 flash_attn_with_kvcache) or compiles a kernel, and left as it was found
 after, whatever happens inside (an error, nesting, several threads)."""
 import gc
-import os
-import subprocess
-import sys
 import threading
 
 import numpy as np
@@ -13,6 +10,7 @@ import pytest
 
 import fakv
 from fakv import _gc_paused, interface
+from fresh_process import run_fresh
 
 
 @pytest.fixture
@@ -72,10 +70,7 @@ def test_the_api_import_runs_paused_and_leaves_the_collector_on():
               "kept = again == (api, interface.with_kernels) and api is interface.flash_attn_with_kvcache\n"
               "print(paused, gc.isenabled(), 'fakv.interface' in __import__('sys').modules,\n"
               "      kept and {'flash_attn_with_kvcache', 'with_kernels'} <= set(vars(fakv)))\n")
-    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(fakv.__file__))))
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["[False]", "True", "True", "True"]
+    assert run_fresh(script) == ["[False]", "True", "True", "True"]
 
 
 def test_a_kernel_compiles_paused(monkeypatch, gc_state):

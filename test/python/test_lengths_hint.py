@@ -185,9 +185,7 @@ def test_off(gpu, monkeypatch):
 def test_loaded_by_the_first_plan_that_asks():
     # A fresh process: the API loads without the module (a warm start of a plan that does not depend on
     # the lengths never imports it); the first question about the lengths loads it, with the same answer.
-    import os
-    import subprocess
-    import fakv
+    from fresh_process import run_fresh
     script = ("import sys, numpy as np, fakv\n"
               "fakv.flash_attn_with_kvcache\n"
               "from fakv import interface\n"
@@ -196,7 +194,4 @@ def test_loaded_by_the_first_plan_that_asks():
               "answer = interface._ragged(lengths, 4096, False, False)\n"
               "from fakv import lengths_hint\n"
               "print(before, answer == lengths_hint.is_ragged(lengths.tolist(), 4096), interface.lengths_hint is lengths_hint)\n")
-    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(fakv.__file__))))
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["False", "True", "True"]
+    assert run_fresh(script) == ["False", "True", "True"]
