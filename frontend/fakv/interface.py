@@ -490,6 +490,13 @@ def with_kernels(decode=None, combine=None):
                     if out is not None:                  # (None: _ByLengths has no call for this hint yet)
                         return out
         with _gc_paused:                       # (a call prepared: fakv/__init__.py's _GCPaused)
+            if _RECIPES and k is None and kernels == (None, None):
+                out = _from_recipe(kernels, (q, k_cache, v_cache, cache_seqlens, block_table, cache_batch_idx,
+                                             alibi_slopes, k, v, rotary_cos, rotary_sin, cache_leftpad),
+                                   (softmax_scale, causal, window_size, softcap, rotary_interleaved, num_splits,
+                                    return_softmax_lse))
+                if out is not None:
+                    return out
             return _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens,
                               cache_batch_idx, cache_leftpad, block_table, softmax_scale, causal, window_size,
                               softcap, rotary_interleaved, alibi_slopes, num_splits, return_softmax_lse)
@@ -582,6 +589,66 @@ class _ByLengths:
         out = call(addresses, q, seqlens)
         lengths_hint.copy_after(seqlens, capturing)          # (behind the call's kernels)
         return out
+
+
+# Prepared calls' recipes on disk (fakv/recipes.py; an experiment, off unless FAKV_RECIPES=1).
+_RECIPES = os.environ.get("FAKV_RECIPES") == "1"
+
+
+def _recipe_key(arguments, options, q):
+    """recipes.key of a GPU call (None where a recipe cannot apply: host checks, the CPU path)."""
+    from . import recipes
+    mode = _check_data()
+    if mode == 1 or not (T.is_torch(arguments[0]) and q.is_cuda) or compile_only():
+        return None
+    return recipes.key(arguments, options, mode, T.device_properties(q))
+
+
+def _store_recipe(arguments, options, recipe):
+    """Writes the recipe of a call the fast path keeps (recipes.py), when
+    every argument of its kernels is of a kind a recipe names."""
+    from . import recipes
+    k = _recipe_key(arguments, options, arguments[0])
+    if k is not None and recipe["decode_args"] is not None and recipe["combine_args"] is not None:
+        recipes.store(k, recipe)
+
+
+def _from_recipe(kernels, arguments, options):
+    """A new signature's call prepared from its recipe, run: its output; or
+    None (no recipe, or one that does not restore: the slow path then)."""
+    global _Tensor, _signature
+    from . import recipes
+    q = arguments[0]
+    k = _recipe_key(arguments, options, q)
+    r = None if k is None else recipes.load(k)
+    if r is None:
+        return None
+    import torch
+    from . import _runtime
+    if _Tensor is None:
+        _runtime.set_tensor_type(torch.Tensor)
+        _Tensor, _signature = torch.Tensor, _runtime.signature
+    found = _key(kernels, *arguments, *options)
+    if found is None:
+        return None
+    try:
+        errors, dev = errors_for(q), q.get_device()
+        decode = _Lazy.get(r["decode"]["module"], r["decode"]["name"], **recipes.options_of(r["decode"]))
+        combine = r["combine"] and _Lazy.get(r["combine"]["module"], r["combine"]["name"],
+                                             **recipes.options_of(r["combine"]))
+        call = _prepare(decode, recipes.decode_values(r["decode_args"], arguments, errors, dev), r["decode_consts"],
+                        tuple(r["decode_grid"]), combine,
+                        recipes.decode_values(r["combine_args"], arguments, errors, dev), r["combine_consts"],
+                        tuple(r["combine_grid"]), q, tuple(r["lse_shape"]), r["part_out"], r["part_lse"],
+                        r["return_lse"], r["capacity"], r["copy_q"], 0, r["paged"], early_decode=r["early_decode"],
+                        combine_slots=None)
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError):
+        return None
+    if len(_CALLS) >= _MAX_CALLS:
+        _CALLS.clear()
+    _CALLS[found[0]] = call
+    _KEPT.add(kernels)
+    return call(found[1], q, arguments[3])
 
 
 def _raw_allocator(torch):
@@ -1100,11 +1167,10 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
         _runtime.set_tensor_type(torch.Tensor)
         _Tensor, _signature = torch.Tensor, _runtime.signature
     combined = splits > 1 and not merge_in              # a combine launch after decode
+    early = (k is None or in_kernels) and batch * capacity * kv_heads * head_dim * 4 <= _EARLY_DECODE_BYTES
     call = _prepare(decode, decode_args, decode_consts, p["decode_grid"], combine if combined else None, combine_args,
                     combine_consts, combine_grid, q, lse_shape, part_out, part_lse,
-                    return_softmax_lse, capacity, copy_q, seqlen_new, paged,
-                    early_decode=(k is None or in_kernels)
-                    and batch * capacity * kv_heads * head_dim * 4 <= _EARLY_DECODE_BYTES,
+                    return_softmax_lse, capacity, copy_q, seqlen_new, paged, early_decode=early,
                     combine_slots=combine_slots)
     found = _key(kernels, q, k_cache, v_cache, given_seqlens, block_table, cache_batch_idx, alibi_slopes, k, v,
                  rotary_cos, rotary_sin, cache_leftpad, softmax_scale, causal, window_size, softcap,
@@ -1123,6 +1189,19 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
             switch.calls[p["decode"]["ADAPTIVE"] > 0] = call
         else:
             _CALLS[found[0]] = call
+            if _RECIPES and kernels == (None, None) and k is None and not merge:
+                from . import recipes
+                arguments = (q, k_cache, v_cache, given_seqlens, block_table, cache_batch_idx, alibi_slopes, k, v,
+                             rotary_cos, rotary_sin, cache_leftpad)
+                _store_recipe(arguments, (softmax_scale, causal, window_size, softcap, rotary_interleaved,
+                                          num_splits, return_softmax_lse), dict(
+                    decode=recipes.kernel_ref(decode),
+                    decode_args=recipes.encode(decode_args, arguments, errors), decode_consts=decode_consts,
+                    decode_grid=list(p["decode_grid"]), combine=recipes.kernel_ref(combine if combined else None),
+                    combine_args=recipes.encode(combine_args, arguments, errors), combine_consts=combine_consts,
+                    combine_grid=list(combine_grid), lse_shape=list(lse_shape), part_out=part_out,
+                    part_lse=part_lse, return_lse=bool(return_softmax_lse), capacity=capacity,
+                    copy_q=bool(copy_q), paged=paged, early_decode=bool(early)))
         _KEPT.add(kernels)                               # the key holds their identities
     if not prepared:                   # q: append.py's rotated copy; k and v: their copies (fused), when made
         addresses = list(found[1])

@@ -520,6 +520,44 @@ def test_appending_call_is_prepared(page, monkeypatch):
     assert not torch.equal(caches[0][1], caches[2][1])      # each call appended its own new values
 
 
+_RECIPE_RUN = """
+import sys, torch
+sys.path[:0] = {paths!r}
+import source_tree, fakv
+from fakv import interface
+from test_frontend_gpu import _inputs
+planned = []
+real = interface.plan
+interface.plan = lambda *a, **k: planned.append(1) or real(*a, **k)
+q, k, v, lens, table = _inputs({page!r})
+lens = lens if {seqlens!r} == "tensor" else 200
+out = fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table, causal=True)
+torch.save(out.cpu(), {out!r})
+print("planned" if planned else "from-recipe")
+"""
+
+
+@pytest.mark.parametrize("page,seqlens", [(256, "tensor"), (None, "int")])
+def test_new_process_prepares_from_the_recipe(page, seqlens):
+    """FAKV_RECIPES=1 (fakv/recipes.py, an experiment): a process's first
+    call leaves its PreparedCall's recipe; the next process's first call of
+    the same signature is prepared from it (no plan) and gives the same
+    output."""
+    import subprocess
+    with tempfile.TemporaryDirectory() as d:
+        env = dict(os.environ, FAKV_RECIPES="1", FAKV_CACHE_DIR=os.path.join(d, "cache"))
+        outs, how = [os.path.join(d, f"out{i}.pt") for i in (0, 1)], []
+        for out in outs:
+            script = _RECIPE_RUN.format(paths=[HERE, os.path.join(ROOT, "test", "python")], page=page,
+                                        seqlens=seqlens, out=out)
+            r = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+            assert r.returncode == 0, r.stderr[-3000:]
+            how.append(r.stdout.split()[-1])
+        assert how == ["planned", "from-recipe"], how
+        assert os.listdir(os.path.join(d, "cache", "recipes"))
+        assert torch.equal(torch.load(outs[0]), torch.load(outs[1]))
+
+
 def second_call_is_prepared(page, seqlens):
     """test_second_call_is_prepared without pytest's fixture."""
     mp = pytest.MonkeyPatch()
@@ -573,6 +611,7 @@ def run_all():
     cases += [(test_call_does_not_wait_for_the_gpu, c) for c in [(256, "tensor"), (None, "int")]]
     cases += [(second_call_is_prepared, c) for c in [(256, "tensor"), (None, "int")]]
     cases += [(appending_call_is_prepared, (p,)) for p in (None, 256)]
+    cases += [(test_new_process_prepares_from_the_recipe, c) for c in [(256, "tensor"), (None, "int")]]
     fails = 0
     for fn, args in cases:
         try:

@@ -1,0 +1,176 @@
+"""fakv/recipes.py (FAKV_RECIPES=1, an experiment): a GPU call the fast path
+keeps leaves its PreparedCall's recipe on disk, and a process without that
+signature prepares the call from it, without the checks and the plan. Here
+torch is a stand-in (tensors with a layout and an address; the PreparedCall
+a recorder); test/gpu runs the real one."""
+import sys
+import types
+
+import pytest
+
+from fakv import interface, recipes, runtime
+
+
+class _Dtype:
+    def __init__(self, name):
+        self.name = name
+
+    def __str__(self):
+        return "torch." + self.name
+
+
+BF16, I32 = _Dtype("bfloat16"), _Dtype("int32")
+
+
+class Tensor:
+    """A contiguous CUDA tensor: its layout and an address."""
+    __module__ = "torch"
+    is_cuda = True
+    _next = [0x10000]
+
+    def __init__(self, shape, dtype=BF16):
+        self.shape, self.dtype = tuple(shape), dtype
+        self.device = types.SimpleNamespace(type="cuda", index=0)
+        self.address = self._next[0]
+        self._next[0] += 1 << 20
+
+    def stride(self):
+        out, n = [], 1
+        for d in reversed(self.shape):
+            out.append(n)
+            n *= d
+        return tuple(reversed(out))
+
+    def get_device(self):
+        return 0
+
+    def data_ptr(self):
+        return self.address
+
+    def __setitem__(self, index, value):
+        pass
+
+
+@pytest.fixture
+def gpu(monkeypatch, tmp_path):
+    """The GPU side stood in: torch, the device's properties, the error word,
+    and _prepare recording what it was given (its PreparedCall returns "out")."""
+    torch = types.ModuleType("torch")
+    torch.Tensor, torch.float16, torch.bfloat16, torch.float32, torch.int32 = Tensor, None, BF16, None, I32
+    torch.empty = lambda shape, dtype, device: Tensor(shape, dtype)
+    torch.cuda = types.SimpleNamespace(is_current_stream_capturing=lambda: False)
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    monkeypatch.setenv("FAKV_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(interface, "_RECIPES", True)
+    monkeypatch.setattr(interface.T, "device_properties", lambda x: (132, 50 << 20))
+    errors = runtime.Pointer(0x1000, "i32", 0)
+    monkeypatch.setattr(interface, "errors_for", lambda like: errors)
+    prepared, planned = [], []
+
+    def prepare(*args, **kwargs):
+        prepared.append((args, kwargs))
+        return lambda addresses, q, seqlens: "out"
+    monkeypatch.setattr(interface, "_prepare", prepare)
+    real_plan = interface.plan
+    monkeypatch.setattr(interface, "plan", lambda *a, **k: planned.append(a) or real_plan(*a, **k))
+    monkeypatch.setattr(interface, "_CALLS", {})
+    monkeypatch.setattr(interface, "_Tensor", None)
+    return types.SimpleNamespace(prepared=prepared, planned=planned, tmp=tmp_path)
+
+
+def _call(batch=8, seqlen=8192, page=256, lengths=None, **options):
+    q = Tensor((batch, 1, 32, 128))
+    k, v = Tensor((batch * seqlen // page, page, 8, 128)), Tensor((batch * seqlen // page, page, 8, 128))
+    lens, table = Tensor((batch,), I32) if lengths is None else lengths, Tensor((batch, seqlen // page), I32)
+    return lambda **more: interface.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table,
+                                                             **dict(options, **more))
+
+
+def _new_process(monkeypatch):
+    """What a new process has: no prepared call, no tensor type seen."""
+    monkeypatch.setattr(interface, "_CALLS", {})
+    monkeypatch.setattr(interface, "_Tensor", None)
+
+
+def _same(a, b):
+    if isinstance(a, runtime.Pointer):
+        return isinstance(b, runtime.Pointer) and (a.address, a.dtype, a.device) == (b.address, b.dtype, b.device)
+    if isinstance(a, (list, tuple)):
+        return type(a) is type(b) and len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, interface._Lazy) or isinstance(a, Tensor):
+        return a is b
+    return a == b and type(a) is type(b)
+
+
+def test_a_new_process_prepares_from_the_recipe(gpu, monkeypatch):
+    call = _call(causal=True)
+    assert call() == "out" and len(gpu.prepared) == 1 and gpu.planned
+    assert len(list((gpu.tmp / "recipes").iterdir())) == 1
+    _new_process(monkeypatch)
+    gpu.planned.clear()
+    assert call() == "out"
+    assert not gpu.planned, "prepared from the recipe: no plan"
+    assert len(gpu.prepared) == 2 and _same(gpu.prepared[0], gpu.prepared[1])
+    assert call() == "out" and len(gpu.prepared) == 2          # then kept as the slow path's would be
+
+
+def test_an_int_cache_seqlens_gets_buffers_for_its_lengths_tensor(gpu, monkeypatch):
+    # (the slow path makes a (batch,) tensor of the int; the recipe names it a buffer: PreparedCall
+    # fills its slots per call from the int, as for the slow path's)
+    call = _call(lengths=5000)
+    call()
+    _new_process(monkeypatch)
+    gpu.planned.clear()
+    assert call() == "out" and not gpu.planned
+    (first, _), (again, _) = gpu.prepared
+    made = [i for i, v in enumerate(first[1]) if isinstance(v, Tensor) and v.shape == (8,)]
+    assert made and all(_same(again[1][i], runtime.Pointer(0, "i32", 0)) for i in made)
+    rest = [i for i in range(len(first[1])) if i not in made]
+    assert all(_same(first[1][i], again[1][i]) for i in rest) and _same(first[2:], again[2:])
+
+
+def test_a_different_call_or_switch_takes_the_slow_path(gpu, monkeypatch):
+    _call(causal=True)()
+    _new_process(monkeypatch)
+    gpu.planned.clear()
+    _call(causal=True)(softcap=30.0)                    # another option
+    _new_process(monkeypatch)
+    _call(batch=4, causal=True)()                       # another shape
+    _new_process(monkeypatch)
+    monkeypatch.setattr(recipes, "_SWITCHES", [("FAKV_SWAP_AB", "0")])
+    _call(causal=True)()                                # another switch
+    assert len(gpu.planned) >= 3 and len(gpu.prepared) == 4
+
+
+def test_a_bad_recipe_takes_the_slow_path(gpu, monkeypatch):
+    call = _call()
+    call()
+    (path,) = (gpu.tmp / "recipes").iterdir()
+    path.write_text('{"decode": 1}')
+    _new_process(monkeypatch)
+    gpu.planned.clear()
+    assert call() == "out" and gpu.planned and len(gpu.prepared) == 2
+
+
+def test_off_by_default_and_not_for_host_checks(gpu, monkeypatch):
+    monkeypatch.setenv("FAKV_CHECK_DATA", "1")
+    monkeypatch.setattr(interface, "_check_contents", lambda *a, **k: None)
+    _call()()
+    assert not (gpu.tmp / "recipes").exists()
+    monkeypatch.delenv("FAKV_CHECK_DATA")
+    monkeypatch.setattr(interface, "_RECIPES", False)
+    _call()()
+    assert not (gpu.tmp / "recipes").exists()
+
+
+def test_encode_names_arguments_the_error_word_and_buffers():
+    q, lens = Tensor((1, 1, 8, 64)), Tensor((1,), I32)
+    errors, scratch = runtime.Pointer(0x1000, "i32", 0), Tensor((1,), I32)
+    items = recipes.encode([q, lens, errors, scratch, 3, 0.5, True, None], (q, None, None, lens), errors)
+    assert items == [{"arg": 0}, {"arg": 3}, {"errors": "i32"}, {"buffer": "i32"}, 3, 0.5, True, None]
+    back = recipes.decode_values(items, (q, None, None, lens), errors, 0)
+    assert back[:3] == [q, lens, errors] and back[4:] == [3, 0.5, True, None]
+    assert _same(back[3], runtime.Pointer(0, "i32", 0))
+    assert recipes.encode([object()], (q,), errors) is None
