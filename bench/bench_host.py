@@ -22,7 +22,7 @@ machine:
 Shapes: bf16, 32 query / 8 kv heads, head dim 128, seqlen_q 1, num_splits
 0 (each library's own choice). fakv runs with its default checks.
 
-    python bench/bench_host.py [--reps 5] [--json OUT]
+    python bench/bench_host.py [--reps 5] [--json OUT] [--recipes]
 """
 import argparse
 import functools
@@ -54,7 +54,7 @@ def inputs(batch, seqlen, paged):
 def library(name):
     """(call(q, k, v, lens, table), import seconds) of fakv or the Triton peer."""
     t = time.perf_counter()
-    if name == "fakv":
+    if name.startswith("fakv"):
         import fakv
         call = lambda q, k, v, lens, table: fakv.flash_attn_with_kvcache(  # noqa: E731
             q, k, v, cache_seqlens=lens, block_table=table)
@@ -91,6 +91,7 @@ def start_times(names, reps):
         for name in names:
             with tempfile.TemporaryDirectory(prefix="bench-host-cache-") as cache:
                 env = dict(os.environ, FAKV_CACHE_DIR=cache, TRITON_CACHE_DIR=cache,
+                           **({"FAKV_RECIPES": "1"} if name == "fakv+recipes" else {}),
                            PYTHONPATH=os.pathsep.join(filter(None, [
                                os.path.dirname(os.path.dirname(sys.modules["fakv"].__file__))
                                if "fakv" in sys.modules else None, os.environ.get("PYTHONPATH")])))
@@ -233,6 +234,8 @@ def main():
     ap.add_argument("--child", nargs=2)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--json")
+    ap.add_argument("--recipes", action="store_true",
+                    help="start-up also as fakv+recipes: FAKV_RECIPES=1 (fakv/recipes.py), in the same rounds")
     args = ap.parse_args()
     if args.child:
         return child(*args.child)
@@ -243,7 +246,7 @@ def main():
     import triton
     print(f"fakv from {os.path.dirname(fakv.__file__)}; triton {triton.__version__}; torch {torch.__version__}; "
           f"{torch.cuda.get_device_name()}")
-    starts = start_times(("fakv", "triton"), args.reps)
+    starts = start_times(("fakv", "fakv+recipes", "triton") if args.recipes else ("fakv", "triton"), args.reps)
     calls = [(name, library(name)[0]) for name in ("fakv", "triton")]
     rows = steady(calls) + fakv_variants()
     syncs = no_sync(calls)
@@ -251,11 +254,12 @@ def main():
 
     print("\nstart-up (bf16 b8 s8192 32/8 d128 paged 256; ms, median of "
           f"{args.reps} fresh processes; import = import fakv, or import triton + the peer)")
-    print(f"{'':8} {'':6} {'import':>8} {'1st call':>9} {'total':>8}")
+    width = max(8, *map(len, starts))
+    print(f"{'':{width}} {'':6} {'import':>8} {'1st call':>9} {'total':>8}")
     for name, s in starts.items():
         for kind in ("cold", "warm"):
             r = s[kind]
-            print(f"{name:8} {kind:6} {r['import_ms']:8.1f} {r['first_call_ms']:9.1f} {r['total_ms']:8.1f}")
+            print(f"{name:{width}} {kind:6} {r['import_ms']:8.1f} {r['first_call_ms']:9.1f} {r['total_ms']:8.1f}")
     print("\neager overhead per call (us, medians of 9 rounds interleaving the cases): eager = 500 calls in a row / 500; gpu = CUDA-graph replay; "
           "overhead = eager - gpu; host = host time per call before the sync")
     print(f"{'case':22} {'':13} {'gpu':>7} {'eager':>7} {'overhead':>9} {'host':>7}  max|out - fakv|")
