@@ -157,8 +157,8 @@ _SWAP_AB = {"1": True, "0": False}.get(os.environ.get("FAKV_SWAP_AB", ""))
 # FAKV_GATHER_PAGES=1: wherever the pages are smaller than a block, 0: never.
 _GATHER_PAGES = {"1": True, "0": False}.get(os.environ.get("FAKV_GATHER_PAGES", ""), "auto")
 # FAKV_ROW_BOXES=1: decode's TMA-copied K / V tiles in boxes of at most 16 rows, each box's 64-channel halves asked
-# for together (@fakv.jit(row_boxes=True)): an experiment, not measured yet (docs/decisions.md, "Next: MHA
-# contiguous"); unset or 0: boxes of a tile's (or a page's) rows, every box's first 64 channels, then the rest.
+# for together (@fakv.jit(row_boxes=True)): an experiment, no gain on the H200 (session 22: docs/decisions.md,
+# "Next: MHA contiguous"); unset or 0: boxes of a tile's (or a page's) rows, every box's first 64 channels, then the rest.
 _ROW_BOXES = os.environ.get("FAKV_ROW_BOXES") == "1"
 _GATHER_BYTES = 512 << 20
 _RING_BYTES = 96 * 1024       # a K/V ring that still lets two programs share an SM
@@ -595,11 +595,11 @@ class _ByLengths:
 _RECIPES = os.environ.get("FAKV_RECIPES") == "1"
 
 
-def _recipe_key(arguments, options, q):
+def _recipe_key(arguments, options):
     """recipes.key of a GPU call (None where a recipe cannot apply: host checks, the CPU path)."""
     from . import recipes
-    mode = _check_data()
-    if mode == 1 or not (T.is_torch(arguments[0]) and q.is_cuda) or compile_only():
+    mode, q = _check_data(), arguments[0]
+    if mode == 1 or not (T.is_torch(q) and q.is_cuda) or compile_only():
         return None
     return recipes.key(arguments, options, mode, T.device_properties(q))
 
@@ -608,7 +608,7 @@ def _store_recipe(arguments, options, recipe):
     """Writes the recipe of a call the fast path keeps (recipes.py), when
     every argument of its kernels is of a kind a recipe names."""
     from . import recipes
-    k = _recipe_key(arguments, options, arguments[0])
+    k = _recipe_key(arguments, options)
     if k is not None and recipe["decode_args"] is not None and recipe["combine_args"] is not None:
         recipes.store(k, recipe)
 
@@ -616,18 +616,13 @@ def _store_recipe(arguments, options, recipe):
 def _from_recipe(kernels, arguments, options):
     """A new signature's call prepared from its recipe, run: its output; or
     None (no recipe, or one that does not restore: the slow path then)."""
-    global _Tensor, _signature
     from . import recipes
     q = arguments[0]
-    k = _recipe_key(arguments, options, q)
+    k = _recipe_key(arguments, options)
     r = None if k is None else recipes.load(k)
     if r is None:
         return None
-    import torch
-    from . import _runtime
-    if _Tensor is None:
-        _runtime.set_tensor_type(torch.Tensor)
-        _Tensor, _signature = torch.Tensor, _runtime.signature
+    _see_torch()
     found = _key(kernels, *arguments, *options)
     if found is None:
         return None
@@ -647,8 +642,18 @@ def _from_recipe(kernels, arguments, options):
     if len(_CALLS) >= _MAX_CALLS:
         _CALLS.clear()
     _CALLS[found[0]] = call
-    _KEPT.add(kernels)
+    _KEPT.add(kernels)                               # the key holds their identities
     return call(found[1], q, arguments[3])
+
+
+def _see_torch():
+    """The fast path's tensor type and signature, once a GPU call is prepared."""
+    global _Tensor, _signature
+    if _Tensor is None:
+        import torch
+        from . import _runtime
+        _runtime.set_tensor_type(torch.Tensor)
+        _Tensor, _signature = torch.Tensor, _runtime.signature
 
 
 def _raw_allocator(torch):
@@ -896,7 +901,6 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
     # Docstring: _DOC below. Checks every argument and plans; runs the CPU
     # path through the JIT, or prepares the GPU call (a PreparedCall) and keeps it for
     # calls of the same signature.
-    global _Tensor, _signature
     kernels, given_seqlens = (decode, combine), cache_seqlens
 
     # ---- shapes, dtypes, devices --------------------------------------------------------------
@@ -1161,11 +1165,7 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
         return (out, lse) if return_softmax_lse else out
 
     # The GPU: compile (decode and combine in parallel) and prepare the call.
-    import torch
-    from . import _runtime
-    if _Tensor is None:
-        _runtime.set_tensor_type(torch.Tensor)
-        _Tensor, _signature = torch.Tensor, _runtime.signature
+    _see_torch()
     combined = splits > 1 and not merge_in              # a combine launch after decode
     early = (k is None or in_kernels) and batch * capacity * kv_heads * head_dim * 4 <= _EARLY_DECODE_BYTES
     call = _prepare(decode, decode_args, decode_consts, p["decode_grid"], combine if combined else None, combine_args,

@@ -34,11 +34,9 @@ _version = None
 def _code_version():
     global _version
     if _version is None:
-        parts = [cache.kernels_version()]
-        for name in _SOURCES:
-            st = os.stat(os.path.join(_HERE, name))
-            parts.append(f"{name}:{st.st_size}:{st.st_ino}:{st.st_mtime_ns}:{st.st_ctime_ns}")
-        _version = parts
+        h = hashlib.sha256(cache.kernels_version().encode())
+        cache._stat_files(h, _HERE, _SOURCES)
+        _version = h.hexdigest()
     return _version
 
 
