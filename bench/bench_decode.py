@@ -203,7 +203,8 @@ def append_rows(time_ms):
 def hand_packed(lib, paged, q, k, v, lens, table):
     """A launch of bench/kernels/decode_packed_by_hand.py on the bench's
     inputs (one split), writing a fresh output."""
-    from fakv.interface import errors_for, plan
+    from fakv.interface import plan
+    from fakv.prepare import errors_for
     from decode_packed_by_hand import decode, hand_packed_launch
     p = plan(B, 1, H, HK, D, "bf16", paged, k.shape[1], S, False, 1)
     grid, constexprs = hand_packed_launch(p, HK, H // HK)

@@ -148,15 +148,15 @@ def fakv_calls(cell):
 def fakv_merge_calls(cell):
     """fakv with FAKV_MERGE_SPLITS (decode merges its own splits: one
     launch; a prepared call's key holds the mode)."""
-    from fakv import interface
+    from fakv import prepare
     plain = fakv_calls(cell)
 
     def run(i):
-        interface._MERGE_SPLITS = True
+        prepare.MERGE_SPLITS = True
         try:
             return plain(i)
         finally:
-            interface._MERGE_SPLITS = False
+            prepare.MERGE_SPLITS = False
     return run
 
 

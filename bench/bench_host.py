@@ -22,7 +22,7 @@ machine:
 Shapes: bf16, 32 query / 8 kv heads, head dim 128, seqlen_q 1, num_splits
 0 (each library's own choice). fakv runs with its default checks.
 
-    python bench/bench_host.py [--reps 5] [--json OUT] [--recipes]
+    python bench/bench_host.py [--reps 5] [--json OUT] [--no-recipes]
 """
 import argparse
 import functools
@@ -91,7 +91,7 @@ def start_times(names, reps):
         for name in names:
             with tempfile.TemporaryDirectory(prefix="bench-host-cache-") as cache:
                 env = dict(os.environ, FAKV_CACHE_DIR=cache, TRITON_CACHE_DIR=cache,
-                           **({"FAKV_RECIPES": "1"} if name == "fakv+recipes" else {}),
+                           **({"FAKV_RECIPES": "0"} if name == "fakv-no-recipes" else {}),
                            PYTHONPATH=os.pathsep.join(filter(None, [
                                os.path.dirname(os.path.dirname(sys.modules["fakv"].__file__))
                                if "fakv" in sys.modules else None, os.environ.get("PYTHONPATH")])))
@@ -176,7 +176,7 @@ def fakv_variants():
     splits: one launch)."""
     import torch
     import fakv
-    from fakv import interface
+    from fakv import prepare
     rows = []
     for paged in (True, False):
         q, k, v, lens, table = inputs(1, 1024, paged)
@@ -190,13 +190,13 @@ def fakv_variants():
                                                       block_table=table)
         plain = lambda: fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table)  # noqa: E731
         for name, fn, merge in (("+append", append, False), ("merged", plain, True)):
-            interface._MERGE_SPLITS = merge
+            prepare.MERGE_SPLITS = merge
             warmed(fn)
             gpu = gpu_us(fn)
             eager, host = eager_us(fn)
             rows.append((f"b1 s1024 {'paged 256' if paged else 'contiguous'}", f"fakv {name}", gpu, eager,
                          eager - gpu, host, float("nan")))
-        interface._MERGE_SPLITS = False
+        prepare.MERGE_SPLITS = False
     return rows
 
 
@@ -234,8 +234,9 @@ def main():
     ap.add_argument("--child", nargs=2)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--json")
-    ap.add_argument("--recipes", action="store_true",
-                    help="start-up also as fakv+recipes: FAKV_RECIPES=1 (fakv/recipes.py), in the same rounds")
+    ap.add_argument("--no-recipes", action="store_true",
+                    help="start-up also as fakv-no-recipes: FAKV_RECIPES=0 (no recipes: the slow path's checks and "
+                         "plan at a new process's first call), in the same rounds")
     args = ap.parse_args()
     if args.child:
         return child(*args.child)
@@ -246,7 +247,7 @@ def main():
     import triton
     print(f"fakv from {os.path.dirname(fakv.__file__)}; triton {triton.__version__}; torch {torch.__version__}; "
           f"{torch.cuda.get_device_name()}")
-    starts = start_times(("fakv", "fakv+recipes", "triton") if args.recipes else ("fakv", "triton"), args.reps)
+    starts = start_times(("fakv", "fakv-no-recipes", "triton") if args.no_recipes else ("fakv", "triton"), args.reps)
     calls = [(name, library(name)[0]) for name in ("fakv", "triton")]
     rows = steady(calls) + fakv_variants()
     syncs = no_sync(calls)

@@ -21,7 +21,7 @@ sys.path[:0] = [os.path.dirname(os.path.abspath(__file__)), os.path.join(os.path
 import source_tree  # noqa: E402,F401
 import torch  # noqa: E402
 import fakv  # noqa: E402
-from fakv import interface  # noqa: E402
+from fakv import interface, prepare  # noqa: E402
 from timing import graph_time_ms  # noqa: E402
 
 H, HK, D, PAGE, S = 32, 8, 128, 256, 8192
@@ -53,7 +53,7 @@ def main():
                 p["combine_grid"] = (math.ceil(a[2] / hb),) + tuple(p["combine_grid"][1:])
             return p
         interface.plan = plan
-        interface._CALLS.clear()
+        prepare.CALLS.clear()
         row = []
         for make in calls.values():
             for ns in (29, 32, 33):

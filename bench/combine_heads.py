@@ -19,7 +19,7 @@ sys.path[:0] = [os.path.dirname(os.path.abspath(__file__)), os.path.join(os.path
 import source_tree  # noqa: E402,F401
 import torch  # noqa: E402
 import fakv  # noqa: E402
-from fakv import interface  # noqa: E402
+from fakv import interface, prepare  # noqa: E402
 from bench_decode import inputs  # noqa: E402
 from timing import graph_time_ms  # noqa: E402
 
@@ -42,7 +42,7 @@ def forced(hb, call):
     def fn():
         if FORCE[0] != hb:
             FORCE[0] = hb
-            interface._CALLS.clear()          # (prepared calls are keyed by the arguments, not the plan)
+            prepare.CALLS.clear()          # (prepared calls are keyed by the arguments, not the plan)
         return call()
     return fn
 

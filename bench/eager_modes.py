@@ -26,7 +26,7 @@ MODES = ("combine", "cluster", "1 split")
 
 def main():
     import fakv
-    from fakv import interface
+    from fakv import interface, prepare
     rows = {}
     for rnd in range(3):
         for paged in (True, False):
@@ -34,7 +34,7 @@ def main():
             ref = None
             for mode in (MODES if rnd % 2 == 0 else MODES[::-1]):
                 interface._CLUSTER_SPLITS = mode == "cluster"
-                interface._CALLS.clear()
+                prepare.CALLS.clear()
                 splits = 1 if mode == "1 split" else 0
                 fn = lambda: fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table,  # noqa
                                                           num_splits=splits)

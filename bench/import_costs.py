@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """What each module of a warm start costs to import on the GPU machine:
 fresh processes that import torch and make a CUDA tensor, then import
-fakv's warm-path modules one at a time in dependency order (medians of 7);
+fakv's warm-path modules one at a time in dependency order (fakv.api's
+import also starts the error word's thread), then the slow path's (medians of 7);
 also unmarshalling fakv.interface's .pyc and executing it again, a Python
 thread started and joined, and dlopen of libcuda.so.1 (RTLD_NOW against
 RTLD_LAZY) after torch. Diagnostics for bench_host.py's warm start, beside
@@ -17,8 +18,9 @@ torch.empty(1, device="cuda")
 print("meta_path:", [type(f).__name__ if not isinstance(f, type) else f.__name__ for f in sys.meta_path], file=sys.stderr)
 print("path_hooks:", len(sys.path_hooks), "sys.path:", len(sys.path), file=sys.stderr)
 out = {}
-for m in ["fakv", "fakv._build_id", "fakv.errors", "fakv.compiled", "fakv.signature", "fakv.heuristics",
-          "fakv.tensors", "fakv.lengths_hint", "fakv.runtime", "fakv.cache", "fakv._runtime", "fakv.interface"]:
+for m in ["fakv", "fakv._build_id", "fakv.errors", "fakv.compiled", "fakv.tensors", "fakv.runtime", "fakv.cache",
+          "fakv._runtime", "fakv.prepare", "fakv.recipes", "fakv.api",        # (a warm start's, in order)
+          "fakv.signature", "fakv.heuristics", "fakv.lengths_hint", "fakv.interface"]:      # (the slow path's)
     t = time.perf_counter(); importlib.import_module(m); out[m] = time.perf_counter() - t
 from fakv import _runtime
 t = time.perf_counter(); _runtime.current_context(); out["_runtime.current_context() (the driver loaded: RTLD_NOW)"] = time.perf_counter() - t

@@ -23,14 +23,14 @@ import source_tree  # noqa: E402,F401
 def main():
     import torch
     import fakv
-    from fakv import interface
+    from fakv import prepare
     from bench_decode import inputs
     for seqlen in (1024, 8192):
         for paged in (True, False):
             q, k, v, lens, table = inputs(torch, paged, B=1, S=seqlen)
             for merge in (False, True):
-                interface._MERGE_SPLITS = merge          # (read per call by the plan; prepared calls forgotten)
-                interface._CALLS.clear()
+                prepare.MERGE_SPLITS = merge          # (read per call by the plan; prepared calls forgotten)
+                prepare.CALLS.clear()
                 call = lambda: fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens,  # noqa: E731
                                                             block_table=table)
                 for _ in range(3):

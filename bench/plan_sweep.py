@@ -34,7 +34,7 @@ SWEEP = [
 def main():
     import torch
     import fakv
-    from fakv import interface
+    from fakv import interface, prepare
     original = interface._plan
     override = {}
 
@@ -55,7 +55,7 @@ def main():
         for splits, block_n, stages in variants:
             override.clear()
             override.update(BLOCK_N=block_n, stages=stages)
-            interface._CALLS.clear()                  # prepared calls hold the plan they were made with
+            prepare.CALLS.clear()                  # prepared calls hold the plan they were made with
             run = lambda i, s=splits: fakv.flash_attn_with_kvcache(  # noqa: E731
                 cell.q, cell.k[i], cell.v[i], cache_seqlens=cell.lens, block_table=cell.table, causal=True,
                 num_splits=s)

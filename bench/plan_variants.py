@@ -46,7 +46,7 @@ from timing import graph_time_ms  # noqa: E402
 def variant(name):
     """fakv.interface as the variant `name` has it ("a=1+b=2": both), restored
     after; yields the num_splits to pass (0: planned)."""
-    from fakv import interface
+    from fakv import interface, prepare
     from fakv import lengths_hint
     saved = {k: getattr(interface, k) for k in ("_SWAP_AB", "_ADAPTIVE_SPLITS", "_MERGE_SPLITS", "_EARLY_DECODE_BYTES",
                                                  "_SPLIT_MIN_BLOCKS_SWAPPED", "_GATHER_PAGES", "_CLUSTER_SPLITS",
@@ -68,7 +68,7 @@ def variant(name):
         elif kind == "adaptive":
             interface._ADAPTIVE_SPLITS = int(value)
         elif kind == "merge":
-            interface._MERGE_SPLITS = True
+            prepare.MERGE_SPLITS = True
         elif kind == "early":
             interface._EARLY_DECODE_BYTES = 1 << 62 if value == "1" else -1
         elif kind == "hint":
@@ -93,7 +93,7 @@ def variant(name):
                 p["decode_options"]["pack_gqa"] = 1
             return p
         interface.plan = plan
-    interface._CALLS.clear()
+    prepare.CALLS.clear()
     interface._plan.cache_clear()
     try:
         yield splits
@@ -101,7 +101,7 @@ def variant(name):
         for k, v in saved.items():
             setattr(interface, k, v)
         lengths_hint.ENABLED = hint
-        interface._CALLS.clear()
+        prepare.CALLS.clear()
         interface._plan.cache_clear()
 
 

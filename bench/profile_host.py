@@ -39,27 +39,27 @@ def per_call_us(fn, n=2000):
 def steps():
     import torch
     import fakv
-    from fakv import interface, runtime
+    from fakv import prepare, runtime
     from bench_host import inputs
-    raw_alloc, raw_delete = interface._raw_allocator(torch)
+    raw_alloc, raw_delete = prepare.raw_allocator(torch)
     stream = runtime.stream_getter()
     for paged in (True, False):
         q, k, v, lens, table = inputs(1, 1024, paged)
-        api = lambda: fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table)  # noqa: E731
-        api()
+        whole = lambda: fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table)  # noqa: E731
+        whole()
         key_args = ((None, None), q, k, v, lens, table, None, None, None, None, None, None, None, None, False, (-1, -1),
                     0.0, True, 0, False)
-        key, ptrs = interface._key(*key_args)
-        call = interface._CALLS[key]
+        key, ptrs = prepare.key(*key_args)
+        call = prepare.CALLS[key]
         s = stream()
         shape, device = tuple(q.shape), q.device
         rows = [
-            ("whole API call", per_call_us(api)),
+            ("whole API call", per_call_us(whole)),
             ("prepared call alone (C: outputs, workspace, 2 launches)", per_call_us(lambda: call(ptrs, q, lens))),
             ("raise_pending", per_call_us(runtime.raise_pending)),
-            ("the key (signature, in C)", per_call_us(lambda: interface._key(*key_args))),
-            ("_CALLS lookup", per_call_us(lambda: interface._CALLS.get(key))),
-            ("FAKV_CHECK_DATA read", per_call_us(interface._check_data)),
+            ("the key (signature, in C)", per_call_us(lambda: prepare.key(*key_args))),
+            ("CALLS lookup", per_call_us(lambda: prepare.CALLS.get(key))),
+            ("FAKV_CHECK_DATA read", per_call_us(prepare.check_data)),
             ("torch.empty_like(q) (out)", per_call_us(lambda: torch.empty_like(q))),
             ("workspace: raw alloc + delete", per_call_us(lambda: raw_delete(raw_alloc(4096, s)))),
             ("stream()", per_call_us(stream)),
@@ -74,8 +74,8 @@ def steps():
                 lambda: torch.empty(shape, dtype=torch.bfloat16, device=device))),
             ("q.new_empty(shape)", per_call_us(lambda: q.new_empty(shape))),
             ("the key, then the prepared call (the fast path by hand)", per_call_us(
-                lambda: interface._CALLS[interface._key(*key_args)[0]](ptrs, q, lens))),
-            ("whole API call, again (the host's drift since the first row)", per_call_us(api)),
+                lambda: prepare.CALLS[prepare.key(*key_args)[0]](ptrs, q, lens))),
+            ("whole API call, again (the host's drift since the first row)", per_call_us(whole)),
         ]
         print(f"\nb1 s1024 {'paged 256' if paged else 'contiguous'}")
         for name, us in rows:
@@ -83,7 +83,7 @@ def steps():
 
 
 WARM = """
-import time, torch, sys, collections, json
+import time, torch, sys, os, collections, json
 sys.path[:0] = {paths!r}
 from bench_host import inputs
 q, k, v, lens, table = inputs(8, 8192, True)
@@ -93,7 +93,9 @@ import fakv
 t1 = time.perf_counter()
 api = fakv.flash_attn_with_kvcache          # (as a user's first call loads it: fakv.__getattr__, the GC paused)
 t2 = time.perf_counter()
-import fakv.interface as I, fakv.runtime as R, fakv.cache as C, fakv.tensors as T
+import fakv.api as A, fakv.prepare as P, fakv.recipes as RC, fakv.runtime as R, fakv.cache as C, fakv.tensors as T
+if os.environ.get("FAKV_RECIPES") == "0":    # (the slow path's spans: fakv.interface imported before the call)
+    import fakv.interface as I
 spent = collections.defaultdict(float)
 def timed(owner, name, label, static=False):
     f = getattr(owner, name)
@@ -105,7 +107,8 @@ def timed(owner, name, label, static=False):
             spent[label] += time.perf_counter() - t
     setattr(owner, name, staticmethod(wrapper) if static else wrapper)
 for owner, name, label, *static in SPANS:
-    timed(eval(owner), name, label, *static)
+    if owner != "I" or "I" in globals():
+        timed(eval(owner), name, label, *static)
 out = api(q, k, v, cache_seqlens=lens, block_table=table)
 t3 = time.perf_counter()
 torch.cuda.synchronize()
@@ -119,24 +122,28 @@ print(json.dumps(dict(spent, **{{"import fakv": t1 - t0, "the API (fakv.flash_at
                                 "modules": sorted(m[5:] for m in sys.modules if m.startswith("fakv."))}})))
 """
 
-# The first call's spans (nested ones count inside their callers'; each the sum over its calls).
+# The first call's spans (nested ones count inside their callers'; each the sum over its calls). A recipe's
+# call (api._from_recipe), or with FAKV_RECIPES=0 the slow path's (interface._attention).
 SPANS = [
     ("R", "raise_pending", "raise_pending"),
-    ("I", "_attention", "_attention (the first call's Python path)"),
+    ("A", "_from_recipe", "_from_recipe (a call from its recipe)"),
+    ("RC", "key_of", "  recipes.key_of"),
+    ("RC", "load", "  recipes.load (read, parse)"),
+    ("I", "_attention", "_attention (the slow path)"),
     ("T", "device_properties", "  device_properties (SMs, L2)"),
+    ("C", "kernels_version", "    kernels_version (stat the sources)"),
     ("I", "plan", "  plan"),
     ("I", "_capturing", "  _capturing (torch)"),
-    ("I", "errors_for", "  errors_for (the error word)"),
-    ("I", "_prepare", "  _prepare"),
-    ("I", "_specialise_all", "    _specialise_all"),
-    ("I", "_index_part", "      _index_part (arg kinds)"),
-    ("C", "kernels_version", "      kernels_version (stat the sources)"),
-    ("C", "index_key", "      index_key (with kernels_version)"),
+    ("P", "errors_for", "  errors_for (the error word)"),
+    ("P", "call", "  prepare.call"),
+    ("P", "specialise_all", "    specialise_all"),
+    ("P", "index_key", "      index_key (arg kinds, kernels_version)"),
     ("C", "load_index", "      load_index (read, sha256)"),
     ("R.GPUKernel", "__init__", "    GPUKernel (cuModuleLoad, Kernel)"),
     ("R", "stream_getter", "    stream_getter"),
-    ("I", "_raw_allocator", "    _raw_allocator"),
-    ("I", "_key", "  _key (signature)"),
+    ("P", "raw_allocator", "    raw_allocator"),
+    ("P", "key", "  key (signature)"),
+    ("R", "error_word", "  error_word (the native thread joined)"),
 ]
 
 
@@ -174,7 +181,7 @@ for fn in (decode, *decode._variants.values(), combine):
 IMPORTS = """
 import sys, torch
 print("--- after torch ---", file=sys.stderr, flush=True)
-import fakv, fakv.interface
+import fakv, fakv.api, fakv.recipes
 """
 
 

@@ -33,12 +33,12 @@ def ncu_calls():
     """Four calls of b32 s8K paged 256 as planned, then four with ADAPTIVE=4, for Nsight Compute."""
     import torch
     import fakv
-    from fakv import interface
+    from fakv import interface, prepare
     cell = G.Cell(SHAPES[3], 256)
     for splits in (0, 4):
         interface._ADAPTIVE_SPLITS = splits
         interface._plan.cache_clear()
-        interface._CALLS.clear()
+        prepare.CALLS.clear()
         for i in range(4):
             fakv.flash_attn_with_kvcache(cell.q, cell.k[i % cell.copies], cell.v[i % cell.copies],
                                          cache_seqlens=cell.lens, block_table=cell.table, causal=True)
@@ -48,7 +48,7 @@ def ncu_calls():
 def main():
     import torch
     import fakv
-    from fakv import interface
+    from fakv import interface, prepare
     longest_first = interface._LONGEST_FIRST          # (FAKV_LONGEST_FIRST as set)
     adaptive = interface._ADAPTIVE_SPLITS             # (FAKV_ADAPTIVE_SPLITS as set)
     print(f"copy {G.copy_bandwidth():.2f} TB/s; us per call: s0 as planned (its split count and ADAPTIVE in "
@@ -63,18 +63,18 @@ def main():
             for s in SPLITS:
                 # (FAKV_ADAPTIVE_SPLITS, FAKV_MERGE_SPLITS), set before the calls are made and captured
                 # ("planned", s0: the default, by the lengths hint; the rest never ADAPTIVE unless asked)
-                interface._ADAPTIVE_SPLITS, interface._MERGE_SPLITS = ADAPTIVE.get(s, (None if s == 0 else 0, False))
+                interface._ADAPTIVE_SPLITS, prepare.MERGE_SPLITS = ADAPTIVE.get(s, (None if s == 0 else 0, False))
                 interface._LONGEST_FIRST = s == "longest-first" or longest_first
                 interface._plan.cache_clear()
-                interface._CALLS.clear()
+                prepare.CALLS.clear()
                 run = lambda i, s=s: fakv.flash_attn_with_kvcache(  # noqa: E731
                     cell.q, cell.k[i], cell.v[i], cache_seqlens=cell.lens, block_table=cell.table, causal=True,
                     num_splits=0 if s in ADAPTIVE or s == "longest-first" else s)
                 t, _ = G.graph_time_ms([lambda i=i: run(i) for i in range(cell.copies)])
                 row.append(f"{s if s in ADAPTIVE or s == 'longest-first' else f's{s}'}={t * 1e3:7.1f}")
-            interface._ADAPTIVE_SPLITS, interface._MERGE_SPLITS, interface._LONGEST_FIRST = adaptive, False, longest_first
+            interface._ADAPTIVE_SPLITS, prepare.MERGE_SPLITS, interface._LONGEST_FIRST = adaptive, False, longest_first
             interface._plan.cache_clear()
-            interface._CALLS.clear()
+            prepare.CALLS.clear()
             print(f"{shape[0]:20} page {page:3} [{p['num_splits']} splits, ADAPTIVE={p['decode']['ADAPTIVE']}, "
                   f"LONGEST_FIRST={p['decode']['LONGEST_FIRST']}]: "
                   + " ".join(row), flush=True)

@@ -19,7 +19,10 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <string>
+#include <system_error>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -45,6 +48,65 @@ PyObject *hostMapped(PyObject *, PyObject *args) {
   if (failed)
     return raiseRuntime();
   return PyLong_FromVoidPtr(p);
+}
+
+// The error word's page pinned meanwhile: host_mapped's work in a native
+// thread (no Python in it: starting one costs tens of microseconds, a
+// Python thread's start hundreds on the lent machines, on a new process's
+// first call). One at a time; the object is never freed (its thread may
+// still be in the driver when nobody waits for it).
+struct PendingMapped {
+  std::thread thread;
+  void *address = nullptr;
+  bool failed = false;
+};
+PendingMapped *pendingMapped = nullptr;
+std::mutex pendingMappedLock;
+
+/// start_host_mapped(nbytes, context): host_mapped(nbytes, context) begun in a thread of its own.
+PyObject *startHostMapped(PyObject *, PyObject *args) {
+  Py_ssize_t bytes = 0;
+  PyObject *contextArg = nullptr;
+  if (!PyArg_ParseTuple(args, "nO", &bytes, &contextArg))
+    return nullptr;
+  void *context = contextArg != Py_None ? PyLong_AsVoidPtr(contextArg) : nullptr;
+  if (PyErr_Occurred())
+    return nullptr;
+  std::lock_guard<std::mutex> guard(pendingMappedLock);
+  if (pendingMapped) {
+    PyErr_SetString(PyExc_RuntimeError, "start_host_mapped: one is pending already");
+    return nullptr;
+  }
+  auto *pending = new PendingMapped;
+  try {
+    pending->thread = std::thread([pending, bytes, context] {
+      pending->failed = fakv_host_mapped(static_cast<size_t>(bytes), context, &pending->address) != 0;
+    });
+  } catch (const std::system_error &e) {
+    delete pending;
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+    return nullptr;
+  }
+  pendingMapped = pending;
+  Py_RETURN_NONE;
+}
+
+/// wait_host_mapped() -> the address start_host_mapped's thread got, once it
+/// is done; None when none is pending or it failed (host_mapped then says why).
+PyObject *waitHostMapped(PyObject *, PyObject *) {
+  PendingMapped *pending;
+  {
+    std::lock_guard<std::mutex> guard(pendingMappedLock);
+    pending = pendingMapped;
+    pendingMapped = nullptr;
+  }
+  if (!pending)
+    Py_RETURN_NONE;
+  Py_BEGIN_ALLOW_THREADS pending->thread.join();
+  Py_END_ALLOW_THREADS
+  if (pending->failed || !pending->address)
+    Py_RETURN_NONE;
+  return PyLong_FromVoidPtr(pending->address);
 }
 
 /// current_context() -> the calling thread's current CUDA context (an int; 0: none).
@@ -101,6 +163,10 @@ PyMethodDef moduleMethods[] = {
     {"host_mapped", hostMapped, METH_VARARGS,
      "host_mapped(nbytes, context=None) -> address of zeroed page-locked host memory every device can "
      "write (allocated with `context` made current in this thread, when given)"},
+    {"start_host_mapped", startHostMapped, METH_VARARGS,
+     "start_host_mapped(nbytes, context) -> None: host_mapped begun in a native thread of its own"},
+    {"wait_host_mapped", waitHostMapped, METH_NOARGS,
+     "wait_host_mapped() -> start_host_mapped's address once done, or None (none pending, or it failed)"},
     {"current_context", currentContext, METH_NOARGS,
      "current_context() -> this thread's current CUDA context, or 0"},
     {"device_properties", deviceProperties, METH_O,

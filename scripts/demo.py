@@ -20,7 +20,7 @@ sys.path[:0] = [os.path.join(ROOT, "test", "python"), os.path.join(ROOT, "test",
 import source_tree  # noqa: E402,F401  (the source tree's fakv when it is built, else the installed one)
 import fakv  # noqa: E402
 from attention_ref import NP_DTYPES, attention, check, gather  # noqa: E402
-from fakv import interface  # noqa: E402
+from fakv import prepare  # noqa: E402
 from fakv.interface import _kernels  # noqa: E402
 
 
@@ -85,7 +85,7 @@ def main():
             where = f"cubin {c.path}" if getattr(c, "path", None) else "CPU module"
             print(f"[demo] compiled {fn.__name__}: {len(c.ir.splitlines())} lines of fakv IR -> {where} "
                   f"(cache: {c.cache})")
-    indexed = {c.path: c.name for found in interface._INDEXED.values() for c in found if c.cache == "index"}
+    indexed = {c.path: c.name for found in prepare.INDEXED.values() for c in found if c.cache == "index"}
     for path, name in indexed.items():             # a warm start: the binaries named by the cache's index
         print(f"[demo] {name}: cubin {path} (found through the cache's index: no IR generated)")
     print("[demo] see the IR: python -m fakv.compile kernels/decode.py --emit fakv "

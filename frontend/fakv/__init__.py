@@ -75,9 +75,8 @@ def __getattr__(name):
     import importlib        # (not `from . import`: it would ask this function again)
     if name in ("flash_attn_with_kvcache", "with_kernels"):
         with _gc_paused:
-            interface = importlib.import_module("fakv.interface")
-        globals().update(flash_attn_with_kvcache=interface.flash_attn_with_kvcache,
-                         with_kernels=interface.with_kernels)
+            api = importlib.import_module("fakv.api")
+        globals().update(flash_attn_with_kvcache=api.flash_attn_with_kvcache, with_kernels=api.with_kernels)
         return globals()[name]
     if name == "language":
         return importlib.import_module("fakv.language")

@@ -13,7 +13,7 @@ is a miss (and is rewritten). A directory that cannot be written leaves the
 kernel in memory only, with one warning.
 
 The index (load_index / store_index) maps what an API call specialises on
-(interface.py) to its kernels, cubins included (one file read on a warm
+(prepare.py) to its kernels, cubins included (one file read on a warm
 start: the lent GPU machines' file systems cost 0.1-0.2 ms an open), so
 that a new process finds them without importing the kernels and the DSL;
 a cubin whose checksum does not match makes the whole entry a miss. Its keys include

@@ -50,7 +50,7 @@ def attention_specialisations(config, kernels):
     import ml_dtypes
     import numpy as np
     os.environ["FAKV_COMPILE_ONLY"] = "1"
-    from . import interface
+    from . import api, interface
     c = {"batch": 1, "seqlen_q": 1, "heads": 32, "kv_heads": 8, "head_dim": 128, "page_size": 0,
          "seqlen_k": 4096, "causal": False, "num_splits": 1, "dtype": "bf16"}
     for item in filter(None, config.split(",")):
@@ -73,8 +73,8 @@ def attention_specialisations(config, kernels):
     kernels_used = [decode, *decode._variants.values(), combine]
     for fn in kernels_used:
         fn.clear()
-    interface.with_kernels(decode, combine)(q, cache, cache, cache_seqlens=c["seqlen_k"], block_table=table,
-                                      causal=c["causal"], num_splits=c["num_splits"])
+    api.with_kernels(decode, combine)(q, cache, cache, cache_seqlens=c["seqlen_k"], block_table=table,
+                                causal=c["causal"], num_splits=c["num_splits"])
     out = {}
     for fn in [decode, *decode._variants.values(), combine]:
         for compiled in fn._compiled.values():

@@ -1,4 +1,4 @@
-"""One specialisation of a kernel (jitfunction.py makes them; interface.py
+"""One specialisation of a kernel (jitfunction.py makes them; prepare.py
 makes them too from the cache's index on a warm start)."""
 
 

@@ -1,5 +1,7 @@
-"""fakv.flash_attn_with_kvcache: FlashAttention's KV-cache attention API,
-run by the kernels in kernels/ (decode.py, combine.py).
+"""The slow path of fakv.flash_attn_with_kvcache (api.py): FlashAttention's
+KV-cache attention checked, planned and run by the kernels in kernels/
+(decode.py, combine.py, append.py), on the CPU path through the JIT, or on
+the GPU as a prepared call (prepare.py) the API's fast path keeps.
 
 Same signature, defaults, shapes and results as flash_attn.flash_attn_with_kvcache
 (docs/api.md lists what is implemented and what we chose where FlashAttention
@@ -10,12 +12,10 @@ import math
 import numbers
 import os
 
-from . import _gc_paused, cache, runtime
+from . import prepare, runtime
 from .cache import compile_only
-from .compiled import Compiled
-from .signature import arg_kind, divisible
 from . import tensors as T
-from .errors import DataError, FakvError
+from .errors import DataError, FakvError, capacity_error
 from .heuristics import num_splits_heuristic
 
 _DTYPES = ("f16", "bf16")
@@ -33,41 +33,8 @@ def _append_kernel():
     return append.append
 
 
-class _Lazy:
-    """A kernel of fakv.kernels, with @fakv.jit options, imported only when
-    it is compiled or run on the CPU path: the API's GPU calls specialise
-    through _specialise_all, which finds a kernel already compiled by any
-    process through the cache's index, without importing the kernels and
-    the DSL (a warm start). One object per (module, name, options)."""
-    _made = {}
-
-    def __init__(self, module, name, options):
-        self.module, self.__name__, self.options, self._fn = module, name, options, None
-
-    @classmethod
-    def get(cls, module, name, **options):
-        key = (module, name, tuple(sorted(options.items())))
-        if key not in cls._made:
-            cls._made[key] = cls(module, name, options)
-        return cls._made[key]
-
-    def with_options(self, **options):
-        return _Lazy.get(self.module, self.__name__, **dict(self.options, **options))
-
-    def resolve(self):
-        """The JITFunction (the kernel's module imported now)."""
-        if self._fn is None:
-            import importlib
-            fn = getattr(importlib.import_module("fakv.kernels." + self.module), self.__name__)
-            self._fn = fn.with_options(**self.options) if self.options else fn
-        return self._fn
-
-    def __getitem__(self, grid):
-        return self.resolve()[grid]
-
-
 def _lazy_kernels():
-    return _Lazy.get("decode", "decode"), _Lazy.get("combine", "combine")
+    return prepare.Lazy.get("decode", "decode"), prepare.Lazy.get("combine", "combine")
 
 
 def _pow2(n):
@@ -355,19 +322,13 @@ def plain_extras(seqlens, lse, capacity, errors=None):
     used: (BatchIdx, softcap, left, right, Slopes, slopes_batch_stride,
     Errors, capacity, LeftPad, new_keys, Counters, KNew, VNew, the new keys'
     3 strides, Cos, Sin, cos_stride, rotary_dim, rotary_rows, q_step);
-    pointers to tensors never read, the error word (errors_for(seqlens) when
+    pointers to tensors never read, the error word (prepare.errors_for(seqlens) when
     not given) and the rows a sequence's cache holds."""
-    return (seqlens, 0.0, -1, -1, lse, 0, errors_for(seqlens) if errors is None else errors, capacity, seqlens, 0,
-            seqlens, lse, lse, 0, 0, 0, lse, lse, 0, 0, 0, 0)
+    errors = prepare.errors_for(seqlens) if errors is None else errors
+    return (seqlens, 0.0, -1, -1, lse, 0, errors, capacity, seqlens, 0, seqlens, lse, lse, 0, 0, 0, lse, lse,
+            0, 0, 0, 0)
 
 
-# FAKV_MERGE_SPLITS=1: with several splits, the decode kernel's last split
-# of each row merges them (kernels/splits.py's merge_splits, through
-# fl.atomic_add on a counter per row): one launch instead of decode + combine.
-# Not the default until measured on the GPU. Its counters are one buffer per
-# stream (calls on one stream run in turn); a prepared call's key holds the
-# mode and then the stream (_key).
-_MERGE_SPLITS = os.environ.get("FAKV_MERGE_SPLITS") == "1"
 # Small calls merge their splits in a thread-block cluster: on the GPU, a call whose splits (at most _CLUSTER_MAX, a
 # power of two) read at most _CLUSTER_BLOCKS key blocks each, in at most _CLUSTER_PROGRAMS programs, runs each row's
 # splits as one cluster that merges them through distributed shared memory (decode.py's MERGE > 1,
@@ -410,14 +371,6 @@ _FUSED_MAX_BLOCKS = 17        # key blocks per split (decode.py's share, APPEND'
                               # call decode appends itself
 _APPEND_REGISTERS = (24, 232)   # (producer, consumer) per thread: compiled at their average, 128
 _COUNTERS = {}          # (device, stream) -> the counters buffers made (the largest last; all kept)
-_STREAM = None          # runtime.stream_getter(), once needed
-
-
-def _current_stream():
-    global _STREAM
-    if _STREAM is None:
-        _STREAM = runtime.stream_getter()
-    return _STREAM()
 
 
 def _counters(q, n, on_gpu):
@@ -428,20 +381,10 @@ def _counters(q, n, on_gpu):
     if not on_gpu:
         return T.full_int32((n,), 0, q)
     import torch
-    kept = _COUNTERS.setdefault((q.device, _current_stream()), [])
+    kept = _COUNTERS.setdefault((q.device, prepare.current_stream()), [])
     if not kept or kept[-1].numel() < n:
         kept.append(torch.zeros(max(n, 4096), dtype=torch.int32, device=q.device))
     return kept[-1]
-
-
-def errors_for(like):
-    """Where a kernel launched on `like`'s device reports bad data: the
-    process's error word (a runtime.Pointer) on the GPU, a fresh int32 array
-    on the CPU path."""
-    if T.device(like) == "cuda":
-        return runtime.Pointer(runtime.error_word(), "i32", T.device_index(like))
-    import numpy as np
-    return np.zeros(1, np.int32)
 
 
 def _check_layout(name, t, copied=False):
@@ -466,93 +409,9 @@ def _check(cond, message):
         raise FakvError("flash_attn_with_kvcache: " + message)
 
 
-def with_kernels(decode=None, combine=None):
-    """flash_attn_with_kvcache run by other kernels: `decode` in place of
-    kernels/decode.py's (a copy with another score_mod, say; same
-    parameters) and `combine` in place of kernels/combine.py's. Returns a
-    function with flash_attn_with_kvcache's signature (kernels/README.md)."""
-    kernels = (decode, combine)
-
-    def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None, rotary_sin=None,
-                                cache_seqlens=None, cache_batch_idx=None, cache_leftpad=None, block_table=None,
-                                softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0,
-                                rotary_interleaved=True, alibi_slopes=None, num_splits=0,
-                                return_softmax_lse=False):
-        runtime.raise_pending()              # a kernel of an earlier call found bad data
-        if type(q) is _Tensor:
-            found = _key(kernels, q, k_cache, v_cache, cache_seqlens, block_table, cache_batch_idx, alibi_slopes,
-                         k, v, rotary_cos, rotary_sin, cache_leftpad, softmax_scale, causal, window_size, softcap,
-                         rotary_interleaved, num_splits, return_softmax_lse)
-            if found is not None:
-                call = _CALLS.get(found[0])
-                if call is not None:
-                    out = call(found[1], q, cache_seqlens)
-                    if out is not None:                  # (None: _ByLengths has no call for this hint yet)
-                        return out
-        with _gc_paused:                       # (a call prepared: fakv/__init__.py's _GCPaused)
-            if _RECIPES and k is None and kernels == (None, None):
-                out = _from_recipe(kernels, (q, k_cache, v_cache, cache_seqlens, block_table, cache_batch_idx,
-                                             alibi_slopes, k, v, rotary_cos, rotary_sin, cache_leftpad),
-                                   (softmax_scale, causal, window_size, softcap, rotary_interleaved, num_splits,
-                                    return_softmax_lse))
-                if out is not None:
-                    return out
-            return _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens,
-                              cache_batch_idx, cache_leftpad, block_table, softmax_scale, causal, window_size,
-                              softcap, rotary_interleaved, alibi_slopes, num_splits, return_softmax_lse)
-
-    flash_attn_with_kvcache.__doc__ = _DOC
-    return flash_attn_with_kvcache
-
-
-# os.environ's own mapping (bytes on POSIX): a read of it costs a tenth of
-# os.environ.get's, which is on every call's path; it sees os.environ's
-# changes, as os.environ.get does.
-_ENV, _CHECK_DATA = (os.environ._data, b"FAKV_CHECK_DATA") if isinstance(
-    getattr(os.environ, "_data", None), dict) and os.name == "posix" else (os.environ, "FAKV_CHECK_DATA")
-
-
-_MODES = {b"1": 1, "1": 1, b"0": 0, "0": 0}
-
-
-def _check_data():
-    """FAKV_CHECK_DATA as 1 ("1": check cache_seqlens, block_table and
-    cache_batch_idx on the host before every GPU launch, a copy to the host
-    that waits for the GPU; not while a CUDA graph is captured), 0 ("0": no
-    host checks on the CPU path either) or None (unset: the CPU path checks
-    on the host, the GPU path does not). Kernels check and report bad data
-    whatever it says."""
-    return _MODES.get(_ENV.get(_CHECK_DATA))
-
-
 def _capturing():
     import torch
     return torch.cuda.is_current_stream_capturing()
-
-
-# ---- the fast path: one prepared call per signature ----------------------------------------
-# A torch call whose arguments have the shapes, strides, dtypes, devices,
-# alignment and options of an earlier one reuses that call's checks, plan
-# and kernels: only addresses, the outputs and an int cache_seqlens change.
-
-_Tensor = None          # torch.Tensor, once a call has seen torch
-_signature = None       # fakv._runtime.signature, then
-_CALLS = {}
-_MAX_CALLS = 256
-_KEPT = set()           # the with_kernels kernels the keys name
-
-
-def _key(kernels, q, k_cache, v_cache, cache_seqlens, block_table, cache_batch_idx, alibi_slopes, k, v, rotary_cos,
-         rotary_sin, cache_leftpad, softmax_scale, causal, window_size, softcap, rotary_interleaved, num_splits,
-         return_softmax_lse):
-    """(key, addresses) of a call (fakv._runtime.signature), or None when an
-    argument is of a kind the key cannot hold. The one place both the fast
-    path and the call that prepares make it."""
-    return _signature((q, k_cache, v_cache, cache_seqlens, block_table, cache_batch_idx, alibi_slopes, k, v,
-                       rotary_cos, rotary_sin, cache_leftpad),
-                      (softmax_scale, causal, window_size, softcap, rotary_interleaved, num_splits,
-                       return_softmax_lse, _check_data(), (_current_stream(),) if _MERGE_SPLITS else None),
-                      kernels)
 
 
 lengths_hint = None     # fakv.lengths_hint, loaded by the first call whose plan depends on the lengths (_ragged)
@@ -591,225 +450,6 @@ class _ByLengths:
         return out
 
 
-# Prepared calls' recipes on disk (fakv/recipes.py; an experiment, off unless FAKV_RECIPES=1).
-_RECIPES = os.environ.get("FAKV_RECIPES") == "1"
-
-
-def _recipe_key(arguments, options):
-    """recipes.key of a GPU call (None where a recipe cannot apply: host checks, the CPU path)."""
-    from . import recipes
-    mode, q = _check_data(), arguments[0]
-    if mode == 1 or not (T.is_torch(q) and q.is_cuda) or compile_only():
-        return None
-    return recipes.key(arguments, options, mode, T.device_properties(q))
-
-
-def _store_recipe(arguments, options, recipe):
-    """Writes the recipe of a call the fast path keeps (recipes.py), when
-    every argument of its kernels is of a kind a recipe names."""
-    from . import recipes
-    k = _recipe_key(arguments, options)
-    if k is not None and recipe["decode_args"] is not None and recipe["combine_args"] is not None:
-        recipes.store(k, recipe)
-
-
-def _from_recipe(kernels, arguments, options):
-    """A new signature's call prepared from its recipe, run: its output; or
-    None (no recipe, or one that does not restore: the slow path then)."""
-    from . import recipes
-    q = arguments[0]
-    k = _recipe_key(arguments, options)
-    r = None if k is None else recipes.load(k)
-    if r is None:
-        return None
-    _see_torch()
-    found = _key(kernels, *arguments, *options)
-    if found is None:
-        return None
-    try:
-        errors, dev = errors_for(q), q.get_device()
-        decode = _Lazy.get(r["decode"]["module"], r["decode"]["name"], **recipes.options_of(r["decode"]))
-        combine = r["combine"] and _Lazy.get(r["combine"]["module"], r["combine"]["name"],
-                                             **recipes.options_of(r["combine"]))
-        call = _prepare(decode, recipes.decode_values(r["decode_args"], arguments, errors, dev), r["decode_consts"],
-                        tuple(r["decode_grid"]), combine,
-                        recipes.decode_values(r["combine_args"], arguments, errors, dev), r["combine_consts"],
-                        tuple(r["combine_grid"]), q, tuple(r["lse_shape"]), r["part_out"], r["part_lse"],
-                        r["return_lse"], r["capacity"], r["copy_q"], 0, r["paged"], early_decode=r["early_decode"],
-                        combine_slots=None)
-    except (KeyError, TypeError, ValueError, IndexError, AttributeError):
-        return None
-    if len(_CALLS) >= _MAX_CALLS:
-        _CALLS.clear()
-    _CALLS[found[0]] = call
-    _KEPT.add(kernels)                               # the key holds their identities
-    return call(found[1], q, arguments[3])
-
-
-def _see_torch():
-    """The fast path's tensor type and signature, once a GPU call is prepared."""
-    global _Tensor, _signature
-    if _Tensor is None:
-        import torch
-        from . import _runtime
-        _runtime.set_tensor_type(torch.Tensor)
-        _Tensor, _signature = torch.Tensor, _runtime.signature
-
-
-def _raw_allocator(torch):
-    """torch's caching allocator as (alloc(nbytes, stream) -> address,
-    delete(address)) on the current device, or (None, None) when this torch
-    has no such binding."""
-    alloc = getattr(torch._C, "_cuda_cudaCachingAllocator_raw_alloc", None)
-    delete = getattr(torch._C, "_cuda_cudaCachingAllocator_raw_delete", None)
-    try:
-        delete(alloc(256, torch.cuda.current_stream().cuda_stream))
-        return alloc, delete
-    except Exception:  # noqa: BLE001  (another signature: torch.empty instead)
-        return None, None
-
-
-class _SeqlensTensors:
-    """An int (or absent) cache_seqlens as the address of a (batch,) int32
-    tensor: one tensor per value, kept (a call captured in a CUDA graph
-    reads it at every replay)."""
-
-    def __init__(self, batch, capacity, device, seqlen_new=0, paged=False):
-        self.batch, self.capacity, self.device, self.tensors = batch, capacity, device, {}
-        self.seqlen_new, self.paged = seqlen_new, paged
-
-    def __call__(self, value):
-        if value is None:
-            value = self.capacity
-        t = self.tensors.get(value)
-        if t is None:
-            _check(type(value) is int and 0 <= value <= self.capacity,
-                   f"cache_seqlens ({value}) must be in [0, {self.capacity}] (the cache's rows)")
-            if value + self.seqlen_new > self.capacity:
-                raise _capacity_error(0, value, self.seqlen_new, self.capacity, self.paged)
-            import torch
-            if len(self.tensors) >= 64 and not _capturing():
-                self.tensors.clear()
-            t = self.tensors[value] = torch.full((self.batch,), value, dtype=torch.int32, device=self.device)
-        return t.data_ptr()
-
-
-def _specialise_all(jobs):
-    """The specialisations of (kernel, args, constexprs) jobs, compiled in
-    parallel threads when there are several (the compiler releases the GIL).
-    Jobs of fakv.kernels' own kernels (_Lazy) are first looked up in the
-    cache's index, and indexed once found or compiled."""
-    global _POOL
-    index = None
-    if all(isinstance(fn, _Lazy) for fn, _, _ in jobs):
-        index = cache.index_key([_index_part(*job) for job in jobs])
-        found = _indexed(index)
-        if found is not None:
-            return found
-    # (with_kernels' calls mix a user's kernel with a lazy default one)
-    jobs = [(fn.resolve() if isinstance(fn, _Lazy) else fn, args, consts) for fn, args, consts in jobs]
-    found = [fn.specialize_for(args, consts, compile=False) for fn, args, consts in jobs]   # the caches
-    missing = [i for i, c in enumerate(found) if c is None]
-    if len(missing) == 1:
-        fn, args, consts = jobs[missing[0]]
-        found[missing[0]] = fn.specialize_for(args, consts)
-    elif missing:
-        if _POOL is None:        # kept: each compiling thread keeps its MLIR context
-            from concurrent.futures import ThreadPoolExecutor
-            _POOL = ThreadPoolExecutor(4, thread_name_prefix="fakv-compile")
-        for i, c in zip(missing, _POOL.map(lambda i: jobs[i][0].specialize_for(jobs[i][1], jobs[i][2]), missing)):
-            found[i] = c
-    if index is not None and all(c.device == "cuda" and getattr(c, "entry", None) for c in found):
-        cache.store_index(index, [(c.entry, c.name, c.params, c.binary, c.facts) for c in found])
-        _INDEXED[index] = found          # (this process's next prepare: these, their kernels loaded once)
-    return found
-
-
-def _index_part(fn, args, consts):
-    """What a job's specialisation depends on besides the kernels' sources
-    (cache.index_key adds those): the kernel and its options, the
-    constexprs, each argument's type and divisibility (signature.py, as the
-    JIT keys them)."""
-    runtime = [(i, v, arg_kind(v, str(i))[0]) for i, v in enumerate(args)]
-    return [fn.module, fn.__name__, sorted(fn.options.items()), sorted((k, repr(v)) for k, v in consts.items()),
-            [t for _, _, t in runtime], divisible(runtime)]
-
-
-_INDEXED = {}
-
-
-def _indexed(index):
-    """The Compiled binaries of an index entry (kept per process, with
-    those this process compiled or found by the JIT for it), or None when
-    the entry is missing or does not check out."""
-    found = _INDEXED.get(index)
-    if found is None:
-        items = cache.load_index(index)
-        if items is None:
-            return None
-        found = []
-        for entry, name, params, binary, facts in items:
-            c = Compiled(name, params, "cuda", None)
-            c.binary, c.facts = binary, facts
-            c.entry, c.cache, c.path = entry, "index", os.path.join(cache.cache_dir(), entry + ".cubin")
-            found.append(c)
-        _INDEXED[index] = found
-    return found
-
-
-_POOL = None
-
-
-def _prepare(decode, decode_args, decode_consts, decode_grid, combine, combine_args, combine_consts,
-             combine_grid, q, lse_shape, part_out, part_lse, return_lse, capacity, copy_q, seqlen_new, paged,
-             early_decode=False, combine_slots=None):
-    """The PreparedCall of a checked GPU call: decode and combine specialised and
-    compiled (in parallel threads when both compile), their launchers made;
-    `early_decode`: decode launched programmatically too (_EARLY_DECODE_BYTES)."""
-    ptr = runtime.Pointer
-    dev = q.get_device()
-    # Stand-ins (16-byte aligned, as torch's allocations are) for what each call allocates.
-    decode_args = list(decode_args)
-    decode_args[5:9] = [ptr(0, T.dtype(q), dev), ptr(0, "f32", dev), ptr(0, "f32", dev), ptr(0, "f32", dev)]
-    if decode_args[28] is None:
-        decode_args[28] = ptr(0, "f32", dev)
-    if copy_q:
-        decode_args[0] = ptr(0, T.dtype(q), dev)
-    jobs = [(decode, decode_args, decode_consts)]
-    if combine is not None:
-        combine_args = [ptr(0, "f32", dev), ptr(0, "f32", dev), ptr(0, T.dtype(q), dev), ptr(0, "f32", dev),
-                        *combine_args[4:]]
-        jobs.append((combine, combine_args, combine_consts))
-
-    compiled = _specialise_all(jobs)
-    kernels_ = [runtime.GPUKernel.for_device(c, args).kernel for c, (_, args, _) in zip(compiled, jobs)]
-
-    def template(args):
-        # The slots' addresses are filled in per call; the others stay as
-        # given (the error word's, the counters').
-        return [v.data_ptr() if hasattr(v, "data_ptr") else v if isinstance(v, (int, float)) else 0
-                for v in args]
-    import torch
-    k_cache = decode_args[1]
-    up = lambda n: -(-n // 64) * 64  # noqa: E731  (256-byte parts: the kernels assume 16-byte alignment)
-    part_out, part_lse = 4 * up(part_out), 4 * up(part_lse)
-    lse_bytes = 0 if return_lse else 4 * lse_shape[0] * lse_shape[1] * lse_shape[2]
-    raw_alloc, raw_delete = _raw_allocator(torch)
-    from . import _runtime
-    return _runtime.PreparedCall(
-        decode=kernels_[0], decode_grid=tuple(decode_grid), decode_args=template(decode_args),
-        decode_slots=_DECODE_SLOTS, combine=kernels_[1] if combine is not None else None,
-        combine_grid=tuple(combine_grid), combine_args=template(combine_args) if combine is not None else [],
-        cache_layout=tuple(k_cache.shape) + tuple(k_cache.stride()),
-        ws_bytes=max(4, part_out + part_lse + lse_bytes), part_out_bytes=part_out, part_lse_bytes=part_lse,
-        return_lse=bool(return_lse), copy_q=bool(copy_q), empty_like=torch.empty_like,
-        empty_lse=functools.partial(torch.empty, lse_shape, dtype=torch.float32, device=q.device),
-        raw_alloc=raw_alloc, raw_delete=raw_delete, stream=runtime.stream_getter(dev),
-        seqlens_address=_SeqlensTensors(q.shape[0], capacity, q.device, seqlen_new, paged),
-        empty_workspace=lambda n: torch.empty(n // 4, dtype=torch.float32, device=q.device),
-        early_decode=bool(early_decode), combine_slots=combine_slots)
-
-
 # Calls that read at most this much of the caches launch decode programmatically
 # too (it may be scheduled while the kernel before it in the stream, say the
 # previous call's combine, finishes; it waits for it before touching memory:
@@ -821,33 +461,11 @@ def _prepare(decode, decode_args, decode_consts, decode_grid, combine, combine_a
 _EARLY_DECODE_BYTES = 256 << 20
 
 
-# decode.py's pointer parameters a PreparedCall fills in per call: Q, K, V,
-# Table, Seqlens, Out, Lse, OutPart, LsePart, BatchIdx, Slopes, KNew, VNew,
-# Cos, Sin, LeftPad.
-_DECODE_SLOTS = (0, 1, 2, 3, 4, 5, 6, 7, 8, 24, 28, 35, 36, 40, 41, 32)
-
-
 def _rotary_kind(rotary_dim, tile):
     """The kernels' ROTARY: 0 (none), 1, or 2 when every channel of the
     HEAD_DIM tile is rotated (rotary_dim == tile: NeoX's partners and angles
     are then one strided load each; kernels/append.py's rotated_rows)."""
     return 0 if rotary_dim <= 0 else 2 if rotary_dim == tile else 1
-
-
-def _capacity_error(r, length, seqlen_new, capacity, paged):
-    """The DataError of a sequence whose keys (cache_seqlens[r] = length,
-    plus the new ones) do not fit in its cache: FlashAttention's message
-    when paged."""
-    if paged:
-        return DataError("Paged KV cache: max(seqlens_k)" + (" + seqlen_knew" if seqlen_new else "")
-                         + f" (= {length + seqlen_new}) exceeds the capacity addressable by block_table "
-                           f"(max_num_blocks_per_seq * page_block_size = {capacity}). Allocate more "
-                           f"columns in block_table, otherwise the kernel would index block_table out "
-                           f"of bounds. (flash_attn_with_kvcache: cache_seqlens[{r}] = {length})")
-    return DataError(f"flash_attn_with_kvcache: cache_seqlens[{r}] = {length}"
-                     + (f" + {seqlen_new} new keys" if seqlen_new else "")
-                     + f" is outside [0, {capacity}] (the rows the cache holds for a sequence); "
-                       f"cache_seqlens ({length + seqlen_new}) exceeds the cache ({capacity} rows)")
 
 
 def _check_contents(seqlens, block_table, cache_batch_idx, batch, capacity, page_size, num_pages,
@@ -866,7 +484,7 @@ def _check_contents(seqlens, block_table, cache_batch_idx, batch, capacity, page
         total = lens + seqlen_new
         if int(total.max()) > capacity:
             r = int(np.argmax(total))
-            raise _capacity_error(r, int(lens[r]), seqlen_new, capacity, block_table is not None)
+            raise capacity_error(r, int(lens[r]), seqlen_new, capacity, block_table is not None)
     if rotary_rows and lens is not None and lens.size and int(lens.max()) + q_span > rotary_rows:
         r = int(np.argmax(lens))
         raise DataError(f"flash_attn_with_kvcache: rotary_cos/rotary_sin have {rotary_rows} rows; q is rotated at "
@@ -898,7 +516,7 @@ def _check_contents(seqlens, block_table, cache_batch_idx, batch, capacity, page
 def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens,
                cache_batch_idx, cache_leftpad, block_table, softmax_scale, causal, window_size, softcap,
                rotary_interleaved, alibi_slopes, num_splits, return_softmax_lse):
-    # Docstring: _DOC below. Checks every argument and plans; runs the CPU
+    # Docstring: api._DOC. Checks every argument and plans; runs the CPU
     # path through the JIT, or prepares the GPU call (a PreparedCall) and keeps it for
     # calls of the same signature.
     kernels, given_seqlens = (decode, combine), cache_seqlens
@@ -941,7 +559,7 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
         capacity = page_size
 
     on_gpu = T.device(q) == "cuda"
-    mode = _check_data()
+    mode = prepare.check_data()
     host_checks = (mode == 1) if on_gpu else (mode != 0)
     seqlens_int = cache_seqlens is None or type(cache_seqlens) is int
     if cache_seqlens is None:
@@ -1010,7 +628,7 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
                f"`cache_leftpad` must be a contiguous int32 tensor ({batch},)")
         _check(T.device(cache_leftpad) == T.device(q), "`cache_leftpad` must be on q's device")
     if seqlens_int and cache_seqlens + seqlen_new > capacity:    # known here: raised now, not reported
-        raise _capacity_error(0, cache_seqlens, seqlen_new, capacity, paged)
+        raise capacity_error(0, cache_seqlens, seqlen_new, capacity, paged)
 
     # ---- cache_batch_idx, softcap, window_size, alibi_slopes -------------------------------------
     batch_idx = seqlens                                   # any int32 tensor when unused
@@ -1090,7 +708,7 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
         default_decode, default_combine = _lazy_kernels()
         decode, combine = decode or default_decode, combine or default_combine
     options = p["decode_options"]
-    if getattr(decode, "pack_gqa", 0) is None:       # a kernel of one program per query head stays so (_Lazy: packed)
+    if getattr(decode, "pack_gqa", 0) is None:       # a kernel of one program per query head stays so (Lazy: packed)
         options = {k: v for k, v in options.items() if k != "pack_gqa"}
     decode = decode.with_options(**options)
     tile = p["decode"]["HEAD_DIM"]
@@ -1099,10 +717,10 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
     fused = p["fused_append"] if _FUSED_APPEND is None else (k is not None and tile <= 128 and _FUSED_APPEND)
     fused = fused and not combine_appends
     in_kernels = fused or combine_appends     # the new keys appended by decode or combine, not append.py first
-    merge = splits > 1 and _MERGE_SPLITS and not p["cluster"]   # the last split merges (through global memory)
+    merge = splits > 1 and prepare.MERGE_SPLITS and not p["cluster"]   # the last split merges (through global memory)
     if fused or (merge and tile <= 128):       # (the merge's rounds of partials: registers, as the new keys)
         decode = decode.with_options(registers=_APPEND_REGISTERS)
-    errors = errors_for(q)
+    errors = prepare.errors_for(q)
     prepared = k is None or (in_kernels and not copied_kv)     # a call the fast path can repeat
     if k is not None and not in_kernels:                  # append (and rotate) first: kernels/append.py
         q_rot = T.empty(tuple(q.shape), T.dtype(q), q) if rotary_dim else q
@@ -1156,7 +774,7 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
         if on_gpu or compile_only():                   # compile only: both kernels at once
             jobs = [(decode, decode_args, decode_consts)]
             jobs += [(combine, combine_args, combine_consts)] if splits > 1 and not merge_in else []
-            _specialise_all(jobs)
+            prepare.specialise_all(jobs)
             return (out, lse) if return_softmax_lse else out
         decode[p["decode_grid"]](*decode_args, **decode_consts)
         if splits > 1 and not merge_in:
@@ -1165,44 +783,39 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
         return (out, lse) if return_softmax_lse else out
 
     # The GPU: compile (decode and combine in parallel) and prepare the call.
-    _see_torch()
+    prepare.see_torch()
     combined = splits > 1 and not merge_in              # a combine launch after decode
     early = (k is None or in_kernels) and batch * capacity * kv_heads * head_dim * 4 <= _EARLY_DECODE_BYTES
-    call = _prepare(decode, decode_args, decode_consts, p["decode_grid"], combine if combined else None, combine_args,
-                    combine_consts, combine_grid, q, lse_shape, part_out, part_lse,
-                    return_softmax_lse, capacity, copy_q, seqlen_new, paged, early_decode=early,
-                    combine_slots=combine_slots)
-    found = _key(kernels, q, k_cache, v_cache, given_seqlens, block_table, cache_batch_idx, alibi_slopes, k, v,
-                 rotary_cos, rotary_sin, cache_leftpad, softmax_scale, causal, window_size, softcap,
-                 rotary_interleaved, num_splits, return_softmax_lse)
+    call = prepare.call(decode, decode_args, decode_consts, p["decode_grid"], combine if combined else None,
+                        combine_args, combine_consts, combine_grid, q, lse_shape, part_out, part_lse,
+                        return_softmax_lse, capacity, copy_q, seqlen_new, paged, early_decode=early,
+                        combine_slots=combine_slots)
+    found = prepare.key(kernels, q, k_cache, v_cache, given_seqlens, block_table, cache_batch_idx, alibi_slopes, k, v,
+                    rotary_cos, rotary_sin, cache_leftpad, softmax_scale, causal, window_size, softcap,
+                    rotary_interleaved, num_splits, return_softmax_lse)
     if found is None:                                    # an argument the key cannot hold: never reused
         found = (None, tuple(t.data_ptr() if T.is_torch(t) else 0 for t in (
             q, k_cache, v_cache, given_seqlens, block_table, cache_batch_idx, alibi_slopes, k, v, rotary_cos,
             rotary_sin, cache_leftpad)))
     elif not host_checks and prepared:                   # FAKV_CHECK_DATA=1 checks every call
-        if len(_CALLS) >= _MAX_CALLS:
-            _CALLS.clear()
         if by_lengths:                                   # the call of this hint, beside the other's
-            switch = _CALLS.get(found[0])
+            switch = prepare.CALLS.get(found[0])
             if not isinstance(switch, _ByLengths):
-                switch = _CALLS[found[0]] = _ByLengths(capacity)
+                switch = _ByLengths(capacity)
+                prepare.keep(found[0], switch, kernels)
             switch.calls[p["decode"]["ADAPTIVE"] > 0] = call
         else:
-            _CALLS[found[0]] = call
-            if _RECIPES and kernels == (None, None) and k is None and not merge:
-                from . import recipes
-                arguments = (q, k_cache, v_cache, given_seqlens, block_table, cache_batch_idx, alibi_slopes, k, v,
-                             rotary_cos, rotary_sin, cache_leftpad)
-                _store_recipe(arguments, (softmax_scale, causal, window_size, softcap, rotary_interleaved,
-                                          num_splits, return_softmax_lse), dict(
-                    decode=recipes.kernel_ref(decode),
-                    decode_args=recipes.encode(decode_args, arguments, errors), decode_consts=decode_consts,
-                    decode_grid=list(p["decode_grid"]), combine=recipes.kernel_ref(combine if combined else None),
-                    combine_args=recipes.encode(combine_args, arguments, errors), combine_consts=combine_consts,
-                    combine_grid=list(combine_grid), lse_shape=list(lse_shape), part_out=part_out,
-                    part_lse=part_lse, return_lse=bool(return_softmax_lse), capacity=capacity,
-                    copy_q=bool(copy_q), paged=paged, early_decode=bool(early)))
-        _KEPT.add(kernels)                               # the key holds their identities
+            prepare.keep(found[0], call, kernels)
+            from . import recipes
+            if recipes.ENABLED and kernels == (None, None) and k is None and not merge:
+                recipes.store_call(
+                    (q, k_cache, v_cache, given_seqlens, block_table, cache_batch_idx, alibi_slopes, k, v,
+                     rotary_cos, rotary_sin, cache_leftpad),
+                    (softmax_scale, causal, window_size, softcap, rotary_interleaved, num_splits, return_softmax_lse),
+                    mode, decode, decode_args, decode_consts, p["decode_grid"], combine if combined else None,
+                    combine_args, combine_consts, combine_grid, errors, lse_shape=list(lse_shape),
+                    part_out=part_out, part_lse=part_lse, return_lse=bool(return_softmax_lse), capacity=capacity,
+                    copy_q=bool(copy_q), paged=paged, early_decode=bool(early))
     if not prepared:                   # q: append.py's rotated copy; k and v: their copies (fused), when made
         addresses = list(found[1])
         addresses[0] = q.data_ptr()
@@ -1239,7 +852,7 @@ def _combine_appending(q, k, v, k_cache, v_cache, table, seqlens, batch_idx, cos
     consts = dict(HEAD_DIM=tile, HEAD_BLOCK=head_block, MAX_SPLITS=p["combine"]["MAX_SPLITS"], GROUP=group,
                   NEW_N=new_n, PAGE_SIZE=page_size if paged else 0, BATCH_IDX=has_batch_idx,
                   ROTARY=_rotary_kind(rotary_dim, tile), INTERLEAVED=rotary_dim > 0 and interleaved)
-    return (_Lazy.get("combine_new", "combine_new"), args, consts, (heads // head_block, 1, batch),
+    return (prepare.Lazy.get("combine_new", "combine_new"), args, consts, (heads // head_block, 1, batch),
             _COMBINE_NEW_SLOTS)
 
 
@@ -1263,19 +876,3 @@ def _append(q, k, v, k_cache, v_cache, q_rot, block_table, seqlens, batch_idx, c
                            Q_ROWS=q_rows)
     if not on_gpu:
         _raise_reported(errors)
-
-
-_DOC = """Attention of q over a KV cache (FlashAttention's contract).
-
-    q: (batch, seqlen_q, heads, head_dim); k_cache, v_cache: (batch_cache,
-    seqlen_cache, kv_heads, head_dim), or (num_blocks, page_size, kv_heads,
-    head_dim) with block_table (batch, max_blocks) int32. cache_seqlens: int or
-    (batch,) int32, the keys of each sequence. Returns out (batch, seqlen_q,
-    heads, head_dim) in q's dtype, and with return_softmax_lse the natural-log
-    LSE (batch, heads, seqlen_q) float32.
-    """
-
-flash_attn_with_kvcache = with_kernels()
-
-# A new process's first call: the error word's page pinned by the driver meanwhile (runtime.start_error_word).
-runtime.start_error_word()

@@ -1,32 +1,34 @@
-"""Prepared calls' recipes on disk (FAKV_RECIPES=1; an experiment, not yet
-measured on the GPU: docs/decisions.md, "Next: a warm start without
-interface.py").
+"""Prepared calls' recipes on disk (on unless FAKV_RECIPES=0;
+docs/decisions.md, "A warm start without interface.py").
 
-The slow path of flash_attn_with_kvcache checks a call, plans it and gives
-interface._prepare what the PreparedCall is made of. For a call the fast
-path keeps, that input is written here as JSON (the call's tensors named
-by their argument, the error word and other buffers by kind), under a key
-another process computes the same from the same arguments' layouts and
-options, the same device, the same FAKV_* switches and the same code. A
-new process's first call of that signature then prepares it from the
-recipe, without the checks and the plan (what a signature seen before in
-the same process skips too). A recipe that is missing, does not parse or
-does not restore sends the call down the slow path.
+The slow path of flash_attn_with_kvcache (interface.py) checks a call,
+plans it and gives prepare.call what the PreparedCall is made of. For a
+call the fast path keeps, that input is written here as JSON (the call's
+tensors named by their argument, the error word and other buffers by kind,
+the kernels' cache index key), under a key another process computes the
+same from the same arguments' layouts and options, the same device, the
+same FAKV_* switches and the same code. A new process's first call of that
+signature then prepares it from the recipe (api.py), without the checks
+and the plan (what a signature seen before in the same process skips too).
+A recipe that is missing, does not parse or does not restore sends the call
+down the slow path.
 """
 import hashlib
 import json
 import os
 import threading
 
-from . import cache
+from . import cache, prepare
 from . import tensors as T
 from .runtime import Pointer
-from .signature import address, arg_kind
 
+# FAKV_RECIPES=0: no recipe read or written.
+ENABLED = os.environ.get("FAKV_RECIPES") != "0"
 # The FAKV_* switches (interface.py reads its own when imported; these when this loads, at a first call).
 _SWITCHES = sorted((k, v) for k, v in os.environ.items() if k.startswith("FAKV_") and k != "FAKV_CACHE_DIR")
 # The frontend's files a recipe depends on besides cache.kernels_version()'s (the plan, the checks, this).
-_SOURCES = ("interface.py", "heuristics.py", "tensors.py", "signature.py", "runtime.py", "cache.py", "recipes.py")
+_SOURCES = ("interface.py", "heuristics.py", "tensors.py", "signature.py", "runtime.py", "cache.py", "recipes.py",
+            "prepare.py", "api.py")
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _version = None
 
@@ -43,7 +45,7 @@ def _code_version():
 def _layout(t):
     if t is None or type(t) is int:
         return None if t is None else "int"
-    return [list(t.shape), list(T.strides(t)), T.dtype(t), T.device_index(t), address(t) % 16 == 0]
+    return [list(t.shape), list(T.strides(t)), T.dtype(t), T.device_index(t), t.data_ptr() % 16 == 0]
 
 
 def key(arguments, options, check_mode, device):
@@ -75,6 +77,7 @@ def encode(values, arguments, errors):
         elif v is errors:
             out.append({"errors": v.dtype})
         else:
+            from .signature import arg_kind
             try:
                 kind, _ = arg_kind(v, "buffer")
             except TypeError:
@@ -101,7 +104,7 @@ def decode_values(items, arguments, errors, device):
 
 
 def kernel_ref(fn):
-    """A default kernel (interface._Lazy) as JSON."""
+    """A default kernel (prepare.Lazy) as JSON."""
     return None if fn is None else {"module": fn.module, "name": fn.__name__,
                                     "options": sorted([k, v] for k, v in fn.options.items())}
 
@@ -133,4 +136,56 @@ def load(k):
             recipe = json.load(f)
         return recipe if isinstance(recipe, dict) else None
     except (OSError, ValueError):
+        return None
+
+
+def key_of(arguments, options, check_mode):
+    """The recipe key of a GPU call, or None where a recipe cannot apply
+    (host checks, the CPU path, compiling only)."""
+    q = arguments[0]
+    if check_mode == 1 or not (T.is_torch(q) and q.is_cuda) or cache.compile_only():
+        return None
+    return key(arguments, options, check_mode, T.device_properties(q))
+
+
+def store_call(arguments, options, check_mode, decode, decode_args, decode_consts, decode_grid, combine,
+               combine_args, combine_consts, combine_grid, errors, **scalars):
+    """Writes the recipe of a call the fast path keeps (prepare.call's
+    input: the kernels, their arguments, constexprs and grids, `scalars`
+    its other parameters), when every argument of its kernels is of a kind
+    a recipe names."""
+    k = key_of(arguments, options, check_mode)
+    if k is None:
+        return
+    encoded = [encode(decode_args, arguments, errors), encode(combine_args, arguments, errors)]
+    if None in encoded:
+        return
+    jobs = prepare.jobs_of(decode, decode_args, decode_consts, combine, combine_args, combine_consts,
+                           arguments[0], scalars["copy_q"])
+    store(k, dict(scalars, decode=kernel_ref(decode), decode_args=encoded[0], decode_consts=decode_consts,
+                  decode_grid=list(decode_grid), combine=kernel_ref(combine), combine_args=encoded[1],
+                  combine_consts=combine_consts, combine_grid=list(combine_grid),
+                  index=prepare.index_key(jobs)))
+
+
+def prepared(arguments, options, check_mode):
+    """The PreparedCall of a call from its recipe, or None (no recipe, or
+    one that does not restore)."""
+    k = key_of(arguments, options, check_mode)
+    r = None if k is None else load(k)
+    if r is None:
+        return None
+    q = arguments[0]
+    try:
+        errors, dev = prepare.errors_for(q), q.get_device()
+        decode = prepare.Lazy.get(r["decode"]["module"], r["decode"]["name"], **options_of(r["decode"]))
+        combine = r["combine"] and prepare.Lazy.get(r["combine"]["module"], r["combine"]["name"],
+                                                    **options_of(r["combine"]))
+        return prepare.call(
+            decode, decode_values(r["decode_args"], arguments, errors, dev), r["decode_consts"],
+            tuple(r["decode_grid"]), combine, decode_values(r["combine_args"], arguments, errors, dev),
+            r["combine_consts"], tuple(r["combine_grid"]), q, tuple(r["lse_shape"]), r["part_out"],
+            r["part_lse"], r["return_lse"], r["capacity"], r["copy_q"], 0, r["paged"],
+            early_decode=r["early_decode"], combine_slots=None, index=r["index"])
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError):
         return None

@@ -133,53 +133,45 @@ def error_code(kind, row_base=0):
 
 def error_word(context=None):
     """The address of the error word (allocated at first use, or by
-    start_error_word's thread: then waited for; `context`: the CUDA context
-    to allocate in, made current in this thread)."""
+    start_error_word's native thread: then waited for; `context`: the CUDA
+    context to allocate in, made current in this thread)."""
     global _word, _take
     if _word is None:
-        early = _early
-        if early is not None and early is not threading.current_thread():
-            early.join()
         with _word_lock:
             if _word is None:
                 from . import _runtime
                 _take = _runtime.take_word
-                _word = _runtime.host_mapped(64, context)
+                _word = (_early and _runtime.wait_host_mapped()) or _runtime.host_mapped(64, context)
     return _word
 
 
 _word_lock = threading.Lock()
-_early = None       # start_error_word's thread
+_early = False      # start_error_word started the allocation
 
 
 def start_error_word():
     """When this thread has a current CUDA context already (torch
-    initialised), allocates the error word in that context from a thread of
-    its own: the driver pins a page (~0.5-1 ms on the H200) while a new
-    process's first call does its Python work (this is called when the API
-    is imported). error_word() waits for it; a failure there leaves the
-    allocation, and its exception, to error_word()."""
+    initialised), begins allocating the error word in that context in a
+    native thread (fakv._runtime.start_host_mapped): the driver pins a page
+    (~0.5-1 ms on the H200) while a new process's first call does its
+    Python work (this is called when the API is imported). error_word()
+    waits for it; a failure there leaves the allocation, and its exception,
+    to error_word()."""
     global _early
     torch = sys.modules.get("torch")
-    if _word is not None or _early is not None or torch is None or not torch.cuda.is_initialized():
+    if _word is not None or _early or torch is None or not torch.cuda.is_initialized():
         return
     try:
-        from . import _runtime           # (imported here, not in the thread)
+        from . import _runtime
         context = _runtime.current_context()
+        if not context:
+            return
+        _runtime.start_host_mapped(64, context)
     except Exception:  # noqa: BLE001  (no extension, no driver: error_word() will say so)
         return
-    if not context:
-        return
-
-    def allocate():
-        try:
-            error_word(context)
-        except Exception:  # noqa: BLE001
-            pass
+    _early = True
     import atexit
-    _early = threading.Thread(target=allocate, name="fakv-error-word", daemon=True)
-    _early.start()
-    atexit.register(_early.join)        # (not inside the driver while the process exits)
+    atexit.register(_runtime.wait_host_mapped)      # (not inside the driver while the process exits)
 
 
 def describe(code, where="a fakv kernel"):

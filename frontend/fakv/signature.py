@@ -3,7 +3,7 @@ argument's kernel type (arg_type; arg_kind: the same as text, without
 importing ir.py) and which ones are multiples of 16 or
 16-byte aligned (divisible). The JIT (jitfunction.py) keys its
 specialisations by them, and so does the API's index of prepared calls
-(interface.py), which must not import the DSL on a warm start."""
+(prepare.py), which must not import the DSL on a warm start."""
 from .runtime import Pointer
 
 _TORCH_DTYPES = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "int32": "i32", "int64": "i64",

@@ -89,11 +89,11 @@ for c in KV_CASES:
     print(("PASS " if ok else "FAIL ") + f"{kv.case_id(c)}: {msg}", flush=True)
 # FAKV_MERGE_SPLITS: decode merging its own splits (fl.atomic_add, the last
 # split reading the others' partials).
-from fakv import interface  # noqa: E402
-interface._MERGE_SPLITS = True
+from fakv import prepare  # noqa: E402
+prepare.MERGE_SPLITS = True
 for case, option in CASES[:2] + CASES[3:4]:
     ok, msg = outputs_only(case, 3, option) if "--no-reference" in sys.argv else t.run_case(case, 3, option=option)
     fails += not ok
     print(("PASS " if ok else "FAIL ") + f"{t.case_id(case)}-{option} splits=3, merged: {msg}", flush=True)
-interface._MERGE_SPLITS = False
+prepare.MERGE_SPLITS = False
 print(f"{2 * len(CASES) + len(KV_CASES) + 3 - fails} passed, {fails} failed")

@@ -181,8 +181,8 @@ MERGE_CASES = [(c, None) for c in CASES[::7]] + [(("bf16", 128, (32, 8), 256, (1
 
 @pytest.mark.parametrize("case,option", MERGE_CASES, ids=[f"{case_id(c)}-{o}" for c, o in MERGE_CASES])
 def test_merged_splits(case, option, monkeypatch):
-    from fakv import interface
-    monkeypatch.setattr(interface, "_MERGE_SPLITS", True)     # (a prepared call's key holds the mode)
+    from fakv import prepare
+    monkeypatch.setattr(prepare, "MERGE_SPLITS", True)     # (a prepared call's key holds the mode)
     for _ in range(2):
         ok, msg = run_case(case, 3, option=option)
         assert ok, msg
@@ -197,16 +197,16 @@ GATHER_CASES = [(c, None) for c in CASES if c[3] in (1, 16)][::3] + [(("f16", 64
 
 @pytest.mark.parametrize("case,option", GATHER_CASES, ids=[f"{case_id(c)}-{o}" for c, o in GATHER_CASES])
 def test_gathered_pages(case, option, monkeypatch):
-    from fakv import interface
+    from fakv import interface, prepare
     monkeypatch.setattr(interface, "_GATHER_PAGES", True)
-    interface._CALLS.clear()
+    prepare.CALLS.clear()
     interface._plan.cache_clear()
     try:
         for splits in (1, 0):
             ok, msg = run_case(case, splits, option=option)
             assert ok, msg
     finally:
-        interface._CALLS.clear()
+        prepare.CALLS.clear()
         interface._plan.cache_clear()
 
 
@@ -231,14 +231,14 @@ def compile_all():
         for splits in SPLITS:
             fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table, causal=case[4][1],
                                          num_splits=splits, **kw)
-    from fakv import interface
-    interface._MERGE_SPLITS = True
+    from fakv import prepare
+    prepare.MERGE_SPLITS = True
     for case, option in MERGE_CASES:
         q, k, v, lens, table = make_inputs(case, np)
         kw = option_kwargs(option, case, np)[0] if option else {}
         fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table, causal=case[4][1],
                                      num_splits=3, **kw)
-    interface._MERGE_SPLITS = False
+    prepare.MERGE_SPLITS = False
     print(f"compiled the kernels of {len(CASES) + len(EXTRA)} cases x {len(SPLITS)} split settings, "
           f"and {len(MERGE_CASES)} merging their splits")
 

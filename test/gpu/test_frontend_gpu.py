@@ -115,19 +115,19 @@ def test_cluster_gather():
 def test_cluster_splits(page, splits):
     """The splits of a row merged in a thread-block cluster (one launch; FAKV_CLUSTER_SPLITS=1) give what decode
     then combine give (FAKV_CLUSTER_SPLITS=0), eager and replayed from a CUDA graph."""
-    from fakv import interface
+    from fakv import interface, prepare
     q, k, v, lens, table = _inputs(page)
     call = lambda: fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table,  # noqa: E731
                                                 num_splits=splits, return_softmax_lse=True)
     saved = interface._CLUSTER_SPLITS
     try:
-        interface._CLUSTER_SPLITS, _ = False, interface._CALLS.clear()      # decode, then combine
+        interface._CLUSTER_SPLITS, _ = False, prepare.CALLS.clear()      # decode, then combine
         if COMPILE_ONLY:
             call()
             interface._CLUSTER_SPLITS = True
             return call()
         out, lse = call()
-        interface._CLUSTER_SPLITS, _ = True, interface._CALLS.clear()
+        interface._CLUSTER_SPLITS, _ = True, prepare.CALLS.clear()
         assert interface.plan(3, 1, 16, 4, 128, "bf16", page is not None, page or k.shape[1], k.shape[1] if page
                               is None else table.shape[1] * page, False, splits, cluster=True)["cluster"] > 1
         c_out, c_lse = call()
@@ -144,7 +144,7 @@ def test_cluster_splits(page, splits):
         assert torch.equal(g_out, e_out) and torch.equal(g_lse, e_lse)
     finally:
         interface._CLUSTER_SPLITS = saved
-        interface._CALLS.clear()
+        prepare.CALLS.clear()
 
 
 @pytest.mark.parametrize("n", [1000, 77])
@@ -238,7 +238,7 @@ def test_longest_first_batch(page):
     """A ragged batch of several waves (128 sequences x 8 kv heads over the H200's 264 slots, up to 4096 keys),
     longest first as planned (decode.py's LONGEST_FIRST): the same bits as in index order (FAKV_LONGEST_FIRST=0),
     and attention (against the float32 reference)."""
-    from fakv import interface
+    from fakv import interface, prepare
     batch, hk, d, cap = 128, 8, 128, 4096
     g = torch.Generator(device="cuda").manual_seed(7)
     q = torch.randn((batch, 1, 32, d), generator=g, device="cuda").to(torch.bfloat16)
@@ -251,7 +251,7 @@ def test_longest_first_batch(page):
     for on in (True, False):
         interface._LONGEST_FIRST = on
         interface._plan.cache_clear()
-        interface._CALLS.clear()
+        prepare.CALLS.clear()
         try:
             p = interface.plan(batch, 1, 32, hk, d, "bf16", bool(page), page or cap, cap, False, 0,
                                torch.cuda.get_device_properties(0).multi_processor_count)
@@ -261,7 +261,7 @@ def test_longest_first_batch(page):
         finally:
             interface._LONGEST_FIRST = was
             interface._plan.cache_clear()
-            interface._CALLS.clear()
+            prepare.CALLS.clear()
     assert torch.equal(outs[0][0], outs[1][0]) and torch.equal(outs[0][1], outs[1][1])
     from reference import attention_ref, check, gather_cache
     ks, vs = (k, v) if table is None else (gather_cache(k, table, lens, page), gather_cache(v, table, lens, page))
@@ -278,7 +278,7 @@ def test_ragged_batch_planned_from_earlier_lengths(page):
     with ragged lengths runs ADAPTIVE (4 splits, kernels/splits.py) and one with equal lengths (another tensor)
     the plan from shapes; the ragged plan is replayed from a CUDA graph too. Attention against the float32
     reference each time; the prepared calls never wait for the GPU."""
-    from fakv import interface, lengths_hint
+    from fakv import interface, lengths_hint, prepare
     batch, hk, d, cap = 32, 8, 128, 4096
     g = torch.Generator(device="cuda").manual_seed(11)
     q = torch.randn((batch, 1, 32, d), generator=g, device="cuda").to(torch.bfloat16)
@@ -292,12 +292,12 @@ def test_ragged_batch_planned_from_earlier_lengths(page):
     p = interface.plan(batch, 1, 32, hk, d, "bf16", bool(page), page or cap, cap, False, 0,
                        torch.cuda.get_device_properties(0).multi_processor_count)
     assert p["by_lengths"] and p["num_splits"] == 1
-    interface._CALLS.clear()
+    prepare.CALLS.clear()
     lengths_hint.forget()
     launched, ran = [], []                # decode's ADAPTIVE of each call prepared, of each prepared call run
-    real_prepare = interface._prepare
+    real_prepare = prepare.call
 
-    def prepare(*args, **kwargs):
+    def recorded(*args, **kwargs):
         adaptive = args[2]["ADAPTIVE"]        # decode's constexprs
         launched.append(adaptive)
         prepared = real_prepare(*args, **kwargs)
@@ -306,7 +306,7 @@ def test_ragged_batch_planned_from_earlier_lengths(page):
             ran.append(adaptive)
             return prepared(*call_args)
         return run
-    interface._prepare = prepare
+    prepare.call = recorded
 
     def waits(fn):
         """Whether fn() returned only after ~10 ms of GPU work queued before it had finished."""
@@ -337,7 +337,7 @@ def test_ragged_batch_planned_from_earlier_lengths(page):
         # Prepared: the plan from shapes (the first call), then ADAPTIVE; equal lengths reuse the first.
         assert launched == [0, batch], launched
         assert ran == [0, batch, batch, 0, 0, 0], ran          # which prepared call each call ran
-        switch, = interface._CALLS.values()
+        switch, = prepare.CALLS.values()
         assert isinstance(switch, interface._ByLengths) and None not in switch.calls
         assert lengths_hint.ragged(ragged, cap) and not lengths_hint.ragged(equal, cap)   # what each call took
         graph = torch.cuda.CUDAGraph()
@@ -350,8 +350,8 @@ def test_ragged_batch_planned_from_earlier_lengths(page):
         assert ok, msg
         assert launched == [0, batch] and ran[6:] == [batch], (launched, ran)   # the capture: ADAPTIVE's
     finally:
-        interface._prepare = real_prepare
-        interface._CALLS.clear()
+        prepare.call = real_prepare
+        prepare.CALLS.clear()
         lengths_hint.forget()
 
 
@@ -524,28 +524,27 @@ _RECIPE_RUN = """
 import sys, torch
 sys.path[:0] = {paths!r}
 import source_tree, fakv
-from fakv import interface
 from test_frontend_gpu import _inputs
-planned = []
-real = interface.plan
-interface.plan = lambda *a, **k: planned.append(1) or real(*a, **k)
 q, k, v, lens, table = _inputs({page!r})
 lens = lens if {seqlens!r} == "tensor" else 200
+assert "fakv.interface" not in sys.modules
 out = fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table, causal=True)
 torch.save(out.cpu(), {out!r})
-print("planned" if planned else "from-recipe")
+print("slow-path" if "fakv.interface" in sys.modules else "from-recipe")
 """
 
 
 @pytest.mark.parametrize("page,seqlens", [(256, "tensor"), (None, "int")])
 def test_new_process_prepares_from_the_recipe(page, seqlens):
-    """FAKV_RECIPES=1 (fakv/recipes.py, an experiment): a process's first
-    call leaves its PreparedCall's recipe; the next process's first call of
-    the same signature is prepared from it (no plan) and gives the same
-    output."""
+    """Recipes (fakv/recipes.py, on by default): a process's first call
+    takes the slow path (fakv.interface: checks, plan) and leaves its
+    PreparedCall's recipe; the next process's first call of the same
+    signature is prepared from it without importing fakv.interface, and
+    gives the same output."""
     import subprocess
     with tempfile.TemporaryDirectory() as d:
-        env = dict(os.environ, FAKV_RECIPES="1", FAKV_CACHE_DIR=os.path.join(d, "cache"))
+        env = {k: v for k, v in os.environ.items() if k != "FAKV_RECIPES"}
+        env["FAKV_CACHE_DIR"] = os.path.join(d, "cache")
         outs, how = [os.path.join(d, f"out{i}.pt") for i in (0, 1)], []
         for out in outs:
             script = _RECIPE_RUN.format(paths=[HERE, os.path.join(ROOT, "test", "python")], page=page,
@@ -553,7 +552,7 @@ def test_new_process_prepares_from_the_recipe(page, seqlens):
             r = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
             assert r.returncode == 0, r.stderr[-3000:]
             how.append(r.stdout.split()[-1])
-        assert how == ["planned", "from-recipe"], how
+        assert how == ["slow-path", "from-recipe"], how
         assert os.listdir(os.path.join(d, "cache", "recipes"))
         assert torch.equal(torch.load(outs[0]), torch.load(outs[1]))
 

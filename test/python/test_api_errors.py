@@ -95,7 +95,7 @@ def test_append_past_the_capacity_with_an_int_length(paged, monkeypatch):
     capacity raise in the call, whatever FAKV_CHECK_DATA says (on the GPU
     too, where data checks are off by default), and nothing is written; the
     prepared call of a GPU signature checks a new int the same way."""
-    from fakv import interface
+    from fakv import prepare
     monkeypatch.setenv("FAKV_CHECK_DATA", "0")
     q = np.zeros((2, 1, 8, 64), bf16)
     k = np.zeros((4, 16, 2, 64), bf16) if paged else np.zeros((2, 32, 2, 64), bf16)
@@ -105,7 +105,7 @@ def test_append_past_the_capacity_with_an_int_length(paged, monkeypatch):
     with pytest.raises(RuntimeError, match=message):
         fakv.flash_attn_with_kvcache(q, k, k.copy(), k=new, v=new, cache_seqlens=31, block_table=table)
     assert not k.any()
-    seqlens = interface._SeqlensTensors(2, 32, "cuda", seqlen_new=2, paged=paged)
+    seqlens = prepare.SeqlensTensors(2, 32, "cuda", seqlen_new=2, paged=paged)
     with pytest.raises(RuntimeError, match=message):
         seqlens(31)
 

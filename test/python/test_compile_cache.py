@@ -19,10 +19,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 # cache's index (the kernels not imported), or by the JIT (a disk-cache hit, or a miss: compiled).
 SCRIPT = """
 import sys, numpy as np, ml_dtypes, fakv
-from fakv import interface
+from fakv import interface, prepare
 q = np.zeros((1, 1, 8, 64), ml_dtypes.bfloat16); k = np.zeros((1, 4096, 2, 64), ml_dtypes.bfloat16)
 fakv.flash_attn_with_kvcache(q, k, k, cache_seqlens=200, num_splits=3)
-found = {id(c): c for cs in interface._INDEXED.values() for c in cs}
+found = {id(c): c for cs in prepare.INDEXED.values() for c in cs}
 if "fakv.kernels.decode" in sys.modules:
     decode, combine = interface._kernels()
     found.update((id(c), c) for fn in (decode, *decode._variants.values(), combine) for c in fn._compiled.values())

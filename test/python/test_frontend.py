@@ -279,12 +279,12 @@ def test_gpu_binaries_are_cached_on_disk(tmp_path):
     script = ("import json, sys, numpy as np, ml_dtypes, fakv\n"
               "q = np.zeros((1, 1, 8, 64), ml_dtypes.bfloat16); k = np.zeros((1, 256, 2, 64), ml_dtypes.bfloat16)\n"
               "fakv.flash_attn_with_kvcache(q, k, k, cache_seqlens=200, num_splits=1)\n"
-              "from fakv import interface\n"
+              "from fakv import interface, prepare\n"
               "dsl = [m for m in ('fakv.language', 'fakv.jitfunction', 'fakv.kernels', 'fakv.kernels.decode')\n"
               "       if m in sys.modules]\n"
               "opts = interface.plan(1, 1, 8, 2, 64, 'bf16', False, 256, 256, False, 1)['decode_options']\n"
               "compiled = [c.cache for c in interface._kernels()[0].with_options(**opts)._compiled.values()] if dsl else []\n"
-              "print(json.dumps([dsl, [c.cache for cs in interface._INDEXED.values() for c in cs], compiled]))\n")
+              "print(json.dumps([dsl, [c.cache for cs in prepare.INDEXED.values() for c in cs], compiled]))\n")
 
     def run():
         out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)

@@ -26,12 +26,12 @@ SAMPLE = [c for i, c in enumerate(GRID) if i % 13 == 0] + \
 SCRIPT = """
 import os, sys, json, numpy as np, ml_dtypes
 import fakv
-from fakv import interface
+from fakv import interface, prepare
 bf = ml_dtypes.bfloat16
 failed = []
 page = int(sys.argv[2])
 for d, group, paged, rotary, new, causal, leftpad, splits in json.loads(sys.argv[1]):
-    interface._MERGE_SPLITS = splits == "merged"
+    prepare.MERGE_SPLITS = splits == "merged"
     hk, b, cap = 2, 2, 512
     q = np.zeros((b, new if causal else 1, hk * group, d), bf)
     if paged:

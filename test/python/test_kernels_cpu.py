@@ -497,8 +497,8 @@ def test_decode_merges_its_own_splits(monkeypatch, case, splits):
     """FAKV_MERGE_SPLITS: the last split of each row merges the partials in
     decode.py (splits.py's merge_splits, fl.atomic_add): one launch, the
     same attention; the counters are left at 0."""
-    from fakv import interface
-    monkeypatch.setattr(interface, "_MERGE_SPLITS", True)
+    from fakv import interface, prepare
+    monkeypatch.setattr(prepare, "MERGE_SPLITS", True)
     decode, _ = interface._kernels()
 
     class NoCombine:
@@ -529,8 +529,8 @@ def test_merge_in_rounds_of_eight_splits(monkeypatch, splits):
     """merge_splits takes 8 splits at a time: 13 and 24 splits merge in 2
     and 3 rounds; a sequence of one key leaves all splits but one empty
     (LSE -inf), whole rounds of them included."""
-    from fakv import interface
-    monkeypatch.setattr(interface, "_MERGE_SPLITS", True)
+    from fakv import interface, prepare
+    monkeypatch.setattr(prepare, "MERGE_SPLITS", True)
     rng = np.random.default_rng(splits)
     bf = NP_DTYPES["bf16"]
     q = rng.standard_normal((2, 1, 4, 64)).astype(bf)

@@ -1,14 +1,16 @@
-"""fakv/recipes.py (FAKV_RECIPES=1, an experiment): a GPU call the fast path
+"""fakv/recipes.py (on unless FAKV_RECIPES=0): a GPU call the fast path
 keeps leaves its PreparedCall's recipe on disk, and a process without that
 signature prepares the call from it, without the checks and the plan. Here
 torch is a stand-in (tensors with a layout and an address; the PreparedCall
 a recorder); test/gpu runs the real one."""
+import os
+import subprocess
 import sys
 import types
 
 import pytest
 
-from fakv import interface, recipes, runtime
+from fakv import api, interface, prepare, recipes, runtime
 
 
 class _Dtype:
@@ -54,27 +56,27 @@ class Tensor:
 @pytest.fixture
 def gpu(monkeypatch, tmp_path):
     """The GPU side stood in: torch, the device's properties, the error word,
-    and _prepare recording what it was given (its PreparedCall returns "out")."""
+    and prepare.call recording what it was given (its PreparedCall returns "out")."""
     torch = types.ModuleType("torch")
     torch.Tensor, torch.float16, torch.bfloat16, torch.float32, torch.int32 = Tensor, None, BF16, None, I32
     torch.empty = lambda shape, dtype, device: Tensor(shape, dtype)
     torch.cuda = types.SimpleNamespace(is_current_stream_capturing=lambda: False)
     monkeypatch.setitem(sys.modules, "torch", torch)
     monkeypatch.setenv("FAKV_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(interface, "_RECIPES", True)
+    monkeypatch.setattr(recipes, "ENABLED", True)
     monkeypatch.setattr(interface.T, "device_properties", lambda x: (132, 50 << 20))
     errors = runtime.Pointer(0x1000, "i32", 0)
-    monkeypatch.setattr(interface, "errors_for", lambda like: errors)
+    monkeypatch.setattr(prepare, "errors_for", lambda like: errors)
     prepared, planned = [], []
 
-    def prepare(*args, **kwargs):
+    def record(*args, **kwargs):
         prepared.append((args, kwargs))
         return lambda addresses, q, seqlens: "out"
-    monkeypatch.setattr(interface, "_prepare", prepare)
+    monkeypatch.setattr(prepare, "call", record)
     real_plan = interface.plan
     monkeypatch.setattr(interface, "plan", lambda *a, **k: planned.append(a) or real_plan(*a, **k))
-    monkeypatch.setattr(interface, "_CALLS", {})
-    monkeypatch.setattr(interface, "_Tensor", None)
+    monkeypatch.setattr(prepare, "CALLS", {})
+    monkeypatch.setattr(prepare, "tensor_type", None)
     return types.SimpleNamespace(prepared=prepared, planned=planned, tmp=tmp_path)
 
 
@@ -82,14 +84,14 @@ def _call(batch=8, seqlen=8192, page=256, lengths=None, **options):
     q = Tensor((batch, 1, 32, 128))
     k, v = Tensor((batch * seqlen // page, page, 8, 128)), Tensor((batch * seqlen // page, page, 8, 128))
     lens, table = Tensor((batch,), I32) if lengths is None else lengths, Tensor((batch, seqlen // page), I32)
-    return lambda **more: interface.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table,
+    return lambda **more: api.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table,
                                                              **dict(options, **more))
 
 
 def _new_process(monkeypatch):
     """What a new process has: no prepared call, no tensor type seen."""
-    monkeypatch.setattr(interface, "_CALLS", {})
-    monkeypatch.setattr(interface, "_Tensor", None)
+    monkeypatch.setattr(prepare, "CALLS", {})
+    monkeypatch.setattr(prepare, "tensor_type", None)
 
 
 def _same(a, b):
@@ -99,7 +101,7 @@ def _same(a, b):
         return type(a) is type(b) and len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
     if isinstance(a, dict):
         return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-    if isinstance(a, interface._Lazy) or isinstance(a, Tensor):
+    if isinstance(a, prepare.Lazy) or isinstance(a, Tensor):
         return a is b
     return a == b and type(a) is type(b)
 
@@ -112,7 +114,13 @@ def test_a_new_process_prepares_from_the_recipe(gpu, monkeypatch):
     gpu.planned.clear()
     assert call() == "out"
     assert not gpu.planned, "prepared from the recipe: no plan"
-    assert len(gpu.prepared) == 2 and _same(gpu.prepared[0], gpu.prepared[1])
+    (slow, slow_kw), (restored, restored_kw) = gpu.prepared
+    index = restored_kw.pop("index")
+    assert _same(slow, restored) and _same(slow_kw, restored_kw)
+    # the kernels' cache index key, kept in the recipe: the one the slow path's call looks up
+    decode, decode_args, decode_consts, _, combine, combine_args, combine_consts, _, q = slow[:9]
+    jobs = prepare.jobs_of(decode, decode_args, decode_consts, combine, combine_args, combine_consts, q, slow[14])
+    assert "index" not in slow_kw and index == prepare.index_key(jobs)
     assert call() == "out" and len(gpu.prepared) == 2          # then kept as the slow path's would be
 
 
@@ -154,13 +162,13 @@ def test_a_bad_recipe_takes_the_slow_path(gpu, monkeypatch):
     assert call() == "out" and gpu.planned and len(gpu.prepared) == 2
 
 
-def test_off_by_default_and_not_for_host_checks(gpu, monkeypatch):
+def test_not_for_host_checks_nor_with_recipes_off(gpu, monkeypatch):
     monkeypatch.setenv("FAKV_CHECK_DATA", "1")
     monkeypatch.setattr(interface, "_check_contents", lambda *a, **k: None)
     _call()()
     assert not (gpu.tmp / "recipes").exists()
     monkeypatch.delenv("FAKV_CHECK_DATA")
-    monkeypatch.setattr(interface, "_RECIPES", False)
+    monkeypatch.setattr(recipes, "ENABLED", False)
     _call()()
     assert not (gpu.tmp / "recipes").exists()
 
@@ -174,3 +182,12 @@ def test_encode_names_arguments_the_error_word_and_buffers():
     assert back[:3] == [q, lens, errors] and back[4:] == [3, 0.5, True, None]
     assert _same(back[3], runtime.Pointer(0, "i32", 0))
     assert recipes.encode([object()], (q,), errors) is None
+
+
+@pytest.mark.parametrize("setting", [None, "0", "1"])
+def test_on_unless_FAKV_RECIPES_is_0(setting):
+    env = {k: v for k, v in os.environ.items() if k != "FAKV_RECIPES"}
+    env.update({} if setting is None else {"FAKV_RECIPES": setting})
+    out = subprocess.run([sys.executable, "-c", "from fakv import recipes; print(recipes.ENABLED)"], env=env,
+                         capture_output=True, text=True, check=True).stdout.strip()
+    assert out == str(setting != "0")

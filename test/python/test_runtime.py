@@ -89,6 +89,25 @@ def test_driver_missing_is_a_clear_error():
         _runtime.device_properties(2 ** 32)
 
 
+def test_the_error_words_native_thread_gives_its_page_or_none():
+    # start_host_mapped: host_mapped's work in a native thread; wait_host_mapped joins it: the page (a
+    # machine with a GPU), or None where it failed (host_mapped then raises why), and None again after.
+    assert _runtime.wait_host_mapped() is None                          # none pending
+    _runtime.start_host_mapped(64, None)
+    with pytest.raises(RuntimeError, match="pending"):
+        _runtime.start_host_mapped(64, None)
+    address = _runtime.wait_host_mapped()
+    try:
+        _runtime.host_mapped(64)
+    except RuntimeError:
+        assert address is None                                          # no driver here
+    else:
+        assert address and _runtime.take_word(address) == 0
+    assert _runtime.wait_host_mapped() is None
+    with pytest.raises(TypeError):
+        _runtime.start_host_mapped(64, "a context")
+
+
 def test_index_kinds_are_the_jits_types():
     """The API's index keys arguments by signature.arg_kind (text, without
     ir.py); the JIT by arg_type: the same type, the same divisibility."""
@@ -132,8 +151,8 @@ def test_the_api_keys_a_call_the_same_way_twice(monkeypatch):
     call through one function, whatever FAKV_CHECK_DATA holds (a key that
     differed would never be found again: every call would take the slow
     path)."""
-    from fakv import interface
-    monkeypatch.setattr(interface, "_signature", _runtime.signature)
+    from fakv import prepare
+    monkeypatch.setattr(prepare, "_signature", _runtime.signature)
     t = FakeTensor((2, 1, 8, 64), (512, 512, 64, 1))
     args = ((None, None), t, t, t, None, None, None, None, None, None, None, None, None, None, False, (-1, -1), 0.0,
             True, 0, False)
@@ -142,26 +161,26 @@ def test_the_api_keys_a_call_the_same_way_twice(monkeypatch):
             monkeypatch.delenv("FAKV_CHECK_DATA", raising=False)
         else:
             monkeypatch.setenv("FAKV_CHECK_DATA", mode)
-        first, second = interface._key(*args), interface._key(*args)
+        first, second = prepare.key(*args), prepare.key(*args)
         assert first is not None and first[0] == second[0]
     monkeypatch.setenv("FAKV_CHECK_DATA", "1")
-    checked = interface._key(*args)[0]
+    checked = prepare.key(*args)[0]
     monkeypatch.delenv("FAKV_CHECK_DATA")
-    assert interface._key(*args)[0] != checked
+    assert prepare.key(*args)[0] != checked
     # New keys, rotary and left padding are in the key (a call with them is prepared too).
     appending = args[:8] + (t, t) + args[10:]
-    assert interface._key(*appending)[0] != interface._key(*args)[0]
-    assert interface._key(*appending)[1][7:9] == (t.data_ptr(), t.data_ptr())
+    assert prepare.key(*appending)[0] != prepare.key(*args)[0]
+    assert prepare.key(*appending)[1][7:9] == (t.data_ptr(), t.data_ptr())
     interleaved = appending[:17] + (False,) + appending[18:]
-    assert interface._key(*interleaved)[0] != interface._key(*appending)[0]
+    assert prepare.key(*interleaved)[0] != prepare.key(*appending)[0]
     # FAKV_MERGE_SPLITS: the mode, and a prepared call (and its split
     # counters) per stream, even the default stream's (0).
-    plain = interface._key(*args)[0]
-    monkeypatch.setattr(interface, "_MERGE_SPLITS", True)
-    monkeypatch.setattr(interface, "_current_stream", lambda: 0)
-    on_0 = interface._key(*args)[0]
-    monkeypatch.setattr(interface, "_current_stream", lambda: 8)
-    assert len({plain, on_0, interface._key(*args)[0]}) == 3
+    plain = prepare.key(*args)[0]
+    monkeypatch.setattr(prepare, "MERGE_SPLITS", True)
+    monkeypatch.setattr(prepare, "current_stream", lambda: 0)
+    on_0 = prepare.key(*args)[0]
+    monkeypatch.setattr(prepare, "current_stream", lambda: 8)
+    assert len({plain, on_0, prepare.key(*args)[0]}) == 3
 
 
 def test_prepared_call_slots_name_decode_parameters():
@@ -169,10 +188,10 @@ def test_prepared_call_slots_name_decode_parameters():
     in runtime/PreparedCall.cpp's Slot order: a reordered decode signature
     would otherwise get addresses in the wrong parameters."""
     import inspect
-    from fakv import interface
+    from fakv import prepare
     from fakv.kernels.decode import decode
     names = list(inspect.signature(decode.fn).parameters)
-    assert [names[i] for i in interface._DECODE_SLOTS] == [
+    assert [names[i] for i in prepare.DECODE_SLOTS] == [
         "Q", "K", "V", "Table", "Seqlens", "Out", "Lse", "OutPart", "LsePart", "BatchIdx", "Slopes", "KNew",
         "VNew", "Cos", "Sin", "LeftPad"]
     assert names[34] == "Counters"              # (interface: decode_args[34], the merge's counters)

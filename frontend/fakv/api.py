@@ -1,0 +1,95 @@
+"""fakv.flash_attn_with_kvcache and fakv.with_kernels: the API's function
+and its fast path, one prepared call (fakv._runtime.PreparedCall) per
+signature.
+
+A torch call whose arguments have the shapes, strides, dtypes, devices,
+alignment and options of an earlier one runs that call's prepared call
+(prepare.CALLS): its checks, plan and kernels reused, only addresses, the
+outputs and an int cache_seqlens changed. A new process's first call of a
+signature an earlier process kept is prepared from its recipe on disk
+(recipes.py). Every other call takes the slow path, fakv.interface
+(checks, plan, compilation), which keeps its prepared call. A warm start
+imports this module, prepare.py and recipes.py, not interface.py.
+"""
+from . import _gc_paused, prepare, runtime
+
+_recipes = None         # fakv.recipes, once a call looks for a recipe
+_interface = None       # fakv.interface, once a call takes the slow path
+
+
+def _from_recipe(kernels, arguments, options):
+    """A new signature's call prepared from its recipe, run: its output; or
+    None (no recipe, or one that does not restore: the slow path then)."""
+    global _recipes
+    if _recipes is None:
+        from . import recipes
+        _recipes = recipes
+    call = _recipes.prepared(arguments, options, prepare.check_data()) if _recipes.ENABLED else None
+    if call is None:
+        return None
+    prepare.see_torch()
+    found = prepare.key(kernels, *arguments, *options)
+    if found is None:
+        return None
+    prepare.keep(found[0], call, kernels)
+    return call(found[1], arguments[0], arguments[3])
+
+
+def with_kernels(decode=None, combine=None):
+    """flash_attn_with_kvcache run by other kernels: `decode` in place of
+    kernels/decode.py's (a copy with another score_mod, say; same
+    parameters) and `combine` in place of kernels/combine.py's. Returns a
+    function with flash_attn_with_kvcache's signature (kernels/README.md)."""
+    kernels = (decode, combine)
+
+    def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None, rotary_sin=None,
+                                cache_seqlens=None, cache_batch_idx=None, cache_leftpad=None, block_table=None,
+                                softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0,
+                                rotary_interleaved=True, alibi_slopes=None, num_splits=0,
+                                return_softmax_lse=False):
+        global _interface
+        runtime.raise_pending()              # a kernel of an earlier call found bad data
+        if type(q) is prepare.tensor_type:
+            found = prepare.key(kernels, q, k_cache, v_cache, cache_seqlens, block_table, cache_batch_idx,
+                                alibi_slopes, k, v, rotary_cos, rotary_sin, cache_leftpad, softmax_scale, causal,
+                                window_size, softcap, rotary_interleaved, num_splits, return_softmax_lse)
+            if found is not None:
+                call = prepare.CALLS.get(found[0])
+                if call is not None:
+                    out = call(found[1], q, cache_seqlens)
+                    if out is not None:                  # (None: _ByLengths has no call for this hint yet)
+                        return out
+        with _gc_paused:                       # (a call prepared: fakv/__init__.py's _GCPaused)
+            if k is None and kernels == (None, None):
+                out = _from_recipe(kernels, (q, k_cache, v_cache, cache_seqlens, block_table, cache_batch_idx,
+                                             alibi_slopes, k, v, rotary_cos, rotary_sin, cache_leftpad),
+                                   (softmax_scale, causal, window_size, softcap, rotary_interleaved, num_splits,
+                                    return_softmax_lse))
+                if out is not None:
+                    return out
+            if _interface is None:
+                from . import interface
+                _interface = interface
+            return _interface._attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_sin,
+                                         cache_seqlens, cache_batch_idx, cache_leftpad, block_table, softmax_scale,
+                                         causal, window_size, softcap, rotary_interleaved, alibi_slopes,
+                                         num_splits, return_softmax_lse)
+
+    flash_attn_with_kvcache.__doc__ = _DOC
+    return flash_attn_with_kvcache
+
+
+_DOC = """Attention of q over a KV cache (FlashAttention's contract).
+
+    q: (batch, seqlen_q, heads, head_dim); k_cache, v_cache: (batch_cache,
+    seqlen_cache, kv_heads, head_dim), or (num_blocks, page_size, kv_heads,
+    head_dim) with block_table (batch, max_blocks) int32. cache_seqlens: int or
+    (batch,) int32, the keys of each sequence. Returns out (batch, seqlen_q,
+    heads, head_dim) in q's dtype, and with return_softmax_lse the natural-log
+    LSE (batch, heads, seqlen_q) float32.
+    """
+
+flash_attn_with_kvcache = with_kernels()
+
+# A new process's first call: the error word's page pinned by the driver meanwhile (runtime.start_error_word).
+runtime.start_error_word()
