@@ -786,10 +786,12 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
     prepare.see_torch()
     combined = splits > 1 and not merge_in              # a combine launch after decode
     early = (k is None or in_kernels) and batch * capacity * kv_heads * head_dim * 4 <= _EARLY_DECODE_BYTES
+    index = prepare.index_of(prepare.jobs_of(decode, decode_args, decode_consts, combine if combined else None,
+                                             combine_args, combine_consts, q, copy_q))
     call = prepare.call(decode, decode_args, decode_consts, p["decode_grid"], combine if combined else None,
                         combine_args, combine_consts, combine_grid, q, lse_shape, part_out, part_lse,
                         return_softmax_lse, capacity, copy_q, seqlen_new, paged, early_decode=early,
-                        combine_slots=combine_slots)
+                        combine_slots=combine_slots, index=index)
     found = prepare.key(kernels, q, k_cache, v_cache, given_seqlens, block_table, cache_batch_idx, alibi_slopes, k, v,
                     rotary_cos, rotary_sin, cache_leftpad, softmax_scale, causal, window_size, softcap,
                     rotary_interleaved, num_splits, return_softmax_lse)
@@ -813,7 +815,7 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
                      rotary_cos, rotary_sin, cache_leftpad),
                     (softmax_scale, causal, window_size, softcap, rotary_interleaved, num_splits, return_softmax_lse),
                     mode, decode, decode_args, decode_consts, p["decode_grid"], combine if combined else None,
-                    combine_args, combine_consts, combine_grid, errors, lse_shape=list(lse_shape),
+                    combine_args, combine_consts, combine_grid, errors, index, lse_shape=list(lse_shape),
                     part_out=part_out, part_lse=part_lse, return_lse=bool(return_softmax_lse), capacity=capacity,
                     copy_q=bool(copy_q), paged=paged, early_decode=bool(early))
     if not prepared:                   # q: append.py's rotated copy; k and v: their copies (fused), when made

@@ -108,8 +108,8 @@ def specialise_all(jobs, index=None):
     cache's index (under `index` when given: a recipe's), and indexed once
     found or compiled."""
     global _POOL
-    if index is None and all(isinstance(fn, Lazy) for fn, _, _ in jobs):
-        index = index_key(jobs)
+    if index is None:
+        index = index_of(jobs)
     if index is not None:
         found = indexed(index)
         if found is not None:
@@ -131,6 +131,12 @@ def specialise_all(jobs, index=None):
         cache.store_index(index, [(c.entry, c.name, c.params, c.binary, c.facts) for c in found])
         INDEXED[index] = found          # (this process's next prepare: these, their kernels loaded once)
     return found
+
+
+def index_of(jobs):
+    """The cache index's key of jobs that are all fakv.kernels' own (Lazy),
+    else None (a with_kernels kernel's specialisations are not indexed)."""
+    return index_key(jobs) if all(isinstance(fn, Lazy) for fn, _, _ in jobs) else None
 
 
 def index_key(jobs):

@@ -149,23 +149,20 @@ def key_of(arguments, options, check_mode):
 
 
 def store_call(arguments, options, check_mode, decode, decode_args, decode_consts, decode_grid, combine,
-               combine_args, combine_consts, combine_grid, errors, **scalars):
+               combine_args, combine_consts, combine_grid, errors, index, **scalars):
     """Writes the recipe of a call the fast path keeps (prepare.call's
-    input: the kernels, their arguments, constexprs and grids, `scalars`
-    its other parameters), when every argument of its kernels is of a kind
-    a recipe names."""
-    k = key_of(arguments, options, check_mode)
+    input: the kernels, their arguments, constexprs and grids, their cache
+    index key `index`, `scalars` its other parameters), when every argument
+    of its kernels is of a kind a recipe names and the kernels are indexed."""
+    k = None if index is None else key_of(arguments, options, check_mode)
     if k is None:
         return
     encoded = [encode(decode_args, arguments, errors), encode(combine_args, arguments, errors)]
     if None in encoded:
         return
-    jobs = prepare.jobs_of(decode, decode_args, decode_consts, combine, combine_args, combine_consts,
-                           arguments[0], scalars["copy_q"])
     store(k, dict(scalars, decode=kernel_ref(decode), decode_args=encoded[0], decode_consts=decode_consts,
                   decode_grid=list(decode_grid), combine=kernel_ref(combine), combine_args=encoded[1],
-                  combine_consts=combine_consts, combine_grid=list(combine_grid),
-                  index=prepare.index_key(jobs)))
+                  combine_consts=combine_consts, combine_grid=list(combine_grid), index=index))
 
 
 def prepared(arguments, options, check_mode):
