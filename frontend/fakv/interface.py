@@ -830,7 +830,7 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
     return out
 
 
-# kernels/combine_new.py's pointer parameters in a PreparedCall's slot order (_DECODE_SLOTS'): -1 for none.
+# kernels/combine_new.py's pointer parameters in a PreparedCall's slot order (prepare.DECODE_SLOTS'): -1 for none.
 _COMBINE_NEW_SLOTS = (4, 7, 8, 9, 10, 2, 3, 0, 1, 11, -1, 5, 6, 12, 13, -1)
 
 
