@@ -18,6 +18,9 @@ machine:
 - no sync: a call queued behind ~50 ms of GPU work (torch.cuda._sleep):
   its host time, and whether the GPU was still busy when it returned.
 - the host cost of a CUDA-graph replay of one API call.
+- the host's speed: torch.empty_like of a small tensor, a tensor's
+  stride(), an empty Python loop (the lent machines' hosts differ by up to
+  60 % between leases, and every host figure above with them).
 
 Shapes: bf16, 32 query / 8 kv heads, head dim 128, seqlen_q 1, num_splits
 0 (each library's own choice). fakv runs with its default checks.
@@ -229,6 +232,30 @@ def graph_replay_us():
     return eager_us(g.replay, n=200)[1]
 
 
+def host_speed():
+    """The lease's host speed, beside the figures it moves (medians of 9 rounds, microseconds per operation):
+    torch.empty_like of a b1 query (the allocation every API call makes), a CUDA tensor's stride() (one of the
+    accessors the call's key reads), and 1000 turns of an empty Python loop."""
+    import torch
+    q = inputs(1, 1024, True)[0]
+
+    def per_op(fn, n=2000):
+        t = time.perf_counter()
+        for _ in range(n):
+            fn()
+        return (time.perf_counter() - t) / n * 1e6
+
+    def loop():
+        for _ in range(1000):
+            pass
+    ops = {"torch.empty_like(q)": lambda: torch.empty_like(q), "q.stride()": q.stride, "python loop x1000": loop}
+    rounds = {name: [] for name in ops}
+    for _ in range(9):
+        for name, fn in ops.items():
+            rounds[name].append(per_op(fn, 200 if name.startswith("python") else 2000))
+    return {name: statistics.median(v) for name, v in rounds.items()}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--child", nargs=2)
@@ -252,6 +279,7 @@ def main():
     rows = steady(calls) + fakv_variants()
     syncs = no_sync(calls)
     replay = graph_replay_us()
+    speed = host_speed()
 
     print("\nstart-up (bf16 b8 s8192 32/8 d128 paged 256; ms, median of "
           f"{args.reps} fresh processes; import = import fakv, or import triton + the peer)")
@@ -270,9 +298,12 @@ def main():
     for name, ms, busy in syncs:
         print(f"{name:8} returned after {ms:7.3f} ms, GPU still busy: {busy}")
     print(f"\nCUDA graph replay of one fakv API call (b1 s1024 paged): {replay:.1f} us of host time")
+    print("\nthis host's speed (us an operation, medians of 9 rounds; the figures above move with it between leases): "
+          + ", ".join(f"{name} {us:.2f}" for name, us in speed.items()))
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"start": starts, "steady": rows, "no_sync": syncs, "graph_replay_us": replay}, f, indent=1)
+            json.dump({"start": starts, "steady": rows, "no_sync": syncs, "graph_replay_us": replay,
+                       "host_speed_us": speed}, f, indent=1)
 
 
 if __name__ == "__main__":
