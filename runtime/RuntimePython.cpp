@@ -26,6 +26,8 @@
 #include <utility>
 #include <vector>
 
+#include <unistd.h>
+
 namespace {
 
 using namespace fakv::runtime;
@@ -59,6 +61,7 @@ struct PendingMapped {
   std::thread thread;
   void *address = nullptr;
   bool failed = false;
+  pid_t owner = getpid(); // (a forked child has no such thread: it never joins it)
 };
 PendingMapped *pendingMapped = nullptr;
 std::mutex pendingMappedLock;
@@ -92,7 +95,8 @@ PyObject *startHostMapped(PyObject *, PyObject *args) {
 }
 
 /// wait_host_mapped() -> the address start_host_mapped's thread got, once it
-/// is done; None when none is pending or it failed (host_mapped then says why).
+/// is done; None when none is pending, it failed (host_mapped then says
+/// why), or this is a process forked from the one that started it.
 PyObject *waitHostMapped(PyObject *, PyObject *) {
   PendingMapped *pending;
   {
@@ -100,11 +104,17 @@ PyObject *waitHostMapped(PyObject *, PyObject *) {
     pending = pendingMapped;
     pendingMapped = nullptr;
   }
-  if (!pending)
+  if (!pending || pending->owner != getpid())
     Py_RETURN_NONE;
-  Py_BEGIN_ALLOW_THREADS pending->thread.join();
+  bool joined = true;
+  Py_BEGIN_ALLOW_THREADS
+  try {
+    pending->thread.join();
+  } catch (const std::system_error &) {
+    joined = false;
+  }
   Py_END_ALLOW_THREADS
-  if (pending->failed || !pending->address)
+  if (!joined || pending->failed || !pending->address)
     Py_RETURN_NONE;
   return PyLong_FromVoidPtr(pending->address);
 }

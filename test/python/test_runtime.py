@@ -108,6 +108,20 @@ def test_the_error_words_native_thread_gives_its_page_or_none():
         _runtime.start_host_mapped(64, "a context")
 
 
+def test_a_forked_child_never_joins_its_parents_error_word_thread():
+    # A child of fork has no copy of the thread: joining it there could wait forever (at exit too: atexit
+    # waits), and the page would be the parent's. The child gets None (on a GPU machine too, where the
+    # parent gets its page); here, without a driver, this checks the child neither hangs nor raises.
+    import os
+    _runtime.start_host_mapped(64, None)
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0 if _runtime.wait_host_mapped() is None else 3)
+    _, status = os.waitpid(pid, 0)
+    _runtime.wait_host_mapped()
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+
+
 def test_index_kinds_are_the_jits_types():
     """The API's index keys arguments by signature.arg_kind (text, without
     ir.py); the JIT by arg_type: the same type, the same divisibility."""
