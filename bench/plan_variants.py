@@ -48,10 +48,10 @@ def variant(name):
     after; yields the num_splits to pass (0: planned)."""
     from fakv import interface, prepare
     from fakv import lengths_hint
-    saved = {k: getattr(interface, k) for k in ("_SWAP_AB", "_ADAPTIVE_SPLITS", "_MERGE_SPLITS", "_EARLY_DECODE_BYTES",
+    saved = {k: getattr(interface, k) for k in ("_SWAP_AB", "_ADAPTIVE_SPLITS", "_EARLY_DECODE_BYTES",
                                                  "_SPLIT_MIN_BLOCKS_SWAPPED", "_GATHER_PAGES", "_CLUSTER_SPLITS",
                                                  "_ROW_BOXES", "plan")}
-    hint = lengths_hint.ENABLED
+    hint, merge = lengths_hint.ENABLED, prepare.MERGE_SPLITS
     splits, stages, seq_first = 0, None, False
     for part in name.split("+"):
         kind, _, value = part.partition("=")
@@ -100,7 +100,7 @@ def variant(name):
     finally:
         for k, v in saved.items():
             setattr(interface, k, v)
-        lengths_hint.ENABLED = hint
+        lengths_hint.ENABLED, prepare.MERGE_SPLITS = hint, merge
         prepare.CALLS.clear()
         interface._plan.cache_clear()
 

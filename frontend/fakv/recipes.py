@@ -16,6 +16,7 @@ down the slow path.
 import hashlib
 import json
 import os
+import sys
 import threading
 
 from . import cache, prepare
@@ -139,11 +140,24 @@ def load(k):
         return None
 
 
+def plans_as_keyed():
+    """Whether this process plans as its environment's FAKV_* switches (the
+    key's) say: false while fakv.interface's switches or plan are patched
+    in process (tests, benches: interface.patched()), were read from
+    another environment, or prepare.MERGE_SPLITS is; no recipe is written
+    or used then. (A process that has not imported fakv.interface plans as
+    its environment says.)"""
+    interface = sys.modules.get("fakv.interface")
+    if interface is not None and (interface.patched() or interface.ENV_AS_IMPORTED != _SWITCHES):
+        return False
+    return prepare.MERGE_SPLITS == (dict(_SWITCHES).get("FAKV_MERGE_SPLITS") == "1")
+
+
 def key_of(arguments, options, check_mode):
     """The recipe key of a GPU call, or None where a recipe cannot apply
-    (host checks, the CPU path, compiling only)."""
+    (host checks, the CPU path, compiling only, plans patched in process)."""
     q = arguments[0]
-    if check_mode == 1 or not (T.is_torch(q) and q.is_cuda) or cache.compile_only():
+    if check_mode == 1 or not (T.is_torch(q) and q.is_cuda) or cache.compile_only() or not plans_as_keyed():
         return None
     return key(arguments, options, check_mode, T.device_properties(q))
 

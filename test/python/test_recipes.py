@@ -75,6 +75,7 @@ def gpu(monkeypatch, tmp_path):
     monkeypatch.setattr(prepare, "call", record)
     real_plan = interface.plan
     monkeypatch.setattr(interface, "plan", lambda *a, **k: planned.append(a) or real_plan(*a, **k))
+    monkeypatch.setattr(interface, "_PLANS", (interface.plan, interface._plan))   # (the recorder is the plan)
     monkeypatch.setattr(prepare, "CALLS", {})
     monkeypatch.setattr(prepare, "tensor_type", None)
     return types.SimpleNamespace(prepared=prepared, planned=planned, tmp=tmp_path)
@@ -190,3 +191,31 @@ def test_on_unless_FAKV_RECIPES_is_0(setting):
     out = subprocess.run([sys.executable, "-c", "from fakv import recipes; print(recipes.ENABLED)"], env=env,
                          capture_output=True, text=True, check=True).stdout.strip()
     assert out == str(setting != "0")
+
+
+def test_plans_patched_in_process_neither_write_nor_use_recipes(gpu, monkeypatch):
+    # Tests and benches patch fakv.interface's switches or plan in process; a recipe's key names only the
+    # environment's FAKV_* switches, so a patched process must neither leave its plan under that key nor
+    # run a recipe of the environment's plan in place of its own.
+    call = _call(causal=True)
+    with monkeypatch.context() as m:
+        m.setattr(interface, "_CLUSTER_SPLITS", not interface._CLUSTER_SPLITS)
+        assert interface.patched() and not recipes.plans_as_keyed()
+        call()
+    assert not (gpu.tmp / "recipes").exists()
+    assert not interface.patched() and recipes.plans_as_keyed()
+    call()                                              # (kept in this process: none written again)
+    _new_process(monkeypatch)
+    call()                                              # the environment's plan: its recipe written
+    assert len(list((gpu.tmp / "recipes").iterdir())) == 1
+    real_plan = interface.plan
+    for name, value in (("_SWAP_AB", not interface._SWAP_AB), ("plan", lambda *a, **k: real_plan(*a, **k))):
+        with monkeypatch.context() as m:
+            m.setattr(interface, name, value)
+            _new_process(monkeypatch)
+            gpu.planned.clear()
+            call()
+            assert gpu.planned, f"{name} patched: planned, not prepared from the environment's recipe"
+    with monkeypatch.context() as m:
+        m.setattr(prepare, "MERGE_SPLITS", True)
+        assert not recipes.plans_as_keyed()
