@@ -24,12 +24,13 @@ def _from_recipe(kernels, arguments, options):
     if _recipes is None:
         from . import recipes
         _recipes = recipes
-    call = _recipes.prepared(arguments, options, prepare.check_data()) if _recipes.ENABLED else None
-    if call is None:
+    k = _recipes.key_of(arguments, options, prepare.check_data()) if _recipes.ENABLED else None
+    if k is None:
         return None
     prepare.see_torch()
     found = prepare.key(kernels, *arguments, *options)
-    if found is None:
+    call = None if found is None else _recipes.prepared(k, arguments)     # (found None: a call never kept)
+    if call is None:
         return None
     prepare.keep(found[0], call, kernels)
     return call(found[1], arguments[0], arguments[3])

@@ -881,17 +881,18 @@ def _append(q, k, v, k_cache, v_cache, q_rot, block_table, seqlens, batch_idx, c
 
 
 # What a plan reads besides a call's arguments, as this module was imported (from the environment): its
-# switches (the module's _UPPER_CASE values) and its plan functions. Tests and benches patch them in process;
-# recipes (recipes.py) are keyed by the environment's FAKV_* switches, so while any differs from this
-# (patched()) none is written or used: a recipe holds only the plan its key names.
+# constants and switches (the module's UPPER_CASE values) and every function and class it calls by name.
+# Tests and benches patch them in process; recipes (recipes.py) are keyed by the environment's FAKV_*
+# switches, so once any has differed from this in a process (patched(); _plan's cache may hold such plans
+# after), that process writes and uses no recipe.
 _AS_IMPORTED = {k: v for k, v in globals().items()
-                if k[:1] == "_" and k[1:2].isupper() and isinstance(v, (bool, int, float, str, tuple, type(None)))}
-_PLANS = (plan, _plan)
+                if (k.lstrip("_")[:1].isupper() and isinstance(v, (bool, int, float, str, tuple, type(None))))
+                or callable(v)}
 ENV_AS_IMPORTED = sorted((k, v) for k, v in os.environ.items() if k.startswith("FAKV_") and k != "FAKV_CACHE_DIR")
 
 
 def patched():
-    """Whether this module's switches or plan functions differ from what it imported."""
+    """Whether any of this module's constants, switches, functions or
+    classes differs from what it imported."""
     g = globals()
-    return (g["plan"], g["_plan"]) != _PLANS or any(g[k] != v for k, v in _AS_IMPORTED.items())
-
+    return any(g.get(k) != v for k, v in _AS_IMPORTED.items())

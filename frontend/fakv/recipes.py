@@ -140,26 +140,44 @@ def load(k):
         return None
 
 
+_patched = False        # plans_as_keyed() has found this process's plans patched
+
+
 def plans_as_keyed():
     """Whether this process plans as its environment's FAKV_* switches (the
-    key's) say: false while fakv.interface's switches or plan are patched
-    in process (tests, benches: interface.patched()), were read from
-    another environment, or prepare.MERGE_SPLITS is; no recipe is written
-    or used then. (A process that has not imported fakv.interface plans as
-    its environment says.)"""
+    key's) say: false once fakv.interface's switches, constants or
+    functions have been patched in it (tests, benches: interface.patched();
+    plans made meanwhile stay in interface._plan's cache), while they were
+    read from another environment, or while prepare.MERGE_SPLITS is
+    patched; no recipe is written or used then. (A process that has not
+    imported fakv.interface plans as its environment says.)"""
+    global _patched
     interface = sys.modules.get("fakv.interface")
-    if interface is not None and (interface.patched() or interface.ENV_AS_IMPORTED != _SWITCHES):
+    if _patched or (interface is not None and interface.patched()):
+        _patched = True
+        return False
+    if interface is not None and interface.ENV_AS_IMPORTED != _SWITCHES:
         return False
     return prepare.MERGE_SPLITS == (dict(_SWITCHES).get("FAKV_MERGE_SPLITS") == "1")
 
 
+def _recipe_argument(a):
+    return a is None or type(a) is int or T.is_torch(a)
+
+
 def key_of(arguments, options, check_mode):
-    """The recipe key of a GPU call, or None where a recipe cannot apply
-    (host checks, the CPU path, compiling only, plans patched in process)."""
+    """The recipe key of a GPU call, or None where a recipe cannot apply:
+    host checks, the CPU path, compiling only, an argument neither None, an
+    int nor a torch tensor (the slow path says what is wrong), a tensor
+    without storage, plans patched in process."""
     q = arguments[0]
-    if check_mode == 1 or not (T.is_torch(q) and q.is_cuda) or cache.compile_only() or not plans_as_keyed():
+    if (check_mode == 1 or not (T.is_torch(q) and q.is_cuda) or cache.compile_only()
+            or not all(_recipe_argument(a) for a in arguments) or not plans_as_keyed()):
         return None
-    return key(arguments, options, check_mode, T.device_properties(q))
+    try:
+        return key(arguments, options, check_mode, T.device_properties(q))
+    except (AttributeError, TypeError, ValueError, RuntimeError):   # (a tensor without storage, say)
+        return None
 
 
 def store_call(arguments, options, check_mode, decode, decode_args, decode_consts, decode_grid, combine,
@@ -179,11 +197,10 @@ def store_call(arguments, options, check_mode, decode, decode_args, decode_const
                   combine_consts=combine_consts, combine_grid=list(combine_grid), index=index))
 
 
-def prepared(arguments, options, check_mode):
-    """The PreparedCall of a call from its recipe, or None (no recipe, or
-    one that does not restore)."""
-    k = key_of(arguments, options, check_mode)
-    r = None if k is None else load(k)
+def prepared(k, arguments):
+    """The PreparedCall of a call from the recipe of key `k` (key_of's), or
+    None (no recipe, or one that does not restore)."""
+    r = load(k)
     if r is None:
         return None
     q = arguments[0]

@@ -10,7 +10,7 @@ import types
 
 import pytest
 
-from fakv import api, interface, prepare, recipes, runtime
+from fakv import FakvError, api, interface, prepare, recipes, runtime
 
 
 class _Dtype:
@@ -75,7 +75,7 @@ def gpu(monkeypatch, tmp_path):
     monkeypatch.setattr(prepare, "call", record)
     real_plan = interface.plan
     monkeypatch.setattr(interface, "plan", lambda *a, **k: planned.append(a) or real_plan(*a, **k))
-    monkeypatch.setattr(interface, "_PLANS", (interface.plan, interface._plan))   # (the recorder is the plan)
+    monkeypatch.setitem(interface._AS_IMPORTED, "plan", interface.plan)    # (the recorder stands for the plan)
     monkeypatch.setattr(prepare, "CALLS", {})
     monkeypatch.setattr(prepare, "tensor_type", None)
     return types.SimpleNamespace(prepared=prepared, planned=planned, tmp=tmp_path)
@@ -90,9 +90,10 @@ def _call(batch=8, seqlen=8192, page=256, lengths=None, **options):
 
 
 def _new_process(monkeypatch):
-    """What a new process has: no prepared call, no tensor type seen."""
+    """What a new process has: no prepared call, no tensor type seen, no plan patched yet."""
     monkeypatch.setattr(prepare, "CALLS", {})
     monkeypatch.setattr(prepare, "tensor_type", None)
+    monkeypatch.setattr(recipes, "_patched", False)
 
 
 def _same(a, b):
@@ -194,28 +195,47 @@ def test_on_unless_FAKV_RECIPES_is_0(setting):
 
 
 def test_plans_patched_in_process_neither_write_nor_use_recipes(gpu, monkeypatch):
-    # Tests and benches patch fakv.interface's switches or plan in process; a recipe's key names only the
-    # environment's FAKV_* switches, so a patched process must neither leave its plan under that key nor
-    # run a recipe of the environment's plan in place of its own.
+    # Tests and benches patch fakv.interface's switches, constants or functions in process; a recipe's key
+    # names only the environment's FAKV_* switches, so a patched process must neither leave its plan under
+    # that key nor run a recipe of the environment's plan in place of its own; nor after the patch is
+    # undone (interface._plan's cache may still hold its plans).
+    _new_process(monkeypatch)
     call = _call(causal=True)
     with monkeypatch.context() as m:
         m.setattr(interface, "_CLUSTER_SPLITS", not interface._CLUSTER_SPLITS)
         assert interface.patched() and not recipes.plans_as_keyed()
         call()
+    assert not interface.patched() and not recipes.plans_as_keyed()      # (for the rest of the process)
+    _call(batch=4, causal=True)()
     assert not (gpu.tmp / "recipes").exists()
-    assert not interface.patched() and recipes.plans_as_keyed()
-    call()                                              # (kept in this process: none written again)
     _new_process(monkeypatch)
     call()                                              # the environment's plan: its recipe written
     assert len(list((gpu.tmp / "recipes").iterdir())) == 1
     real_plan = interface.plan
-    for name, value in (("_SWAP_AB", not interface._SWAP_AB), ("plan", lambda *a, **k: real_plan(*a, **k))):
+    for name, value in (("_SWAP_AB", not interface._SWAP_AB), ("MAX_SPLITS", 8),
+                        ("plan", lambda *a, **k: real_plan(*a, **k)),
+                        ("num_splits_heuristic", lambda *a, **k: 1)):
         with monkeypatch.context() as m:
             m.setattr(interface, name, value)
             _new_process(monkeypatch)
             gpu.planned.clear()
             call()
             assert gpu.planned, f"{name} patched: planned, not prepared from the environment's recipe"
+    _new_process(monkeypatch)
     with monkeypatch.context() as m:
         m.setattr(prepare, "MERGE_SPLITS", True)
         assert not recipes.plans_as_keyed()
+    assert recipes.plans_as_keyed()
+
+
+@pytest.mark.parametrize("bad", ["bool", "float", "numpy", "list"])
+def test_arguments_of_other_kinds_get_no_recipe_and_the_slow_paths_error(gpu, monkeypatch, bad):
+    # (recipes are looked for before the slow path's checks: an argument of a kind no recipe holds must
+    # reach those checks, not fail in the recipe key)
+    import numpy as np
+    q, k, v = Tensor((8, 1, 32, 128)), Tensor((8, 4096, 8, 128)), Tensor((8, 4096, 8, 128))
+    lens = {"bool": True, "float": 100.0, "numpy": np.full(8, 100, np.int32), "list": [100] * 8}[bad]
+    assert recipes.key_of((q, k, v, lens, None, None, None, None, None, None, None, None),
+                          (None, False, (-1, -1), 0.0, True, 0, False), None) is None
+    with pytest.raises(FakvError):
+        api.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens)
