@@ -55,8 +55,9 @@ PyObject *hostMapped(PyObject *, PyObject *args) {
 // The error word's page pinned meanwhile: host_mapped's work in a native
 // thread (no Python in it: starting one costs tens of microseconds, a
 // Python thread's start hundreds on the lent machines, on a new process's
-// first call). One at a time; the object is never freed (its thread may
-// still be in the driver when nobody waits for it).
+// first call). One at a time; the object is freed once its thread is
+// joined, never before (its thread may still be in the driver when nobody
+// waits for it).
 struct PendingMapped {
   std::thread thread;
   void *address = nullptr;
@@ -114,9 +115,13 @@ PyObject *waitHostMapped(PyObject *, PyObject *) {
     joined = false;
   }
   Py_END_ALLOW_THREADS
-  if (!joined || pending->failed || !pending->address)
+  if (!joined)
     Py_RETURN_NONE;
-  return PyLong_FromVoidPtr(pending->address);
+  void *address = pending->failed ? nullptr : pending->address;
+  delete pending; // (joined: its thread is done with it)
+  if (!address)
+    Py_RETURN_NONE;
+  return PyLong_FromVoidPtr(address);
 }
 
 /// current_context() -> the calling thread's current CUDA context (an int; 0: none).
