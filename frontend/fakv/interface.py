@@ -893,6 +893,10 @@ ENV_AS_IMPORTED = sorted((k, v) for k, v in os.environ.items() if k.startswith("
 
 def patched():
     """Whether any of this module's constants, switches, functions or
-    classes differs from what it imported."""
-    g = globals()
-    return any(g.get(k) != v for k, v in _AS_IMPORTED.items())
+    classes differs from (or is no longer) what it imported."""
+    g, missing = globals(), object()
+    for k, v in _AS_IMPORTED.items():
+        now = g.get(k, missing)
+        if now is not v and (type(now) is not type(v) or now != v):
+            return True
+    return False

@@ -176,7 +176,7 @@ def key_of(arguments, options, check_mode):
         return None
     try:
         return key(arguments, options, check_mode, T.device_properties(q))
-    except (AttributeError, TypeError, ValueError, RuntimeError):   # (a tensor without storage, say)
+    except (AttributeError, TypeError, ValueError, RuntimeError, OSError):   # (a tensor without storage, say)
         return None
 
 

@@ -76,6 +76,7 @@ def gpu(monkeypatch, tmp_path):
     real_plan = interface.plan
     monkeypatch.setattr(interface, "plan", lambda *a, **k: planned.append(a) or real_plan(*a, **k))
     monkeypatch.setitem(interface._AS_IMPORTED, "plan", interface.plan)    # (the recorder stands for the plan)
+    monkeypatch.setattr(recipes, "_patched", False)
     monkeypatch.setattr(prepare, "CALLS", {})
     monkeypatch.setattr(prepare, "tensor_type", None)
     return types.SimpleNamespace(prepared=prepared, planned=planned, tmp=tmp_path)
@@ -165,7 +166,10 @@ def test_a_bad_recipe_takes_the_slow_path(gpu, monkeypatch):
 
 def test_not_for_host_checks_nor_with_recipes_off(gpu, monkeypatch):
     monkeypatch.setenv("FAKV_CHECK_DATA", "1")
-    monkeypatch.setattr(interface, "_check_contents", lambda *a, **k: None)
+    no_checks = lambda *a, **k: None  # noqa: E731  (the host checks stood in: they read the data)
+    monkeypatch.setattr(interface, "_check_contents", no_checks)
+    monkeypatch.setitem(interface._AS_IMPORTED, "_check_contents", no_checks)
+    assert recipes.plans_as_keyed()                     # (only the check mode keeps the recipe out)
     _call()()
     assert not (gpu.tmp / "recipes").exists()
     monkeypatch.delenv("FAKV_CHECK_DATA")
@@ -239,3 +243,22 @@ def test_arguments_of_other_kinds_get_no_recipe_and_the_slow_paths_error(gpu, mo
                           (None, False, (-1, -1), 0.0, True, 0, False), None) is None
     with pytest.raises(FakvError):
         api.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens)
+
+
+def test_a_call_the_fast_path_cannot_keep_reads_no_recipe(gpu, monkeypatch):
+    # A q of a tensor subclass: the fast path's key (the C signature) does not take it, so its calls are
+    # never kept; they must not read and prepare a recipe only to throw it away before the slow path.
+    class Sub(Tensor):
+        __module__ = "torch"
+    _call()()
+    assert len(list((gpu.tmp / "recipes").iterdir())) == 1
+    _new_process(monkeypatch)
+    _call()()                                           # the recipe serves a plain q
+    assert len(gpu.prepared) == 2
+    _new_process(monkeypatch)
+    loads = []
+    real_load = recipes.load
+    monkeypatch.setattr(recipes, "load", lambda k: loads.append(k) or real_load(k))
+    q, k, v = Sub((8, 1, 32, 128)), Tensor((256, 256, 8, 128)), Tensor((256, 256, 8, 128))
+    api.flash_attn_with_kvcache(q, k, v, cache_seqlens=Tensor((8,), I32), block_table=Tensor((8, 32), I32))
+    assert not loads and len(gpu.prepared) == 3         # the slow path's prepare only
