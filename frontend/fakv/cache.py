@@ -130,20 +130,33 @@ def load_index(key):
 def store_index(key, items):
     """Records a call's kernels ((entry, name, params, cubin, facts) each);
     quietly nothing when the directory cannot be written (store() warns)."""
-    d = os.path.join(cache_dir(), "index")
-    tmp = os.path.join(d, f"{key}.{os.getpid()}.{threading.get_ident()}.tmp")
     head = [{"entry": e, "name": n, "params": list(p), "facts": f, "size": len(b),
              "sha256": hashlib.sha256(b).hexdigest()} for e, n, p, b, f in items]
+    write_quietly(os.path.join(cache_dir(), "index", key + ".bin"),
+                  json.dumps(head).encode() + b"\n" + b"".join(bytes(i[3]) for i in items))
+
+
+def write_quietly(path, data):
+    """Writes `data` (bytes) to `path` at once (a file of this process and
+    thread renamed over it, so readers never see part of it), making its
+    directory; quietly nothing when it cannot be written."""
+    tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
     try:
-        os.makedirs(d, exist_ok=True)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(tmp, "wb") as f:
-            f.write(json.dumps(head).encode() + b"\n" + b"".join(bytes(i[3]) for i in items))
-        os.replace(tmp, os.path.join(d, key + ".bin"))
+            f.write(data)
+        os.replace(tmp, path)
     except OSError:
         try:
             os.unlink(tmp)
         except OSError:
             pass
+
+
+def fakv_switches():
+    """The environment's FAKV_* variables but FAKV_CACHE_DIR, sorted: what
+    the frontend's switches are read from."""
+    return sorted((k, v) for k, v in os.environ.items() if k.startswith("FAKV_") and k != "FAKV_CACHE_DIR")
 
 
 def cache_dir():

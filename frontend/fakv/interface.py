@@ -12,7 +12,7 @@ import math
 import numbers
 import os
 
-from . import prepare, runtime
+from . import cache, prepare, runtime
 from .cache import compile_only
 from . import tensors as T
 from .errors import DataError, FakvError, capacity_error
@@ -792,9 +792,9 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
                         combine_args, combine_consts, combine_grid, q, lse_shape, part_out, part_lse,
                         return_softmax_lse, capacity, copy_q, seqlen_new, paged, early_decode=early,
                         combine_slots=combine_slots, index=index)
-    found = prepare.key(kernels, q, k_cache, v_cache, given_seqlens, block_table, cache_batch_idx, alibi_slopes, k, v,
-                    rotary_cos, rotary_sin, cache_leftpad, softmax_scale, causal, window_size, softcap,
-                    rotary_interleaved, num_splits, return_softmax_lse)
+    found = prepare.key(kernels, q, k_cache, v_cache, given_seqlens, block_table, cache_batch_idx, alibi_slopes,
+                        k, v, rotary_cos, rotary_sin, cache_leftpad, softmax_scale, causal, window_size, softcap,
+                        rotary_interleaved, num_splits, return_softmax_lse)
     if found is None:                                    # an argument the key cannot hold: never reused
         found = (None, tuple(t.data_ptr() if T.is_torch(t) else 0 for t in (
             q, k_cache, v_cache, given_seqlens, block_table, cache_batch_idx, alibi_slopes, k, v, rotary_cos,
@@ -888,7 +888,7 @@ def _append(q, k, v, k_cache, v_cache, q_rot, block_table, seqlens, batch_idx, c
 _AS_IMPORTED = {k: v for k, v in globals().items()
                 if (k.lstrip("_")[:1].isupper() and isinstance(v, (bool, int, float, str, tuple, type(None))))
                 or callable(v)}
-ENV_AS_IMPORTED = sorted((k, v) for k, v in os.environ.items() if k.startswith("FAKV_") and k != "FAKV_CACHE_DIR")
+ENV_AS_IMPORTED = cache.fakv_switches()
 
 
 def patched():

@@ -17,7 +17,6 @@ import hashlib
 import json
 import os
 import sys
-import threading
 
 from . import cache, prepare
 from . import tensors as T
@@ -26,7 +25,7 @@ from .runtime import Pointer
 # FAKV_RECIPES=0: no recipe read or written.
 ENABLED = os.environ.get("FAKV_RECIPES") != "0"
 # The FAKV_* switches (interface.py reads its own when imported; these when this loads, at a first call).
-_SWITCHES = sorted((k, v) for k, v in os.environ.items() if k.startswith("FAKV_") and k != "FAKV_CACHE_DIR")
+_SWITCHES = cache.fakv_switches()
 # The frontend's files a recipe depends on besides cache.kernels_version()'s (the plan, the checks, this).
 _SOURCES = ("interface.py", "heuristics.py", "tensors.py", "signature.py", "runtime.py", "cache.py", "recipes.py",
             "prepare.py", "api.py")
@@ -116,18 +115,11 @@ def options_of(ref):
 
 def store(k, recipe):
     """Writes a recipe (quietly nothing when the cache cannot be written)."""
-    path = _path(k)
-    tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
     try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(tmp, "w") as f:
-            json.dump(recipe, f)
-        os.replace(tmp, path)
-    except (OSError, TypeError, ValueError):
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        data = json.dumps(recipe).encode()
+    except (TypeError, ValueError):
+        return
+    cache.write_quietly(_path(k), data)
 
 
 def load(k):
