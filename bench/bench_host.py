@@ -14,7 +14,10 @@ machine:
   replayed from a CUDA graph (10 calls), at batch 1 / 1024 keys and batch 8
   / 8192 keys, paged (256) and contiguous; also the host time per call
   alone (before the synchronise). Nine rounds, each timing every case and
-  library in turn (none always first), medians.
+  library in turn (none always first), medians; beside them the best
+  round's overhead and the host's speed during each case's rounds (a Python
+  loop's time: a lent host also slows by up to 1.7 times within a run, for
+  seconds, fakv and Triton alike).
 - no sync: a call queued behind ~50 ms of GPU work (torch.cuda._sleep):
   its host time, and whether the GPU was still busy when it returned.
 - the host cost of a CUDA-graph replay of one API call.
@@ -164,12 +167,25 @@ def steady(calls, rounds=9):
                               err, []])
     for _ in range(rounds):
         for case in cases:
-            case[5].append(eager_round(case[2]))
+            case[5].append(eager_round(case[2]) + (python_loop_us(),))
     rows = []
     for label, name, _, gpu, err, times in cases:
         eager, host = statistics.median(t[0] for t in times), statistics.median(t[1] for t in times)
-        rows.append((label, name, gpu, eager, eager - gpu, host, err))
+        rows.append((label, name, gpu, eager, eager - gpu, host, err, min(t[0] for t in times) - gpu,
+                     statistics.median(t[2] for t in times)))
     return rows
+
+
+def python_loop_us(n=20):
+    """The host's speed right now: microseconds of a Python loop of 1000
+    empty iterations (median of n)."""
+    times = []
+    for _ in range(n):
+        t = time.perf_counter()
+        for _ in range(1000):
+            pass
+        times.append((time.perf_counter() - t) * 1e6)
+    return statistics.median(times)
 
 
 def fakv_variants():
@@ -198,7 +214,7 @@ def fakv_variants():
             gpu = gpu_us(fn)
             eager, host = eager_us(fn)
             rows.append((f"b1 s1024 {'paged 256' if paged else 'contiguous'}", f"fakv {name}", gpu, eager,
-                         eager - gpu, host, float("nan")))
+                         eager - gpu, host, float("nan"), float("nan"), python_loop_us()))
         prepare.MERGE_SPLITS = False
     return rows
 
@@ -289,11 +305,14 @@ def main():
         for kind in ("cold", "warm"):
             r = s[kind]
             print(f"{name:{width}} {kind:6} {r['import_ms']:8.1f} {r['first_call_ms']:9.1f} {r['total_ms']:8.1f}")
-    print("\neager overhead per call (us, medians of 9 rounds interleaving the cases): eager = 500 calls in a row / 500; gpu = CUDA-graph replay; "
-          "overhead = eager - gpu; host = host time per call before the sync")
-    print(f"{'case':22} {'':13} {'gpu':>7} {'eager':>7} {'overhead':>9} {'host':>7}  max|out - fakv|")
-    for case, name, gpu, eager, over, host, err in rows:
-        print(f"{case:22} {name:13} {gpu:7.1f} {eager:7.1f} {over:9.1f} {host:7.1f}  {err:.2e}")
+    print("\neager overhead per call (us, medians of 9 rounds interleaving the cases): eager = 500 calls in a row / 500; "
+          "gpu = CUDA-graph replay; overhead = eager - gpu; best = the best round's overhead; host = host time per call "
+          "before the sync; loop = the host's speed in those rounds (us for a Python loop of 1000, median)")
+    print(f"{'case':22} {'':13} {'gpu':>7} {'eager':>7} {'overhead':>9} {'best':>6} {'host':>7} {'loop':>6}  "
+          "max|out - fakv|")
+    for case, name, gpu, eager, over, host, err, best, loop in rows:
+        print(f"{case:22} {name:13} {gpu:7.1f} {eager:7.1f} {over:9.1f} {best:6.1f} {host:7.1f} {loop:6.1f}  "
+              f"{err:.2e}")
     print("\nno sync: a call queued behind ~50 ms of GPU work (b8 s8192 paged)")
     for name, ms, busy in syncs:
         print(f"{name:8} returned after {ms:7.3f} ms, GPU still busy: {busy}")

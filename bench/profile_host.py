@@ -73,8 +73,10 @@ def steps():
             ("torch.empty(shape, dtype=, device=)", per_call_us(
                 lambda: torch.empty(shape, dtype=torch.bfloat16, device=device))),
             ("q.new_empty(shape)", per_call_us(lambda: q.new_empty(shape))),
-            ("the key, then the prepared call (the fast path by hand)", per_call_us(
+            ("the key, then the prepared call (by hand, in Python)", per_call_us(
                 lambda: prepare.CALLS[prepare.key(*key_args)[0]](ptrs, q, lens))),
+            ("the fast path in C (_runtime.run_prepared)", per_call_us(
+                lambda: prepare.run(prepare.CALLS, key_args[0], prepare.extras(), *key_args[1:]))),
             ("whole API call, again (the host's drift since the first row)", per_call_us(whole)),
         ]
         print(f"\nb1 s1024 {'paged 256' if paged else 'contiguous'}")

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <vector>
 
 namespace fakv::runtime {
 
@@ -119,6 +120,48 @@ bool putScalar(std::string &key, PyObject *v) {
   return true;
 }
 
+/// The tensor arguments' layouts into the key and their addresses into
+/// `addresses` (0 where no tensor).
+Read putTensors(std::string &key, PyObject *const *tensors, Py_ssize_t n, int64_t *addresses) {
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    PyObject *t = tensors[i];
+    addresses[i] = 0;
+    if (t == Py_None) {
+      putTag(key, None);
+    } else if (PyLong_CheckExact(t)) {
+      putTag(key, Int);                    // an int cache_seqlens: its value is checked per call
+    } else if (Py_TYPE(t) == tensorType) {
+      if (!putTensor(key, t, addresses[i]))
+        return PyErr_Occurred() ? Read::Error : Read::Unknown;
+    } else {
+      return Read::Unknown;
+    }
+  }
+  return Read::Ok;
+}
+
+Read putScalars(std::string &key, PyObject *const *scalars, Py_ssize_t n) {
+  for (Py_ssize_t i = 0; i < n; ++i)
+    if (!putScalar(key, scalars[i])) {
+      if (PyErr_Occurred())
+        PyErr_Clear();
+      return Read::Unknown;
+    }
+  return Read::Ok;
+}
+
+// Objects by identity (the kernels): the caller keeps them alive while it
+// keeps the key.
+void putObjects(std::string &key, PyObject *objects) {
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(objects); ++i) {
+    putTag(key, Object);
+    uintptr_t id = reinterpret_cast<uintptr_t>(PyTuple_GET_ITEM(objects, i));
+    put(key, &id, sizeof id);
+  }
+}
+
+PyObject *const *items(PyObject *tuple) { return reinterpret_cast<PyTupleObject *>(tuple)->ob_item; }
+
 } // namespace
 
 PyObject *setTensorType(PyObject *, PyObject *type) {
@@ -139,55 +182,48 @@ PyObject *setTensorType(PyObject *, PyObject *type) {
   Py_RETURN_NONE;
 }
 
+Read callKey(PyObject *const *tensors, Py_ssize_t nt, PyObject *const *scalars, Py_ssize_t ns, PyObject *extras,
+             PyObject *objects, std::string &key, int64_t *addresses) {
+  if (!tensorType)
+    return Read::Unknown;
+  key.reserve(512);
+  Read r = putTensors(key, tensors, nt, addresses);
+  if (r == Read::Ok)
+    r = putScalars(key, scalars, ns);
+  if (r == Read::Ok && extras)
+    r = putScalars(key, items(extras), PyTuple_GET_SIZE(extras));
+  if (r == Read::Ok)
+    putObjects(key, objects);
+  return r;
+}
+
 PyObject *callSignature(PyObject *, PyObject *const *args, Py_ssize_t nargs) {
   if (nargs != 3 || !PyTuple_Check(args[0]) || !PyTuple_Check(args[1]) || !PyTuple_Check(args[2])) {
     PyErr_SetString(PyExc_TypeError, "signature(tensors, scalars, objects): three tuples");
     return nullptr;
   }
-  if (!tensorType)
-    Py_RETURN_NONE;
+  Py_ssize_t n = PyTuple_GET_SIZE(args[0]);
+  std::vector<int64_t> address(n);
   std::string key;
-  key.reserve(512);
-  PyObject *tensors = args[0];
-  Py_ssize_t n = PyTuple_GET_SIZE(tensors);
+  switch (callKey(items(args[0]), n, items(args[1]), PyTuple_GET_SIZE(args[1]), nullptr, args[2], key,
+                  address.data())) {
+  case Read::Error:
+    return nullptr;
+  case Read::Unknown:
+    Py_RETURN_NONE;
+  case Read::Ok:
+    break;
+  }
   PyObject *addresses = PyTuple_New(n);
   if (!addresses)
     return nullptr;
   for (Py_ssize_t i = 0; i < n; ++i) {
-    PyObject *t = PyTuple_GET_ITEM(tensors, i);
-    int64_t address = 0;
-    if (t == Py_None) {
-      putTag(key, None);
-    } else if (PyLong_CheckExact(t)) {
-      putTag(key, Int);                    // an int cache_seqlens: its value is checked per call
-    } else if (Py_TYPE(t) == tensorType) {
-      if (!putTensor(key, t, address)) {
-        Py_DECREF(addresses);
-        if (PyErr_Occurred())
-          return nullptr;
-        Py_RETURN_NONE;
-      }
-    } else {
+    PyObject *a = PyLong_FromLongLong(address[i]);
+    if (!a) {
       Py_DECREF(addresses);
-      Py_RETURN_NONE;
+      return nullptr;
     }
-    PyTuple_SET_ITEM(addresses, i, PyLong_FromLongLong(address));
-  }
-  PyObject *scalars = args[1];
-  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(scalars); ++i)
-    if (!putScalar(key, PyTuple_GET_ITEM(scalars, i))) {
-      Py_DECREF(addresses);
-      if (PyErr_Occurred())
-        PyErr_Clear();
-      Py_RETURN_NONE;
-    }
-  // Objects by identity (the kernels): the caller keeps them alive while it
-  // keeps the key.
-  PyObject *objects = args[2];
-  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(objects); ++i) {
-    putTag(key, Object);
-    uintptr_t id = reinterpret_cast<uintptr_t>(PyTuple_GET_ITEM(objects, i));
-    put(key, &id, sizeof id);
+    PyTuple_SET_ITEM(addresses, i, a);
   }
   PyObject *bytes = PyBytes_FromStringAndSize(key.data(), key.size());
   if (!bytes) {

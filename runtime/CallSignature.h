@@ -16,7 +16,26 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <cstdint>
+#include <string>
+
 namespace fakv::runtime {
+
+/// What reading a call's arguments into a key gave.
+enum class Read {
+  Ok,      // the key is complete
+  Unknown, // an argument of a kind the key cannot hold (no exception set)
+  Error    // a Python exception was raised
+};
+
+/// The key of `nt` tensor arguments (None, an int or a torch tensor each),
+/// `ns` scalars then the items of `extras` (a tuple, or null) as scalars,
+/// and `objects` (a tuple) by identity; each tensor's address into
+/// `addresses` (0 where no tensor). signature() and the fast path's
+/// run_prepared() both build keys here: the same arguments give the same
+/// bytes.
+Read callKey(PyObject *const *tensors, Py_ssize_t nt, PyObject *const *scalars, Py_ssize_t ns, PyObject *extras,
+             PyObject *objects, std::string &key, int64_t *addresses);
 
 /// signature(tensors: tuple, scalars: tuple) -> (bytes, tuple) or None.
 PyObject *callSignature(PyObject *self, PyObject *const *args, Py_ssize_t nargs);

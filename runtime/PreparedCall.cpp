@@ -27,6 +27,7 @@ constexpr int DefaultCombineSlots[NumSlots] = {-1, -1, -1, -1, -1, 2, 3, 0, 1, -
 enum Address {
   AQ, AK, AV, ASeqlens, ATable, ABatchIdx, ASlopes, AKNew, AVNew, ACos, ASin, ALeftPad, NumAddresses
 };
+static_assert(NumAddresses == PreparedCallAddresses, "PreparedCall.h lists the addresses");
 
 struct Launch {
   KernelObject *kernel = nullptr;
@@ -282,21 +283,8 @@ bool launch(Launch &l, uint64_t stream, const uint64_t *layout, bool early) {
   return launchSlots(l.kernel, grid, stream, l.slots.data(), maps, early);
 }
 
-PyObject *PreparedCall_call(PreparedCallObject *self, PyObject *args, PyObject *kwargs) {
-  PyObject *addressTuple, *q, *seqlens;
-  if (kwargs || !PyArg_UnpackTuple(args, "PreparedCall", 3, 3, &addressTuple, &q, &seqlens))
-    return kwargs ? (PyErr_SetString(PyExc_TypeError, "PreparedCall takes no keywords"), nullptr)
-                  : nullptr;
-  uint64_t a[NumAddresses];
-  if (!PyTuple_Check(addressTuple) || PyTuple_GET_SIZE(addressTuple) != NumAddresses) {
-    PyErr_Format(PyExc_TypeError, "PreparedCall: %d addresses", static_cast<int>(NumAddresses));
-    return nullptr;
-  }
-  for (int i = 0; i < NumAddresses; ++i) {
-    a[i] = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(addressTuple, i));
-    if (PyErr_Occurred())
-      return nullptr;
-  }
+/// The call's work once its addresses are read (`a`: NumAddresses of them).
+PyObject *run(PreparedCallObject *self, uint64_t *a, PyObject *q, PyObject *seqlens) {
   void *context = nullptr;
   if (fakv_current_context(&context))
     return raiseRuntime();
@@ -390,7 +378,32 @@ done:
   return result;
 }
 
+PyObject *PreparedCall_call(PreparedCallObject *self, PyObject *args, PyObject *kwargs) {
+  PyObject *addressTuple, *q, *seqlens;
+  if (kwargs || !PyArg_UnpackTuple(args, "PreparedCall", 3, 3, &addressTuple, &q, &seqlens))
+    return kwargs ? (PyErr_SetString(PyExc_TypeError, "PreparedCall takes no keywords"), nullptr)
+                  : nullptr;
+  uint64_t a[NumAddresses];
+  if (!PyTuple_Check(addressTuple) || PyTuple_GET_SIZE(addressTuple) != NumAddresses) {
+    PyErr_Format(PyExc_TypeError, "PreparedCall: %d addresses", static_cast<int>(NumAddresses));
+    return nullptr;
+  }
+  for (int i = 0; i < NumAddresses; ++i) {
+    a[i] = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(addressTuple, i));
+    if (PyErr_Occurred())
+      return nullptr;
+  }
+  return run(self, a, q, seqlens);
+}
+
 } // namespace
+
+PyObject *callPrepared(PyObject *call, const int64_t *addresses, PyObject *q, PyObject *seqlens) {
+  uint64_t a[NumAddresses];
+  for (int i = 0; i < NumAddresses; ++i)
+    a[i] = static_cast<uint64_t>(addresses[i]);
+  return run(reinterpret_cast<PreparedCallObject *>(call), a, q, seqlens);
+}
 
 PyTypeObject PreparedCallType = {PyVarObject_HEAD_INIT(nullptr, 0)};
 

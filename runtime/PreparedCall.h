@@ -23,9 +23,20 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <cstdint>
+
 namespace fakv::runtime {
 
 extern PyTypeObject PreparedCallType;
+
+/// The addresses a call passes: q, k_cache, v_cache, cache_seqlens,
+/// block_table, cache_batch_idx, alibi_slopes, k, v, rotary_cos,
+/// rotary_sin, cache_leftpad.
+constexpr int PreparedCallAddresses = 12;
+
+/// `call` (a PreparedCall) run with PreparedCallAddresses addresses as
+/// C ints: what calling it with them as a tuple returns.
+PyObject *callPrepared(PyObject *call, const int64_t *addresses, PyObject *q, PyObject *seqlens);
 
 /// Readies PreparedCallType (once, at module import).
 bool initPreparedCallType();

@@ -11,6 +11,7 @@
 #include <Python.h>
 
 #include "runtime/CallSignature.h"
+#include "runtime/FastPath.h"
 #include "runtime/LaunchKernel.h"
 #include "runtime/PreparedCall.h"
 #include "runtime/fakv_runtime.h"
@@ -193,6 +194,10 @@ PyMethodDef moduleMethods[] = {
     {"signature", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(fakv::runtime::callSignature)),
      METH_FASTCALL,
      "signature(tensors, scalars, objects) -> (key bytes, addresses) or None (runtime/CallSignature.h)"},
+    {"run_prepared", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(fakv::runtime::runPrepared)),
+     METH_FASTCALL,
+     "run_prepared(calls, objects, extras, 12 tensors, 7 options) -> the prepared call's output, or None "
+     "(runtime/FastPath.h)"},
     {"set_tensor_type", fakv::runtime::setTensorType, METH_O,
      "set_tensor_type(torch.Tensor): the type signature() reads as a tensor"},
     {nullptr, nullptr, 0, nullptr}};

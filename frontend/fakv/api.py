@@ -5,7 +5,8 @@ signature.
 A torch call whose arguments have the shapes, strides, dtypes, devices,
 alignment and options of an earlier one runs that call's prepared call
 (prepare.CALLS): its checks, plan and kernels reused, only addresses, the
-outputs and an int cache_seqlens changed. A new process's first call of a
+outputs and an int cache_seqlens changed; the key, the lookup and the call
+in one C call (fakv._runtime.run_prepared, runtime/FastPath.h). A new process's first call of a
 signature an earlier process kept is prepared from its recipe on disk
 (recipes.py). Every other call takes the slow path, fakv.interface
 (checks, plan, compilation), which keeps its prepared call. A warm start
@@ -50,16 +51,13 @@ def with_kernels(decode=None, combine=None):
                                 return_softmax_lse=False):
         global _interface
         runtime.raise_pending()              # a kernel of an earlier call found bad data
-        if type(q) is prepare.tensor_type:
-            found = prepare.key(kernels, q, k_cache, v_cache, cache_seqlens, block_table, cache_batch_idx,
-                                alibi_slopes, k, v, rotary_cos, rotary_sin, cache_leftpad, softmax_scale, causal,
-                                window_size, softcap, rotary_interleaved, num_splits, return_softmax_lse)
-            if found is not None:
-                call = prepare.CALLS.get(found[0])
-                if call is not None:
-                    out = call(found[1], q, cache_seqlens)
-                    if out is not None:                  # (None: _ByLengths has no call for this hint yet)
-                        return out
+        if type(q) is prepare.tensor_type:    # (in C: the key, the lookup, the prepared call; None: none)
+            out = prepare.run(prepare.CALLS, kernels, prepare.extras(), q, k_cache, v_cache, cache_seqlens,
+                              block_table, cache_batch_idx, alibi_slopes, k, v, rotary_cos, rotary_sin,
+                              cache_leftpad, softmax_scale, causal, window_size, softcap, rotary_interleaved,
+                              num_splits, return_softmax_lse)
+            if out is not None:
+                return out
         with _gc_paused:                       # (a call prepared: fakv/__init__.py's _GCPaused)
             if k is None and kernels == (None, None):
                 out = _from_recipe(kernels, (q, k_cache, v_cache, cache_seqlens, block_table, cache_batch_idx,

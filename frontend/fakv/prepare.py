@@ -283,6 +283,7 @@ def current_stream():
 
 tensor_type = None      # torch.Tensor, once a call has seen torch (api.py's fast path: calls of such a q)
 _signature = None       # fakv._runtime.signature, then
+run = None              # fakv._runtime.run_prepared, then: api.py's fast path
 CALLS = {}              # key -> PreparedCall (or interface._ByLengths)
 MAX_CALLS = 256
 KEPT = set()            # the with_kernels kernels the keys name
@@ -290,25 +291,31 @@ KEPT = set()            # the with_kernels kernels the keys name
 
 def see_torch():
     """The fast path's tensor type and signature, once a GPU call is prepared."""
-    global tensor_type, _signature
+    global tensor_type, _signature, run
     if tensor_type is None:
         import torch
         from . import _runtime
         _runtime.set_tensor_type(torch.Tensor)
-        tensor_type, _signature = torch.Tensor, _runtime.signature
+        tensor_type, _signature, run = torch.Tensor, _runtime.signature, _runtime.run_prepared
+
+
+def extras():
+    """What a call's key holds beyond its arguments: the data-check mode
+    and, when decode merges its splits, the stream."""
+    return check_data(), ((current_stream(),) if MERGE_SPLITS else None)
 
 
 def key(kernels, q, k_cache, v_cache, cache_seqlens, block_table, cache_batch_idx, alibi_slopes, k, v, rotary_cos,
         rotary_sin, cache_leftpad, softmax_scale, causal, window_size, softcap, rotary_interleaved, num_splits,
         return_softmax_lse):
     """(key, addresses) of a call (fakv._runtime.signature), or None when an
-    argument is of a kind the key cannot hold. The one place the API's fast
-    path (api.py) and the calls that prepare make it."""
+    argument is of a kind the key cannot hold. The calls that prepare make
+    it here; api.py's fast path makes the same bytes in C (run: the 12
+    tensors, the 7 options, then extras(), the kernels by identity)."""
     return _signature((q, k_cache, v_cache, cache_seqlens, block_table, cache_batch_idx, alibi_slopes, k, v,
                        rotary_cos, rotary_sin, cache_leftpad),
                       (softmax_scale, causal, window_size, softcap, rotary_interleaved, num_splits,
-                       return_softmax_lse, check_data(), (current_stream(),) if MERGE_SPLITS else None),
-                      kernels)
+                       return_softmax_lse) + extras(), kernels)
 
 
 def keep(found_key, call, kernels):

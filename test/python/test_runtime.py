@@ -63,6 +63,42 @@ def test_signature_addresses_and_unknown_kinds():
     assert _runtime.signature((t,), (2 ** 70,), ()) is None
 
 
+def test_the_fast_path_finds_what_the_signature_keyed():
+    """run_prepared (the API's fast path: key, lookup and call in one C
+    call) builds signature()'s key for the same arguments, runs the entry
+    it finds with the addresses, q and cache_seqlens, and returns None when
+    there is none or an argument cannot be keyed; the entry's errors
+    propagate."""
+    q = FakeTensor((2, 1, 8, 64), (512, 512, 64, 1), ptr=4096)
+    cache = FakeTensor((2, 256, 2, 64), (32768, 128, 64, 1), ptr=8192)
+    lens = FakeTensor((2,), (1,), dtype="i32", ptr=65536)
+    tensors = (q, cache, cache, lens) + (None,) * 8
+    options = (None, False, (-1, -1), 0.0, True, 0, False)
+    kernels, extras = (None, None), (1, None)
+    seen = []
+
+    def entry(addresses, q_, seqlens):
+        seen.append((addresses, q_, seqlens))
+        return "out"
+
+    calls = {_runtime.signature(tensors, options + extras, kernels)[0]: entry}
+    assert _runtime.run_prepared(calls, kernels, extras, *tensors, *options) == "out"
+    assert seen == [((4096, 8192, 8192, 65536) + (0,) * 8, q, lens)]
+    # Another mode, option, kernel, address alignment: not found.
+    assert _runtime.run_prepared(calls, kernels, (0, None), *tensors, *options) is None
+    assert _runtime.run_prepared(calls, kernels, extras, *tensors, *options[:-1], True) is None
+    assert _runtime.run_prepared(calls, (object(), None), extras, *tensors, *options) is None
+    moved = FakeTensor((2, 1, 8, 64), (512, 512, 64, 1), ptr=4100)
+    assert _runtime.run_prepared(calls, kernels, extras, moved, *tensors[1:], *options) is None
+    assert _runtime.run_prepared(calls, kernels, extras, 3.5, *tensors[1:], *options) is None
+    assert len(seen) == 1
+    calls = {k: (lambda *a: 1 / 0) for k in calls}
+    with pytest.raises(ZeroDivisionError):
+        _runtime.run_prepared(calls, kernels, extras, *tensors, *options)
+    with pytest.raises(TypeError, match="12 tensors, 7 options"):
+        _runtime.run_prepared(calls, kernels, extras, *tensors)
+
+
 def test_driver_missing_is_a_clear_error():
     try:
         address = _runtime.host_mapped(64)
@@ -183,6 +219,8 @@ def test_the_api_keys_a_call_the_same_way_twice(monkeypatch):
             monkeypatch.setenv("FAKV_CHECK_DATA", mode)
         first, second = prepare.key(*args), prepare.key(*args)
         assert first is not None and first[0] == second[0]
+        found = {first[0]: lambda *a: ("found", mode)}       # (the fast path's key is the same bytes)
+        assert _runtime.run_prepared(found, args[0], prepare.extras(), *args[1:]) == ("found", mode)
     monkeypatch.setenv("FAKV_CHECK_DATA", "1")
     checked = prepare.key(*args)[0]
     monkeypatch.delenv("FAKV_CHECK_DATA")
