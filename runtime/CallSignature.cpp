@@ -197,6 +197,12 @@ Read callKey(PyObject *const *tensors, Py_ssize_t nt, PyObject *const *scalars, 
   return r;
 }
 
+PyObject *notKeyed(Read r) {
+  if (r == Read::Error)
+    return nullptr;
+  Py_RETURN_NONE;
+}
+
 PyObject *callSignature(PyObject *, PyObject *const *args, Py_ssize_t nargs) {
   if (nargs != 3 || !PyTuple_Check(args[0]) || !PyTuple_Check(args[1]) || !PyTuple_Check(args[2])) {
     PyErr_SetString(PyExc_TypeError, "signature(tensors, scalars, objects): three tuples");
@@ -205,15 +211,10 @@ PyObject *callSignature(PyObject *, PyObject *const *args, Py_ssize_t nargs) {
   Py_ssize_t n = PyTuple_GET_SIZE(args[0]);
   std::vector<int64_t> address(n);
   std::string key;
-  switch (callKey(items(args[0]), n, items(args[1]), PyTuple_GET_SIZE(args[1]), nullptr, args[2], key,
-                  address.data())) {
-  case Read::Error:
-    return nullptr;
-  case Read::Unknown:
-    Py_RETURN_NONE;
-  case Read::Ok:
-    break;
-  }
+  Read r = callKey(items(args[0]), n, items(args[1]), PyTuple_GET_SIZE(args[1]), nullptr, args[2], key,
+                   address.data());
+  if (r != Read::Ok)
+    return notKeyed(r);
   PyObject *addresses = PyTuple_New(n);
   if (!addresses)
     return nullptr;

@@ -37,6 +37,10 @@ enum class Read {
 Read callKey(PyObject *const *tensors, Py_ssize_t nt, PyObject *const *scalars, Py_ssize_t ns, PyObject *extras,
              PyObject *objects, std::string &key, int64_t *addresses);
 
+/// What a function returns when callKey gave `r` (not Ok): None for
+/// Unknown (the slow path then), null for Error (the exception raised).
+PyObject *notKeyed(Read r);
+
 /// signature(tensors: tuple, scalars: tuple) -> (bytes, tuple) or None.
 PyObject *callSignature(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 

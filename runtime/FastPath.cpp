@@ -25,14 +25,9 @@ PyObject *runPrepared(PyObject *, PyObject *const *args, Py_ssize_t nargs) {
   PyObject *const *tensors = args + Leading;
   std::string key;
   int64_t addresses[Tensors];
-  switch (callKey(tensors, Tensors, tensors + Tensors, Options, args[2], args[1], key, addresses)) {
-  case Read::Error:
-    return nullptr;
-  case Read::Unknown:
-    Py_RETURN_NONE;
-  case Read::Ok:
-    break;
-  }
+  Read r = callKey(tensors, Tensors, tensors + Tensors, Options, args[2], args[1], key, addresses);
+  if (r != Read::Ok)
+    return notKeyed(r);
   PyObject *bytes = PyBytes_FromStringAndSize(key.data(), key.size());
   if (!bytes)
     return nullptr;
