@@ -52,6 +52,7 @@ def steps():
         key, ptrs = prepare.key(*key_args)
         call = prepare.CALLS[key]
         s = stream()
+        assert prepare.run(prepare.CALLS, key_args[0], prepare.extras(), *key_args[1:]) is not None   # (a call)
         shape, device = tuple(q.shape), q.device
         rows = [
             ("whole API call", per_call_us(whole)),

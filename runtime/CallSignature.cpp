@@ -66,6 +66,8 @@ bool putTensor(std::string &key, PyObject *t, int64_t &address) {
     return false;
   int64_t index = PyLong_AsLongLong(device);
   Py_DECREF(device);
+  if (index == -1 && PyErr_Occurred())
+    return false;
   putI64(key, index);
   PyObject *ptr = call(t, dataPtrName);
   if (!ptr)

@@ -1,10 +1,10 @@
 //===- CallSignature.h - what a call's arguments are, as bytes ---*- C++ -*-===//
 //
-// fakv._runtime.signature(tensors, scalars): the key under which
+// fakv._runtime.signature(tensors, scalars, objects): the key under which
 // fakv.flash_attn_with_kvcache keeps a prepared call (frontend/fakv/
-// interface.py), built in C from the arguments: for each tensor its shape,
-// strides, dtype, device and 16-byte alignment; for each scalar its type and
-// value. Returns (key: bytes, addresses: tuple of ints, 0 where no tensor),
+// prepare.py's CALLS), built in C from the arguments: for each tensor its
+// shape, strides, dtype, device and 16-byte alignment; for each scalar its
+// type and value; each object by identity. Returns (key: bytes, addresses: tuple of ints, 0 where no tensor),
 // or None when an argument is of a kind it does not know (the caller then
 // takes the slow path, which checks everything).
 //
@@ -41,7 +41,7 @@ Read callKey(PyObject *const *tensors, Py_ssize_t nt, PyObject *const *scalars, 
 /// Unknown (the slow path then), null for Error (the exception raised).
 PyObject *notKeyed(Read r);
 
-/// signature(tensors: tuple, scalars: tuple) -> (bytes, tuple) or None.
+/// signature(tensors, scalars, objects: tuples) -> (bytes, tuple) or None.
 PyObject *callSignature(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 
 /// set_tensor_type(torch.Tensor): the type signature() reads as a tensor.

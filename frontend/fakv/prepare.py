@@ -243,7 +243,7 @@ def call(decode, decode_args, decode_consts, decode_grid, combine, combine_args,
 # ---- the prepared calls the API's fast path runs, one per signature ---------------------------
 # A torch call whose arguments have the shapes, strides, dtypes, devices,
 # alignment and options of an earlier one runs that call's PreparedCall
-# (api.py): found under key(), kept by keep().
+# (api.py): kept by keep() under key(), found by run (the same bytes, in C).
 
 # FAKV_MERGE_SPLITS=1: with several splits, the decode kernel's last split
 # of each row merges them (kernels/splits.py's merge_splits, through

@@ -28,6 +28,10 @@ BF16, F16 = "bf16", "f16"          # interned strings: one object each, like tor
 @pytest.fixture(autouse=True)
 def _tensor_type():
     _runtime.set_tensor_type(FakeTensor)
+    yield
+    from fakv import prepare
+    if prepare.tensor_type is not None:     # (torch's, once a call has seen it: the API's keys read it again)
+        _runtime.set_tensor_type(prepare.tensor_type)
 
 
 def key(*tensors, scalars=(None, False, (-1, -1), 0.0, 0, False, ""), objects=(None, None)):
@@ -92,9 +96,29 @@ def test_the_fast_path_finds_what_the_signature_keyed():
     assert _runtime.run_prepared(calls, kernels, extras, moved, *tensors[1:], *options) is None
     assert _runtime.run_prepared(calls, kernels, extras, 3.5, *tensors[1:], *options) is None
     assert len(seen) == 1
+    # The stream the merging plan adds to the extras: another key, found as such.
+    merging = (1, (0x5000,))
+    calls[_runtime.signature(tensors, options + merging, kernels)[0]] = lambda *a: "merging"
+    assert _runtime.run_prepared(calls, kernels, merging, *tensors, *options) == "merging"
+    assert _runtime.run_prepared(calls, kernels, (1, (0x6000,)), *tensors, *options) is None
+    # An entry that has no call yet (interface._ByLengths for a new lengths hint) gives None too.
+    calls = {k: (lambda *a: None) for k in calls}
+    assert _runtime.run_prepared(calls, kernels, extras, *tensors, *options) is None
     calls = {k: (lambda *a: 1 / 0) for k in calls}
     with pytest.raises(ZeroDivisionError):
         _runtime.run_prepared(calls, kernels, extras, *tensors, *options)
+
+    class Broken(FakeTensor):
+        def get_device(self):
+            raise RuntimeError("no device")
+
+    _runtime.set_tensor_type(Broken)                           # (an accessor's error is the call's)
+    broken = Broken((2, 1, 8, 64), (512, 512, 64, 1))
+    with pytest.raises(RuntimeError, match="no device"):
+        _runtime.run_prepared(calls, kernels, extras, broken, *tensors[1:], *options)
+    broken.get_device = lambda: "cuda:0"                       # (not an int: a TypeError, not a key)
+    with pytest.raises(TypeError):
+        _runtime.run_prepared(calls, kernels, extras, broken, *tensors[1:], *options)
     with pytest.raises(TypeError, match="12 tensors, 7 options"):
         _runtime.run_prepared(calls, kernels, extras, *tensors)
 
