@@ -12,7 +12,9 @@ machine:
 - eager overhead per call: the time per call of 500 calls in a row
   (synchronised at the end) minus the GPU time per call of the same call
   replayed from a CUDA graph (10 calls), at batch 1 / 1024 keys and batch 8
-  / 8192 keys, paged (256) and contiguous; also the host time per call
+  / 8192 keys, paged (256) and contiguous, and at b1 s1024 paged over 32
+  layers' caches in turn (a model's decode step: each call's caches its
+  own, as in no other case); also the host time per call
   alone (before the synchronise). Nine rounds, each timing every case and
   library in turn (none always first), medians; beside them the best
   round's overhead and the host's speed during each case's rounds (a Python
@@ -32,6 +34,7 @@ Shapes: bf16, 32 query / 8 kv heads, head dim 128, seqlen_q 1, num_splits
 """
 import argparse
 import functools
+import itertools
 import json
 import os
 import statistics
@@ -42,6 +45,9 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 H, HK, D, PAGE = 32, 8, 128, 256
+
+
+LAYERS = 32        # the eager case of a model's decode step: layers called in turn, each with its own caches
 
 
 def inputs(batch, seqlen, paged):
@@ -165,6 +171,16 @@ def steady(calls, rounds=9):
                 err = (out.float() - ref.float()).abs().max().item()
                 cases.append([f"b{batch} s{seqlen} {'paged 256' if paged else 'contiguous'}", name, fn, gpu_us(fn),
                               err, []])
+    # A model's decode step: one call per layer, each layer's caches its own (the same shapes).
+    layers = [inputs(1, 1024, True) for _ in range(LAYERS)]
+    ref = None
+    for name, call in calls:
+        turn = itertools.cycle(layers)
+        fn = lambda call=call, turn=turn: call(*next(turn))  # noqa: E731
+        out = warmed(fn, calls=2 * LAYERS - 1)                # (ends on the last layer: the next call is layer 0's)
+        ref = out if ref is None else ref
+        cases.append([f"b1 s1024 paged 256 L{LAYERS}", name, fn, gpu_us(fn), (out.float() - ref.float()).abs().max().item(),
+                      []])
     for _ in range(rounds):
         for case in cases:
             case[5].append(eager_round(case[2]) + (python_loop_us(),))

@@ -186,14 +186,22 @@ bool integers(PyObject *seq, uint64_t *out, int n, const char *what) {
   return ok;
 }
 
+/// Tensor maps kept per kernel: a model calls the API once per layer, each
+/// layer with caches of its own (two maps a call), so a decode step of up to
+/// 64 layers finds every map it encoded in the step before.
+constexpr size_t kMapsKept = 128;
+
 /// The map of `key` (address, dims, strides, rows) from the kernel's recent
-/// ones, or encoded now.
+/// ones (the one found moved first: a call of one layer finds it at once),
+/// or encoded now (in place of the least recently used when all are kept).
 const unsigned char *cachedMap(KernelObject *self, const uint64_t key[10]) {
   auto &maps = *self->maps;
+  uint64_t now = ++self->mapLookups;
   for (size_t i = 0; i < maps.size(); ++i)
-    if (std::memcmp(maps[i].key, key, sizeof(maps[i].key)) == 0) {
+    if (maps[i].key[0] == key[0] && std::memcmp(maps[i].key, key, sizeof(maps[i].key)) == 0) {
       if (i)
         std::swap(maps[i], maps[0]);
+      maps[0].used = now;
       return maps[0].map;
     }
   CachedMap entry;
@@ -203,9 +211,19 @@ const unsigned char *cachedMap(KernelObject *self, const uint64_t key[10]) {
     raiseRuntime();
     return nullptr;
   }
-  if (maps.size() >= 8)
-    maps.pop_back();
-  maps.insert(maps.begin(), entry);
+  entry.used = now;
+  size_t slot = maps.size();
+  if (slot < kMapsKept) {
+    maps.push_back(entry);
+  } else {
+    slot = 0;
+    for (size_t i = 1; i < maps.size(); ++i)
+      if (maps[i].used < maps[slot].used)
+        slot = i;
+    maps[slot] = entry;
+  }
+  if (slot)
+    std::swap(maps[slot], maps[0]);
   return maps[0].map;
 }
 

@@ -29,6 +29,7 @@ struct TensorMapSpec {
 
 struct CachedMap {
   uint64_t key[10]; // address, dims[4], strides[4], rows
+  uint64_t used;    // when last found (the kernel's count of lookups)
   alignas(64) unsigned char map[128];
 };
 
@@ -43,7 +44,8 @@ struct KernelObject {
   std::vector<char> *kinds;       // per runtime parameter: p b c i l f
   std::vector<TensorMapSpec> *tensormaps;
   std::vector<std::pair<void *, void *>> *functions; // (context, CUfunction)
-  std::vector<CachedMap> *maps;   // most recent first
+  std::vector<CachedMap> *maps;   // the last found first (LaunchKernel.cpp: cachedMap)
+  uint64_t mapLookups;            // lookups so far: CachedMap::used's clock
   unsigned threads, smem;
   unsigned packing[3];
   LaunchMode launchMode;          // when it is launched programmatically (LaunchKernel.cpp)

@@ -401,6 +401,33 @@ def _reference_check(out, q, k, v, lens, table, page):
     return check(out, ref, pt, "out")
 
 
+@pytest.mark.parametrize("page", [None, 256])
+def test_layers_each_with_their_own_caches(page):
+    """A model's decode step calls the API once per layer, each layer with
+    caches of its own: 70 layers (140 TMA maps, more than a kernel keeps:
+    runtime/README.md) in turn, twice, then the last ten again (their maps
+    kept). Every output is its own layer's: right against the reference,
+    and the same in each pass."""
+    q, k, v, lens, table = _inputs(page)
+    call = lambda q, k, v, lens, table: fakv.flash_attn_with_kvcache(  # noqa: E731
+        q, k, v, cache_seqlens=lens, block_table=table)
+    if COMPILE_ONLY:
+        return call(q, k, v, lens, table)
+    g = torch.Generator(device="cuda").manual_seed(5)
+    layers = [(q, torch.randn(k.shape, generator=g, device="cuda").to(k.dtype),
+               torch.randn(v.shape, generator=g, device="cuda").to(v.dtype), lens, table) for _ in range(70)]
+    first = [call(*layer) for layer in layers]
+    again = [call(*layer) for layer in layers]
+    last = [call(*layer) for layer in layers[-10:]]
+    torch.cuda.synchronize()
+    for layer, out in zip(layers, first):
+        ok, msg = _reference_check(out, *layer, page)
+        assert ok, msg
+    assert all(torch.equal(a, b) for a, b in zip(first, again))
+    assert all(torch.equal(a, b) for a, b in zip(first[-10:], last))
+    assert not torch.equal(first[0], first[1])                 # (the layers differ)
+
+
 @pytest.mark.parametrize("page", [16, 256])
 def test_bad_block_table_is_reported(page):
     """A block-table entry outside the cache: the kernel reads nothing of
@@ -592,6 +619,8 @@ def compile_all():
     for page in (16, 256):
         test_bad_block_table_is_reported(page)
         test_streams_keep_their_own_workspace(page)
+    for page in (None, 256):
+        test_layers_each_with_their_own_caches(page)
     print("compiled the kernels of test_frontend_gpu.py")
 
 
@@ -606,6 +635,7 @@ def run_all():
     cases += [(test_cuda_graph_capture, c) for c in [(256, 1), (16, 3)]]
     cases += [(test_bad_block_table_is_reported, (p,)) for p in (16, 256)]
     cases += [(test_streams_keep_their_own_workspace, (p,)) for p in (16, 256)]
+    cases += [(test_layers_each_with_their_own_caches, (p,)) for p in (None, 256)]
     cases += [(test_bad_seqlens_are_reported, (p,)) for p in (None, 16, 256)]
     cases += [(test_call_does_not_wait_for_the_gpu, c) for c in [(256, "tensor"), (None, "int")]]
     cases += [(second_call_is_prepared, c) for c in [(256, "tensor"), (None, "int")]]
