@@ -47,6 +47,12 @@ int Kernel_init(KernelObject *self, PyObject *args, PyObject *kwargs) {
                                    &image, &name, &kinds, &tms, &threads, &smem, &px, &py, &pz,
                                    &dependent))
     return -1;
+  if (self->image || std::strlen(kinds) > 256) {   // (PreparedCalls sized their slots for its kinds)
+    PyBuffer_Release(&image);
+    PyErr_SetString(self->image ? PyExc_TypeError : PyExc_ValueError,
+                    self->image ? "a Kernel is initialised once" : "more than 256 kernel parameters");
+    return -1;
+  }
   self->launchMode = launchModeOf(name, dependent);
   self->image = new std::string(static_cast<const char *>(image.buf), image.len);
   PyBuffer_Release(&image);
@@ -68,6 +74,11 @@ int Kernel_init(KernelObject *self, PyObject *args, PyObject *kwargs) {
   PyObject *seq = PySequence_Fast(tms, "tensormaps must be a sequence of (arg, rows)");
   if (!seq)
     return -1;
+  if (PySequence_Fast_GET_SIZE(seq) > 8) {
+    Py_DECREF(seq);
+    PyErr_SetString(PyExc_ValueError, "more than 8 tensor maps");
+    return -1;
+  }
   for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); ++i) {
     int arg;
     unsigned rows;
@@ -83,10 +94,6 @@ int Kernel_init(KernelObject *self, PyObject *args, PyObject *kwargs) {
     self->tensormaps->push_back({arg, rows});
   }
   Py_DECREF(seq);
-  if (self->kinds->size() > 256 || self->tensormaps->size() > 8) {
-    PyErr_SetString(PyExc_ValueError, "more than 256 kernel parameters or 8 tensor maps");
-    return -1;
-  }
   return 0;
 }
 
@@ -259,6 +266,10 @@ const unsigned char *tensorMapOf(KernelObject *self, size_t t, PyObject *arg, ui
 /// (divided by the kernel's grid packing), the CUDA stream handle (0 or
 /// None: the default stream), then one argument per runtime parameter.
 PyObject *Kernel_launch(KernelObject *self, PyObject *const *args, Py_ssize_t nargs) {
+  if (!self->kinds) {
+    PyErr_SetString(PyExc_TypeError, "Kernel not initialised");
+    return nullptr;
+  }
   const size_t nparams = self->kinds->size();
   if (static_cast<size_t>(nargs) != nparams + 4) {
     PyErr_Format(PyExc_TypeError, "%s takes %zu arguments, got %zd", self->name->c_str(),

@@ -54,6 +54,10 @@ bool pack(Launch &l, PyObject *kernel, PyObject *grid, PyObject *args) {
     return false;
   }
   l.kernel = reinterpret_cast<KernelObject *>(kernel);
+  if (!l.kernel->kinds) {
+    PyErr_SetString(PyExc_TypeError, "PreparedCall: a Kernel not initialised");
+    return false;
+  }
   if (!PyArg_ParseTuple(grid, "LLL", &l.grid[0], &l.grid[1], &l.grid[2]))
     return false;
   PyObject *fast = PySequence_Fast(args, "PreparedCall: arguments must be a sequence");
@@ -77,6 +81,21 @@ bool pack(Launch &l, PyObject *kernel, PyObject *grid, PyObject *args) {
   return true;
 }
 
+/// Whether every slot is a pointer parameter of the launch's kernel (-1,
+/// none, allowed when `optional`).
+bool checkSlots(const int *slots, const char *what, const Launch &l, bool optional) {
+  for (int i = 0; i < NumSlots; ++i) {
+    int s = slots[i];
+    if (optional && s == -1)
+      continue;
+    if (s < 0 || static_cast<size_t>(s) >= l.kernel->kinds->size() || (*l.kernel->kinds)[s] != 'p') {
+      PyErr_Format(PyExc_ValueError, "PreparedCall: %s slot %d is not a pointer parameter", what, s);
+      return false;
+    }
+  }
+  return true;
+}
+
 // A kernel's slots (NumSlots parameter indices, in Slot order; -1 for none
 // when `optional`), each a pointer parameter of the kernel.
 bool readSlots(PyObject *given, const char *what, const Launch &l, bool optional, int *out) {
@@ -88,21 +107,16 @@ bool readSlots(PyObject *given, const char *what, const Launch &l, bool optional
     PyErr_Format(PyExc_TypeError, "PreparedCall: %d %s slots", static_cast<int>(NumSlots), what);
     return false;
   }
-  for (int i = 0; i < NumSlots; ++i)
-    out[i] = static_cast<int>(PyLong_AsLong(PySequence_Fast_GET_ITEM(slots, i)));
-  Py_DECREF(slots);
-  if (PyErr_Occurred())
-    return false;
   for (int i = 0; i < NumSlots; ++i) {
-    int s = out[i];
-    if (optional && s == -1)
-      continue;
-    if (s < 0 || static_cast<size_t>(s) >= l.kernel->kinds->size() || (*l.kernel->kinds)[s] != 'p') {
-      PyErr_Format(PyExc_ValueError, "PreparedCall: %s slot %d is not a pointer parameter", what, s);
+    long s = PyLong_AsLong(PySequence_Fast_GET_ITEM(slots, i));
+    if (s == -1 && PyErr_Occurred()) {
+      Py_DECREF(slots);
       return false;
     }
+    out[i] = s < -1 || s > 255 ? -2 : static_cast<int>(s);   // (-2: out of any kernel's range)
   }
-  return true;
+  Py_DECREF(slots);
+  return checkSlots(out, what, l, optional);
 }
 
 int PreparedCall_init(PreparedCallObject *self, PyObject *args, PyObject *kwargs) {
@@ -113,6 +127,10 @@ int PreparedCall_init(PreparedCallObject *self, PyObject *args, PyObject *kwargs
       "empty_workspace", "early_decode", "combine_slots", nullptr};
   PyObject *decode, *dgrid, *dargs, *dslots, *combine, *cgrid, *cargs, *layout, *cslots = nullptr;
   PyObject *emptyLike, *emptyLse, *rawAlloc, *rawDelete, *stream, *seqlensAddress, *emptyWorkspace;
+  if (self->decode) {                 // (its launches hold borrowed kernels: kept as they are)
+    PyErr_SetString(PyExc_TypeError, "a PreparedCall is initialised once");
+    return -1;
+  }
   if (!PyArg_ParseTupleAndKeywords(
           args, kwargs, "OOOOOOOOKKKppOOOOOOO|pO", const_cast<char **>(keywords), &decode, &dgrid,
           &dargs, &dslots, &combine, &cgrid, &cargs, &layout, &self->wsBytes, &self->partOutBytes,
@@ -135,6 +153,8 @@ int PreparedCall_init(PreparedCallObject *self, PyObject *args, PyObject *kwargs
                                                    "PreparedCall: combine_slots without combine"), -1);
   } else {
     std::memcpy(self->combineSlots, DefaultCombineSlots, sizeof(DefaultCombineSlots));
+    if (self->combine && !checkSlots(self->combineSlots, "combine", *self->combine, true))
+      return -1;
   }
   if (!PyArg_ParseTuple(layout, "KKKKKKKK", &self->layout[0], &self->layout[1], &self->layout[2],
                         &self->layout[3], &self->layout[4], &self->layout[5], &self->layout[6],
@@ -234,11 +254,17 @@ bool workspaceFor(PyObject *rawAlloc, PyObject *rawDelete, void *context, uint64
     return true;
   }
   if (uint64_t old = w.address) {   // (stream-ordered: reused by the allocator after this stream's work)
+    unsigned long long oldBytes = w.bytes;
     w.address = 0;
     w.bytes = 0;
     PyObject *r = PyObject_CallFunction(keptDelete, "K", static_cast<unsigned long long>(old));
-    if (!r)
+    if (!r) {
+      if (w.address == 0) {         // (not freed: kept again, rather than lost)
+        w.address = old;
+        w.bytes = oldBytes;
+      }
       return false;
+    }
     Py_DECREF(r);
   }
   unsigned long long size = (bytes + (1u << 20) - 1) & ~static_cast<unsigned long long>((1u << 20) - 1);
@@ -285,6 +311,10 @@ bool launch(Launch &l, uint64_t stream, const uint64_t *layout, bool early) {
 
 /// The call's work once its addresses are read (`a`: NumAddresses of them).
 PyObject *run(PreparedCallObject *self, uint64_t *a, PyObject *q, PyObject *seqlens) {
+  if (!self->decode || !self->kernels) {
+    PyErr_SetString(PyExc_TypeError, "PreparedCall not initialised");
+    return nullptr;
+  }
   void *context = nullptr;
   if (fakv_current_context(&context))
     return raiseRuntime();
@@ -297,7 +327,10 @@ PyObject *run(PreparedCallObject *self, uint64_t *a, PyObject *q, PyObject *seql
   // An int (or absent) cache_seqlens: its (batch,) tensor, from Python.
   if (!a[ASeqlens] && !asAddress(PyObject_CallOneArg(self->seqlensAddress, seqlens), a[ASeqlens]))
     return nullptr;
-  PyObject *qc = nullptr; // q made contiguous (out is written with q's strides)
+  // q made contiguous (out is written with q's strides): held until the
+  // kernels that read it are queued (freed earlier, torch's allocator could
+  // hand its block to the lse or the workspace this call allocates next).
+  PyObject *qc = nullptr;
   if (self->copyQ) {
     qc = PyObject_CallMethodNoArgs(q, contiguousName);
     if (!qc || !dataPtr(qc, a[AQ])) {
@@ -307,10 +340,10 @@ PyObject *run(PreparedCallObject *self, uint64_t *a, PyObject *q, PyObject *seql
     q = qc;
   }
   PyObject *out = PyObject_CallOneArg(self->emptyLike, q);
-  Py_XDECREF(qc);
   uint64_t op, stream, wp = 0, lp;
   if (!out || !dataPtr(out, op) || !asAddress(PyObject_CallNoArgs(self->stream), stream)) {
     Py_XDECREF(out);
+    Py_XDECREF(qc);
     return nullptr;
   }
   PyObject *lse = nullptr, *ws = nullptr, *result = nullptr;
@@ -375,6 +408,7 @@ done:
   Py_XDECREF(ws);
   Py_XDECREF(lse);
   Py_DECREF(out);
+  Py_XDECREF(qc);             // (stream-ordered: its block is reused only after the kernels)
   return result;
 }
 

@@ -40,6 +40,8 @@ PyObject *hostMapped(PyObject *, PyObject *args) {
   PyObject *contextArg = nullptr;
   if (!PyArg_ParseTuple(args, "n|O", &bytes, &contextArg))
     return nullptr;
+  if (bytes <= 0)
+    return PyErr_Format(PyExc_ValueError, "host_mapped: %zd bytes", bytes);
   void *context = contextArg && contextArg != Py_None ? PyLong_AsVoidPtr(contextArg) : nullptr;
   if (PyErr_Occurred())
     return nullptr;
@@ -74,6 +76,8 @@ PyObject *startHostMapped(PyObject *, PyObject *args) {
   PyObject *contextArg = nullptr;
   if (!PyArg_ParseTuple(args, "nO", &bytes, &contextArg))
     return nullptr;
+  if (bytes <= 0)
+    return PyErr_Format(PyExc_ValueError, "start_host_mapped: %zd bytes", bytes);
   void *context = contextArg != Py_None ? PyLong_AsVoidPtr(contextArg) : nullptr;
   if (PyErr_Occurred())
     return nullptr;

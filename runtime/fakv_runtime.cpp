@@ -218,12 +218,15 @@ int fakv_link_ptx(const char *ptx, size_t size, void **cubin, size_t *cubinSize)
   size_t imageSize = 0;
   if (r == CUDA_SUCCESS)
     r = d->linkComplete(state, &image, &imageSize);
-  if (r == CUDA_SUCCESS) {
-    *cubin = std::malloc(imageSize);
-    std::memcpy(*cubin, image, imageSize);
+  void *copy = r == CUDA_SUCCESS ? std::malloc(imageSize ? imageSize : 1) : nullptr;
+  if (copy) {
+    std::memcpy(copy, image, imageSize);
+    *cubin = copy;
     *cubinSize = imageSize;
   }
   d->linkDestroy(state);
+  if (r == CUDA_SUCCESS && !copy)
+    return fail("fakv_link_ptx: out of memory", CUDA_ERROR_OUT_OF_MEMORY);
   if (r != CUDA_SUCCESS)
     return fail(std::string("fakv_link_ptx: the driver's PTX JIT failed: ") + log, r);
   return 0;

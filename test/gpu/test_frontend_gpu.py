@@ -402,6 +402,27 @@ def _reference_check(out, q, k, v, lens, table, page):
 
 
 @pytest.mark.parametrize("page", [None, 256])
+def test_q_of_a_fused_projection(page):
+    """q a view of a fused q/k/v projection (not contiguous: the prepared
+    call copies it): its outputs and LSE those of the same call with q
+    contiguous, call after call (the copy held until its kernels are
+    queued: freed earlier, torch's allocator could give its block to the
+    LSE or the workspace the call allocates next)."""
+    q, k, v, lens, table = _inputs(page)
+    call = lambda x: fakv.flash_attn_with_kvcache(x, k, v, cache_seqlens=lens, block_table=table,  # noqa: E731
+                                                  return_softmax_lse=True, num_splits=3)
+    if COMPILE_ONLY:
+        return call(q)
+    fused = torch.cat([q, torch.randn_like(q)], dim=2)         # (batch, 1, 2 * heads, d): q its first heads
+    view = fused[:, :, :q.shape[2]]
+    assert not view.is_contiguous()
+    want = call(q.contiguous())
+    for _ in range(20):
+        out, lse = call(view)
+        assert torch.equal(out, want[0]) and torch.equal(lse, want[1])
+
+
+@pytest.mark.parametrize("page", [None, 256])
 def test_layers_each_with_their_own_caches(page):
     """A model's decode step calls the API once per layer, each layer with
     caches of its own: 70 layers (140 TMA maps, more than a kernel keeps:
@@ -621,6 +642,7 @@ def compile_all():
         test_streams_keep_their_own_workspace(page)
     for page in (None, 256):
         test_layers_each_with_their_own_caches(page)
+        test_q_of_a_fused_projection(page)
     print("compiled the kernels of test_frontend_gpu.py")
 
 
@@ -636,6 +658,7 @@ def run_all():
     cases += [(test_bad_block_table_is_reported, (p,)) for p in (16, 256)]
     cases += [(test_streams_keep_their_own_workspace, (p,)) for p in (16, 256)]
     cases += [(test_layers_each_with_their_own_caches, (p,)) for p in (None, 256)]
+    cases += [(test_q_of_a_fused_projection, (p,)) for p in (None, 256)]
     cases += [(test_bad_seqlens_are_reported, (p,)) for p in (None, 16, 256)]
     cases += [(test_call_does_not_wait_for_the_gpu, c) for c in [(256, "tensor"), (None, "int")]]
     cases += [(second_call_is_prepared, c) for c in [(256, "tensor"), (None, "int")]]

@@ -224,6 +224,40 @@ def test_kernel_arguments_are_checked():
     # A kernel that waits for the grids before it (its launch facts' dependent_launch).
     _runtime.Kernel(b"", "k", "pi", [], 128, 0, (1, 1, 1), True)
     _runtime.Kernel(b"", "k", "pi", [], 128, 0, dependent_launch=False)
+    with pytest.raises(ValueError, match="more than 256 kernel parameters"):
+        _runtime.Kernel(b"", "k", "p" * 257, [], 128, 0)
+    with pytest.raises(ValueError, match="more than 8 tensor maps"):
+        _runtime.Kernel(b"", "k", "p" * 9, [(i, 32) for i in range(9)], 128, 0)
+    # Initialised once (the PreparedCalls made of it sized their slots by its kinds); never launched unmade.
+    with pytest.raises(TypeError, match="initialised once"):
+        kernel.__init__(b"", "k", "p" * 5, [], 128, 0)
+    with pytest.raises(TypeError, match="not initialised"):
+        _runtime.Kernel.__new__(_runtime.Kernel).launch(1, 1, 1, 0)
+
+
+def test_prepared_call_arguments_are_checked():
+    """A PreparedCall's slots are pointer parameters of its kernels, the
+    default combine slots included (a combine of fewer parameters would have
+    its slots written past their end); one never initialised is not run."""
+    decode = _runtime.Kernel(b"", "decode", "p" * 42, [], 128, 0)
+    small = _runtime.Kernel(b"", "combine", "pp", [], 128, 0)
+    args = dict(decode=decode, decode_grid=(1, 1, 1), decode_args=[0] * 42, decode_slots=list(range(16)),
+                combine=small, combine_grid=(1, 1, 1), combine_args=[0, 0], cache_layout=(1,) * 8, ws_bytes=4,
+                part_out_bytes=0, part_lse_bytes=0, return_lse=False, copy_q=False, empty_like=None,
+                empty_lse=None, raw_alloc=None, raw_delete=None, stream=None, seqlens_address=None,
+                empty_workspace=None)
+    with pytest.raises(ValueError, match="combine slot 2 is not a pointer parameter"):
+        _runtime.PreparedCall(**args)
+    with pytest.raises(ValueError, match="decode slot -2 is not a pointer parameter"):
+        _runtime.PreparedCall(**dict(args, decode_slots=[2 ** 32] + list(range(1, 16))))
+    with pytest.raises(TypeError, match="not initialised"):
+        _runtime.PreparedCall.__new__(_runtime.PreparedCall)((0,) * 12, None, None)
+
+
+def test_host_mapped_sizes_are_checked():
+    for f in (_runtime.host_mapped, _runtime.start_host_mapped):
+        with pytest.raises(ValueError, match="-1 bytes"):
+            f(-1, None)
 
 
 def test_the_api_keys_a_call_the_same_way_twice(monkeypatch):
