@@ -31,6 +31,7 @@ bool resolve(void *lib, Driver &d, std::string &why) {
   FAKV_RESOLVE(ctxSetCurrent, cuCtxSetCurrent);
   FAKV_RESOLVE(moduleLoadData, cuModuleLoadData);
   FAKV_RESOLVE(moduleGetFunction, cuModuleGetFunction);
+  FAKV_RESOLVE(moduleUnload, cuModuleUnload);
   FAKV_RESOLVE(funcSetAttribute, cuFuncSetAttribute);
   FAKV_RESOLVE(launchKernel, cuLaunchKernel);
   FAKV_RESOLVE(tensorMapEncodeTiled, cuTensorMapEncodeTiled);

@@ -25,6 +25,7 @@ struct Driver {
   decltype(&::cuDeviceGetAttribute) deviceGetAttribute;
   decltype(&::cuModuleLoadData) moduleLoadData;
   decltype(&::cuModuleGetFunction) moduleGetFunction;
+  decltype(&::cuModuleUnload) moduleUnload;
   decltype(&::cuFuncSetAttribute) funcSetAttribute;
   decltype(&::cuLaunchKernel) launchKernel;
   decltype(&::cuLaunchKernelEx) launchKernelEx; // null before CUDA 12 drivers

@@ -121,9 +121,13 @@ void *function(KernelObject *self) {
     return nullptr;
   }
   void *module = nullptr, *f = nullptr;
-  if (fakv_load_module_data(self->image->data(), &module) ||
-      fakv_get_kernel(module, self->name->c_str(), &f))
+  if (fakv_load_module_data(self->image->data(), &module))
     return raiseRuntime();
+  if (fakv_get_kernel(module, self->name->c_str(), &f)) {
+    raiseRuntime();                   // (its message; the module unloaded: a call that tries again leaks none)
+    fakv_unload_module(module);
+    return nullptr;
+  }
   self->functions->emplace_back(ctx, f);
   return f;
 }

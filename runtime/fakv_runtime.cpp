@@ -104,6 +104,15 @@ int fakv_get_kernel(void *module, const char *name, void **kernel) {
   return 0;
 }
 
+int fakv_unload_module(void *module) {
+  auto *d = cuda("fakv_unload_module");
+  if (!d)
+    return 1;
+  if (CUresult r = d->moduleUnload(static_cast<CUmodule>(module)); r != CUDA_SUCCESS)
+    return fail("fakv_unload_module", r);
+  return 0;
+}
+
 int fakv_encode_kv_tensormap(void *out128, const void *base,
                              const uint64_t dims[4], const uint64_t strides[4],
                              uint32_t box_rows) {

@@ -37,6 +37,8 @@ int fakv_stream_capturing(void *stream, int *capturing);
 int fakv_load_module_data(const void *image, void **module);
 /* The kernel `name` of a loaded module. */
 int fakv_get_kernel(void *module, const char *name, void **kernel);
+/* Unloads a module (one whose kernel could not be found). */
+int fakv_unload_module(void *module);
 
 /* Encodes the 128-byte tensor map of a KV cache for a TMA copy: the cache
  * is (pages, rows, heads, dim) of 16-bit elements at `base`, `strides` in
