@@ -324,9 +324,21 @@ PyObject *run(PreparedCallObject *self, uint64_t *a, PyObject *q, PyObject *seql
                     "call it inside `with torch.cuda.device(q.device):`");
     return nullptr;
   }
-  // An int (or absent) cache_seqlens: its (batch,) tensor, from Python.
-  if (!a[ASeqlens] && !asAddress(PyObject_CallOneArg(self->seqlensAddress, seqlens), a[ASeqlens]))
-    return nullptr;
+  // An int (or absent) cache_seqlens: its (batch,) tensor, from Python,
+  // told whether the stream is being captured into a CUDA graph (the graph
+  // then gets a tensor of its own: prepare.SeqlensTensors).
+  if (!a[ASeqlens]) {
+    uint64_t s;
+    int capturing = 0;
+    if (!asAddress(PyObject_CallNoArgs(self->stream), s))
+      return nullptr;
+    if (fakv_stream_capturing(reinterpret_cast<void *>(s), &capturing))
+      return raiseRuntime();
+    if (!asAddress(PyObject_CallFunctionObjArgs(self->seqlensAddress, seqlens, capturing ? Py_True : Py_False,
+                                                nullptr),
+                   a[ASeqlens]))
+      return nullptr;
+  }
   // q made contiguous (out is written with q's strides): held until the
   // kernels that read it are queued (freed earlier, torch's allocator could
   // hand its block to the lse or the workspace this call allocates next).

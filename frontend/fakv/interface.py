@@ -468,6 +468,11 @@ def _rotary_kind(rotary_dim, tile):
     return 0 if rotary_dim <= 0 else 2 if rotary_dim == tile else 1
 
 
+def _on_device_of(q, t):
+    """Whether t is on q's device (CUDA's index included)."""
+    return T.device(t) == T.device(q) and T.device_index(t) == T.device_index(q)
+
+
 def _check_contents(seqlens, block_table, cache_batch_idx, batch, capacity, page_size, num_pages,
                     cache_batch, seqlen_new=0, leftpad=None, rotary_rows=0, q_span=0):
     """The host checks of the data (FAKV_CHECK_DATA; always on the CPU
@@ -524,6 +529,7 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
     # ---- shapes, dtypes, devices --------------------------------------------------------------
     for name, t in (("q", q), ("k_cache", k_cache), ("v_cache", v_cache)):
         _check(T.is_array(t), f"`{name}` must be a torch.Tensor (or a numpy array on the CPU path)")
+        _check(T.device(t) in ("cuda", "cpu"), f"`{name}` must be on a CUDA device or the CPU, got {T.device(t)}")
         _check(len(t.shape) == 4, f"`{name}` must be 4-D, got shape {tuple(t.shape)}")
         _check(T.dtype(t) in _DTYPES, f"`{name}` must be float16 or bfloat16, got {t.dtype}")
         _check(t.shape[3] >= 1, f"`{name}` has head_dim 0")
@@ -547,7 +553,7 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
         _check(T.is_array(block_table) and T.dtype(block_table) == "i32"
                and len(block_table.shape) == 2 and block_table.shape[0] == batch,
                f"`block_table` must be an int32 tensor (batch={batch}, max_blocks)")
-        _check(T.device(block_table) == T.device(q), "`block_table` must be on q's device")
+        _check(_on_device_of(q, block_table), "`block_table` must be on q's device")
         _check(block_table.shape[1] == 0 or T.strides(block_table)[1] == 1,
                "`block_table` must be contiguous in its last dimension")
         num_pages, page_size = k_cache.shape[0], k_cache.shape[1]
@@ -577,7 +583,7 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
         _check(batch <= 1 or T.strides(cache_seqlens)[0] == 1,
                f"`cache_seqlens` must be a contiguous int32 tensor ({batch},), got strides "
                f"{T.strides(cache_seqlens)}")
-        _check(T.device(cache_seqlens) == T.device(q), "`cache_seqlens` must be on q's device")
+        _check(_on_device_of(q, cache_seqlens), "`cache_seqlens` must be on q's device")
         seqlens = cache_seqlens
 
     # ---- new keys and values, rotary, left padding ---------------------------------------------
@@ -590,8 +596,7 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
                    f"`{name}` must be ({batch}, seqlen_new, {kv_heads}, {head_dim}), got "
                    f"{tuple(getattr(t, 'shape', ()))}")
             _check(T.dtype(t) == T.dtype(q), f"`{name}` must have q's dtype ({q.dtype}), got {t.dtype}")
-            _check(T.device(t) == T.device(q) and T.device_index(t) == T.device_index(q),
-                   f"`{name}` must be on q's device")
+            _check(_on_device_of(q, t), f"`{name}` must be on q's device")
             _check_layout(name, t, copied=True)
         _check(tuple(k.shape) == tuple(v.shape), "`k` and `v` must have one shape")
         if T.strides(k) != T.strides(v) or min(T.strides(k) + T.strides(v)) < 0:
@@ -606,8 +611,7 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
         for name, t in (("rotary_cos", rotary_cos), ("rotary_sin", rotary_sin)):
             _check(T.is_array(t) and len(t.shape) == 2 and T.dtype(t) in ("f16", "bf16", "f32"),
                    f"`{name}` must be a 2-D float tensor (seqlen_ro, rotary_dim / 2)")
-            _check(T.device(t) == T.device(q) and T.device_index(t) == T.device_index(q),
-                   f"`{name}` must be on q's device")
+            _check(_on_device_of(q, t), f"`{name}` must be on q's device")
             _check(t.shape[1] <= 1 or T.strides(t)[1] == 1, f"`{name}` must be contiguous in its last dimension")
             _check(min(T.strides(t)) >= 0, f"`{name}` has a negative stride; pass a copy")
         _check(tuple(rotary_cos.shape) == tuple(rotary_sin.shape) and T.strides(rotary_cos) == T.strides(rotary_sin)
@@ -626,7 +630,7 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
         _check(T.is_array(cache_leftpad) and T.dtype(cache_leftpad) == "i32"
                and tuple(cache_leftpad.shape) == (batch,) and (batch <= 1 or T.strides(cache_leftpad)[0] == 1),
                f"`cache_leftpad` must be a contiguous int32 tensor ({batch},)")
-        _check(T.device(cache_leftpad) == T.device(q), "`cache_leftpad` must be on q's device")
+        _check(_on_device_of(q, cache_leftpad), "`cache_leftpad` must be on q's device")
     if seqlens_int and cache_seqlens + seqlen_new > capacity:    # known here: raised now, not reported
         raise capacity_error(0, cache_seqlens, seqlen_new, capacity, paged)
 
@@ -637,11 +641,11 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
         _check(T.is_array(cache_batch_idx) and T.dtype(cache_batch_idx) == "i32"
                and tuple(cache_batch_idx.shape) == (batch,) and (batch <= 1 or T.strides(cache_batch_idx)[0] == 1),
                f"`cache_batch_idx` must be a contiguous int32 tensor ({batch},)")
-        _check(T.device(cache_batch_idx) == T.device(q), "`cache_batch_idx` must be on q's device")
+        _check(_on_device_of(q, cache_batch_idx), "`cache_batch_idx` must be on q's device")
         batch_idx = cache_batch_idx
     _check(isinstance(softcap, numbers.Real) and not isinstance(softcap, bool) and math.isfinite(softcap)
            and softcap >= 0, f"`softcap` must be a finite number >= 0, got {softcap!r}")
-    softcap = float(softcap)
+    cap = float(softcap)                                  # (the key keeps the value given)
     # FlashAttention 2's normalisation: causal is the window (left, 0); a
     # bound of at least the cache's capacity is no bound; "causal" is then
     # (unbounded, 0), whatever `causal` said (it selects ALiBi's causal form);
@@ -658,14 +662,14 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
         _check(T.is_array(alibi_slopes) and T.dtype(alibi_slopes) == "f32"
                and tuple(alibi_slopes.shape) in ((heads,), (batch, heads)),
                f"`alibi_slopes` must be a float32 tensor ({heads},) or ({batch}, {heads})")
-        _check(T.device(alibi_slopes) == T.device(q), "`alibi_slopes` must be on q's device")
+        _check(_on_device_of(q, alibi_slopes), "`alibi_slopes` must be on q's device")
         _check(T.strides(alibi_slopes)[-1] == 1, "`alibi_slopes` must be contiguous in its last dimension")
         slopes = alibi_slopes
         slopes_stride = T.strides(alibi_slopes)[0] if len(alibi_slopes.shape) == 2 else 0
     # decode.py's flags for this call (plan() gives those of a call without
     # these options). A one-query causal call stays causal with ALiBi, as in
     # FlashAttention: its causal bias, slope * key, shifts the LSE.
-    extras = dict(BATCH_IDX=cache_batch_idx is not None, SOFTCAP=softcap > 0, ALIBI=slopes is not None,
+    extras = dict(BATCH_IDX=cache_batch_idx is not None, SOFTCAP=cap > 0, ALIBI=slopes is not None,
                   WINDOW=(left, right) != (-1, -1) and not fa_causal,
                   CAUSAL=fa_causal and (seqlen_q > 1 or slopes is not None))
     _check(isinstance(num_splits, numbers.Integral) and not isinstance(num_splits, bool),
@@ -699,7 +703,7 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
     splits = p["num_splits"]
 
     if host_checks and not capturing:
-        _check_contents(seqlens if not seqlens_int or seqlen_new or cache_leftpad is not None else None,
+        _check_contents(seqlens if not seqlens_int or seqlen_new or cache_leftpad is not None or paged else None,
                         block_table, cache_batch_idx, batch, capacity, page_size, num_pages, k_cache.shape[0],
                         seqlen_new, cache_leftpad, rotary_cos.shape[0] if rotary_dim else 0,
                         seqlen_q if q_rows else 1)
@@ -717,7 +721,8 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
     fused = p["fused_append"] if _FUSED_APPEND is None else (k is not None and tile <= 128 and _FUSED_APPEND)
     fused = fused and not combine_appends
     in_kernels = fused or combine_appends     # the new keys appended by decode or combine, not append.py first
-    merge = splits > 1 and prepare.MERGE_SPLITS and not p["cluster"]   # the last split merges (through global memory)
+    # The last split merges (through global memory); not when combine appends the new keys (it must run).
+    merge = splits > 1 and prepare.MERGE_SPLITS and not p["cluster"] and not combine_appends
     if fused or (merge and tile <= 128):       # (the merge's rounds of partials: registers, as the new keys)
         decode = decode.with_options(registers=_APPEND_REGISTERS)
     errors = prepare.errors_for(q)
@@ -736,7 +741,7 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
         q_c, k_cache, v_cache, block_table if paged else seqlens, seqlens, None, None, None, None,
         qs[0], qs[1], qs[2], ks[0], ks[1], ks[2], T.strides(block_table)[0] if paged else 0,
         batch, seqlen_q, heads, kv_heads, head_dim, page_size, num_pages, scale,
-        batch_idx, softcap, left, right, slopes, slopes_stride, errors, capacity,
+        batch_idx, cap, left, right, slopes, slopes_stride, errors, capacity,
         seqlens if cache_leftpad is None else cache_leftpad, seqlen_new, seqlens]
     ns = T.strides(k) if fused else (0, 0, 0)
     decode_args += [k if fused else q_c, v if fused else q_c, *ns[:3], rotary_cos if rotary_dim else q_c,

@@ -74,17 +74,19 @@ def raw_allocator(torch):
 
 class SeqlensTensors:
     """An int (or absent) cache_seqlens as the address of a (batch,) int32
-    tensor: one tensor per value, kept (a call captured in a CUDA graph
-    reads it at every replay)."""
+    tensor: one tensor per value for eager calls (the last 64 values'), and
+    one for each call captured into a CUDA graph (`capturing`), kept for the
+    process's life: the graph reads it at every replay, and its fill runs
+    only when the graph does (an eager call never gets it)."""
 
     def __init__(self, batch, capacity, device, seqlen_new=0, paged=False):
         self.batch, self.capacity, self.device, self.tensors = batch, capacity, device, {}
-        self.seqlen_new, self.paged = seqlen_new, paged
+        self.seqlen_new, self.paged, self.captured = seqlen_new, paged, []
 
-    def __call__(self, value):
+    def __call__(self, value, capturing=False):
         if value is None:
             value = self.capacity
-        t = self.tensors.get(value)
+        t = None if capturing else self.tensors.get(value)
         if t is None:
             if not (type(value) is int and 0 <= value <= self.capacity):
                 raise FakvError(f"flash_attn_with_kvcache: cache_seqlens ({value}) must be in "
@@ -92,9 +94,13 @@ class SeqlensTensors:
             if value + self.seqlen_new > self.capacity:
                 raise capacity_error(0, value, self.seqlen_new, self.capacity, self.paged)
             import torch
-            if len(self.tensors) >= 64 and not torch.cuda.is_current_stream_capturing():
-                self.tensors.clear()
-            t = self.tensors[value] = torch.full((self.batch,), value, dtype=torch.int32, device=self.device)
+            t = torch.full((self.batch,), value, dtype=torch.int32, device=self.device)
+            if capturing:
+                self.captured.append(t)
+            else:
+                if len(self.tensors) >= 64:
+                    self.tensors.clear()
+                self.tensors[value] = t
         return t.data_ptr()
 
 

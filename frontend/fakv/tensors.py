@@ -32,8 +32,9 @@ def dtype(x):
 
 
 def device(x):
+    """'cuda', 'cpu', or the name of another device a torch tensor is on."""
     if is_torch(x):
-        return "cuda" if x.is_cuda else "cpu"
+        return "cuda" if x.is_cuda else x.device.type
     return "cpu"
 
 

@@ -538,6 +538,13 @@ def test_second_call_is_prepared(page, seqlens, monkeypatch):
     second = fakv.flash_attn_with_kvcache(q2, k, v, cache_seqlens=lens, block_table=table)
     torch.cuda.synchronize()
     assert torch.equal(first, second)
+    # An option given as an int where the check takes any number (softcap): kept under the value given.
+    monkeypatch.undo()
+    capped = fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table, softcap=30)
+    monkeypatch.setattr(interface, "_attention", slow_path)
+    again = fakv.flash_attn_with_kvcache(q2, k, v, cache_seqlens=lens, block_table=table, softcap=30)
+    torch.cuda.synchronize()
+    assert torch.equal(capped, again)
 
 
 @pytest.mark.parametrize("page", [None, 256])

@@ -287,3 +287,105 @@ def test_int_seqlens_beyond_the_cache():
     q, k, v = tensors()
     with pytest.raises(ValueError, match=r"cache_seqlens \(65\) must be in \[0, 64\]"):
         fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=65)
+
+
+class _Dtype:
+    def __init__(self, name):
+        self.name = name
+
+    def __str__(self):
+        return "torch." + self.name
+
+
+class _StandIn:
+    """What the checks read of a torch tensor: shape, strides, dtype and
+    device (no data: every check here fails before anything is read)."""
+    __module__ = "torch"
+
+    def __init__(self, shape, dtype, device="cuda", index=0):
+        self.shape, self.dtype = tuple(shape), dtype
+        self.is_cuda = device == "cuda"
+        self.device = type("Device", (), {"type": device, "index": index})()
+        self._index = index if device == "cuda" else -1
+
+    def stride(self):
+        return np.empty(self.shape, np.int8).strides          # (contiguous, in elements of one byte)
+
+    def get_device(self):
+        return self._index
+
+    def data_ptr(self):
+        return 1 << 20
+
+
+@pytest.mark.parametrize("name", ["cache_seqlens", "block_table", "cache_batch_idx", "cache_leftpad", "alibi_slopes"])
+def test_small_tensors_on_another_gpu_are_refused(name):
+    """cache_seqlens, block_table, cache_batch_idx, cache_leftpad and
+    alibi_slopes on another CUDA device than q (the kernel would read
+    another device's memory) are refused, as FlashAttention refuses them."""
+    from fakv import interface
+    bf, i32, f32 = _Dtype("bfloat16"), _Dtype("int32"), _Dtype("float32")
+    q = _StandIn((2, 1, 8, 64), bf)
+    cache = _StandIn((2, 64, 2, 64), bf) if name != "block_table" else _StandIn((8, 16, 2, 64), bf)
+    shapes = dict(cache_seqlens=((2,), i32), block_table=((2, 4), i32), cache_batch_idx=((2,), i32),
+                  cache_leftpad=((2,), i32), alibi_slopes=((8,), f32))
+    given = dict(cache_seqlens=_StandIn((2,), i32), block_table=None, cache_batch_idx=None, cache_leftpad=None,
+                 alibi_slopes=None)
+    given[name] = _StandIn(*shapes[name], index=1)
+    with pytest.raises(fakv.FakvError, match=f"`{name}` must be on q's device"):
+        interface._attention(None, None, q, cache, cache, None, None, None, None, given["cache_seqlens"],
+                             given["cache_batch_idx"], given["cache_leftpad"], given["block_table"], None, False,
+                             (-1, -1), 0.0, True, given["alibi_slopes"], 0, False)
+
+
+def test_tensors_of_other_devices_are_refused():
+    """A tensor on neither a CUDA device nor the CPU (mps, xpu, meta) is
+    refused, not run through the CPU path."""
+    from fakv import interface
+    q = _StandIn((2, 1, 8, 64), _Dtype("bfloat16"), device="meta")
+    with pytest.raises(fakv.FakvError, match="`q` must be on a CUDA device or the CPU, got meta"):
+        interface._attention(None, None, q, q, q, None, None, None, None, 64, None, None, None, None, False,
+                             (-1, -1), 0.0, True, None, 0, False)
+
+
+def test_block_table_checked_on_the_host_with_an_int_length():
+    """The host checks (FAKV_CHECK_DATA; on by default on the CPU path)
+    read the block table also when cache_seqlens is an int (they skipped it
+    then, leaving it to the kernel's report)."""
+    q = np.zeros((2, 1, 8, 64), bf16)
+    cache = np.zeros((8, 16, 2, 64), bf16)
+    table = np.arange(8, dtype=np.int32).reshape(2, 4)
+    table[0, 1] = 999
+    with pytest.raises(fakv.DataError, match=r"block_table\[0, 1\] = 999: block_table entries used by "):
+        fakv.flash_attn_with_kvcache(q, cache, cache.copy(), cache_seqlens=40, block_table=table)
+
+
+def test_int_lengths_of_captured_calls_get_their_own_tensor(monkeypatch):
+    """An int cache_seqlens is a (batch,) tensor per value (prepare.SeqlensTensors): eager calls share the
+    value's; a call captured into a CUDA graph gets one of its own, kept for good (its fill runs only when
+    the graph replays, so an eager call must never read it; and the graph reads it at every replay, so
+    clearing the eager ones must not free it)."""
+    import sys
+    import types
+    from fakv import prepare
+    made = []
+
+    class Tensor:
+        def __init__(self, value):
+            self.value = value
+            made.append(self)
+
+        def data_ptr(self):
+            return id(self)
+
+    fake = types.SimpleNamespace(int32="int32", full=lambda shape, value, dtype, device: Tensor(value))
+    monkeypatch.setitem(sys.modules, "torch", fake)
+    lens = prepare.SeqlensTensors(2, 1000, "cuda")
+    eager = lens(5)
+    assert lens(5) == eager and len(made) == 1
+    captured = lens(5, True)
+    assert captured != eager and lens(5) == eager                 # (the eager call keeps the eager tensor)
+    assert lens(5, True) not in (eager, captured) and len(lens.captured) == 2
+    for value in range(100, 200):                                 # eager values come and go
+        lens(value)
+    assert len(lens.tensors) <= 64 and [t.value for t in lens.captured] == [5, 5]

@@ -285,6 +285,17 @@ def test_decode_step_routes(case, route, monkeypatch, combine_runs):
     assert combine_runs == ([True] if route == "combine" else [])
 
 
+@pytest.mark.parametrize("case", STEP_CASES[:2], ids=[case_id(c) for c in STEP_CASES[:2]])
+def test_decode_step_with_merging_splits(case, monkeypatch, combine_runs):
+    """FAKV_MERGE_SPLITS=1 (decode's last split merges) leaves a decode step that appends to combine: the new
+    keys appended and attended, against the reference (merging in decode had dropped combine, and the
+    append with it)."""
+    from fakv import prepare
+    monkeypatch.setattr(prepare, "MERGE_SPLITS", True)
+    run_case(dict(case, seqlens=(1, 256), num_splits=3))
+    assert combine_runs == [True]
+
+
 @pytest.mark.parametrize("new,page,d,mha", [(3, None, 64, "gqa"), (17, 16, 128, "mqa"), (40, 4, 32, "mha")])
 def test_decode_step_with_several_new_keys(new, page, d, mha, combine_runs):
     """One query row and several new keys (more than the combine's NEW_N at a time), rotated, all attended."""
