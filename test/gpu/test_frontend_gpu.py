@@ -402,6 +402,29 @@ def _reference_check(out, q, k, v, lens, table, page):
 
 
 @pytest.mark.parametrize("page", [None, 256])
+def test_int_length_first_seen_in_a_capture(page):
+    """An int cache_seqlens first seen while a call is captured into a CUDA
+    graph: an eager call of that value before any replay reads its own
+    (filled) tensor, not the graph's (filled only at replay), and the graph
+    replays right after the eager lengths have been cleared."""
+    q, k, v, lens, table = _inputs(page)
+    call = lambda n: fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=n, block_table=table)  # noqa: E731
+    if COMPILE_ONLY:
+        return call(200)
+    want = call(200)                                           # (prepared; the value 200's eager tensor)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        captured = call(150)                                   # 150: new, seen first in the capture
+    eager = call(150)
+    for n in range(1, 80):                                     # more values than are kept: the eager ones cleared
+        call(n)
+    graph.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(captured, eager) and not torch.equal(eager, want)
+
+
+@pytest.mark.parametrize("page", [None, 256])
 def test_q_of_a_fused_projection(page):
     """q a view of a fused q/k/v projection (not contiguous: the prepared
     call copies it): its outputs and LSE those of the same call with q
@@ -650,6 +673,7 @@ def compile_all():
     for page in (None, 256):
         test_layers_each_with_their_own_caches(page)
         test_q_of_a_fused_projection(page)
+        test_int_length_first_seen_in_a_capture(page)
     print("compiled the kernels of test_frontend_gpu.py")
 
 
@@ -666,6 +690,7 @@ def run_all():
     cases += [(test_streams_keep_their_own_workspace, (p,)) for p in (16, 256)]
     cases += [(test_layers_each_with_their_own_caches, (p,)) for p in (None, 256)]
     cases += [(test_q_of_a_fused_projection, (p,)) for p in (None, 256)]
+    cases += [(test_int_length_first_seen_in_a_capture, (p,)) for p in (None, 256)]
     cases += [(test_bad_seqlens_are_reported, (p,)) for p in (None, 16, 256)]
     cases += [(test_call_does_not_wait_for_the_gpu, c) for c in [(256, "tensor"), (None, "int")]]
     cases += [(second_call_is_prepared, c) for c in [(256, "tensor"), (None, "int")]]
