@@ -325,8 +325,9 @@ PyObject *run(PreparedCallObject *self, uint64_t *a, PyObject *q, PyObject *seql
     return nullptr;
   }
   // An int (or absent) cache_seqlens: its (batch,) tensor, from Python,
-  // told whether the stream is being captured into a CUDA graph (the graph
-  // then gets a tensor of its own: prepare.SeqlensTensors).
+  // told the stream and whether it is being captured into a CUDA graph (a
+  // stream's tensor is filled in its order; a graph gets one of its own:
+  // prepare.SeqlensTensors).
   if (!a[ASeqlens]) {
     uint64_t s;
     int capturing = 0;
@@ -334,9 +335,14 @@ PyObject *run(PreparedCallObject *self, uint64_t *a, PyObject *q, PyObject *seql
       return nullptr;
     if (fakv_stream_capturing(reinterpret_cast<void *>(s), &capturing))
       return raiseRuntime();
-    if (!asAddress(PyObject_CallFunctionObjArgs(self->seqlensAddress, seqlens, capturing ? Py_True : Py_False,
-                                                nullptr),
-                   a[ASeqlens]))
+    PyObject *handle = PyLong_FromUnsignedLongLong(s);
+    if (!handle)
+      return nullptr;
+    bool ok = asAddress(PyObject_CallFunctionObjArgs(self->seqlensAddress, seqlens,
+                                                     capturing ? Py_True : Py_False, handle, nullptr),
+                        a[ASeqlens]);
+    Py_DECREF(handle);
+    if (!ok)
       return nullptr;
   }
   // q made contiguous (out is written with q's strides): held until the

@@ -74,19 +74,20 @@ def raw_allocator(torch):
 
 class SeqlensTensors:
     """An int (or absent) cache_seqlens as the address of a (batch,) int32
-    tensor: one tensor per value for eager calls (the last 64 values'), and
-    one for each call captured into a CUDA graph (`capturing`), kept for the
-    process's life: the graph reads it at every replay, and its fill runs
-    only when the graph does (an eager call never gets it)."""
+    tensor: one tensor per value and stream for eager calls (the last 64;
+    filled in that stream's order, freed in it), and one for each call
+    captured into a CUDA graph (`capturing`), kept for the process's life:
+    the graph reads it at every replay, and its fill runs only when the
+    graph does (an eager call never gets it)."""
 
     def __init__(self, batch, capacity, device, seqlen_new=0, paged=False):
         self.batch, self.capacity, self.device, self.tensors = batch, capacity, device, {}
         self.seqlen_new, self.paged, self.captured = seqlen_new, paged, []
 
-    def __call__(self, value, capturing=False):
+    def __call__(self, value, capturing=False, stream=0):
         if value is None:
             value = self.capacity
-        t = None if capturing else self.tensors.get(value)
+        t = None if capturing else self.tensors.get((value, stream))
         if t is None:
             if not (type(value) is int and 0 <= value <= self.capacity):
                 raise FakvError(f"flash_attn_with_kvcache: cache_seqlens ({value}) must be in "
@@ -100,7 +101,7 @@ class SeqlensTensors:
             else:
                 if len(self.tensors) >= 64:
                     self.tensors.clear()
-                self.tensors[value] = t
+                self.tensors[value, stream] = t
         return t.data_ptr()
 
 

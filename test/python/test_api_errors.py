@@ -361,8 +361,8 @@ def test_block_table_checked_on_the_host_with_an_int_length():
 
 
 def test_int_lengths_of_captured_calls_get_their_own_tensor(monkeypatch):
-    """An int cache_seqlens is a (batch,) tensor per value (prepare.SeqlensTensors): eager calls share the
-    value's; a call captured into a CUDA graph gets one of its own, kept for good (its fill runs only when
+    """An int cache_seqlens is a (batch,) tensor per value (prepare.SeqlensTensors): eager calls of a stream
+    share the value's; a call captured into a CUDA graph gets one of its own, kept for good (its fill runs only when
     the graph replays, so an eager call must never read it; and the graph reads it at every replay, so
     clearing the eager ones must not free it)."""
     import sys
@@ -386,6 +386,8 @@ def test_int_lengths_of_captured_calls_get_their_own_tensor(monkeypatch):
     captured = lens(5, True)
     assert captured != eager and lens(5) == eager                 # (the eager call keeps the eager tensor)
     assert lens(5, True) not in (eager, captured) and len(lens.captured) == 2
+    other = lens(5, False, 0x7000)                                # another stream: its own, filled in its order
+    assert other not in (eager, captured) and lens(5, False, 0x7000) == other and lens(5) == eager
     for value in range(100, 200):                                 # eager values come and go
         lens(value)
     assert len(lens.tensors) <= 64 and [t.value for t in lens.captured] == [5, 5]
