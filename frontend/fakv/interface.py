@@ -371,6 +371,7 @@ _FUSED_MAX_BLOCKS = 17        # key blocks per split (decode.py's share, APPEND'
                               # call decode appends itself
 _APPEND_REGISTERS = (24, 232)   # (producer, consumer) per thread: compiled at their average, 128
 _COUNTERS = {}          # (device, stream) -> the counters buffers made (the largest last; all kept)
+_GRAPH_COUNTERS = []    # those made while a CUDA graph was captured: the graphs' own (zeroed at replay), kept
 
 
 def _counters(q, n, on_gpu):
@@ -381,6 +382,9 @@ def _counters(q, n, on_gpu):
     if not on_gpu:
         return T.full_int32((n,), 0, q)
     import torch
+    if _capturing():                # (its zeros are written when the graph replays: never an eager call's)
+        _GRAPH_COUNTERS.append(torch.zeros(max(n, 4096), dtype=torch.int32, device=q.device))
+        return _GRAPH_COUNTERS[-1]
     kept = _COUNTERS.setdefault((q.device, prepare.current_stream()), [])
     if not kept or kept[-1].numel() < n:
         kept.append(torch.zeros(max(n, 4096), dtype=torch.int32, device=q.device))
@@ -804,7 +808,9 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
         found = (None, tuple(t.data_ptr() if T.is_torch(t) else 0 for t in (
             q, k_cache, v_cache, given_seqlens, block_table, cache_batch_idx, alibi_slopes, k, v, rotary_cos,
             rotary_sin, cache_leftpad)))
-    elif not host_checks and prepared:                   # FAKV_CHECK_DATA=1 checks every call
+    # Kept for the fast path, unless FAKV_CHECK_DATA=1 (every call checked) or a merging call captured into
+    # a CUDA graph (it holds the graph's counters, which an eager call must not use).
+    elif not host_checks and prepared and not (merge and capturing):
         if by_lengths:                                   # the call of this hint, beside the other's
             switch = prepare.CALLS.get(found[0])
             if not isinstance(switch, _ByLengths):

@@ -391,3 +391,34 @@ def test_int_lengths_of_captured_calls_get_their_own_tensor(monkeypatch):
     for value in range(100, 200):                                 # eager values come and go
         lens(value)
     assert len(lens.tensors) <= 64 and [t.value for t in lens.captured] == [5, 5]
+
+
+def test_merge_counters_of_a_capture_are_the_graphs(monkeypatch):
+    """FAKV_MERGE_SPLITS' counters (zeroed buffers, one per stream): a call captured into a CUDA graph gets
+    a buffer of its own, kept, whose zeros are written only when the graph replays; eager calls never get
+    it, nor the graph theirs."""
+    import sys
+    import types
+    from fakv import interface, prepare
+
+    class Tensor:
+        def __init__(self, n):
+            self.n = n
+
+        def numel(self):
+            return self.n
+
+    fake = types.SimpleNamespace(int32="int32", zeros=lambda n, dtype, device: Tensor(n))
+    monkeypatch.setitem(sys.modules, "torch", fake)
+    monkeypatch.setattr(prepare, "current_stream", lambda: 0x5000)
+    monkeypatch.setattr(interface, "_COUNTERS", {})
+    monkeypatch.setattr(interface, "_GRAPH_COUNTERS", [])
+    q = types.SimpleNamespace(device="cuda:0")
+    capturing = [False]
+    monkeypatch.setattr(interface, "_capturing", lambda: capturing[0])
+    eager = interface._counters(q, 16, True)
+    capturing[0] = True
+    graph = interface._counters(q, 16, True)
+    capturing[0] = False
+    assert graph is not eager and interface._counters(q, 16, True) is eager
+    assert interface._GRAPH_COUNTERS == [graph]
