@@ -162,7 +162,10 @@ def fakv_switches():
 def cache_dir():
     d = os.environ.get("FAKV_CACHE_DIR")
     if not d:
-        d = os.path.join(os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "fakv")
+        base = os.environ.get("XDG_CACHE_HOME") or ""
+        if not os.path.isabs(base):       # (unset, empty or relative: the XDG default)
+            base = os.path.join(os.path.expanduser("~"), ".cache")
+        d = os.path.join(base, "fakv")
     return d
 
 

@@ -45,7 +45,11 @@ class JITFunction:
         self._function = None
         self._source_key = None
         # The kernel's file, read now (it may be a temporary file, gone by
-        # the first launch); parsed at the first code generation.
+        # the first launch); parsed at the first code generation. Python's
+        # line cache first checked against the file (it keeps what it read
+        # before: a file rewritten and imported again would give the old
+        # text, and the old kernel its key).
+        linecache.checkcache(fn.__code__.co_filename)
         self._file_lines = list(linecache.getlines(fn.__code__.co_filename, fn.__globals__))
         # The parameters, read off the code object (inspect.signature is slow
         # for a warm start): kernels take positional-or-keyword parameters.
@@ -134,6 +138,7 @@ class JITFunction:
         variant = self._variants.get(key)
         if variant is None:
             variant = self._variants[key] = JITFunction(self.fn, **merged)
+            variant._file_lines = self._file_lines       # (this kernel's text, not the file's now)
         return variant
 
     def clear(self):

@@ -169,6 +169,46 @@ def test_source_key_follows_the_kernel():
     assert fakv.jit  # the module is importable
 
 
+def test_a_rewritten_kernel_file_is_read_again(tmp_path):
+    """A kernel file rewritten and executed again (a reload, a notebook)
+    gives the new text and key, though Python's line cache held the old
+    one; a variant (with_options) keeps its kernel's text."""
+    import linecache
+    import types
+    src = "import fakv\nimport fakv.language as fl\n\n@fakv.jit\ndef kernel(X):\n    fl.store(X, fl.full((4,), {v}), (0,), (1,))\n"
+    path = str(tmp_path / "rewritten.py")
+
+    def load(v):
+        with open(path, "w") as f:
+            f.write(src.format(v=v))
+        os.utime(path, ns=(v * 10**9, v * 10**9))              # (another mtime, whatever the clock)
+        mod = types.ModuleType("rewritten")
+        mod.__file__ = path
+        exec(compile(src.format(v=v), path, "exec"), mod.__dict__)
+        return mod.kernel
+
+    first = load(1)
+    assert linecache.getlines(path) and "1)" in "".join(first._file_lines)
+    second = load(2)
+    assert "fl.full((4,), 2)" in "".join(second._file_lines) and second.source_key() != first.source_key()
+    variant = first.with_options(stages=3)
+    assert variant._file_lines == first._file_lines
+
+
+def test_cache_dir_defaults(monkeypatch, tmp_path):
+    """FAKV_CACHE_DIR, else $XDG_CACHE_HOME/fakv when it is an absolute
+    path, else ~/.cache/fakv (an empty or relative XDG_CACHE_HOME had put
+    the cache under the current directory)."""
+    monkeypatch.delenv("FAKV_CACHE_DIR", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    home = os.path.join(str(tmp_path), ".cache", "fakv")
+    for xdg, want in (("", home), ("rel/dir", home), (str(tmp_path / "x"), str(tmp_path / "x" / "fakv"))):
+        monkeypatch.setenv("XDG_CACHE_HOME", xdg)
+        assert cache.cache_dir() == want
+    monkeypatch.setenv("FAKV_CACHE_DIR", "/somewhere")
+    assert cache.cache_dir() == "/somewhere"
+
+
 def test_malformed_index_entries_are_misses(tmp_path, monkeypatch):
     """Index files that do not parse or check out are misses, never an
     exception: heads that are not lists of entries, sizes that are not
