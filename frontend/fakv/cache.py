@@ -28,7 +28,7 @@ import warnings
 
 _warned = set()
 
-try:        # written by the build (cmake/BuildId.cmake): a hash of the compiler's sources
+try:        # written by the build (cmake/BuildId.cmake): a hash of the compiler's sources and LLVM version
     from ._build_id import BUILD_ID
 except ImportError:
     BUILD_ID = "unbuilt"
