@@ -104,19 +104,36 @@ class JITFunction:
                 h.update("".join(self._file_lines).encode())
             else:
                 h.update("".join(self.function_source()).encode())
-            for name in sorted(_names(self.fn.__code__)):
+            names = sorted(_names(self.fn.__code__))
+            for name in names:
                 if name not in self.fn.__globals__:
                     continue
                 value = self.fn.__globals__[name]
-                if isinstance(value, JITFunction):
-                    if value is not self:
-                        h.update(f"{name}=jit:{value.source_key()}".encode())
-                elif isinstance(value, (bool, int, float, str, bytes, type(None), tuple, fl.constexpr)):
-                    h.update(f"{name}={value!r}".encode())
-                elif isinstance(value, _types.ModuleType):
+                if isinstance(value, _types.ModuleType):
                     h.update(f"{name}=module:{value.__name__}".encode())
+                    if value is not fl and value.__name__ != "fakv":   # (the frontend's version keys those)
+                        # What the kernel may name of it (`module.attr`: codegen resolves those too).
+                        for attr in names:
+                            try:
+                                member = getattr(value, attr, None)
+                            except Exception:  # noqa: BLE001  (a module's own __getattr__ failing)
+                                member = None
+                            part = self._key_part(f"{name}.{attr}", member)
+                            if part:
+                                h.update(part.encode())
+                else:
+                    h.update(self._key_part(name, value).encode())
             self._source_key = h.hexdigest()
         return self._source_key
+
+    def _key_part(self, name, value):
+        """What a global (or a module's attribute) the kernel names adds to
+        its key: a kernel's key, a plain value's repr, else nothing."""
+        if isinstance(value, JITFunction):
+            return "" if value is self else f"{name}=jit:{value.source_key()}"
+        if isinstance(value, (bool, int, float, str, bytes, type(None), tuple, fl.constexpr)):
+            return f"{name}={value!r}"
+        return ""
 
     @property
     def pack_gqa(self):

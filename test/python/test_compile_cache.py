@@ -169,6 +169,32 @@ def test_source_key_follows_the_kernel():
     assert fakv.jit  # the module is importable
 
 
+def test_source_key_follows_a_modules_kernel(tmp_path, monkeypatch):
+    """A kernel calling another module's kernel as `module.kernel(...)`:
+    its key changes with that kernel's source (it had hashed the module's
+    name only: an edited helper module kept the old cubin)."""
+    import types
+    helper_src = "import fakv\n\n@fakv.jit\ndef kern(x):\n    return x * {k}\n\nSCALE = {k}\n"
+    kernel_src = ("import fakv\nimport fakv.language as fl\nimport fakv_test_helpers as helpers\n\n@fakv.jit\n"
+                  "def kernel(X):\n    fl.store(X, helpers.kern(fl.full((4,), 1.0)), (0,), (1,))\n")
+
+    def key(k):
+        helper = types.ModuleType("fakv_test_helpers")
+        helper.__file__ = str(tmp_path / f"helpers_{k}.py")
+        with open(helper.__file__, "w") as f:
+            f.write(helper_src.format(k=k))
+        exec(compile(helper_src.format(k=k), helper.__file__, "exec"), helper.__dict__)
+        monkeypatch.setitem(sys.modules, "fakv_test_helpers", helper)
+        mod = types.ModuleType("m")
+        mod.__file__ = str(tmp_path / f"kernel_{k}.py")
+        with open(mod.__file__, "w") as f:
+            f.write(kernel_src)
+        exec(compile(kernel_src, mod.__file__, "exec"), mod.__dict__)
+        return mod.kernel.source_key()
+
+    assert key(2.0) != key(3.0)
+
+
 def test_a_rewritten_kernel_file_is_read_again(tmp_path):
     """A kernel file rewritten and executed again (a reload, a notebook)
     gives the new text and key, though Python's line cache held the old
