@@ -35,15 +35,25 @@ using namespace fakv::runtime;
 
 // ---- module functions ---------------------------------------------------------------
 
+/// (nbytes, context) of host_mapped's and start_host_mapped's arguments
+/// (`format` says whether the context may be left out): false with an
+/// exception when they are not a positive size and None or an address.
+bool hostMappedArgs(PyObject *args, const char *format, const char *what, Py_ssize_t &bytes, void *&context) {
+  PyObject *contextArg = nullptr;
+  if (!PyArg_ParseTuple(args, format, &bytes, &contextArg))
+    return false;
+  if (bytes <= 0) {
+    PyErr_Format(PyExc_ValueError, "%s: %zd bytes", what, bytes);
+    return false;
+  }
+  context = contextArg && contextArg != Py_None ? PyLong_AsVoidPtr(contextArg) : nullptr;
+  return !PyErr_Occurred();
+}
+
 PyObject *hostMapped(PyObject *, PyObject *args) {
   Py_ssize_t bytes = 0;
-  PyObject *contextArg = nullptr;
-  if (!PyArg_ParseTuple(args, "n|O", &bytes, &contextArg))
-    return nullptr;
-  if (bytes <= 0)
-    return PyErr_Format(PyExc_ValueError, "host_mapped: %zd bytes", bytes);
-  void *context = contextArg && contextArg != Py_None ? PyLong_AsVoidPtr(contextArg) : nullptr;
-  if (PyErr_Occurred())
+  void *context = nullptr;
+  if (!hostMappedArgs(args, "n|O", "host_mapped", bytes, context))
     return nullptr;
   void *p = nullptr;
   int failed;
@@ -73,13 +83,8 @@ std::mutex pendingMappedLock;
 /// start_host_mapped(nbytes, context): host_mapped(nbytes, context) begun in a thread of its own.
 PyObject *startHostMapped(PyObject *, PyObject *args) {
   Py_ssize_t bytes = 0;
-  PyObject *contextArg = nullptr;
-  if (!PyArg_ParseTuple(args, "nO", &bytes, &contextArg))
-    return nullptr;
-  if (bytes <= 0)
-    return PyErr_Format(PyExc_ValueError, "start_host_mapped: %zd bytes", bytes);
-  void *context = contextArg != Py_None ? PyLong_AsVoidPtr(contextArg) : nullptr;
-  if (PyErr_Occurred())
+  void *context = nullptr;
+  if (!hostMappedArgs(args, "nO", "start_host_mapped", bytes, context))
     return nullptr;
   std::lock_guard<std::mutex> guard(pendingMappedLock);
   if (pendingMapped) {
