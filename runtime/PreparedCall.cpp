@@ -220,20 +220,19 @@ KeptWorkspace keptTable[kKeptStreams];
 size_t keptCount = 0;
 PyObject *keptDelete = nullptr; // the allocator's free, for the kept blocks
 
-/// A workspace of `bytes` for a call on `stream`: the kept one (`*kept`
-/// true), or one allocated for this call alone (the caller frees it after
-/// its launches). False with a Python exception. No Python runs between its
-/// return and the launches (the address stays this call's until then).
-bool workspaceFor(PyObject *rawAlloc, PyObject *rawDelete, void *context, uint64_t stream,
+/// A workspace of `bytes` for a call on `stream` (`capturing`: into a CUDA
+/// graph): the kept one (`*kept` true), or one allocated for this call alone
+/// (the caller frees it after its launches). False with a Python exception.
+/// No Python runs between its return and the launches (the address stays
+/// this call's until then).
+bool workspaceFor(PyObject *rawAlloc, PyObject *rawDelete, void *context, uint64_t stream, bool capturing,
                   unsigned long long bytes, uint64_t &out, bool *kept) {
   *kept = false;
   auto allocate = [&](unsigned long long size, uint64_t &address) {
     return asAddress(PyObject_CallFunction(rawAlloc, "KK", size, static_cast<unsigned long long>(stream)),
                      address);
   };
-  int capturing = 1;
-  if (bytes > kKeptBytes || fakv_stream_capturing(reinterpret_cast<void *>(stream), &capturing) ||
-      capturing)
+  if (bytes > kKeptBytes || capturing)
     return allocate(bytes, out);
   size_t i = 0;
   while (i < keptCount && !(keptTable[i].context == context && keptTable[i].stream == stream))
@@ -324,18 +323,20 @@ PyObject *run(PreparedCallObject *self, uint64_t *a, PyObject *q, PyObject *seql
                     "call it inside `with torch.cuda.device(q.device):`");
     return nullptr;
   }
+  uint64_t stream;
+  if (!asAddress(PyObject_CallNoArgs(self->stream), stream))
+    return nullptr;
+  // Whether the stream is being captured into a CUDA graph, asked once where
+  // it matters: an int cache_seqlens' tensor and the kept workspace.
+  int capturing = 0;
+  if ((!a[ASeqlens] || (self->rawAlloc != Py_None && self->wsBytes <= kKeptBytes)) &&
+      fakv_stream_capturing(reinterpret_cast<void *>(stream), &capturing))
+    return raiseRuntime();
   // An int (or absent) cache_seqlens: its (batch,) tensor, from Python,
-  // told the stream and whether it is being captured into a CUDA graph (a
-  // stream's tensor is filled in its order; a graph gets one of its own:
-  // prepare.SeqlensTensors).
+  // told the stream and whether it is captured (a stream's tensor is filled
+  // in its order; a graph gets one of its own: prepare.SeqlensTensors).
   if (!a[ASeqlens]) {
-    uint64_t s;
-    int capturing = 0;
-    if (!asAddress(PyObject_CallNoArgs(self->stream), s))
-      return nullptr;
-    if (fakv_stream_capturing(reinterpret_cast<void *>(s), &capturing))
-      return raiseRuntime();
-    PyObject *handle = PyLong_FromUnsignedLongLong(s);
+    PyObject *handle = PyLong_FromUnsignedLongLong(stream);
     if (!handle)
       return nullptr;
     bool ok = asAddress(PyObject_CallFunctionObjArgs(self->seqlensAddress, seqlens,
@@ -358,8 +359,8 @@ PyObject *run(PreparedCallObject *self, uint64_t *a, PyObject *q, PyObject *seql
     q = qc;
   }
   PyObject *out = PyObject_CallOneArg(self->emptyLike, q);
-  uint64_t op, stream, wp = 0, lp;
-  if (!out || !dataPtr(out, op) || !asAddress(PyObject_CallNoArgs(self->stream), stream)) {
+  uint64_t op, wp = 0, lp;
+  if (!out || !dataPtr(out, op)) {
     Py_XDECREF(out);
     Py_XDECREF(qc);
     return nullptr;
@@ -373,7 +374,7 @@ PyObject *run(PreparedCallObject *self, uint64_t *a, PyObject *q, PyObject *seql
   }
   if (self->rawAlloc != Py_None) {   // (the last Python before the launches: see workspaceFor)
     bool kept;
-    if (!workspaceFor(self->rawAlloc, self->rawDelete, context, stream, self->wsBytes, wp, &kept))
+    if (!workspaceFor(self->rawAlloc, self->rawDelete, context, stream, capturing, self->wsBytes, wp, &kept))
       goto done;
     rawWorkspace = !kept;
   } else {
