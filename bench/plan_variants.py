@@ -15,9 +15,9 @@ decode's ring depth), `splits=N` (num_splits passed to the call),
 interface._EARLY_DECODE_BYTES), `hint=0` (FAKV_LENGTHS_HINT=0),
 `minblocks=N` (the key blocks a swapped split reads at least, head dims
 up to 128: interface._SPLIT_MIN_BLOCKS_SWAPPED), `gather=0|1` (pages smaller
-than a key block gathered, not by TMA: FAKV_GATHER_PAGES), `rowboxes=1`
-(TMA boxes of 16 rows, a row's channels asked for together:
-FAKV_ROW_BOXES), `cluster=1`
+than a key block gathered, not by TMA: FAKV_GATHER_PAGES), `rowboxes=0|1`
+(TMA boxes of 16 rows, a row's channels asked for together, none past a
+sequence's last key: FAKV_ROW_BOXES, the default at head dims up to 128), `cluster=1`
 (2 to 8 splits merged in a thread-block cluster: FAKV_CLUSTER_SPLITS), or several
 joined by `+` (`stages=2+splits=6`). Each
 output is checked against a float32 reference first (bench_grid.py's rule).

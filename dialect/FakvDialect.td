@@ -49,8 +49,13 @@ def Fakv_Dialect : Dialect {
     tile copied by TMA goes in boxes of at most 16 rows (a page's when its
     pages are smaller), and each box's 64-channel parts are asked for one
     after the other before the next rows' (a row's channels together,
-    rather than every row's first 64 channels and then the rest): an
-    experiment on what DRAM sees (docs/decisions.md).
+    rather than every row's first 64 channels and then the rest). A box
+    that starts past the rows read (a sequence's last keys end inside the
+    tile) asks for page `num_pages`, outside the tensor map: zeros, no DRAM
+    read, its bytes still counted on the barrier; in pages that hold whole
+    tiles (no left padding) the page is looked up once per tile. The API's
+    decode carries it at head dims up to 128 (docs/decisions.md, "Row boxes
+    by default").
 
     A kernel argument may carry `{fakv.divisibility = N}` (N a power of two):
     an integer argument is a multiple of N, a pointer argument N-byte

@@ -123,10 +123,13 @@ _SWAP_AB = {"1": True, "0": False}.get(os.environ.get("FAKV_SWAP_AB", ""))
 # %, d64 b32 s32K +4.7 %, d256 b8 s32K +3.6 %; session 19: b1-b4 s1K +3.6 to +10.7 %.
 # FAKV_GATHER_PAGES=1: wherever the pages are smaller than a block, 0: never.
 _GATHER_PAGES = {"1": True, "0": False}.get(os.environ.get("FAKV_GATHER_PAGES", ""), "auto")
-# FAKV_ROW_BOXES=1: decode's TMA-copied K / V tiles in boxes of at most 16 rows, each box's 64-channel halves asked
-# for together (@fakv.jit(row_boxes=True)): an experiment, no gain on the H200 (session 22: docs/decisions.md,
-# "Next: MHA contiguous"); unset or 0: boxes of a tile's (or a page's) rows, every box's first 64 channels, then the rest.
-_ROW_BOXES = os.environ.get("FAKV_ROW_BOXES") == "1"
+# Decode's TMA-copied K / V tiles in boxes of at most 16 rows (@fakv.jit(row_boxes=True)), each box's 64-channel
+# halves asked for together: the boxes past a sequence's last key read no DRAM (whole tiles read up to 63 keys more
+# per sequence and kv head: 1.7 % of ragged b128 s<=4K's bytes, 0.45 % with row boxes; ragged b128 -0.7 to -2.4 %,
+# uniform cells within their spread: H200, session 25, docs/decisions.md "Row boxes by default"). Head dims up to
+# 128 (d256 b8 s32K pages of 256 +4.0 % with them: 16 copies a tile). FAKV_ROW_BOXES=0 (and above 128): boxes of a
+# tile's (or a page's) rows, every box's first 64 channels, then the rest.
+_ROW_BOXES = os.environ.get("FAKV_ROW_BOXES") != "0"
 _GATHER_BYTES = 512 << 20
 _RING_BYTES = 96 * 1024       # a K/V ring that still lets two programs share an SM
 
@@ -306,7 +309,8 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
             1 if paged and page_size < block_n and per_split >= 64 and (
                 head_tile > 128 or (stages + 1) * ring_stage <= _RING_BYTES) else 0),
             **({} if heads_first else dict(pack_gqa=1)), **(dict(swap_ab=True) if swap else {}),
-            **(dict(gather_pages=True) if gathered else dict(row_boxes=True) if _ROW_BOXES else {})),
+            **(dict(gather_pages=True) if gathered else dict(row_boxes=True) if _ROW_BOXES and head_tile <= 128
+               else {})),
         "combine": dict(HEAD_DIM=head_tile, HEAD_BLOCK=head_block, MAX_SPLITS=_pow2(num_splits)),
         "combine_grid": (math.ceil(heads / head_block), seqlen_q, batch),
         "num_splits": num_splits,
@@ -715,15 +719,17 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
     if decode is None or combine is None:
         default_decode, default_combine = _lazy_kernels()
         decode, combine = decode or default_decode, combine or default_combine
-    options = p["decode_options"]
-    if getattr(decode, "pack_gqa", 0) is None:       # a kernel of one program per query head stays so (Lazy: packed)
-        options = {k: v for k, v in options.items() if k != "pack_gqa"}
-    decode = decode.with_options(**options)
     tile = p["decode"]["HEAD_DIM"]
     # Head dims up to 128, several short splits: decode appends and rotates itself (kernels/decode.py's APPEND;
     # its new keys rotated in registers, setmaxnreg giving the consumer more); else append.py's kernel first.
     fused = p["fused_append"] if _FUSED_APPEND is None else (k is not None and tile <= 128 and _FUSED_APPEND)
     fused = fused and not combine_appends
+    options = p["decode_options"]
+    if getattr(decode, "pack_gqa", 0) is None:       # a kernel of one program per query head stays so (Lazy: packed)
+        options = {k: v for k, v in options.items() if k != "pack_gqa"}
+    if fused:       # (no row boxes where decode appends: ptxas spilled 20 bytes with them, 16 without)
+        options = {k: v for k, v in options.items() if k != "row_boxes"}
+    decode = decode.with_options(**options)
     in_kernels = fused or combine_appends     # the new keys appended by decode or combine, not append.py first
     # The last split merges (through global memory); not when combine appends the new keys (it must run).
     merge = splits > 1 and prepare.MERGE_SPLITS and not p["cluster"] and not combine_appends

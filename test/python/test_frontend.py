@@ -385,18 +385,19 @@ def test_register_split_option(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", "/usr/local/cuda/bin:" + os.environ.get("PATH", ""))
     decode = _kernels()[0]
     decode.clear()
-    decode.with_options(stages=3, swap_ab=True).clear()          # (what the plan launches: compiled here alone)
+    launched = dict(stages=3, swap_ab=True, row_boxes=True)     # (what the plan launches: compiled here alone)
+    decode.with_options(**launched).clear()
     split = decode.with_options(registers=(24, 168))
-    split.with_options(stages=3, swap_ab=True).clear()
+    split.with_options(**launched).clear()
     assert split.pack_gqa == decode.pack_gqa and split is decode.with_options(registers=(24, 168))
     q = np.zeros((1, 1, 8, 128), NP_BF16)
     k = np.zeros((4, 64, 2, 128), NP_BF16)
     table = np.arange(4, dtype=np.int32).reshape(1, 4)
     for fn in (decode, split):
         fakv.with_kernels(decode=fn)(q, k, k, cache_seqlens=200, block_table=table, num_splits=1)
-    # The API launches the ring depth and form fakv.interface.plan picks (3 stages, swapped, here).
-    default = next(iter(decode.with_options(stages=3, swap_ab=True)._compiled.values()))
-    moved = next(iter(split.with_options(stages=3, swap_ab=True)._compiled.values()))
+    # The API launches the ring depth and form fakv.interface.plan picks (3 stages, swapped, row boxes, here).
+    default = next(iter(decode.with_options(**launched)._compiled.values()))
+    moved = next(iter(split.with_options(**launched)._compiled.values()))
     assert default.path != moved.path
     from fakv import _fakv
     ptx, _ = _fakv.compile(moved.ir, "ptx", 3, True, "sm_90a", 24, 168)

@@ -5,6 +5,9 @@ at once (combine's too: it is launched early and waits in free slots); an
 appending call counts the new keys' work on its last split. Combine takes
 as few heads per program as fit beside decode."""
 import math
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -179,7 +182,7 @@ def test_longest_first_where_planned(monkeypatch, request):
     request.addfinalizer(interface._plan.cache_clear)
     p = plan(128, 1, 32, 8, 128, "bf16", True, 256, 4096, False, 0, 132, L2)
     assert p["decode"]["LONGEST_FIRST"] == 128 and p["decode_grid"] == (32, 128, 1) and p["num_splits"] == 1
-    assert p["decode_options"] == {"stages": 3, "swap_ab": True}
+    assert p["decode_options"] == {"stages": 3, "swap_ab": True, "row_boxes": True}
     assert plan(128, 1, 32, 8, 64, "bf16", False, 4096, 4096, False, 0, 132, L2)["decode"]["LONGEST_FIRST"] == 128
     off = [plan(32, 1, 32, 8, 128, "bf16", True, 256, 8192, False, 0, 132, L2),      # one wave
            plan(128, 1, 32, 8, 128, "bf16", True, 256, 1024, False, 0, 132, L2),     # short caches (32 blocks)
@@ -312,18 +315,30 @@ def test_small_pages_gathered_on_large_caches(monkeypatch, request):
         "gather_pages")                                                            # two query rows: likewise
 
 
-def test_row_boxes_only_when_asked_and_not_where_gathered(monkeypatch, request):
-    """FAKV_ROW_BOXES=1 (interface._ROW_BOXES): decode's TMA copies in boxes of 16 rows (row_boxes), contiguous or
-    paged; pages that are gathered stay gathered. Unset: never (the plan of every other test)."""
+def test_row_boxes_by_default_and_not_where_gathered(monkeypatch, request):
+    """interface._ROW_BOXES (on unless FAKV_ROW_BOXES=0): decode's TMA copies in boxes of 16 rows (row_boxes),
+    contiguous or paged, so that boxes past a sequence's last key read nothing; pages that are gathered stay
+    gathered; head dims above 128 never (measured slower). FAKV_ROW_BOXES=0: never."""
     from fakv import interface
     request.addfinalizer(interface._plan.cache_clear)
 
     def options(batch, seqlen, paged, page):
         return plan(batch, 1, 32, 8, 128, "bf16", paged, page, seqlen, False, 0, 132, L2)["decode_options"]
     cells = [(32, 8192, False, 0), (32, 8192, True, 256), (32, 32768, True, 16), (1, 1024, True, 64)]
-    assert not any("row_boxes" in options(*cell) for cell in cells)
+    for setting, expected in ((None, "True"), ("0", "False"), ("1", "True")):   # (as a new process reads it)
+        env = {k: v for k, v in os.environ.items() if k != "FAKV_ROW_BOXES"}
+        env.update({} if setting is None else {"FAKV_ROW_BOXES": setting})
+        out = subprocess.run([sys.executable, "-c", "import fakv.interface as i; print(i._ROW_BOXES)"], env=env,
+                             capture_output=True, text=True, check=True).stdout.strip()
+        assert out == expected, (setting, out)
     monkeypatch.setattr(interface, "_ROW_BOXES", True)
     interface._plan.cache_clear()
     assert all(options(*cell).get("row_boxes") is True for cell in cells)
+    assert "row_boxes" not in plan(8, 1, 32, 8, 256, "bf16", True, 256, 32768, False, 0, 132, L2)["decode_options"]
+    monkeypatch.setattr(interface, "_ROW_BOXES", False)
+    interface._plan.cache_clear()
+    assert not any("row_boxes" in options(*cell) for cell in cells)
+    monkeypatch.setattr(interface, "_ROW_BOXES", True)
+    interface._plan.cache_clear()
     gathered = options(32, 8192, True, 16)                  # (one wave, 1 GiB: pages of 16 gathered)
     assert gathered.get("gather_pages") is True and "row_boxes" not in gathered

@@ -1,0 +1,67 @@
+// `fakv.row_boxes` on a contiguous cache (row-boxes-to-ptx.mlir's kernel
+// reading cache row %pg, capacity %cap): a 32-key block is two boxes of 16
+// rows, and the second, when it starts past the sequence's last key, asks
+// for page num_pages: out of the tensor map, zeros and no DRAM read (its
+// bytes still counted). So the box's page is a select between the cache
+// row and num_pages, on whether its first key is below the rows read (the
+// first box's too: the compiler does not know its key is read). The PTX passes ptxas
+// for sm_90a.
+// REQUIRES: ptxas
+// RUN: fakv-compile %s -o %t --format=isa
+// RUN: FileCheck %s < %t.ptx
+// RUN: %ptxas -arch=sm_90a %t.ptx -o %t.cubin
+
+// CHECK-LABEL: .entry row_boxes_contiguous(
+// CHECK: selp.b32 [[P0:%r[0-9]+]], [[PG:%r[0-9]+]], [[NP:%r[0-9]+]], {{%p[0-9]+}};
+// CHECK: selp.b32 [[P1:%r[0-9]+]], [[PG]], [[NP]], {{%p[0-9]+}};
+// CHECK: mbarrier.arrive.expect_tx
+// CHECK: cp.async.bulk.tensor.4d{{.*}}, {[[C0:%r[0-9]+]], [[H:%r[0-9]+]], [[R0:%r[0-9]+]], [[P0]]}]
+// CHECK: cp.async.bulk.tensor.4d{{.*}}, {[[C1:%r[0-9]+]], [[H]], [[R0]], [[P0]]}]
+// CHECK: cp.async.bulk.tensor.4d{{.*}}, {[[C0]], [[H]], [[R1:%r[0-9]+]], [[P1]]}]
+// CHECK: cp.async.bulk.tensor.4d{{.*}}, {[[C1]], [[H]], [[R1]], [[P1]]}]
+
+func.func @row_boxes_contiguous(%q: !fakv.ptr<bf16>, %kc: !fakv.ptr<bf16> {fakv.divisibility = 16 : i64},
+                     %vc: !fakv.ptr<bf16> {fakv.divisibility = 16 : i64}, %pg: i32,
+                     %o: !fakv.ptr<f32>, %n: i32, %np: i32, %err: !fakv.ptr<i32>,
+                     %cap: i32) attributes {fakv.kernel, fakv.row_boxes} {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %c32 = arith.constant 32 : i32
+  %ps = arith.constant 16 : i32
+  %s1 = arith.constant 1 : i64
+  %s64 = arith.constant 128 : i64
+  %sp = arith.constant 2048 : i64
+  %scale = arith.constant 0.125 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %zero = arith.constant 0.0 : f32
+  %qt = fakv.load %q[%c0, %c0] strides [%s64, %s1] : !fakv.ptr<bf16> -> tensor<16x128xbf16>
+  %m0 = fakv.splat %ninf : f32 -> tensor<16xf32>
+  %l0 = fakv.splat %zero : f32 -> tensor<16xf32>
+  %a0 = fakv.splat %zero : f32 -> tensor<16x128xf32>
+  %s0 = fakv.splat %zero : f32 -> tensor<16x32xf32>
+  %neg = arith.cmpi slt, %n, %c0 : i32
+  %big = arith.cmpi sgt, %n, %cap : i32
+  %bad = arith.ori %neg, %big : i1
+  %seqlens_error = arith.constant 16777216 : i32
+  fakv.report %err, %bad, %seqlens_error : !fakv.ptr<i32>
+  %table_error = arith.constant 33554432 : i32
+  %blocks = arith.ceildivsi %n, %c32 : i32
+  %m, %l, %acc = scf.for %i = %c0 to %blocks step %c1 iter_args(%mi = %m0, %li = %l0, %ai = %a0)
+      -> (tensor<16xf32>, tensor<16xf32>, tensor<16x128xf32>) : i32 {
+    %row = arith.muli %i, %c32 : i32
+    %k = fakv.paged_load %kc[%c0, %row] page %pg valid %n page_size %cap num_pages %np
+           strides [%sp, %s64, %s64] report %err, %table_error : !fakv.ptr<bf16> -> tensor<32x128xbf16>
+    %v = fakv.paged_load %vc[%c0, %row] page %pg valid %n page_size %cap num_pages %np
+           strides [%sp, %s64, %s64] report %err, %table_error : !fakv.ptr<bf16> -> tensor<32x128xbf16>
+    %s = fakv.dot %qt, %k, %s0 {transpose_b} : tensor<16x128xbf16>, tensor<32x128xbf16> -> tensor<16x32xf32>
+    %m1, %l1, %p, %alpha = fakv.online_softmax %s, %mi, %li scale %scale : tensor<16x32xf32>, tensor<16xf32>
+    %ae = fakv.expand_dims %alpha, 1 : tensor<16xf32> -> tensor<16x1xf32>
+    %ab = fakv.broadcast %ae : tensor<16x1xf32> -> tensor<16x128xf32>
+    %as = arith.mulf %ai, %ab : tensor<16x128xf32>
+    %pb = fakv.cast %p : tensor<16x32xf32> -> tensor<16x32xbf16>
+    %a1 = fakv.dot %pb, %v, %as : tensor<16x32xbf16>, tensor<32x128xbf16> -> tensor<16x128xf32>
+    scf.yield %m1, %l1, %a1 : tensor<16xf32>, tensor<16xf32>, tensor<16x128xf32>
+  }
+  fakv.store %acc, %o[%c0, %c0] strides [%s64, %s1] : tensor<16x128xf32>, !fakv.ptr<f32>
+  return
+}

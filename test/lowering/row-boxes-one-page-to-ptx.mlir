@@ -1,0 +1,71 @@
+// `fakv.row_boxes` in pages of 256 (row-boxes-to-ptx.mlir's kernel with
+// 64-key blocks): a block is four boxes of 16 rows inside one page, so the
+// leader looks its page up once (one block-table load for K's four boxes,
+// one for V's), and each later box takes that page or, when it starts past
+// the rows read, num_pages (zeros, no DRAM read). The PTX passes ptxas for
+// sm_90a.
+// REQUIRES: ptxas
+// RUN: fakv-compile %s -o %t --format=isa
+// RUN: FileCheck %s < %t.ptx
+// RUN: %ptxas -arch=sm_90a %t.ptx -o %t.cubin
+
+// CHECK-LABEL: .entry row_boxes_one_page(
+// CHECK: ld.global.b32 [[PG:%r[0-9]+]]
+// CHECK-NOT: ld.global.b32
+// CHECK: selp.b32 {{%r[0-9]+}}, [[PG]], [[NP:%r[0-9]+]], {{%p[0-9]+}};
+// CHECK-NOT: ld.global.b32
+// CHECK: selp.b32 {{%r[0-9]+}}, [[PG]], [[NP]], {{%p[0-9]+}};
+// CHECK-NOT: ld.global.b32
+// CHECK: selp.b32 {{%r[0-9]+}}, [[PG]], [[NP]], {{%p[0-9]+}};
+// CHECK-NOT: ld.global.b32
+// CHECK: mbarrier.arrive.expect_tx
+// CHECK-COUNT-8: cp.async.bulk.tensor.4d
+// CHECK: ld.global.b32 [[PV:%r[0-9]+]]
+// CHECK-NOT: ld.global.b32
+// CHECK: selp.b32 {{%r[0-9]+}}, [[PV]], [[NP]], {{%p[0-9]+}};
+
+func.func @row_boxes_one_page(%q: !fakv.ptr<bf16>, %kc: !fakv.ptr<bf16> {fakv.divisibility = 16 : i64},
+                     %vc: !fakv.ptr<bf16> {fakv.divisibility = 16 : i64}, %bt: !fakv.ptr<i32>,
+                     %o: !fakv.ptr<f32>, %n: i32, %np: i32, %err: !fakv.ptr<i32>,
+                     %cap: i32) attributes {fakv.kernel, fakv.row_boxes} {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %c32 = arith.constant 64 : i32
+  %ps = arith.constant 256 : i32
+  %s1 = arith.constant 1 : i64
+  %s64 = arith.constant 128 : i64
+  %sp = arith.constant 32768 : i64
+  %scale = arith.constant 0.125 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %zero = arith.constant 0.0 : f32
+  %qt = fakv.load %q[%c0, %c0] strides [%s64, %s1] : !fakv.ptr<bf16> -> tensor<16x128xbf16>
+  %m0 = fakv.splat %ninf : f32 -> tensor<16xf32>
+  %l0 = fakv.splat %zero : f32 -> tensor<16xf32>
+  %a0 = fakv.splat %zero : f32 -> tensor<16x128xf32>
+  %s0 = fakv.splat %zero : f32 -> tensor<16x64xf32>
+  %neg = arith.cmpi slt, %n, %c0 : i32
+  %big = arith.cmpi sgt, %n, %cap : i32
+  %bad = arith.ori %neg, %big : i1
+  %seqlens_error = arith.constant 16777216 : i32
+  fakv.report %err, %bad, %seqlens_error : !fakv.ptr<i32>
+  %table_error = arith.constant 33554432 : i32
+  %blocks = arith.ceildivsi %n, %c32 : i32
+  %m, %l, %acc = scf.for %i = %c0 to %blocks step %c1 iter_args(%mi = %m0, %li = %l0, %ai = %a0)
+      -> (tensor<16xf32>, tensor<16xf32>, tensor<16x128xf32>) : i32 {
+    %row = arith.muli %i, %c32 : i32
+    %k = fakv.paged_load %kc[%c0, %row] table %bt valid %n page_size %ps num_pages %np
+           strides [%sp, %s64, %s64] report %err, %table_error : !fakv.ptr<bf16> -> tensor<64x128xbf16>
+    %v = fakv.paged_load %vc[%c0, %row] table %bt valid %n page_size %ps num_pages %np
+           strides [%sp, %s64, %s64] report %err, %table_error : !fakv.ptr<bf16> -> tensor<64x128xbf16>
+    %s = fakv.dot %qt, %k, %s0 {transpose_b} : tensor<16x128xbf16>, tensor<64x128xbf16> -> tensor<16x64xf32>
+    %m1, %l1, %p, %alpha = fakv.online_softmax %s, %mi, %li scale %scale : tensor<16x64xf32>, tensor<16xf32>
+    %ae = fakv.expand_dims %alpha, 1 : tensor<16xf32> -> tensor<16x1xf32>
+    %ab = fakv.broadcast %ae : tensor<16x1xf32> -> tensor<16x128xf32>
+    %as = arith.mulf %ai, %ab : tensor<16x128xf32>
+    %pb = fakv.cast %p : tensor<16x64xf32> -> tensor<16x64xbf16>
+    %a1 = fakv.dot %pb, %v, %as : tensor<16x64xbf16>, tensor<64x128xbf16> -> tensor<16x128xf32>
+    scf.yield %m1, %l1, %a1 : tensor<16xf32>, tensor<16xf32>, tensor<16x128xf32>
+  }
+  fakv.store %acc, %o[%c0, %c0] strides [%s64, %s1] : tensor<16x128xf32>, !fakv.ptr<f32>
+  return
+}
