@@ -210,8 +210,9 @@ struct AsyncPagedLoadLowering : OpConversionPattern<fakvgpu::AsyncPagedLoadOp> {
       // Row boxes of a tile inside one page (no left padding; the page a
       // multiple of the tile's rows, which starts at a multiple of them):
       // the page looked up once, for the first box; the others take it or,
-      // past the rows read, num_pages (b1 s8K pages of 256: a lookup per box
-      // cost 1.6-1.9 % on the H200, session 25).
+      // past the rows read, num_pages (one table load a tile instead of one a
+      // box; b1 s8K pages of 256 stayed 1.5 % slower with row boxes than
+      // without on the H200, session 25: not the lookups).
       APInt pageRows;
       bool onePage = a.getTable() && !a.getLeftpad() && boxRows < rows &&
                      matchPattern(op.getPageSize(), m_ConstantInt(&pageRows)) &&
