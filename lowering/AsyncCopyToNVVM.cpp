@@ -217,15 +217,20 @@ struct AsyncPagedLoadLowering : OpConversionPattern<fakvgpu::AsyncPagedLoadOp> {
       bool onePage = a.getTable() && !a.getLeftpad() && boxRows < rows &&
                      matchPattern(op.getPageSize(), m_ConstantInt(&pageRows)) &&
                      pageRows.getSExtValue() % rows == 0;
+      auto down = [&](Value v, int64_t j) -> Value {    // v + j boxes' rows
+        return j ? Value(arith::AddIOp::create(tb, loc, v, i32(tb, loc, j * boxRows))) : v;
+      };
       for (int64_t j = 0; j < rows / boxRows; ++j) {
+        // Whether the box holds rows read (its first key below them); a box
+        // past them asks for page num_pages: zeros, no DRAM read.
         Value page, offset, live;
+        if (rowsRead)
+          live = arith::CmpIOp::create(tb, loc, arith::CmpIPredicate::slt, down(a.getRow(), j), rowsRead);
         if (onePage && j > 0) {
-          Value key = arith::AddIOp::create(tb, loc, a.getRow(), i32(tb, loc, j * boxRows));
-          live = arith::CmpIOp::create(tb, loc, arith::CmpIPredicate::slt, key, rowsRead);
           page = arith::SelectOp::create(tb, loc, live, boxes[0].first, a.getNumPages());
-          offset = arith::AddIOp::create(tb, loc, boxes[0].second, i32(tb, loc, j * boxRows));
+          offset = down(boxes[0].second, j);
         } else if (a.getTable()) {
-          Value at = j ? Value(arith::AddIOp::create(tb, loc, pos, i32(tb, loc, j * boxRows))) : pos;
+          Value at = down(pos, j);
           Value pageIdx = arith::DivSIOp::create(tb, loc, at, a.getPageSize());
           offset = arith::RemSIOp::create(tb, loc, at, a.getPageSize());
           Value idx = arith::ExtSIOp::create(tb, loc, tb.getI64Type(), pageIdx);
@@ -233,24 +238,13 @@ struct AsyncPagedLoadLowering : OpConversionPattern<fakvgpu::AsyncPagedLoadOp> {
             return LLVM::LoadOp::create(lb, loc, lb.getI32Type(),
                                         elementAddress(lb, loc, a.getTable(), idx, lb.getI32Type()));
           };
-          if (rowsRead) {
-            Value key = j ? Value(arith::AddIOp::create(tb, loc, a.getRow(), i32(tb, loc, j * boxRows)))
-                          : a.getRow();
-            live = arith::CmpIOp::create(tb, loc, arith::CmpIPredicate::slt, key, rowsRead);
-            page = ifValue(tb, loc, live, tb.getI32Type(), lookUp,
-                           [&](OpBuilder &eb) -> Value { return a.getNumPages(); });
-          } else {
-            page = lookUp(tb);
-          }
+          page = live ? ifValue(tb, loc, live, tb.getI32Type(), lookUp,
+                                [&](OpBuilder &eb) -> Value { return a.getNumPages(); })
+                      : lookUp(tb);
         } else {              // (a contiguous cache: boxes of fakv.row_boxes' rows down its page)
-          page = a.getPage();
-          offset = j ? Value(arith::AddIOp::create(tb, loc, pos, i32(tb, loc, j * boxRows))) : pos;
-          if (rowsRead) {     // a box past the rows read asks for page num_pages: zeros, no DRAM read
-            Value key = j ? Value(arith::AddIOp::create(tb, loc, a.getRow(), i32(tb, loc, j * boxRows)))
-                          : a.getRow();
-            live = arith::CmpIOp::create(tb, loc, arith::CmpIPredicate::slt, key, rowsRead);
-            page = arith::SelectOp::create(tb, loc, live, page, a.getNumPages());
-          }
+          offset = down(pos, j);
+          page = live ? Value(arith::SelectOp::create(tb, loc, live, a.getPage(), a.getNumPages()))
+                      : a.getPage();
         }
         boxes.push_back({page, offset});
         lives.push_back(live);

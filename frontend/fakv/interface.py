@@ -724,12 +724,11 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
     # its new keys rotated in registers, setmaxnreg giving the consumer more); else append.py's kernel first.
     fused = p["fused_append"] if _FUSED_APPEND is None else (k is not None and tile <= 128 and _FUSED_APPEND)
     fused = fused and not combine_appends
-    options = p["decode_options"]
-    if getattr(decode, "pack_gqa", 0) is None:       # a kernel of one program per query head stays so (Lazy: packed)
-        options = {k: v for k, v in options.items() if k != "pack_gqa"}
-    if fused:       # (no row boxes where decode appends: ptxas spilled 20 bytes with them, 16 without)
-        options = {k: v for k, v in options.items() if k != "row_boxes"}
-    decode = decode.with_options(**options)
+    # A kernel of one program per query head stays so (Lazy: packed); no row boxes where decode appends (ptxas
+    # spilled 20 bytes with them, 16 without).
+    dropped = [name for name, drop in (("pack_gqa", getattr(decode, "pack_gqa", 0) is None), ("row_boxes", fused))
+               if drop]
+    decode = decode.with_options(**{k: v for k, v in p["decode_options"].items() if k not in dropped})
     in_kernels = fused or combine_appends     # the new keys appended by decode or combine, not append.py first
     # The last split merges (through global memory); not when combine appends the new keys (it must run).
     merge = splits > 1 and prepare.MERGE_SPLITS and not p["cluster"] and not combine_appends
