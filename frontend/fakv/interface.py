@@ -160,8 +160,11 @@ _SPLIT_MIN_BLOCKS_SWAPPED = 1
 # (contiguous / pages of 64 / 256), MHA b1 s32K -1.8 / -1.1 % (contiguous / 256), b8 s16K -1.6 %, b4 s32K -1.9 %
 # (256); pages of 16 keep their extra stage (b8 s32K: +0.9 % with two). Not elsewhere: b32 s1K (one wave of 16
 # blocks) +9 to +14 %, b128 s32K +0.5 to +2.7 %, d64 b8 s8K +2 %; b128 s1K -2.1 to -2.3 % on one lease but +5 %
-# on another (docs/gpu-results.md, sessions 16 and 20).
+# on another (docs/gpu-results.md, sessions 16 and 20). Session 26 (same tool, 3 rounds): splits of 129-512 blocks
+# too (_LONG_TWO_STAGES), their small pages without the extra stage below: b32 s32K (512 blocks) -0.4 / -0.7 / -1.1 /
+# -1.3 % (contiguous / pages of 16 / 64 / 256), b32 s16K -0.7 %, MHA b8 s16K -0.9 / -1.8 % (contiguous / 256).
 _TWO_STAGES_WAVE = (64, 128)
+_LONG_TWO_STAGES = 512
 # Heads per combine program, at most: more programs, each merging less, finish sooner even when they do not
 # fit beside decode's (H200, 32/8 d128, .carry/exp/combine_hb.py, session 15; against as many as a tile held):
 # b2 s8192 paged -3.0 %, b4 -3.8 %, b8 -3.1 % (contiguous -3.0 %), b16 -1.2 %, b8 s1024 -20.2 %, b4 s32768
@@ -273,10 +276,14 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
     # Swapped d128 calls of one query row, no new keys and no adaptive splits, whose programs run at once: where
     # splits of _TWO_STAGES_WAVE blocks ring two stages and small pages are gathered (_GATHER_PAGES).
     per_split = -(-n_blocks // num_splits)
-    one_wave = (swap and head_tile == 128 and seqlen_q == 1 and not appending and not adaptive
-                and programs(num_splits) <= slots and per_split <= _TWO_STAGES_WAVE[1])
+    wave = (swap and head_tile == 128 and seqlen_q == 1 and not appending and not adaptive
+            and programs(num_splits) <= slots)
+    one_wave = wave and per_split <= _TWO_STAGES_WAVE[1]
     if one_wave and per_split >= _TWO_STAGES_WAVE[0]:
         stages = 2          # (a 64 KB ring)
+    long_two = wave and _TWO_STAGES_WAVE[1] < per_split <= _LONG_TWO_STAGES    # (two in all, small pages too)
+    if long_two:
+        stages = 2
     gathered = paged and page_size < block_n and (_GATHER_PAGES is True or (
         _GATHER_PAGES == "auto" and one_wave and batch * kv_heads * max_seqlen_k * head_dim * 4 >= _GATHER_BYTES))
     return {
@@ -306,7 +313,7 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
         # (session 12, .carry/exp/ab_swap2.py).
         # The heads on grid axis 1 without HEADS_FIRST (packed there).
         "decode_options": dict(stages=stages + (
-            1 if paged and page_size < block_n and per_split >= 64 and (
+            1 if paged and page_size < block_n and per_split >= 64 and not long_two and (
                 head_tile > 128 or (stages + 1) * ring_stage <= _RING_BYTES) else 0),
             **({} if heads_first else dict(pack_gqa=1)), **(dict(swap_ab=True) if swap else {}),
             **(dict(gather_pages=True) if gathered else dict(row_boxes=True) if _ROW_BOXES and head_tile <= 128

@@ -134,11 +134,14 @@ def test_ragged_plan_by_the_lengths_hint(monkeypatch, request):
     ((32, 8192, 16), 3),                            # (pages of 16: one more, as before)
     ((8, 32768, 0), 2), ((8, 32768, 256), 2), ((8, 16384, 64), 2), ((4, 32768, 256), 2),   # split: 64-128 each
     ((8, 32768, 16), 3),                            # (pages of 16: one more)
-    ((32, 1024, 0), 3), ((128, 1024, 0), 3), ((128, 8192, 0), 3), ((128, 32768, 256), 3), ((32, 32768, 0), 3),
+    ((32, 32768, 0), 2), ((32, 32768, 16), 2), ((32, 16384, 64), 2),    # one wave of 129-512-block programs
+    ((32, 65536, 0), 3), ((32, 65536, 16), 3),      # (more than 512 blocks: not measured)
+    ((32, 1024, 0), 3), ((128, 1024, 0), 3), ((128, 8192, 0), 3), ((128, 32768, 256), 3),   # several waves
     ((8, 8192, 0), 3), ((1, 8192, 256), 3)])        # splits of fewer blocks
 def test_two_stages_where_measured_faster(shape, stages, monkeypatch, request):
-    """A two-stage ring for swapped d128 calls of one wave of programs whose splits read 64-128 key blocks (split
-    or not), one query row; three elsewhere (interface._TWO_STAGES_WAVE), and under ragged plans' adaptive splits."""
+    """A two-stage ring for swapped d128 calls of one wave of programs whose splits read 64-512 key blocks (split
+    or not), one query row, pages of 16 one more up to 128 blocks; three elsewhere (interface._TWO_STAGES_WAVE,
+    _LONG_TWO_STAGES), and under ragged plans' adaptive splits."""
     from fakv import interface
     monkeypatch.setattr(interface, "_ADAPTIVE_SPLITS", None)     # (FAKV_ADAPTIVE_SPLITS unset)
     interface._plan.cache_clear()
@@ -152,6 +155,8 @@ def test_two_stages_where_measured_faster(shape, stages, monkeypatch, request):
     appending = plan(32, 1, 32, 8, 128, "bf16", False, 8192, 8192, True, 0, 132, L2, appending=True)
     assert appending["decode_options"]["stages"] == 3
     assert plan(32, 2, 32, 8, 128, "bf16", False, 8192, 8192, True, 0, 132, L2)["decode_options"]["stages"] == 3
+    mha = plan(8, 1, 32, 32, 128, "bf16", True, 256, 16384, True, 0, 132, L2)      # 256 blocks a program
+    assert mha["num_splits"] == 1 and mha["decode_options"]["stages"] == 2
     mha = plan(1, 1, 32, 32, 128, "bf16", False, 32768, 32768, True, 0, 132, L2)     # 8 splits of 64 blocks
     assert mha["num_splits"] == 8 and mha["decode_options"]["stages"] == 2
     ragged = plan(32, 1, 32, 8, 128, "bf16", True, 256, 8192, True, 0, 132, L2, ragged=True)
