@@ -1,36 +1,82 @@
 #!/usr/bin/env python3
 """Power and clocks per implementation under sustained load (the GPU machine,
-FlashInfer on the path as bench/README.md says): each replayed for 1.5 s
-after a 1.5 s idle, then its GPU time per call over 10 more replays, the
-power draw and SM clock read then (torch.cuda's NVML readings). b128 s32K
-paged 256, b32 s32K and b8 s8K contiguous; fakv, FlashInfer-tc, and cuDNN
-through SDPA where it runs (contiguous). docs/gpu-results.md, sessions 11 and 12.
+FlashInfer on the path as bench/README.md says): each implementation's CUDA
+graph (bench_grid.py's calls over rotating caches) replayed 0.5 s, then ~0.3 s
+of replays queued while NVML is read every 2 ms: GPU time per call, the SM
+clock (median and range), the power draw and the clock-event reasons seen
+(0x4: the software power cap). Two rounds, the implementations interleaved.
 
-    python bench/power_probe.py
+    python bench/power_probe.py [--cells "MHA b8 s16K@0,b32 s16K@0"] [--peers flashinfer,flashinfer-tc,sdpa]
+
+Cells are bench_grid.py's (@0: contiguous, @N: pages of N) plus "MHA b8
+s16K" and "b32 s16K". docs/gpu-results.md, sessions 11 and 12 (the SM clock
+read after the replays, the earlier form of this probe) and 26 (fakv holds
+1980 MHz, no reason; FlashInfer's CUDA-core decode 1485-1515 MHz at the cap).
 """
+import argparse
 import os
+import statistics
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_grid as G  # noqa: E402
-from timing import graph_time_ms  # noqa: E402
+
+EXTRA = {"MHA b8 s16K": ("MHA b8 s16K", 8, 16384, 32, 32, 128, False),
+         "b32 s16K": ("b32 s16K", 32, 16384, 32, 8, 128, False)}
 
 
 def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--cells", default="MHA b8 s16K@0,b32 s16K@0")
+    ap.add_argument("--peers", default="flashinfer,flashinfer-tc,sdpa")
+    args = ap.parse_args()
     import torch
+    import pynvml
+    pynvml.nvmlInit()
+    nvml = pynvml.nvmlDeviceGetHandleByIndex(torch.cuda.current_device())
     shapes = {s[0]: s for s in G.SHAPES}
-    for name, page in (("b128 s32K", 256), ("b32 s32K", 0), ("b8 s8K", 0)):
-        cell = G.Cell(shapes[name], page)
-        runs = {"fakv": G.fakv_calls(cell), "fi-tc": G.flashinfer_calls(cell, True)}
-        if page == 0:
-            runs["sdpa"] = G.sdpa_calls(cell, False)[0]
-        for _ in range(2):
-            for n, r in runs.items():
-                time.sleep(1.5)
-                ms, _ = graph_time_ms([lambda i=i: r(i) for i in range(cell.copies)], warm_s=1.5)
-                print(f"{name} p{page} {n:6}: {ms * 1e3:8.1f} us  {torch.cuda.power_draw() / 1000:4.0f} W  "
-                      f"sm {torch.cuda.clock_rate()} MHz  {torch.cuda.temperature()} C", flush=True)
+    shapes.update(EXTRA)
+    for spec in args.cells.split(","):
+        name, _, page = spec.strip().partition("@")
+        cell = G.Cell(shapes[name], int(page or 0))
+        runs = {"fakv": G.fakv_calls(cell)}
+        for p in filter(None, args.peers.split(",")):
+            runs[p] = G.sdpa_calls(cell, shapes[name][6])[0] if p == "sdpa" else \
+                G.flashinfer_calls(cell, p == "flashinfer-tc")
+        for rnd in range(2):
+            for label, run in runs.items():
+                if run is None:
+                    continue
+                for _ in range(3):
+                    run(0)
+                torch.cuda.synchronize()
+                graph = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(graph):
+                    for i in range(cell.copies):
+                        run(i)
+                start = time.perf_counter()
+                while time.perf_counter() - start < 0.5:
+                    graph.replay()
+                    torch.cuda.synchronize()
+                n = max(1, int(0.3 / (cell.kv_bytes / 4.4e12) / cell.copies))
+                a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                a.record()
+                for _ in range(n):
+                    graph.replay()
+                b.record()
+                clocks, reasons, power = [], set(), []
+                while not b.query():
+                    clocks.append(pynvml.nvmlDeviceGetClockInfo(nvml, pynvml.NVML_CLOCK_SM))
+                    reasons.add(pynvml.nvmlDeviceGetCurrentClocksEventReasons(nvml))
+                    power.append(pynvml.nvmlDeviceGetPowerUsage(nvml) / 1000)
+                    time.sleep(0.002)
+                b.synchronize()
+                us = a.elapsed_time(b) * 1e3 / (n * cell.copies)
+                print(f"{spec} r{rnd} {label:14} {us:8.1f} us  SM {statistics.median(clocks):.0f} MHz "
+                      f"[{min(clocks)}-{max(clocks)}] ({len(clocks)} reads)  {statistics.median(power):.0f} W  "
+                      f"reasons {sorted(hex(r) for r in reasons)}", flush=True)
+                del graph
         del cell, runs
         torch.cuda.empty_cache()
 
