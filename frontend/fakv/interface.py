@@ -274,16 +274,15 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
         head_block //= 2
     stages, ring_stage = (3 if head_tile <= 128 else 2), 2 * block_n * head_tile * 2   # a K and a V block, 16-bit
     # Swapped d128 calls of one query row, no new keys and no adaptive splits, whose programs run at once: where
-    # splits of _TWO_STAGES_WAVE blocks ring two stages and small pages are gathered (_GATHER_PAGES).
+    # splits of _TWO_STAGES_WAVE blocks ring two stages and small pages are gathered (_GATHER_PAGES); longer
+    # splits, up to _LONG_TWO_STAGES blocks, ring two stages too.
     per_split = -(-n_blocks // num_splits)
     wave = (swap and head_tile == 128 and seqlen_q == 1 and not appending and not adaptive
             and programs(num_splits) <= slots)
     one_wave = wave and per_split <= _TWO_STAGES_WAVE[1]
-    if one_wave and per_split >= _TWO_STAGES_WAVE[0]:
-        stages = 2          # (a 64 KB ring)
     long_two = wave and _TWO_STAGES_WAVE[1] < per_split <= _LONG_TWO_STAGES    # (two in all, small pages too)
-    if long_two:
-        stages = 2
+    if (one_wave and per_split >= _TWO_STAGES_WAVE[0]) or long_two:
+        stages = 2          # (a 64 KB ring)
     gathered = paged and page_size < block_n and (_GATHER_PAGES is True or (
         _GATHER_PAGES == "auto" and one_wave and batch * kv_heads * max_seqlen_k * head_dim * 4 >= _GATHER_BYTES))
     return {
