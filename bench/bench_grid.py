@@ -72,6 +72,8 @@ SHAPES += [("MHA b1 s32K", 1, 32768, 32, 32, 128, False), ("MHA b8 s8K", 8, 8192
            ("d64 b8 s8K", 8, 8192, 32, 8, 64, False), ("d64 b32 s32K", 32, 32768, 32, 8, 64, False),
            ("d256 b1 s8K", 1, 8192, 32, 8, 256, False), ("d256 b8 s32K", 8, 32768, 32, 8, 256, False),
            ("ragged b32 s<=16K", 32, 16384, 32, 8, 128, True), ("ragged b128 s<=4K", 128, 4096, 32, 8, 128, True)]
+# Cells beside the grid's for the probes (power_probe.py, dram_bytes.py): one wave of 256-block programs.
+MORE_SHAPES = [("MHA b8 s16K", 8, 16384, 32, 32, 128, False), ("b32 s16K", 32, 16384, 32, 8, 128, False)]
 LAYOUTS = (0, 16, 64, 256)                     # 0: contiguous
 PEERS = ("sdpa", "triton", "flashinfer", "flashinfer-tc")
 ROTATE_BYTES = 512 << 20
@@ -208,6 +210,16 @@ def flashinfer_calls(cell, tensor_cores):
            kv_data_type=torch.bfloat16)
     q = cell.q[:, 0].contiguous()      # (a contiguous (b, s, hk, d) cache is b pages of s rows)
     return lambda i: w.run(q, (cell.k[i], cell.v[i]))[:, None]
+
+
+def peer_calls(cell, name, ragged):
+    """The call of peer `name` (one of PEERS) on `cell`, as `run(i)` over its cache copies; None for cuDNN where
+    it does not run (paged or ragged)."""
+    if name == "sdpa":
+        return sdpa_calls(cell, ragged)[0]
+    if name == "triton":
+        return triton_calls(cell)
+    return flashinfer_calls(cell, name == "flashinfer-tc")
 
 
 def measure(shape, page, peers, copy_bw, sustain=0.0, rounds=1):

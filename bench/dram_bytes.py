@@ -7,9 +7,9 @@ call attends (each cell's `kv_bytes`, printed):
         --metrics gpu__time_duration.sum,dram__bytes_read.sum --csv python3 bench/dram_bytes.py
 
 CELLS="b8 s32K@0,ragged b128 s<=4K@256" picks bench_grid.py's cells (@0:
-contiguous, @N: pages of N; "MHA b8 s16K" and "b32 s16K" are added); the
+contiguous, @N: pages of N; its MORE_SHAPES too); the
 default list is the 1 GiB cells below 105 % of copy in session 21.
-PEERS="flashinfer,flashinfer-tc,sdpa" profiles each peer's call after fakv's
+PEERS="flashinfer,flashinfer-tc,sdpa,triton" profiles each peer's call after fakv's
 (drop `-k` then; FlashInfer on the path as bench/README.md says). Session 25
 (docs/gpu-results.md): uniform cells read what they attend within 0.03 %,
 the ragged b128 batch 1.66 % more before row boxes, 0.45 % with them;
@@ -27,21 +27,14 @@ CELLS = "b8 s32K@0,b8 s32K@16,b8 s32K@64,b8 s32K@256,b32 s8K@16,b32 s8K@0,MHA b8
 
 def main():
     import torch
-    from bench_grid import SHAPES, Cell, fakv_calls, flashinfer_calls, sdpa_calls
-    by_name = {s[0]: s for s in SHAPES}
-    by_name.update({"MHA b8 s16K": ("MHA b8 s16K", 8, 16384, 32, 32, 128, False),
-                    "b32 s16K": ("b32 s16K", 32, 16384, 32, 8, 128, False)})
+    from bench_grid import MORE_SHAPES, SHAPES, Cell, fakv_calls, peer_calls
+    by_name = {s[0]: s for s in SHAPES + MORE_SHAPES}
     peers = [p for p in os.environ.get("PEERS", "").split(",") if p]
     for cell_name in os.environ.get("CELLS", CELLS).split(","):
         name, page = cell_name.rsplit("@", 1)
         cell = Cell(by_name[name], int(page))
-        runs = [("fakv", fakv_calls(cell))]
-        for p in peers:
-            run = sdpa_calls(cell, by_name[name][6])[0] if p == "sdpa" else \
-                flashinfer_calls(cell, p == "flashinfer-tc") if p.startswith("flashinfer") else None
-            if run is not None:
-                runs.append((p, run))
-        for label, run in runs:
+        runs = [("fakv", fakv_calls(cell))] + [(p, peer_calls(cell, p, by_name[name][6])) for p in peers]
+        for label, run in filter(lambda r: r[1] is not None, runs):
             for _ in range(3):              # (compiled, and a ragged batch planned from an earlier call's lengths)
                 run(0)
             torch.cuda.synchronize()

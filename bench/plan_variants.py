@@ -24,8 +24,9 @@ joined by `+` (`stages=2+splits=6`). Each
 output is checked against a float32 reference first (bench_grid.py's rule).
 Rounds interleave the implementations (A B C, A B C, ...); each timing is
 bench_grid.py's: a CUDA graph over rotating caches, after `--sustain`
-seconds of its replays. `--shapes "b2 s1K=2,1024,32,8,128"` adds cells
-beside bench_grid.py's (batch, seqlen_k, heads, kv_heads, head_dim).
+seconds of its replays. Cells are bench_grid.py's SHAPES and MORE_SHAPES;
+`--shapes "b2 s1K=2,1024,32,8,128"` adds others (batch, seqlen_k, heads,
+kv_heads, head_dim).
 Prints, per cell, each implementation's median and range over the
 rounds, and its ratio to the first variant.
 """
@@ -39,7 +40,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 sys.path.insert(0, os.path.join(ROOT, "test", "gpu"))
 import source_tree  # noqa: E402,F401
-from bench_grid import SHAPES, TOLERANCE, Cell, flashinfer_calls, sdpa_calls, triton_calls  # noqa: E402
+from bench_grid import MORE_SHAPES, SHAPES, TOLERANCE, Cell, peer_calls  # noqa: E402
 from timing import graph_time_ms  # noqa: E402
 
 
@@ -114,14 +115,6 @@ def fakv_run(cell, splits):
                                                   block_table=cell.table, causal=True, num_splits=splits)
 
 
-def peer_run(cell, name, ragged):
-    if name == "sdpa":
-        return sdpa_calls(cell, ragged)[0]
-    if name == "triton":
-        return triton_calls(cell)
-    return flashinfer_calls(cell, name == "flashinfer-tc")
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cells", required=True)
@@ -132,7 +125,7 @@ def main():
     ap.add_argument("--shapes", default="", help='more cells: "NAME=batch,seqlen_k,heads,kv_heads,head_dim;..."')
     args = ap.parse_args()
     import torch
-    shapes = {s[0]: s for s in SHAPES}
+    shapes = {s[0]: s for s in SHAPES + MORE_SHAPES}
     for extra in filter(None, args.shapes.split(";")):
         name, _, dims = extra.partition("=")
         shapes[name.strip()] = (name.strip(), *map(int, dims.split(",")), False)
@@ -155,7 +148,7 @@ def main():
                 ctx = variant(what) if kind == "fakv" else contextlib.nullcontext(0)
                 try:
                     with ctx as splits:
-                        run = fakv_run(cell, splits) if kind == "fakv" else peer_run(cell, what, shape[6])
+                        run = fakv_run(cell, splits) if kind == "fakv" else peer_calls(cell, what, shape[6])
                         if run is None:
                             bad[label] = "cannot run this cell"
                             continue

@@ -8,8 +8,8 @@ clock (median and range), the power draw and the clock-event reasons seen
 
     python bench/power_probe.py [--cells "MHA b8 s16K@0,b32 s16K@0"] [--peers flashinfer,flashinfer-tc,sdpa]
 
-Cells are bench_grid.py's (@0: contiguous, @N: pages of N) plus "MHA b8
-s16K" and "b32 s16K". docs/gpu-results.md, sessions 11 and 12 (the SM clock
+Cells are bench_grid.py's SHAPES and MORE_SHAPES (@0: contiguous, @N: pages
+of N). docs/gpu-results.md, sessions 11 and 12 (the SM clock
 read after the replays, the earlier form of this probe) and 26 (fakv holds
 1980 MHz, no reason; FlashInfer's CUDA-core decode 1485-1515 MHz at the cap).
 """
@@ -22,9 +22,6 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_grid as G  # noqa: E402
 
-EXTRA = {"MHA b8 s16K": ("MHA b8 s16K", 8, 16384, 32, 32, 128, False),
-         "b32 s16K": ("b32 s16K", 32, 16384, 32, 8, 128, False)}
-
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -35,15 +32,13 @@ def main():
     import pynvml
     pynvml.nvmlInit()
     nvml = pynvml.nvmlDeviceGetHandleByIndex(torch.cuda.current_device())
-    shapes = {s[0]: s for s in G.SHAPES}
-    shapes.update(EXTRA)
+    shapes = {s[0]: s for s in G.SHAPES + G.MORE_SHAPES}
     for spec in args.cells.split(","):
         name, _, page = spec.strip().partition("@")
         cell = G.Cell(shapes[name], int(page or 0))
         runs = {"fakv": G.fakv_calls(cell)}
         for p in filter(None, args.peers.split(",")):
-            runs[p] = G.sdpa_calls(cell, shapes[name][6])[0] if p == "sdpa" else \
-                G.flashinfer_calls(cell, p == "flashinfer-tc")
+            runs[p] = G.peer_calls(cell, p, shapes[name][6])
         for rnd in range(2):
             for label, run in runs.items():
                 if run is None:
