@@ -6,7 +6,8 @@ peers: what a change of the plan would win or lose before it is made.
         --variants planned,swap=0,stages=2,adaptive=4 [--peers flashinfer-tc,sdpa] [--sustain 0.3] [--rounds 3]
 
 A cell is one of bench_grid.py's shapes and a layout (@0: contiguous, @16,
-@64, @256: pages). A variant changes fakv.interface for the call being
+@64, @256: pages; @16s: pages of 16 in order, page j of sequence b at b x
+pages a sequence + j: the memory of a contiguous cache). A variant changes fakv.interface for the call being
 timed: `planned` (nothing), `swap=0|1` (FAKV_SWAP_AB), `stages=N` (the
 decode's ring depth), `splits=N` (num_splits passed to the call),
 `adaptive=N` (FAKV_ADAPTIVE_SPLITS), `merge` (FAKV_MERGE_SPLITS),
@@ -132,7 +133,9 @@ def main():
     for spec in args.cells.split(","):
         name, _, layout = spec.strip().partition("@")
         shape = shapes[name]
-        cell = Cell(shape, int(layout or 0))
+        cell = Cell(shape, int(layout.rstrip("s") or 0))
+        if layout.endswith("s") and cell.table is not None:     # pages in order: a contiguous cache's memory
+            cell.table = torch.arange(cell.table.numel(), dtype=torch.int32, device="cuda").reshape(cell.table.shape)
         refs = [cell.reference(i) for i in (0, cell.b - 1)]
         impls = {}
         for v in args.variants.split(","):

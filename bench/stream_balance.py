@@ -1,0 +1,289 @@
+#!/usr/bin/env python3
+"""What one wave of a static split costs a streaming read, against the same
+read handed out in chunks: the ceiling a decode of one wave can reach.
+
+    python bench/stream_balance.py [--gib 1] [--rounds 3]
+
+A plain CUDA kernel (cupy's NVRTC; no fakv) reads a buffer of --gib GiB
+once with 16-byte streaming loads and XORs it into one word, in these ways:
+`static N`: N blocks, each a contiguous 1/N of the buffer (256 is one
+decode program per sequence and kv head of b32 s8K; 264 fills the H200's
+two programs an SM); `dynamic C`: 264 blocks taking chunks of C KiB from
+an atomic counter until none are left (the last block out resets it).
+Every block of 256 threads keeps UNROLL loads of 16 bytes a thread in
+flight (UNROLL 8: 32 KiB a block, a fakv ring's two stages are 64).
+`tmaS static N` / `tmaS dynamic C`: the same by TMA as a fakv decode program
+reads, one thread copying 1-D bulk pieces into a ring of S slots (tma2: 2 x
+32 KiB, tma4: 4 x 16, tma6: 6 x 16, tma8: 8 x 8, tma16: 16 x 4, tma32: 32 x 2) that four warps XOR out
+of shared memory, two blocks an SM (100 KiB of shared memory each). Each
+way is checked against torch's XOR of the buffer, then timed like
+bench_grid.py (a CUDA graph of calls over two buffers that never sit in L2,
+median of 10 replays a round, the ways interleaved over --rounds) next to
+a 2 GiB device copy (bench_grid.copy_bandwidth). Prints each way's time and
+bandwidth as a fraction of the copy's, and for the static ways the spread
+of the blocks' end times (%globaltimer at a block's start and end, one
+extra launch) after the first block's start.
+"""
+import argparse
+import os
+import statistics
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+
+SOURCE = r"""
+typedef unsigned long long u64;
+__device__ __forceinline__ u64 now() { u64 t; asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); return t; }
+__device__ __forceinline__ uint4 ld(const uint4* p) { return __ldcs(p); }
+
+template <int UNROLL>
+__device__ __forceinline__ uint4 read_range(const uint4* src, size_t lo, size_t hi) {
+  uint4 acc = make_uint4(0, 0, 0, 0);
+  for (size_t i = lo + threadIdx.x; i < hi; i += (size_t)blockDim.x * UNROLL) {
+    uint4 v[UNROLL];
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) {
+      size_t j = i + (size_t)u * blockDim.x;
+      v[u] = j < hi ? ld(src + j) : make_uint4(0, 0, 0, 0);
+    }
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) { acc.x ^= v[u].x; acc.y ^= v[u].y; acc.z ^= v[u].z; acc.w ^= v[u].w; }
+  }
+  return acc;
+}
+
+__device__ __forceinline__ void finish(uint4 acc, unsigned* out) {
+  unsigned x = acc.x ^ acc.y ^ acc.z ^ acc.w;
+  for (int o = 16; o; o >>= 1) x ^= __shfl_xor_sync(0xffffffffu, x, o);
+  if ((threadIdx.x & 31) == 0) atomicXor(out, x);
+}
+
+template <int UNROLL>
+__device__ void read_static(const uint4* src, size_t n, unsigned* out, u64* times) {
+  u64 t0 = now();
+  size_t per = (n + gridDim.x - 1) / gridDim.x, lo = per * blockIdx.x, hi = min(lo + per, n);
+  finish(read_range<UNROLL>(src, lo, hi), out);
+  __syncthreads();
+  if (times && threadIdx.x == 0) { times[2 * blockIdx.x] = t0; times[2 * blockIdx.x + 1] = now(); }
+}
+
+template <int UNROLL>
+__device__ void read_dynamic(const uint4* src, size_t n, size_t chunk, unsigned* out, unsigned* counters) {
+  __shared__ unsigned ticket;
+  uint4 acc = make_uint4(0, 0, 0, 0);
+  size_t chunks = (n + chunk - 1) / chunk;
+  for (;;) {
+    if (threadIdx.x == 0) ticket = atomicAdd(&counters[0], 1u);
+    __syncthreads();
+    unsigned t = ticket;
+    __syncthreads();
+    if (t >= chunks) break;
+    uint4 a = read_range<UNROLL>(src, t * chunk, min((t + 1) * chunk, n));
+    acc.x ^= a.x; acc.y ^= a.y; acc.z ^= a.z; acc.w ^= a.w;
+  }
+  finish(acc, out);
+  if (threadIdx.x == 0) {            // the last block out resets the counters for the next launch
+    __threadfence();
+    if (atomicAdd(&counters[1], 1u) == gridDim.x - 1) { counters[0] = 0; counters[1] = 0; __threadfence(); }
+  }
+}
+
+
+// The same read by TMA (cp.async.bulk, 1-D) into a ring of STAGES slots of SLOT bytes: one producer thread,
+// four consumer warps XOR-ing each slot out of shared memory, a fakv decode program's shape. dynamic: the
+// producer takes chunks of `chunk` bytes from counters[0]; else the block's contiguous share.
+__device__ __forceinline__ unsigned smem_u32(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
+__device__ __forceinline__ void bar_wait(unsigned bar, unsigned parity) {
+  asm volatile("{\n .reg .pred p;\n W: mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n @!p bra W;\n}\n"
+               :: "r"(bar), "r"(parity) : "memory");
+}
+template <int STAGES, int SLOT>
+__device__ void tma_read(const char* src, size_t nbytes, size_t chunk, int dynamic, unsigned* out,
+                         unsigned* counters, u64* times) {
+  extern __shared__ __align__(128) char ring[];
+  __shared__ __align__(8) u64 full[STAGES], empty[STAGES];
+  __shared__ long long len[STAGES];
+  u64 t0 = now();
+  if (threadIdx.x == 0) {
+    for (int i = 0; i < STAGES; ++i) {
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"(smem_u32(&full[i])));
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], 4;" :: "r"(smem_u32(&empty[i])));
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  __syncthreads();
+  uint4 acc = make_uint4(0, 0, 0, 0);
+  if (threadIdx.x == 0) {                        // the producer
+    size_t per = ((nbytes + gridDim.x - 1) / gridDim.x + 127) / 128 * 128;   // (bulk copies: 16-byte aligned)
+    size_t lo = dynamic ? 0 : min(per * blockIdx.x, nbytes), hi = dynamic ? 0 : min(lo + per, nbytes);
+    unsigned k = 0;
+    for (;;) {
+      if (lo >= hi) {
+        if (!dynamic) break;
+        size_t t = atomicAdd(&counters[0], 1u);
+        lo = t * chunk;
+        if (lo >= nbytes) break;
+        hi = min(lo + chunk, nbytes);
+      }
+      unsigned s = k % STAGES, use = k / STAGES;
+      if (use) bar_wait(smem_u32(&empty[s]), (use - 1) & 1);
+      unsigned n = (unsigned)min((size_t)SLOT, hi - lo);
+      len[s] = n;
+      asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(smem_u32(&full[s])), "r"(n) : "memory");
+      asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                   :: "r"(smem_u32(ring + (size_t)s * SLOT)), "l"(src + lo), "r"(n), "r"(smem_u32(&full[s])) : "memory");
+      lo += n;
+      ++k;
+    }
+    unsigned s = k % STAGES, use = k / STAGES;        // the end, as a slot of length -1
+    if (use) bar_wait(smem_u32(&empty[s]), (use - 1) & 1);
+    len[s] = -1;
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(smem_u32(&full[s])) : "memory");
+  } else if (threadIdx.x >= 32) {                 // four consumer warps
+    unsigned c = threadIdx.x - 32;
+    for (unsigned k = 0;; ++k) {
+      unsigned s = k % STAGES;
+      bar_wait(smem_u32(&full[s]), (k / STAGES) & 1);
+      long long n = len[s];
+      if (n < 0) break;
+      const uint4* v = (const uint4*)(ring + (size_t)s * SLOT);
+      for (unsigned i = c; i < n / 16; i += 128) { uint4 x = v[i]; acc.x ^= x.x; acc.y ^= x.y; acc.z ^= x.z; acc.w ^= x.w; }
+      __syncwarp();
+      if ((threadIdx.x & 31) == 0) asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(smem_u32(&empty[s])) : "memory");
+    }
+  }
+  finish(acc, out);
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    if (times) { times[2 * blockIdx.x] = t0; times[2 * blockIdx.x + 1] = now(); }
+    if (dynamic) {
+      __threadfence();
+      if (atomicAdd(&counters[1], 1u) == gridDim.x - 1) { counters[0] = 0; counters[1] = 0; __threadfence(); }
+    }
+  }
+}
+#define TMA(NAME, STAGES, SLOT) extern "C" __global__ void __launch_bounds__(160) NAME(const char* s, size_t n, \
+  size_t c, int d, unsigned* o, unsigned* k, u64* t) { tma_read<STAGES, SLOT>(s, n, c, d, o, k, t); }
+TMA(tma2, 2, 32768)
+TMA(tma4, 4, 16384)
+TMA(tma6, 6, 16384)
+TMA(tma8, 8, 8192)
+TMA(tma16, 16, 4096)
+TMA(tma32, 32, 2048)
+
+extern "C" __global__ void __launch_bounds__(256) static4(const uint4* s, size_t n, unsigned* o, u64* t) { read_static<4>(s, n, o, t); }
+extern "C" __global__ void __launch_bounds__(256) static8(const uint4* s, size_t n, unsigned* o, u64* t) { read_static<8>(s, n, o, t); }
+extern "C" __global__ void __launch_bounds__(256) static16(const uint4* s, size_t n, unsigned* o, u64* t) { read_static<16>(s, n, o, t); }
+extern "C" __global__ void __launch_bounds__(256) dynamic8(const uint4* s, size_t n, size_t c, unsigned* o, unsigned* k) { read_dynamic<8>(s, n, c, o, k); }
+"""
+
+SMS = 132
+
+
+KERNELS = ("static4", "static8", "static16", "dynamic8", "tma2", "tma4", "tma6", "tma8", "tma16", "tma32")
+
+
+class Reader:
+    """Two random buffers of `nbytes` and the kernels above: launch(way, i)
+    reads buffer i one way (see the module's doc) on torch's current stream."""
+
+    def __init__(self, nbytes):
+        import cupy
+        import torch
+        self.mod = cupy.RawModule(code=SOURCE, options=("-std=c++17", "-arch=sm_90a"))
+        self.kern = {name: self.mod.get_function(name) for name in KERNELS}
+        for name in KERNELS:     # (100 KiB of shared memory a TMA block whatever its ring: two an SM, as fakv's)
+            if name.startswith("tma"):
+                self.kern[name].max_dynamic_shared_size_bytes = 100 * 1024
+        self.nbytes = nbytes // 16 * 16
+        self.bufs = [torch.randint(-2 ** 31, 2 ** 31 - 1, (self.nbytes // 4,), dtype=torch.int32, device="cuda")
+                     for _ in range(2)]
+        self.out = torch.zeros(1, dtype=torch.int32, device="cuda")
+        self.counters = torch.zeros(2, dtype=torch.int32, device="cuda")
+        self.times = torch.zeros(2 * 8 * SMS, dtype=torch.int64, device="cuda")
+
+    def launch(self, way, i, with_times=False):
+        """way: "static8 256" (LDG, UNROLL 8, 256 blocks), "dynamic8 1024" (LDG, chunks of 1024 KiB), "tma4
+        static 256", "tma4 dynamic 1024" (TMA ring, chunks of 1024 KiB, 264 blocks)."""
+        import cupy
+        import numpy as np
+        import torch
+        kind, *arg = way.split()
+        buf, n = self.bufs[i], self.nbytes // 16
+        stream = cupy.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream)
+        stamp = self.times.data_ptr() if with_times else np.uint64(0)
+        out, counters = self.out.data_ptr(), self.counters.data_ptr()
+        with stream:
+            if kind.startswith("tma"):
+                dynamic = arg[0] == "dynamic"
+                blocks = 2 * SMS if dynamic else int(arg[1])
+                chunk = int(arg[1]) * 1024 if dynamic else 0
+                self.kern[kind]((blocks,), (160,), (buf.data_ptr(), np.uint64(self.nbytes), np.uint64(chunk),
+                                                    np.int32(dynamic), out, counters, stamp), shared_mem=100 * 1024)
+            elif kind.startswith("static"):
+                self.kern[kind]((int(arg[0]),), (256,), (buf.data_ptr(), np.uint64(n), out, stamp))
+            else:
+                chunk = int(arg[0]) * 1024 // 16
+                self.kern[kind]((2 * SMS,), (256,), (buf.data_ptr(), np.uint64(n), np.uint64(chunk), out, counters))
+
+    def check(self, way):
+        """Every byte of both buffers read once: the XOR against numpy's."""
+        import numpy as np
+        if not hasattr(self, "wants"):
+            self.wants = [int(np.bitwise_xor.reduce(b.cpu().numpy()).astype(np.uint32)) for b in self.bufs]
+        for i, want in enumerate(self.wants):
+            self.out.zero_()
+            self.launch(way, i)
+            got = int(self.out.cpu().numpy()[0].astype(np.uint32))
+            assert got == want, f"{way}: XOR {got:#x}, want {want:#x}"
+
+    def end_spread(self, way):
+        """The blocks' end times after the first block's start, µs (one launch, a static way)."""
+        import numpy as np
+        import torch
+        blocks = int(way.split()[-1])
+        self.times.zero_()
+        self.launch(way, 0, with_times=True)
+        torch.cuda.synchronize()
+        t = self.times[:2 * blocks].view(blocks, 2).cpu().numpy().astype(np.int64)
+        start, ends = t[:, 0].min(), np.sort(t[:, 1] - t[:, 0].min()) / 1e3
+        return (f"{ends[0]:.1f}..{ends[-1]:.1f} (p10 {ends[len(ends) // 10]:.1f}, median "
+                f"{ends[len(ends) // 2]:.1f}; starts within {(t[:, 0].max() - start) / 1e3:.2f})")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--gib", type=float, default=1.0)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--ways", default="static8 256,static8 528,tma2 static 256,tma4 static 256,tma4 static 264,"
+                    "tma6 static 256,tma8 static 256,tma4 dynamic 256,tma4 dynamic 1024,tma4 dynamic 4096")
+    args = ap.parse_args()
+    import warnings
+    from bench_grid import copy_bandwidth
+    from timing import graph_time_ms
+    warnings.filterwarnings("ignore", category=DeprecationWarning)
+    reader = Reader(int(args.gib * 2 ** 30))
+    ways = args.ways.split(",")
+    for way in ways:                                  # checked first: every byte read, once
+        reader.check(way)
+    copy = copy_bandwidth()
+    rounds = {w: [] for w in ways}
+    for _ in range(args.rounds):
+        for way in ways:
+            ms, _ = graph_time_ms([lambda i=i, w=way: reader.launch(w, i) for i in (0, 1)], replays=10, fallback=False)
+            rounds[way].append(ms * 1e3)
+    copy_end = copy_bandwidth()
+    print(f"read of {reader.nbytes / 2 ** 30:.2f} GiB; copy {copy:.3f} TB/s, {copy_end:.3f} at the end")
+    print("| way | µs (median of rounds) | range | TB/s | % of copy | end spread µs (first..last block end) |")
+    print("|---|---|---|---|---|---|")
+    for way in ways:
+        us = statistics.median(rounds[way])
+        tbps = reader.nbytes / (us * 1e-6) / 1e12
+        spread = reader.end_spread(way) if "dynamic" not in way else ""
+        print(f"| {way} | {us:.1f} | {min(rounds[way]):.1f}-{max(rounds[way]):.1f} | {tbps:.3f} | "
+              f"{tbps / copy:.1%} | {spread} |")
+
+
+if __name__ == "__main__":
+    main()
