@@ -11,7 +11,7 @@ pages a sequence + j: the memory of a contiguous cache). A variant changes fakv.
 timed: `planned` (nothing), `swap=0|1` (FAKV_SWAP_AB), `stages=N` (the
 decode's ring depth), `splits=N` (num_splits passed to the call),
 `adaptive=N` (FAKV_ADAPTIVE_SPLITS), `merge` (FAKV_MERGE_SPLITS),
-`order=seq` (decode's grid sequences first, not heads first),
+`order=seq|heads` (decode's grid sequences first, or heads first),
 `early=0|1` (decode launched programmatically never / always:
 interface._EARLY_DECODE_BYTES), `hint=0` (FAKV_LENGTHS_HINT=0),
 `minblocks=N` (the key blocks a swapped split reads at least, head dims
@@ -55,7 +55,7 @@ def variant(name):
                                                  "_SPLIT_MIN_BLOCKS_SWAPPED", "_GATHER_PAGES", "_CLUSTER_SPLITS",
                                                  "_ROW_BOXES", "_LONGEST_FIRST", "plan")}
     hint, merge = lengths_hint.ENABLED, prepare.MERGE_SPLITS
-    splits, stages, seq_first = 0, None, False
+    splits, stages, seq_first, heads_first = 0, None, False, False
     for part in name.split("+"):
         kind, _, value = part.partition("=")
         if kind == "swap":
@@ -81,12 +81,12 @@ def variant(name):
         elif kind == "stages":
             stages = int(value)
         elif kind == "order":
-            seq_first = value == "seq"
+            seq_first, heads_first = value == "seq", value == "heads"
         elif kind == "splits":
             splits = int(value)
         elif kind != "planned":
             raise SystemExit(f"unknown variant {part!r}")
-    if stages is not None or seq_first:
+    if stages is not None or seq_first or heads_first:
         def plan(*args, **kwargs):
             p = saved["plan"](*args, **kwargs)
             if stages is not None:
@@ -96,6 +96,11 @@ def variant(name):
                 heads, rows, splits_ = p["decode_grid"]
                 p["decode_grid"] = (rows, heads, splits_)
                 p["decode_options"]["pack_gqa"] = 1
+            if heads_first and not p["decode"]["HEADS_FIRST"] and p["decode_grid"][0] <= 65535:
+                p["decode"]["HEADS_FIRST"] = True
+                rows, heads, splits_ = p["decode_grid"]
+                p["decode_grid"] = (heads, rows, splits_)
+                p["decode_options"].pop("pack_gqa", None)
             return p
         interface.plan = plan
     prepare.CALLS.clear()

@@ -178,6 +178,28 @@ def test_heads_first_unless_the_grid_overflows():
     assert p["decode_options"]["pack_gqa"] == 1
 
 
+def test_sequences_first_for_one_wave_of_contiguous_mha(monkeypatch):
+    """One wave of programs over a contiguous MHA cache runs its sequences first (interface._SEQ_FIRST_MHA, as
+    measured); in pages, with GQA, over several waves or for one sequence, heads first."""
+    from fakv import interface
+    mha = plan(8, 1, 32, 32, 128, "bf16", False, 0, 8192, True, 0, 132, L2)       # 256 programs: one wave
+    assert not mha["decode"]["HEADS_FIRST"] and mha["decode_grid"] == (8, 32, 1)
+    assert mha["decode_options"]["pack_gqa"] == 1
+    for args in [(8, 1, 32, 32, 128, "bf16", True, 256, 8192),       # pages
+                 (32, 1, 32, 8, 128, "bf16", False, 0, 8192),        # GQA
+                 (32, 1, 32, 32, 128, "bf16", False, 0, 2048),       # 1024 programs: several waves
+                 (1, 1, 32, 32, 128, "bf16", False, 0, 32768)]:      # one sequence
+        p = plan(*args, True, 0, 132, L2)
+        assert p["decode"]["HEADS_FIRST"], args
+    monkeypatch.setattr(interface, "_SEQ_FIRST_MHA", False)
+    interface._plan.cache_clear()
+    try:
+        assert plan(8, 1, 32, 32, 128, "bf16", False, 0, 8192, True, 0, 132, L2)["decode"]["HEADS_FIRST"]
+    finally:
+        monkeypatch.undo()
+        interface._plan.cache_clear()
+
+
 def test_longest_first_where_planned(monkeypatch, request):
     """LONGEST_FIRST (the batch size; heads first) only for batches of several waves, unsplit, over long caches,
     of at most 128 sequences and head dims up to 128, one query block, without new keys; FAKV_LONGEST_FIRST=0: never."""
