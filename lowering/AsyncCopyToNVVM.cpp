@@ -167,6 +167,23 @@ struct ClearRowsLowering : OpConversionPattern<fakvgpu::ClearRowsOp> {
   }
 };
 
+// The load right after `op` when it copies the same rows through the same
+// block table into another ring by TMA (decode's V after its K): its copies
+// can follow `op`'s under the same page lookups and report.
+static fakvgpu::AsyncPagedLoadOp tmaTwin(fakvgpu::AsyncPagedLoadOp op) {
+  auto twin = dyn_cast_or_null<fakvgpu::AsyncPagedLoadOp>(op->getNextNode());
+  if (!twin || !op.getTable() || !twin->hasAttr("fakvgpu.tma_param"))
+    return {};
+  bool same = twin.getTable() == op.getTable() && twin.getHead() == op.getHead() &&
+              twin.getRow() == op.getRow() && twin.getValid() == op.getValid() &&
+              twin.getLeftpad() == op.getLeftpad() && twin.getPageSize() == op.getPageSize() &&
+              twin.getNumPages() == op.getNumPages() && twin.getError() == op.getError() &&
+              twin.getErrorCode() == op.getErrorCode() && twin.getSlot() == op.getSlot() &&
+              twin.getRing().getType().getTile() == op.getRing().getType().getTile() &&
+              fakvgpu::AsyncPagedLoadOp::rowBoxes(twin) == fakvgpu::AsyncPagedLoadOp::rowBoxes(op);
+  return same ? twin : fakvgpu::AsyncPagedLoadOp();
+}
+
 struct AsyncPagedLoadLowering : OpConversionPattern<fakvgpu::AsyncPagedLoadOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -196,6 +213,7 @@ struct AsyncPagedLoadLowering : OpConversionPattern<fakvgpu::AsyncPagedLoadOp> {
     if (auto tma = op->getAttrOfType<IntegerAttr>("fakvgpu.tma_param")) {
       auto func = op->getParentOfType<FunctionOpInterface>();
       Value map = func.getArgument(tma.getInt());
+      fakvgpu::AsyncPagedLoadOp twin = tmaTwin(op);
       bool rowBoxes = fakvgpu::AsyncPagedLoadOp::rowBoxes(op);
       int64_t boxRows = fakvgpu::AsyncPagedLoadOp::tmaBoxRows(tile, op.getPageSize(), op.getTable(), rowBoxes);
       Value leader = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq,
@@ -260,28 +278,40 @@ struct AsyncPagedLoadLowering : OpConversionPattern<fakvgpu::AsyncPagedLoadOp> {
       }
       if (a.getError())
         reportIf(tb, loc, a.getError(), anyBad, a.getErrorCode());
-      NVVM::MBarrierArriveExpectTxOp::create(
-          tb, loc, TypeRange{}, bar, i32(tb, loc, rows * cols * elemBytes),
-          NVVM::MemScopeKind::CTA, false, Value());
       // Each box's 64-channel parts land in the slot's 64-channel panels
       // (rows x 128 bytes each). Asked for panel by panel (every box's first
       // 64 channels, then the next 64), or with fakv.row_boxes box by box (a
       // row's channels together).
       auto ptr7 = ptrType(tb.getContext(), 7);
-      auto copy = [&](int64_t p, int64_t j) {
-        Value dst = addBytes(tb, loc, slot, i32(tb, loc, (p * rows + j * boxRows) * 128));
-        Value dst7 = LLVM::AddrSpaceCastOp::create(tb, loc, ptr7, dst);
-        NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
-            tb, loc, dst7, map,
-            ValueRange{i32(tb, loc, 64 * p), a.getHead(), boxes[j].second, boxes[j].first}, bar,
-            ValueRange{}, Value(), Value(),
-            NVVM::TMALoadModeAttr::get(tb.getContext(), NVVM::TMALoadMode::TILE),
-            tb.getBoolAttr(false), NVVM::CTAGroupKindAttr(), Value());
+      auto copyTile = [&](Value tileMap, Value tileSlot, Value tileBar) {
+        NVVM::MBarrierArriveExpectTxOp::create(
+            tb, loc, TypeRange{}, tileBar, i32(tb, loc, rows * cols * elemBytes),
+            NVVM::MemScopeKind::CTA, false, Value());
+        auto copy = [&](int64_t p, int64_t j) {
+          Value dst = addBytes(tb, loc, tileSlot, i32(tb, loc, (p * rows + j * boxRows) * 128));
+          Value dst7 = LLVM::AddrSpaceCastOp::create(tb, loc, ptr7, dst);
+          NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
+              tb, loc, dst7, tileMap,
+              ValueRange{i32(tb, loc, 64 * p), a.getHead(), boxes[j].second, boxes[j].first}, tileBar,
+              ValueRange{}, Value(), Value(),
+              NVVM::TMALoadModeAttr::get(tb.getContext(), NVVM::TMALoadMode::TILE),
+              tb.getBoolAttr(false), NVVM::CTAGroupKindAttr(), Value());
+        };
+        int64_t panels = cols / 64, count = static_cast<int64_t>(boxes.size());
+        for (int64_t outer = 0; outer < (rowBoxes ? count : panels); ++outer)
+          for (int64_t inner = 0; inner < (rowBoxes ? panels : count); ++inner)
+            rowBoxes ? copy(inner, outer) : copy(outer, inner);
       };
-      int64_t panels = cols / 64, count = static_cast<int64_t>(boxes.size());
-      for (int64_t outer = 0; outer < (rowBoxes ? count : panels); ++outer)
-        for (int64_t inner = 0; inner < (rowBoxes ? panels : count); ++inner)
-          rowBoxes ? copy(inner, outer) : copy(outer, inner);
+      copyTile(map, slot, bar);
+      // A twin (decode's V after its K, tmaTwin): its tile copied right after
+      // this one, under the same lookups and report (not looked up again).
+      if (twin) {
+        Value twinMap = func.getArgument(twin->getAttrOfType<IntegerAttr>("fakvgpu.tma_param").getInt());
+        Value twinSlot = slotAt(tb, loc, rewriter.getRemappedValue(twin.getRing()), twin.getRing().getType(),
+                                a.getSlot());
+        copyTile(twinMap, twinSlot, barrierAt(tb, loc, rewriter.getRemappedValue(twin.getSignal()), a.getSlot()));
+        rewriter.eraseOp(twin);
+      }
       rewriter.eraseOp(op);
       return success();
     }

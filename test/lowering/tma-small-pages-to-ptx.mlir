@@ -2,26 +2,33 @@
 // per page: the leader thread looks up the tile's two pages (the second only
 // when it holds rows that are read; else its box reads out of range: zeros),
 // reports a bad one, announces the whole tile's bytes, then copies the two
-// 16-row boxes to rows 0 and 16 of the slot. The PTX passes ptxas for sm_90a.
+// 16-row boxes to rows 0 and 16 of the slot; V's load (the same rows through
+// the same table) follows with its own byte count and two boxes under the
+// same lookups: two block-table loads and one bad-page report in the kernel.
+// The PTX passes ptxas for sm_90a.
 // REQUIRES: ptxas
 // RUN: fakv-compile %s -o %t --format=isa
 // RUN: FileCheck %s --implicit-check-not=cp.async.cg < %t.ptx
+// RUN: FileCheck %s --check-prefix=ONCE < %t.ptx
 // RUN: %ptxas -arch=sm_90a %t.ptx -o %t.cubin
 
 // CHECK-LABEL: .entry tma_pages(
-// CHECK: cp.async.bulk.tensor.4d
+// CHECK: mbarrier.arrive.expect_tx
+// CHECK-COUNT-2: cp.async.bulk.tensor.4d
+// CHECK-NOT: ld.global.b32
+// CHECK: mbarrier.arrive.expect_tx
+// CHECK-COUNT-2: cp.async.bulk.tensor.4d
 // CHECK: ld.global.b32
 // CHECK-NOT: {{cp.async.bulk|st.volatile}}
 // CHECK: ld.global.b32
 // CHECK-NOT: cp.async.bulk
 // CHECK: st.volatile.global.b32 {{.*}}, 33554432;
-// CHECK-NOT: {{ld.global.b32|st.volatile}}
-// CHECK: mbarrier.arrive.expect_tx
-// CHECK-NOT: ld.global.b32
-// CHECK: cp.async.bulk.tensor.4d
-// CHECK-NOT: ld.global.b32
-// CHECK: cp.async.bulk.tensor.4d
-// CHECK: ld.global.b32
+
+// ONCE-LABEL: .entry tma_pages(
+// ONCE-COUNT-2: ld.global.b32
+// ONCE-NOT: ld.global.b32
+// ONCE: st.volatile.global.b32 {{.*}}, 33554432;
+// ONCE-NOT: 33554432
 
 func.func @tma_pages(%q: !fakv.ptr<bf16>, %kc: !fakv.ptr<bf16> {fakv.divisibility = 16 : i64},
                      %vc: !fakv.ptr<bf16> {fakv.divisibility = 16 : i64}, %bt: !fakv.ptr<i32>,
