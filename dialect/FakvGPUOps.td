@@ -115,7 +115,9 @@ def FakvGPU_AsyncPagedLoadOp : FakvGPU_Op<"async_paged_load", [AttrSizedOperandS
     every tile lies inside one page (page size a
     compile-time multiple of the tile's rows), else to a `cp.async` gather.
     Issued by all threads of the calling warps; the lowering elects the
-    issuing thread for TMA.
+    issuing thread for TMA. A load right after another that copies the same
+    rows through the same block table (decode's V after its K), both by TMA,
+    is issued with it, under its page lookups and report.
 
     ```mlir
     fakvgpu.async_paged_load %k_cache[%kvh, %n0] table %bt valid %len
