@@ -55,7 +55,7 @@ def variant(name):
                                                  "_SPLIT_MIN_BLOCKS_SWAPPED", "_GATHER_PAGES", "_CLUSTER_SPLITS",
                                                  "_ROW_BOXES", "_LONGEST_FIRST", "plan")}
     hint, merge = lengths_hint.ENABLED, prepare.MERGE_SPLITS
-    splits, stages, seq_first, heads_first = 0, None, False, False
+    splits, stages, order = 0, None, None
     for part in name.split("+"):
         kind, _, value = part.partition("=")
         if kind == "swap":
@@ -80,27 +80,28 @@ def variant(name):
             lengths_hint.ENABLED = value != "0"
         elif kind == "stages":
             stages = int(value)
-        elif kind == "order":
-            seq_first, heads_first = value == "seq", value == "heads"
+        elif kind == "order" and value in ("seq", "heads"):
+            order = value
         elif kind == "splits":
             splits = int(value)
         elif kind != "planned":
             raise SystemExit(f"unknown variant {part!r}")
-    if stages is not None or seq_first or heads_first:
+    if stages is not None or order:
         def plan(*args, **kwargs):
             p = saved["plan"](*args, **kwargs)
             if stages is not None:
                 p["decode_options"]["stages"] = stages
-            if seq_first and p["decode"]["HEADS_FIRST"]:       # (interface._plan's other grid)
-                p["decode"]["HEADS_FIRST"] = False
-                heads, rows, splits_ = p["decode_grid"]
-                p["decode_grid"] = (rows, heads, splits_)
-                p["decode_options"]["pack_gqa"] = 1
-            if heads_first and not p["decode"]["HEADS_FIRST"] and p["decode_grid"][0] <= 65535:
-                p["decode"]["HEADS_FIRST"] = True
-                rows, heads, splits_ = p["decode_grid"]
-                p["decode_grid"] = (heads, rows, splits_)
-                p["decode_options"].pop("pack_gqa", None)
+            heads_first = order == "heads"
+            if order and p["decode"]["HEADS_FIRST"] != heads_first and (not heads_first
+                                                                       or p["decode_grid"][0] <= 65535):
+                # (interface._plan's other grid: the first two axes swapped, packed on axis 1 when sequences first)
+                p["decode"]["HEADS_FIRST"] = heads_first
+                a, b_, splits_ = p["decode_grid"]
+                p["decode_grid"] = (b_, a, splits_)
+                if heads_first:
+                    p["decode_options"].pop("pack_gqa", None)
+                else:
+                    p["decode_options"]["pack_gqa"] = 1
             return p
         interface.plan = plan
     prepare.CALLS.clear()

@@ -16,7 +16,7 @@ flight (UNROLL 8: 32 KiB a block, a fakv ring's two stages are 64).
 reads, one thread copying 1-D bulk pieces into a ring of S slots (tma2: 2 x
 32 KiB, tma4: 4 x 16, tma6: 6 x 16, tma8: 8 x 8, tma16: 16 x 4, tma32: 32 x 2) that four warps XOR out
 of shared memory, two blocks an SM (100 KiB of shared memory each). Each
-way is checked against torch's XOR of the buffer, then timed like
+way is checked against numpy's XOR of the buffer, then timed like
 bench_grid.py (a CUDA graph of calls over two buffers that never sit in L2,
 median of 10 replays a round, the ways interleaved over --rounds) next to
 a 2 GiB device copy (bench_grid.copy_bandwidth). Prints each way's time and

@@ -88,16 +88,16 @@ _ADAPTIVE_MIN_BLOCKS = 16     # key blocks per split of the longest sequence, at
 # programs no longer start in the last wave: ragged b128 s<=4K -11 to -12 %,
 # equal b128 s8K / s32K -0.6 to -3.2 % (same run). FAKV_LONGEST_FIRST=0: off.
 _LONGEST_FIRST = os.environ.get("FAKV_LONGEST_FIRST") != "0"
-# But one wave of programs over a contiguous MHA cache (one kv head a query head, one query row) runs its
-# sequences first: H200, bench/plan_variants.py `order=seq` against heads first (session 27, five calls, 5-7
+_LONGEST_FIRST_MAX_BATCH = 128    # (splits.py reduces the batch's lengths as one tile, ~13 reductions)
+_LONGEST_FIRST_MIN_BLOCKS = 64    # key blocks of the longest sequence, at least (a program's prologue: ~540
+                                  # SASS instructions before its first copy at batch 128, d128; 126 registers)
+# One wave of programs over a contiguous MHA cache (one kv head a query head, one query row) runs its
+# sequences first instead: H200, bench/plan_variants.py `order=seq` against heads first (session 27, five calls, 5-7
 # interleaved rounds): MHA b8 s8K -1.6 / -0.1 / -0.7 / -0.2 %, MHA b8 s16K -2.6 / -0.4 / -2.6 %, 16 heads b16 s8K
 # -0.3 %; not there: two waves or more (MHA b16 s4K +0.5 %, b32 s2K +0.3 %), pages (MHA b8 s8K: 16 +0.9 %, 64
 # 0.0 %, 256 -0.3 / -0.2 %), GQA (b32 s8K -1.2 / +0.2 %, b8 s32K +0.2 %, 1 to 16 kv heads -1.0 to +1.2 %).
 # FAKV_SEQ_FIRST_MHA=0: heads first there too.
 _SEQ_FIRST_MHA = os.environ.get("FAKV_SEQ_FIRST_MHA") != "0"
-_LONGEST_FIRST_MAX_BATCH = 128    # (splits.py reduces the batch's lengths as one tile, ~13 reductions)
-_LONGEST_FIRST_MIN_BLOCKS = 64    # key blocks of the longest sequence, at least (a program's prologue: ~540
-                                  # SASS instructions before its first copy at batch 128, d128; 126 registers)
 
 
 # Decode's dots, a few query rows against a key block, run as wgmmas of
@@ -270,7 +270,7 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
                 if (ragged and by_lengths) or _ADAPTIVE_SPLITS is not None:
                     num_splits, adaptive = adaptive_splits, batch
     num_splits = max(1, min(num_splits, MAX_SPLITS, n_blocks))
-    # Heads first (_SEQ_FIRST_MHA below: sequences first for one wave of contiguous MHA programs).
+    # Heads first, but sequences first for one wave of contiguous MHA programs (_SEQ_FIRST_MHA).
     seq_first = (_SEQ_FIRST_MHA and group == 1 and not paged and batch > 1 and m_blocks == 1 and not appending
                  and programs(num_splits) <= slots)
     heads_first = batch * m_blocks <= 65535 and not seq_first                 # (grid axis y: CUDA's 65535)
