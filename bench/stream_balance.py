@@ -22,7 +22,8 @@ median of 10 replays a round, the ways interleaved over --rounds) next to
 a 2 GiB device copy (bench_grid.copy_bandwidth). Prints each way's time and
 bandwidth as a fraction of the copy's, and for the static ways the spread
 of the blocks' end times (%globaltimer at a block's start and end, one
-extra launch) after the first block's start.
+extra launch) after the first block's start (Reader.launch's with_times;
+bench/timeline.py reads them beside fakv's).
 """
 import argparse
 import os
@@ -65,7 +66,7 @@ __device__ void read_static(const uint4* src, size_t n, unsigned* out, u64* time
   size_t per = (n + gridDim.x - 1) / gridDim.x, lo = per * blockIdx.x, hi = min(lo + per, n);
   finish(read_range<UNROLL>(src, lo, hi), out);
   __syncthreads();
-  if (times && threadIdx.x == 0) { times[2 * blockIdx.x] = t0; times[2 * blockIdx.x + 1] = now(); }
+  if (times && threadIdx.x == 0) { times[4 * blockIdx.x] = t0; times[4 * blockIdx.x + 3] = now(); }
 }
 
 template <int UNROLL>
@@ -114,6 +115,7 @@ __device__ void tma_read(const char* src, size_t nbytes, size_t chunk, int dynam
   }
   __syncthreads();
   uint4 acc = make_uint4(0, 0, 0, 0);
+  u64 first = 0, last = 0;                       // (thread 32: when the first and the last slot arrived)
   if (threadIdx.x == 0) {                        // the producer
     size_t per = ((nbytes + gridDim.x - 1) / gridDim.x + 127) / 128 * 128;   // (bulk copies: 16-byte aligned)
     size_t lo = dynamic ? 0 : min(per * blockIdx.x, nbytes), hi = dynamic ? 0 : min(lo + per, nbytes);
@@ -147,6 +149,7 @@ __device__ void tma_read(const char* src, size_t nbytes, size_t chunk, int dynam
       bar_wait(smem_u32(&full[s]), (k / STAGES) & 1);
       long long n = len[s];
       if (n < 0) break;
+      if (times && threadIdx.x == 32) { last = now(); first = k ? first : last; }
       const uint4* v = (const uint4*)(ring + (size_t)s * SLOT);
       for (unsigned i = c; i < n / 16; i += 128) { uint4 x = v[i]; acc.x ^= x.x; acc.y ^= x.y; acc.z ^= x.z; acc.w ^= x.w; }
       __syncwarp();
@@ -154,9 +157,10 @@ __device__ void tma_read(const char* src, size_t nbytes, size_t chunk, int dynam
     }
   }
   finish(acc, out);
+  if (times && threadIdx.x == 32) { times[4 * blockIdx.x + 1] = first; times[4 * blockIdx.x + 2] = last; }
   __syncthreads();
   if (threadIdx.x == 0) {
-    if (times) { times[2 * blockIdx.x] = t0; times[2 * blockIdx.x + 1] = now(); }
+    if (times) { times[4 * blockIdx.x] = t0; times[4 * blockIdx.x + 3] = now(); }
     if (dynamic) {
       __threadfence();
       if (atomicAdd(&counters[1], 1u) == gridDim.x - 1) { counters[0] = 0; counters[1] = 0; __threadfence(); }
@@ -201,18 +205,20 @@ class Reader:
                      for _ in range(2)]
         self.out = torch.zeros(1, dtype=torch.int32, device="cuda")
         self.counters = torch.zeros(2, dtype=torch.int32, device="cuda")
-        self.times = torch.zeros(2 * 8 * SMS, dtype=torch.int64, device="cuda")
+        self.times = torch.zeros(4 * 8 * SMS, dtype=torch.int64, device="cuda")
 
-    def launch(self, way, i, with_times=False):
+    def launch(self, way, i, with_times=False, times_at=0):
         """way: "static8 256" (LDG, UNROLL 8, 256 blocks), "dynamic8 1024" (LDG, chunks of 1024 KiB), "tma4
-        static 256", "tma4 dynamic 1024" (TMA ring, chunks of 1024 KiB, 264 blocks)."""
+        static 256", "tma4 dynamic 1024" (TMA ring, chunks of 1024 KiB, 264 blocks). with_times: a static
+        way's blocks write (start, first slot in, last slot in (TMA ways), end) by %globaltimer, four
+        entries a block, to self.times from entry times_at on."""
         import cupy
         import numpy as np
         import torch
         kind, *arg = way.split()
         buf, n = self.bufs[i], self.nbytes // 16
         stream = cupy.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream)
-        stamp = self.times.data_ptr() if with_times else np.uint64(0)
+        stamp = np.uint64(self.times.data_ptr() + 8 * times_at) if with_times else np.uint64(0)
         out, counters = self.out.data_ptr(), self.counters.data_ptr()
         with stream:
             if kind.startswith("tma"):
@@ -246,8 +252,8 @@ class Reader:
         self.times.zero_()
         self.launch(way, 0, with_times=True)
         torch.cuda.synchronize()
-        t = self.times[:2 * blocks].view(blocks, 2).cpu().numpy().astype(np.int64)
-        start, ends = t[:, 0].min(), np.sort(t[:, 1] - t[:, 0].min()) / 1e3
+        t = self.times[:4 * blocks].view(blocks, 4).cpu().numpy().astype(np.int64)
+        start, ends = t[:, 0].min(), np.sort(t[:, 3] - t[:, 0].min()) / 1e3
         return (f"{ends[0]:.1f}..{ends[-1]:.1f} (p10 {ends[len(ends) // 10]:.1f}, median "
                 f"{ends[len(ends) // 2]:.1f}; starts within {(t[:, 0].max() - start) / 1e3:.2f})")
 

@@ -1,0 +1,248 @@
+#!/usr/bin/env python3
+"""Where a one-wave decode's time goes: each program's timeline (%globaltimer)
+in fakv's decode and in a bare TMA read of the same bytes, calls replayed
+back to back from a CUDA graph as bench_grid.py times them.
+
+    python bench/timeline.py [--cells "MHA b8 s8K@0,b32 s8K@0"] [--replays 5]
+
+fakv's decode is instrumented through its PTX: this script passes itself
+as the assembler (FAKV_ASSEMBLER=ptxas, FAKV_PTXAS), and in that role
+(`timeline.py -arch=... k.ptx -o k.cubin`) it adds to the decode kernel,
+before calling the real ptxas, reductions (red.global.min/max) of the time
+into a buffer whose address it is given: a program's entry, its producer's
+first and last copy (each mbarrier.arrive.expect_tx), its consumer's first
+and last wait for a full slot (thread 128), and its exit. A call's entries
+sit in the region of its K cache's address (bits 29-34: the cell's copies,
+512 MiB or more apart, never share one); the kernels are compiled into a
+fresh FAKV_CACHE_DIR. The bare read is stream_balance.py's `tma2 static N`
+(N = the decode's programs), two buffers of the cell's K and V bytes.
+
+Prints, per implementation, over the last replay: the calls' durations (first
+entry to last exit) and the gaps between them, and over the programs (times
+after the call's first entry, µs, median and max): entry, first copy, first
+data, last data, exit; the exits' p10 / median / max; for fakv, how many SMs
+ran one, two (three) programs (%smid) and their exits. The reductions cost:
+an instrumented call is 2-10 % slower than a plain one, its starts later
+(every thread's reduction at entry), so read the shape, not the microseconds.
+
+    python bench/timeline.py --time 3 [--cells ...]
+
+only times fakv on the cells (bench_grid.py's cell and timing), its decode
+assembled through this script either way, patched as the environment says:
+FAKV_PTX_PAD=N (N bytes of static shared memory more a program: fewer
+programs an SM), FAKV_PTX_PREFETCH=1 (prefetch.tensormap of its TMA
+descriptors at entry). What was measured with them: docs/decisions.md,
+"Where a one-wave decode's time goes (session 28)".
+"""
+import argparse
+import os
+import re
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REGION, SLOT, PROGRAMS = 1 << 16, 64, 1024          # bytes a call's region, a program's slot; programs a region
+MIN_SLOTS, MAX_SLOTS = (0, 1, 3, 5), (2, 4, 6)       # entry, first copy, first data, exit; their maxima
+
+
+def patch(ptx, base=None, pad=0, prefetch=False):
+    """The decode kernel's PTX with the timeline's reductions into the buffer at `base` (None: none);
+    `pad` bytes of static shared memory more a program (fewer programs an SM); `prefetch`: its TMA
+    descriptors prefetched (prefetch.tensormap) at entry."""
+    lines, out, waiting = ptx.split("\n"), [], False
+    entry = next(i for i, s in enumerate(lines) if ".entry decode(" in s)
+    body = next(i for i in range(entry, len(lines)) if lines[i].strip() == "{")
+    maps = [m.group(1) for m in (re.search(r"\.align 64 \.b8 (\w+)\[128\]", s) for s in lines[entry:body]) if m]
+    regs = body + 1
+    while lines[regs].strip().startswith(".reg"):
+        regs += 1
+
+    def stamp(*slots, pred=""):
+        if base is None:
+            return []
+        code = ["\tmov.u64 \t%tlt, %globaltimer;"]
+        for s in slots:
+            op = "min" if s in MIN_SLOTS else "max"
+            code.append(f"\t{pred}red.global.{op}.u64 \t[%tlb+{8 * s}], %tlt;")
+        return code
+    for i, s in enumerate(lines):
+        if i == entry and pad:
+            out.append(f".shared .align 1024 .b8 fakv_pad[{pad}];")
+        if i == regs:
+            out += ["\t.reg .b64 \t%tlb, %tlt, %tlk;", "\t.reg .b32 \t%tli, %tlj, %tln;", "\t.reg .pred \t%tlc;",
+                    "\tmov.u32 \t%tlj, %tid.x;", "\tsetp.eq.u32 \t%tlc, %tlj, 128;"]
+            for m in maps if prefetch else ():
+                out += [f"\tmov.b64 \t%tlk, {m};", "\tcvta.param.u64 \t%tlk, %tlk;", "\tprefetch.tensormap \t[%tlk];"]
+            if pad:
+                out += ["\t@%tlc st.shared.u32 \t[fakv_pad], %tlj;"]
+            if base is not None:
+                out += ["\tmov.u32 \t%tli, %ctaid.z;", "\tmov.u32 \t%tln, %nctaid.y;", "\tmov.u32 \t%tlj, %ctaid.y;",
+                        "\tmad.lo.u32 \t%tli, %tli, %tln, %tlj;", "\tmov.u32 \t%tln, %nctaid.x;",
+                        "\tmov.u32 \t%tlj, %ctaid.x;", "\tmad.lo.u32 \t%tli, %tli, %tln, %tlj;",
+                        "\tld.param.u64 \t%tlk, [decode_param_1];", "\tshr.u64 \t%tlk, %tlk, 29;",
+                        "\tand.b64 \t%tlk, %tlk, 63;", f"\tmul.lo.u64 \t%tlk, %tlk, {REGION};",
+                        f"\tmul.wide.u32 \t%tlb, %tli, {SLOT};", "\tadd.u64 \t%tlb, %tlb, %tlk;",
+                        f"\tadd.u64 \t%tlb, %tlb, {base};", "\tmov.u32 \t%tlj, %smid;",
+                        "\tcvt.u64.u32 \t%tlt, %tlj;", "\tred.global.max.u64 \t[%tlb+56], %tlt;"] + stamp(0)
+        if "mbarrier.arrive.expect_tx" in s and i > regs:
+            out += stamp(1, 2)
+        if re.match(r"\s*ret;", s):
+            out += stamp(5, 6)
+        out.append(s)
+        if "mbarrier.try_wait" in s:
+            waiting = True
+        elif waiting and "end inline asm" in s:
+            out += stamp(3, 4, pred="@%tlc ")
+            waiting = False
+    return "\n".join(out)
+
+
+def assemble(argv):
+    """The assembler's role: patch the PTX file of argv (the decode kernel's
+    only), then run the real ptxas on it."""
+    src = next(a for a in argv if a.endswith(".ptx"))
+    with open(src) as f:
+        ptx = f.read()
+    at = os.environ.get("FAKV_TIMELINE_AT")
+    if ".entry decode(" in ptx:
+        with open(src, "w") as f:
+            f.write(patch(ptx, int(at) if at else None, int(os.environ.get("FAKV_PTX_PAD", "0")),
+                          os.environ.get("FAKV_PTX_PREFETCH") == "1"))
+    ptxas = os.environ.get("FAKV_TIMELINE_PTXAS", "/usr/local/cuda/bin/ptxas")
+    sys.exit(subprocess.run([ptxas] + argv).returncode)
+
+
+def summary(name, calls):
+    """Prints the timeline of `calls`: one (programs, 7) array of times (ns) a call."""
+    import numpy as np
+    calls = sorted(calls, key=lambda t: t[:, 0].min())
+    spans = [(t[:, 0].min(), t[:, 6].max()) for t in calls]
+    gaps = [b[0] - a[1] for a, b in zip(spans, spans[1:])]
+    print(f"{name}: calls {', '.join(f'{(e - s) / 1e3:.1f}' for s, e in spans)} us"
+          + (f"; gaps {', '.join(f'{g / 1e3:.1f}' for g in gaps)} us" if gaps else ""))
+    for t in calls:
+        rel = (t - t[:, 0].min()) / 1e3
+        cols = {"entry": rel[:, 0], "first copy": rel[:, 1], "first data": rel[:, 3], "last data": rel[:, 4],
+                "exit": rel[:, 6]}
+        exit_ = np.sort(rel[:, 6])
+        print("  " + "; ".join(f"{k} {np.median(v):.2f}/{v.max():.2f}" for k, v in cols.items() if v.max() > -1e6)
+              + f"; exits p10 {exit_[len(exit_) // 10]:.1f} median {exit_[len(exit_) // 2]:.1f} max {exit_[-1]:.1f}")
+        if t.shape[1] > 7:                              # programs an SM: how many SMs, their exits
+            sms, inverse, counts = np.unique(t[:, 7], return_inverse=True, return_counts=True)
+            count = counts[inverse]
+            print("    " + "; ".join(f"{n} a SM: {int((counts == n).sum())} SMs, exit median "
+                                     f"{np.median(rel[count == n, 6]):.1f} max {rel[count == n, 6].max():.1f}"
+                                     for n in sorted(set(counts.tolist()))) + f" ({len(sms)} SMs)")
+
+
+def time_cells(cells, rounds):
+    """Prints fakv's GPU time a call on each of `cells`: bench_grid.py's cell and timing (a CUDA graph over
+    its copies, 0.1 s of replays first), median and range of `rounds` rounds, the PTX patched as the
+    environment says (assemble())."""
+    import statistics
+    os.environ.update(FAKV_ASSEMBLER="ptxas", FAKV_PTXAS=os.path.abspath(__file__),     # (patched or not: one
+                      FAKV_CACHE_DIR=f"/tmp/fakv-ptx-{os.getpid()}")                  # assembler)
+    sys.path[:0] = [os.path.join(ROOT, "bench"), os.path.join(ROOT, "test", "gpu")]
+    import source_tree  # noqa: F401,E402
+    import fakv
+    from bench_grid import MORE_SHAPES, SHAPES, TOLERANCE, Cell
+    from timing import graph_time_ms
+    shapes = {s[0]: s for s in SHAPES + MORE_SHAPES}
+    for spec in cells.split(","):
+        shape, _, page = spec.rpartition("@")
+        cell = Cell(shapes[shape], int(page))
+
+        def call(i):
+            return fakv.flash_attn_with_kvcache(cell.q, cell.k[i], cell.v[i], cache_seqlens=cell.lens,
+                                                block_table=cell.table, causal=True)
+        out = call(0).float()
+        err = max((out[i, 0] - cell.reference(i)).abs().max().item() for i in (0, cell.b - 1))
+        assert err <= TOLERANCE, f"{spec}: fakv's output differs by {err:.3g}"
+        us = [graph_time_ms([lambda i=i: call(i) for i in range(cell.copies)], fallback=False, warm_s=0.1)[0] * 1e3
+              for _ in range(rounds)]
+        print(f"{spec}: {statistics.median(us):.1f} us [{min(us):.1f}-{max(us):.1f}]"
+              f" pad {os.environ.get('FAKV_PTX_PAD', '0')} prefetch {os.environ.get('FAKV_PTX_PREFETCH', '0')}",
+              flush=True)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--cells", default="MHA b8 s8K@0,b32 s8K@0")
+    ap.add_argument("--replays", type=int, default=5)
+    ap.add_argument("--time", type=int, default=0, metavar="ROUNDS",
+                    help="only time fakv on the cells (bench_grid.py's way; FAKV_PTX_PAD / FAKV_PTX_PREFETCH "
+                         "as the environment says), ROUNDS rounds")
+    args = ap.parse_args()
+    if args.time:
+        return time_cells(args.cells, args.time)
+    import numpy as np
+    import torch
+    buf = torch.zeros((64, PROGRAMS, SLOT // 8), dtype=torch.int64, device="cuda")
+    os.environ.update(FAKV_TIMELINE_AT=str(buf.data_ptr()), FAKV_ASSEMBLER="ptxas",
+                      FAKV_PTXAS=os.path.abspath(__file__),
+                      FAKV_CACHE_DIR=f"/tmp/fakv-timeline-{os.getpid()}")
+    sys.path[:0] = [os.path.join(ROOT, "bench"), os.path.join(ROOT, "test", "gpu")]
+    import source_tree  # noqa: F401,E402
+    import fakv
+    import bench_grid
+    from bench_grid import MORE_SHAPES, SHAPES, TOLERANCE, Cell
+    from stream_balance import Reader
+    shapes = {s[0]: s for s in SHAPES + MORE_SHAPES}
+
+    def reset():
+        buf.zero_()
+        buf[:, :, list(MIN_SLOTS)] = -1                 # (unsigned: the largest)
+
+    def replay(calls):
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            for c in calls:
+                c()
+        for _ in range(args.replays):
+            reset()
+            g.replay()
+        torch.cuda.synchronize()
+
+    for spec in args.cells.split(","):
+        shape, _, page = spec.rpartition("@")
+        _, b, s, _, hk, d, _ = shapes[shape]
+        bench_grid.ROTATE_BYTES = max(bench_grid.ROTATE_BYTES, 2 * b * s * hk * d * 4)   # (two copies at least)
+        cell = Cell(shapes[shape], int(page))
+
+        def call(i):
+            return fakv.flash_attn_with_kvcache(cell.q, cell.k[i], cell.v[i], cache_seqlens=cell.lens,
+                                                block_table=cell.table, causal=True)
+        copies = cell.copies
+        out = call(0).float()
+        err = max((out[i, 0] - cell.reference(i)).abs().max().item() for i in (0, cell.b - 1))
+        assert err <= TOLERANCE, f"{spec}: fakv's output differs by {err:.3g}"
+        for i in range(copies):
+            call(i)
+        torch.cuda.synchronize()
+        replay([lambda i=i: call(i) for i in range(copies)])
+        t = buf.cpu().numpy()
+        regions = sorted({(cell.k[i].data_ptr() >> 29) & 63 for i in range(copies)})
+        assert len(regions) == copies, f"{spec}: copies share a region of the timeline"
+        calls = []
+        for r in regions:
+            used = t[r][t[r][:, 6] > 0]
+            assert len(used) <= PROGRAMS
+            calls.append(used.astype(np.int64))
+        print(f"{spec}: {len(calls[0])} programs, {cell.kv_bytes / 2 ** 20:.0f} MiB, {copies} calls a graph")
+        summary("  fakv", calls)
+        reader = Reader(cell.kv_bytes)
+        way = f"tma2 static {len(calls[0])}"
+        reader.check(way)
+        blocks = len(calls[0])
+        reader.times.zero_()
+        replay([lambda i=i: reader.launch(way, i, with_times=True, times_at=4 * blocks * i) for i in (0, 1)])
+        rt = reader.times[:8 * blocks].view(2, blocks, 4).cpu().numpy().astype(np.int64)
+        bare = [np.stack([r[:, 0], r[:, 0], r[:, 0], r[:, 1], r[:, 2], r[:, 3], r[:, 3]], 1) for r in rt]
+        summary("  bare", bare)
+        print(flush=True)
+
+
+if __name__ == "__main__":
+    if any(a.startswith("-arch=") for a in sys.argv[1:]):
+        assemble(sys.argv[1:])
+    main()
