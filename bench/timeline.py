@@ -21,9 +21,12 @@ Prints, per implementation, over the last replay: the calls' durations (first
 entry to last exit) and the gaps between them, and over the programs (times
 after the call's first entry, µs, median and max): entry, first copy, first
 data, last data, exit; the exits' p10 / median / max; for fakv, how many SMs
-ran one, two (three) programs (%smid) and their exits. The reductions cost:
-an instrumented call is 2-10 % slower than a plain one, its starts later
-(every thread's reduction at entry), so read the shape, not the microseconds.
+ran one, two (three) programs (%smid), their exits, and the last programs
+out. The reductions cost: an instrumented call is 2-10 % slower than a
+plain one, starts later and ends in a tail of its own (a reduction by every
+thread at entry and exit, one at each copy and slot wait); `--light` keeps
+the entry (thread 0) and the exit (thread 128) only, two reductions a
+program, and times like the bare ring.
 
     python bench/timeline.py --time 3 [--cells ...]
 
@@ -45,10 +48,11 @@ REGION, SLOT, PROGRAMS = 1 << 16, 64, 1024          # bytes a call's region, a p
 MIN_SLOTS, MAX_SLOTS = (0, 1, 3, 5), (2, 4, 6)       # entry, first copy, first data, exit; their maxima
 
 
-def patch(ptx, base=None, pad=0, prefetch=False):
-    """The decode kernel's PTX with the timeline's reductions into the buffer at `base` (None: none);
-    `pad` bytes of static shared memory more a program (fewer programs an SM); `prefetch`: its TMA
-    descriptors prefetched (prefetch.tensormap) at entry."""
+def patch(ptx, base=None, pad=0, prefetch=False, light=False):
+    """The decode kernel's PTX with the timeline's reductions into the buffer at `base` (None: none;
+    `light`: only the entry, by thread 0, and the exit, by thread 128); `pad` bytes of static shared
+    memory more a program (fewer programs an SM); `prefetch`: its TMA descriptors prefetched
+    (prefetch.tensormap) at entry."""
     lines, out, waiting = ptx.split("\n"), [], False
     entry = next(i for i, s in enumerate(lines) if ".entry decode(" in s)
     body = next(i for i in range(entry, len(lines)) if lines[i].strip() == "{")
@@ -69,8 +73,9 @@ def patch(ptx, base=None, pad=0, prefetch=False):
         if i == entry and pad:
             out.append(f".shared .align 1024 .b8 fakv_pad[{pad}];")
         if i == regs:
-            out += ["\t.reg .b64 \t%tlb, %tlt, %tlk;", "\t.reg .b32 \t%tli, %tlj, %tln;", "\t.reg .pred \t%tlc;",
-                    "\tmov.u32 \t%tlj, %tid.x;", "\tsetp.eq.u32 \t%tlc, %tlj, 128;"]
+            out += ["\t.reg .b64 \t%tlb, %tlt, %tlk;", "\t.reg .b32 \t%tli, %tlj, %tln;",
+                    "\t.reg .pred \t%tlc, %tl0;", "\tmov.u32 \t%tlj, %tid.x;", "\tsetp.eq.u32 \t%tlc, %tlj, 128;",
+                    "\tsetp.eq.u32 \t%tl0, %tlj, 0;"]
             for m in maps if prefetch else ():
                 out += [f"\tmov.b64 \t%tlk, {m};", "\tcvta.param.u64 \t%tlk, %tlk;", "\tprefetch.tensormap \t[%tlk];"]
             if pad:
@@ -83,15 +88,16 @@ def patch(ptx, base=None, pad=0, prefetch=False):
                         "\tand.b64 \t%tlk, %tlk, 63;", f"\tmul.lo.u64 \t%tlk, %tlk, {REGION};",
                         f"\tmul.wide.u32 \t%tlb, %tli, {SLOT};", "\tadd.u64 \t%tlb, %tlb, %tlk;",
                         f"\tadd.u64 \t%tlb, %tlb, {base};", "\tmov.u32 \t%tlj, %smid;",
-                        "\tcvt.u64.u32 \t%tlt, %tlj;", "\tred.global.max.u64 \t[%tlb+56], %tlt;"] + stamp(0)
-        if "mbarrier.arrive.expect_tx" in s and i > regs:
+                        "\tcvt.u64.u32 \t%tlt, %tlj;", "\t@%tl0 red.global.max.u64 \t[%tlb+56], %tlt;"
+                        ] + stamp(0, pred="@%tl0 " if light else "")
+        if "mbarrier.arrive.expect_tx" in s and i > regs and not light:
             out += stamp(1, 2)
         if re.match(r"\s*ret;", s):
-            out += stamp(5, 6)
+            out += stamp(5, 6, pred="@%tlc " if light else "")
         out.append(s)
         if "mbarrier.try_wait" in s:
             waiting = True
-        elif waiting and "end inline asm" in s:
+        elif waiting and "end inline asm" in s and not light:
             out += stamp(3, 4, pred="@%tlc ")
             waiting = False
     return "\n".join(out)
@@ -107,7 +113,7 @@ def assemble(argv):
     if ".entry decode(" in ptx:
         with open(src, "w") as f:
             f.write(patch(ptx, int(at) if at else None, int(os.environ.get("FAKV_PTX_PAD", "0")),
-                          os.environ.get("FAKV_PTX_PREFETCH") == "1"))
+                          os.environ.get("FAKV_PTX_PREFETCH") == "1", os.environ.get("FAKV_TIMELINE_LIGHT") == "1"))
     ptxas = os.environ.get("FAKV_TIMELINE_PTXAS", "/usr/local/cuda/bin/ptxas")
     sys.exit(subprocess.run([ptxas] + argv).returncode)
 
@@ -130,6 +136,9 @@ def summary(name, calls):
         if t.shape[1] > 7:                              # programs an SM: how many SMs, their exits
             sms, inverse, counts = np.unique(t[:, 7], return_inverse=True, return_counts=True)
             count = counts[inverse]
+            last = np.argsort(rel[:, 6])[-6:][::-1]
+            print("    last out (program, SM, programs on it, entry, exit): " + ", ".join(
+                f"({p}, {t[p, 7]}, {count[p]}, {rel[p, 0]:.2f}, {rel[p, 6]:.1f})" for p in last))
             print("    " + "; ".join(f"{n} a SM: {int((counts == n).sum())} SMs, exit median "
                                      f"{np.median(rel[count == n, 6]):.1f} max {rel[count == n, 6].max():.1f}"
                                      for n in sorted(set(counts.tolist()))) + f" ({len(sms)} SMs)")
@@ -169,6 +178,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cells", default="MHA b8 s8K@0,b32 s8K@0")
     ap.add_argument("--replays", type=int, default=5)
+    ap.add_argument("--light", action="store_true",
+                    help="fakv's entry (thread 0) and exit (thread 128) only: two reductions a program")
     ap.add_argument("--time", type=int, default=0, metavar="ROUNDS",
                     help="only time fakv on the cells (bench_grid.py's way; FAKV_PTX_PAD / FAKV_PTX_PREFETCH "
                          "as the environment says), ROUNDS rounds")
@@ -178,7 +189,7 @@ def main():
     import numpy as np
     import torch
     buf = torch.zeros((64, PROGRAMS, SLOT // 8), dtype=torch.int64, device="cuda")
-    os.environ.update(FAKV_TIMELINE_AT=str(buf.data_ptr()), FAKV_ASSEMBLER="ptxas",
+    os.environ.update(FAKV_TIMELINE_LIGHT="1" if args.light else "0",FAKV_TIMELINE_AT=str(buf.data_ptr()), FAKV_ASSEMBLER="ptxas",
                       FAKV_PTXAS=os.path.abspath(__file__),
                       FAKV_CACHE_DIR=f"/tmp/fakv-timeline-{os.getpid()}")
     sys.path[:0] = [os.path.join(ROOT, "bench"), os.path.join(ROOT, "test", "gpu")]
