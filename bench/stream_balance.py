@@ -3,6 +3,7 @@
 read handed out in chunks: the ceiling a decode of one wave can reach.
 
     python bench/stream_balance.py [--gib 1] [--rounds 3]
+    python bench/stream_balance.py --buffers 8 --ways "tma2 static 256"   # the read, buffer by buffer
 
 A plain CUDA kernel (cupy's NVRTC; no fakv) reads a buffer of --gib GiB
 once with 16-byte streaming loads and XORs it into one word, in these ways:
@@ -192,7 +193,7 @@ class Reader:
     """Two random buffers of `nbytes` and the kernels above: launch(way, i)
     reads buffer i one way (see the module's doc) on torch's current stream."""
 
-    def __init__(self, nbytes):
+    def __init__(self, nbytes, buffers=2):
         import cupy
         import torch
         self.mod = cupy.RawModule(code=SOURCE, options=("-std=c++17", "-arch=sm_90a"))
@@ -202,7 +203,7 @@ class Reader:
                 self.kern[name].max_dynamic_shared_size_bytes = 100 * 1024
         self.nbytes = nbytes // 16 * 16
         self.bufs = [torch.randint(-2 ** 31, 2 ** 31 - 1, (self.nbytes // 4,), dtype=torch.int32, device="cuda")
-                     for _ in range(2)]
+                     for _ in range(buffers)]
         self.out = torch.zeros(1, dtype=torch.int32, device="cuda")
         self.counters = torch.zeros(2, dtype=torch.int32, device="cuda")
         self.times = torch.zeros(4 * 8 * SMS, dtype=torch.int64, device="cuda")
@@ -258,13 +259,38 @@ class Reader:
                 f"{ends[len(ends) // 2]:.1f}; starts within {(t[:, 0].max() - start) / 1e3:.2f})")
 
 
+def per_buffer(args):
+    """The same read of each of args.buffers buffers, allocated one after the other: a graph of one
+    call a buffer (the bytes never sit in L2), median of 10 replays, args.rounds rounds interleaved."""
+    from bench_grid import copy_bandwidth
+    from timing import graph_time_ms
+    way = args.ways.split(",")[0]
+    reader = Reader(int(args.gib * 2 ** 30), buffers=args.buffers)
+    copy = copy_bandwidth()
+    rounds = [[] for _ in reader.bufs]
+    for _ in range(args.rounds):
+        for i in range(len(reader.bufs)):
+            ms, _ = graph_time_ms([lambda i=i: reader.launch(way, i)], replays=10, fallback=False)
+            rounds[i].append(ms * 1e3)
+    print(f"{way}, {args.buffers} buffers of {reader.nbytes / 2 ** 30:.2f} GiB; copy {copy:.3f} TB/s; "
+          f"µs by buffer (rounds), % of copy of the median:")
+    for i, us in enumerate(rounds):
+        med = statistics.median(us)
+        print(f"  buffer {i} at {reader.bufs[i].data_ptr():#x}: {', '.join(f'{u:.1f}' for u in us)}; "
+              f"{reader.nbytes / (med * 1e-6) / 1e12 / copy:.1%}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--gib", type=float, default=1.0)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--ways", default="static8 256,static8 528,tma2 static 256,tma4 static 256,tma4 static 264,"
                     "tma6 static 256,tma8 static 256,tma4 dynamic 256,tma4 dynamic 1024,tma4 dynamic 4096")
+    ap.add_argument("--buffers", type=int, default=0, metavar="N",
+                    help="instead: N buffers of --gib GiB, each read alone (the first of --ways), rounds interleaved")
     args = ap.parse_args()
+    if args.buffers:
+        return per_buffer(args)
     import warnings
     from bench_grid import copy_bandwidth
     from timing import graph_time_ms
