@@ -12,8 +12,9 @@ before calling the real ptxas, reductions (red.global.min/max) of the time
 into a buffer whose address it is given: a program's entry, its producer's
 first and last copy (each mbarrier.arrive.expect_tx), its consumer's first
 and last wait for a full slot (thread 128), and its exit. A call's entries
-sit in the region of its K cache's address (bits 29-34: the cell's copies,
-512 MiB or more apart, never share one); the kernels are compiled into a
+sit in the region of its K cache's address (bits 29-34: the copies of a
+cell of 1 GiB or more, 512 MiB or more apart, never share one; a smaller
+cell is refused); the kernels are compiled into a
 fresh FAKV_CACHE_DIR. The bare read is stream_balance.py's `tma2 static N`
 (N = the decode's programs), two buffers of the cell's K and V bytes.
 
@@ -45,6 +46,7 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REGION, SLOT, PROGRAMS = 1 << 16, 64, 1024          # bytes a call's region, a program's slot; programs a region
+REGION_BITS = 29                                    # a call's region: its K cache's address >> REGION_BITS, mod 64
 MIN_SLOTS, MAX_SLOTS = (0, 1, 3, 5), (2, 4, 6)       # entry, first copy, first data, exit; their maxima
 
 
@@ -84,7 +86,7 @@ def patch(ptx, base=None, pad=0, prefetch=False, light=False):
                 out += ["\tmov.u32 \t%tli, %ctaid.z;", "\tmov.u32 \t%tln, %nctaid.y;", "\tmov.u32 \t%tlj, %ctaid.y;",
                         "\tmad.lo.u32 \t%tli, %tli, %tln, %tlj;", "\tmov.u32 \t%tln, %nctaid.x;",
                         "\tmov.u32 \t%tlj, %ctaid.x;", "\tmad.lo.u32 \t%tli, %tli, %tln, %tlj;",
-                        "\tld.param.u64 \t%tlk, [decode_param_1];", "\tshr.u64 \t%tlk, %tlk, 29;",
+                        "\tld.param.u64 \t%tlk, [decode_param_1];", f"\tshr.u64 \t%tlk, %tlk, {REGION_BITS};",
                         "\tand.b64 \t%tlk, %tlk, 63;", f"\tmul.lo.u64 \t%tlk, %tlk, {REGION};",
                         f"\tmul.wide.u32 \t%tlb, %tli, {SLOT};", "\tadd.u64 \t%tlb, %tlb, %tlk;",
                         f"\tadd.u64 \t%tlb, %tlb, {base};", "\tmov.u32 \t%tlj, %smid;",
@@ -144,21 +146,25 @@ def summary(name, calls):
                                      for n in sorted(set(counts.tolist()))) + f" ({len(sms)} SMs)")
 
 
-def time_cells(cells, rounds):
-    """Prints fakv's GPU time a call on each of `cells`: bench_grid.py's cell and timing (a CUDA graph over
-    its copies, 0.1 s of replays first), median and range of `rounds` rounds, the PTX patched as the
-    environment says (assemble())."""
-    import statistics
-    os.environ.update(FAKV_ASSEMBLER="ptxas", FAKV_PTXAS=os.path.abspath(__file__),     # (patched or not: one
-                      FAKV_CACHE_DIR=f"/tmp/fakv-ptx-{os.getpid()}")                  # assembler)
+def fakv_cells(cells, cache_dir, min_copies=1, **env):
+    """Sets `env` and the decode's assembly through this script (assemble()) into a fresh kernel cache,
+    puts bench/ and test/gpu/ on sys.path, and returns an iterator of (spec, cell, call) over bench_grid.py's
+    cells `cells` (at least `min_copies` copies of their caches each), each call(i) (copy i) checked against
+    the float32 reference first."""
+    os.environ.update(FAKV_ASSEMBLER="ptxas", FAKV_PTXAS=os.path.abspath(__file__),
+                      FAKV_CACHE_DIR=f"/tmp/{cache_dir}-{os.getpid()}", **env)
     sys.path[:0] = [os.path.join(ROOT, "bench"), os.path.join(ROOT, "test", "gpu")]
     import source_tree  # noqa: F401,E402
     import fakv
+    import bench_grid
     from bench_grid import MORE_SHAPES, SHAPES, TOLERANCE, Cell
-    from timing import graph_time_ms
     shapes = {s[0]: s for s in SHAPES + MORE_SHAPES}
-    for spec in cells.split(","):
+    rotate = bench_grid.ROTATE_BYTES
+
+    def checked(spec):
         shape, _, page = spec.rpartition("@")
+        _, b, s, _, hk, d, _ = shapes[shape]
+        bench_grid.ROTATE_BYTES = max(rotate, min_copies * b * s * hk * d * 4)
         cell = Cell(shapes[shape], int(page))
 
         def call(i):
@@ -167,6 +173,18 @@ def time_cells(cells, rounds):
         out = call(0).float()
         err = max((out[i, 0] - cell.reference(i)).abs().max().item() for i in (0, cell.b - 1))
         assert err <= TOLERANCE, f"{spec}: fakv's output differs by {err:.3g}"
+        return spec, cell, call
+    return (checked(spec) for spec in cells.split(","))
+
+
+def time_cells(cells, rounds):
+    """Prints fakv's GPU time a call on each of `cells`: bench_grid.py's cell and timing (a CUDA graph over
+    its copies, 0.1 s of replays first), median and range of `rounds` rounds, the PTX patched as the
+    environment says (assemble())."""
+    import statistics
+    checked = fakv_cells(cells, "fakv-ptx")
+    from timing import graph_time_ms
+    for spec, cell, call in checked:
         us = [graph_time_ms([lambda i=i: call(i) for i in range(cell.copies)], fallback=False, warm_s=0.1)[0] * 1e3
               for _ in range(rounds)]
         print(f"{spec}: {statistics.median(us):.1f} us [{min(us):.1f}-{max(us):.1f}]"
@@ -189,16 +207,9 @@ def main():
     import numpy as np
     import torch
     buf = torch.zeros((64, PROGRAMS, SLOT // 8), dtype=torch.int64, device="cuda")
-    os.environ.update(FAKV_TIMELINE_LIGHT="1" if args.light else "0",FAKV_TIMELINE_AT=str(buf.data_ptr()), FAKV_ASSEMBLER="ptxas",
-                      FAKV_PTXAS=os.path.abspath(__file__),
-                      FAKV_CACHE_DIR=f"/tmp/fakv-timeline-{os.getpid()}")
-    sys.path[:0] = [os.path.join(ROOT, "bench"), os.path.join(ROOT, "test", "gpu")]
-    import source_tree  # noqa: F401,E402
-    import fakv
-    import bench_grid
-    from bench_grid import MORE_SHAPES, SHAPES, TOLERANCE, Cell
+    cells = fakv_cells(args.cells, "fakv-timeline", min_copies=2,              # (two calls: the gap between)
+                       FAKV_TIMELINE_LIGHT="1" if args.light else "0", FAKV_TIMELINE_AT=str(buf.data_ptr()))
     from stream_balance import Reader
-    shapes = {s[0]: s for s in SHAPES + MORE_SHAPES}
 
     def reset():
         buf.zero_()
@@ -214,25 +225,14 @@ def main():
             g.replay()
         torch.cuda.synchronize()
 
-    for spec in args.cells.split(","):
-        shape, _, page = spec.rpartition("@")
-        _, b, s, _, hk, d, _ = shapes[shape]
-        bench_grid.ROTATE_BYTES = max(bench_grid.ROTATE_BYTES, 2 * b * s * hk * d * 4)   # (two copies at least)
-        cell = Cell(shapes[shape], int(page))
-
-        def call(i):
-            return fakv.flash_attn_with_kvcache(cell.q, cell.k[i], cell.v[i], cache_seqlens=cell.lens,
-                                                block_table=cell.table, causal=True)
+    for spec, cell, call in cells:
         copies = cell.copies
-        out = call(0).float()
-        err = max((out[i, 0] - cell.reference(i)).abs().max().item() for i in (0, cell.b - 1))
-        assert err <= TOLERANCE, f"{spec}: fakv's output differs by {err:.3g}"
         for i in range(copies):
             call(i)
         torch.cuda.synchronize()
         replay([lambda i=i: call(i) for i in range(copies)])
         t = buf.cpu().numpy()
-        regions = sorted({(cell.k[i].data_ptr() >> 29) & 63 for i in range(copies)})
+        regions = sorted({(cell.k[i].data_ptr() >> REGION_BITS) & 63 for i in range(copies)})
         assert len(regions) == copies, f"{spec}: copies share a region of the timeline"
         calls = []
         for r in regions:
