@@ -9,7 +9,8 @@ A cell is one of bench_grid.py's shapes and a layout (@0: contiguous, @16,
 @64, @256: pages; @16s: pages of 16 in order, page j of sequence b at b x
 pages a sequence + j: the memory of a contiguous cache). A variant changes fakv.interface for the call being
 timed: `planned` (nothing), `swap=0|1` (FAKV_SWAP_AB), `stages=N` (the
-decode's ring depth), `splits=N` (num_splits passed to the call),
+decode's ring depth), `ctas=N` (at most N decode programs an SM: @fakv.jit's
+ctas_per_sm), `splits=N` (num_splits passed to the call),
 `adaptive=N` (FAKV_ADAPTIVE_SPLITS), `merge` (FAKV_MERGE_SPLITS),
 `order=seq|heads` (decode's grid sequences first, or heads first),
 `early=0|1` (decode launched programmatically never / always:
@@ -55,7 +56,7 @@ def variant(name):
                                                  "_SPLIT_MIN_BLOCKS_SWAPPED", "_GATHER_PAGES", "_CLUSTER_SPLITS",
                                                  "_ROW_BOXES", "_LONGEST_FIRST", "plan")}
     hint, merge = lengths_hint.ENABLED, prepare.MERGE_SPLITS
-    splits, stages, order = 0, None, None
+    splits, stages, order, ctas = 0, None, None, None
     for part in name.split("+"):
         kind, _, value = part.partition("=")
         if kind == "swap":
@@ -80,17 +81,21 @@ def variant(name):
             lengths_hint.ENABLED = value != "0"
         elif kind == "stages":
             stages = int(value)
+        elif kind == "ctas":
+            ctas = int(value)
         elif kind == "order" and value in ("seq", "heads"):
             order = value
         elif kind == "splits":
             splits = int(value)
         elif kind != "planned":
             raise SystemExit(f"unknown variant {part!r}")
-    if stages is not None or order:
+    if stages is not None or order or ctas is not None:
         def plan(*args, **kwargs):
             p = saved["plan"](*args, **kwargs)
             if stages is not None:
                 p["decode_options"]["stages"] = stages
+            if ctas is not None:
+                p["decode_options"]["ctas_per_sm"] = ctas
             heads_first = order == "heads"
             if order and p["decode"]["HEADS_FIRST"] != heads_first and (not heads_first
                                                                        or p["decode_grid"][0] <= 65535):

@@ -16,7 +16,10 @@ flight (UNROLL 8: 32 KiB a block, a fakv ring's two stages are 64).
 `tmaS static N` / `tmaS dynamic C`: the same by TMA as a fakv decode program
 reads, one thread copying 1-D bulk pieces into a ring of S slots (tma2: 2 x
 32 KiB, tma4: 4 x 16, tma6: 6 x 16, tma8: 8 x 8, tma16: 16 x 4, tma32: 32 x 2) that four warps XOR out
-of shared memory, two blocks an SM (100 KiB of shared memory each). Each
+of shared memory, two blocks an SM (100 KiB of shared memory each). `tma2kv static N`, `tma2kv2k
+static N`, `tma3kv2k static N`: the buffer's halves read as a decode's K and V caches, a block the same
+share of each, each slot (2 or 3 of 32 KiB) half K and half V, by copies of 16 KiB or of 2 KiB (a fakv
+program's key and value blocks and its boxes' size). Each
 way is checked against numpy's XOR of the buffer, then timed like
 bench_grid.py (a CUDA graph of calls over two buffers that never sit in L2,
 median of 10 replays a round, the ways interleaved over --rounds) next to
@@ -100,7 +103,7 @@ __device__ __forceinline__ void bar_wait(unsigned bar, unsigned parity) {
   asm volatile("{\n .reg .pred p;\n W: mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n @!p bra W;\n}\n"
                :: "r"(bar), "r"(parity) : "memory");
 }
-template <int STAGES, int SLOT>
+template <int STAGES, int SLOT, bool KV, int PIECE>
 __device__ void tma_read(const char* src, size_t nbytes, size_t chunk, int dynamic, unsigned* out,
                          unsigned* counters, u64* times) {
   extern __shared__ __align__(128) char ring[];
@@ -117,9 +120,13 @@ __device__ void tma_read(const char* src, size_t nbytes, size_t chunk, int dynam
   __syncthreads();
   uint4 acc = make_uint4(0, 0, 0, 0);
   u64 first = 0, last = 0;                       // (thread 32: when the first and the last slot arrived)
+  // KV: the buffer's halves are a K and a V cache; a block reads the same share of each, a slot half K and
+  // half V (a decode program's key block and value block), in copies of PIECE bytes.
+  constexpr unsigned PART = KV ? SLOT / 2 : SLOT;
+  size_t half = KV ? nbytes / 2 : nbytes;
   if (threadIdx.x == 0) {                        // the producer
-    size_t per = ((nbytes + gridDim.x - 1) / gridDim.x + 127) / 128 * 128;   // (bulk copies: 16-byte aligned)
-    size_t lo = dynamic ? 0 : min(per * blockIdx.x, nbytes), hi = dynamic ? 0 : min(lo + per, nbytes);
+    size_t per = ((half + gridDim.x - 1) / gridDim.x + 127) / 128 * 128;   // (bulk copies: 16-byte aligned)
+    size_t lo = dynamic ? 0 : min(per * blockIdx.x, half), hi = dynamic ? 0 : min(lo + per, half);
     unsigned k = 0;
     for (;;) {
       if (lo >= hi) {
@@ -131,11 +138,15 @@ __device__ void tma_read(const char* src, size_t nbytes, size_t chunk, int dynam
       }
       unsigned s = k % STAGES, use = k / STAGES;
       if (use) bar_wait(smem_u32(&empty[s]), (use - 1) & 1);
-      unsigned n = (unsigned)min((size_t)SLOT, hi - lo);
+      unsigned n = (unsigned)min((size_t)PART, hi - lo);
       len[s] = n;
-      asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(smem_u32(&full[s])), "r"(n) : "memory");
-      asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
-                   :: "r"(smem_u32(ring + (size_t)s * SLOT)), "l"(src + lo), "r"(n), "r"(smem_u32(&full[s])) : "memory");
+      asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(smem_u32(&full[s])),
+                   "r"(KV ? 2 * n : n) : "memory");
+      for (int part = 0; part < (KV ? 2 : 1); ++part)
+        for (unsigned at = 0; at < n; at += PIECE)
+          asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                       :: "r"(smem_u32(ring + (size_t)s * SLOT + part * PART + at)), "l"(src + part * half + lo + at),
+                          "r"(min((unsigned)PIECE, n - at)), "r"(smem_u32(&full[s])) : "memory");
       lo += n;
       ++k;
     }
@@ -151,8 +162,10 @@ __device__ void tma_read(const char* src, size_t nbytes, size_t chunk, int dynam
       long long n = len[s];
       if (n < 0) break;
       if (times && threadIdx.x == 32) { last = now(); first = k ? first : last; }
-      const uint4* v = (const uint4*)(ring + (size_t)s * SLOT);
-      for (unsigned i = c; i < n / 16; i += 128) { uint4 x = v[i]; acc.x ^= x.x; acc.y ^= x.y; acc.z ^= x.z; acc.w ^= x.w; }
+      for (int part = 0; part < (KV ? 2 : 1); ++part) {
+        const uint4* v = (const uint4*)(ring + (size_t)s * SLOT + part * PART);
+        for (unsigned i = c; i < n / 16; i += 128) { uint4 x = v[i]; acc.x ^= x.x; acc.y ^= x.y; acc.z ^= x.z; acc.w ^= x.w; }
+      }
       __syncwarp();
       if ((threadIdx.x & 31) == 0) asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(smem_u32(&empty[s])) : "memory");
     }
@@ -168,14 +181,17 @@ __device__ void tma_read(const char* src, size_t nbytes, size_t chunk, int dynam
     }
   }
 }
-#define TMA(NAME, STAGES, SLOT) extern "C" __global__ void __launch_bounds__(160) NAME(const char* s, size_t n, \
-  size_t c, int d, unsigned* o, unsigned* k, u64* t) { tma_read<STAGES, SLOT>(s, n, c, d, o, k, t); }
-TMA(tma2, 2, 32768)
-TMA(tma4, 4, 16384)
-TMA(tma6, 6, 16384)
-TMA(tma8, 8, 8192)
-TMA(tma16, 16, 4096)
-TMA(tma32, 32, 2048)
+#define TMA(NAME, STAGES, SLOT, KV, PIECE) extern "C" __global__ void __launch_bounds__(160) NAME(const char* s, \
+  size_t n, size_t c, int d, unsigned* o, unsigned* k, u64* t) { tma_read<STAGES, SLOT, KV, PIECE>(s, n, c, d, o, k, t); }
+TMA(tma2, 2, 32768, false, 32768)
+TMA(tma4, 4, 16384, false, 16384)
+TMA(tma6, 6, 16384, false, 16384)
+TMA(tma8, 8, 8192, false, 8192)
+TMA(tma16, 16, 4096, false, 4096)
+TMA(tma32, 32, 2048, false, 2048)
+TMA(tma2kv, 2, 32768, true, 16384)
+TMA(tma2kv2k, 2, 32768, true, 2048)
+TMA(tma3kv2k, 3, 32768, true, 2048)
 
 extern "C" __global__ void __launch_bounds__(256) static4(const uint4* s, size_t n, unsigned* o, u64* t) { read_static<4>(s, n, o, t); }
 extern "C" __global__ void __launch_bounds__(256) static8(const uint4* s, size_t n, unsigned* o, u64* t) { read_static<8>(s, n, o, t); }
@@ -186,7 +202,8 @@ extern "C" __global__ void __launch_bounds__(256) dynamic8(const uint4* s, size_
 SMS = 132
 
 
-KERNELS = ("static4", "static8", "static16", "dynamic8", "tma2", "tma4", "tma6", "tma8", "tma16", "tma32")
+KERNELS = ("static4", "static8", "static16", "dynamic8", "tma2", "tma4", "tma6", "tma8", "tma16", "tma32", "tma2kv",
+           "tma2kv2k", "tma3kv2k")
 
 
 class Reader:
@@ -201,12 +218,12 @@ class Reader:
         for name in KERNELS:     # (100 KiB of shared memory a TMA block whatever its ring: two an SM, as fakv's)
             if name.startswith("tma"):
                 self.kern[name].max_dynamic_shared_size_bytes = 100 * 1024
-        self.nbytes = nbytes // 16 * 16
+        self.nbytes = nbytes // 32 * 32                   # (the KV ways read halves of 16-byte multiples)
         self.bufs = [torch.randint(-2 ** 31, 2 ** 31 - 1, (self.nbytes // 4,), dtype=torch.int32, device="cuda")
                      for _ in range(buffers)]
         self.out = torch.zeros(1, dtype=torch.int32, device="cuda")
         self.counters = torch.zeros(2, dtype=torch.int32, device="cuda")
-        self.times = torch.zeros(4 * 8 * SMS, dtype=torch.int64, device="cuda")
+        self.times = torch.zeros(4 * 4096, dtype=torch.int64, device="cuda")      # (4096 blocks: two calls of 2048)
 
     def launch(self, way, i, with_times=False, times_at=0):
         """way: "static8 256" (LDG, UNROLL 8, 256 blocks), "dynamic8 1024" (LDG, chunks of 1024 KiB), "tma4
@@ -224,6 +241,7 @@ class Reader:
         with stream:
             if kind.startswith("tma"):
                 dynamic = arg[0] == "dynamic"
+                assert not (dynamic and "kv" in kind), f"{way}: the KV ways are static"
                 blocks = 2 * SMS if dynamic else int(arg[1])
                 chunk = int(arg[1]) * 1024 if dynamic else 0
                 self.kern[kind]((blocks,), (160,), (buf.data_ptr(), np.uint64(self.nbytes), np.uint64(chunk),

@@ -3,7 +3,8 @@
 in fakv's decode and in a bare TMA read of the same bytes, calls replayed
 back to back from a CUDA graph as bench_grid.py times them.
 
-    python bench/timeline.py [--cells "MHA b8 s8K@0,b32 s8K@0"] [--replays 5]
+    python bench/timeline.py [--cells "MHA b8 s8K@0,b32 s8K@0"] [--replays 5] [--light] [--dump DIR]
+        [--shapes "NAME=batch,seqlen_k,heads,kv_heads,head_dim;..."]
 
 fakv's decode is instrumented through its PTX: this script passes itself
 as the assembler (FAKV_ASSEMBLER=ptxas, FAKV_PTXAS), and in that role
@@ -27,11 +28,17 @@ out. The reductions cost: an instrumented call is 2-10 % slower than a
 plain one, starts later and ends in a tail of its own (a reduction by every
 thread at entry and exit, one at each copy and slot wait); `--light` keeps
 the entry (thread 0) and the exit (thread 128) only, two reductions a
-program, and times like the bare ring.
+program, and times like the bare ring on one wave (not on several: b128
+s8K's light calls took 1075-1107 us against 947-977 plain, session 29).
+--dump DIR also writes each cell's timelines (ns, one array a call) to
+DIR/<cell>.npz; --shapes adds cells beside bench_grid.py's.
 
-    python bench/timeline.py --time 3 [--cells ...]
+    python bench/timeline.py --time 3 [--cells ...] [--plan stages=2+ctas=2] [--bare "tma2kv static,..."]
 
-only times fakv on the cells (bench_grid.py's cell and timing), its decode
+only times fakv on the cells (bench_grid.py's cell and timing; --plan: as
+plan_variants.py's variant of that name plans it), with --bare beside the
+bare TMA reads of the same bytes by as many blocks as the cell has sequences
+x kv heads (stream_balance.py's ways; rounds interleaved), its decode
 assembled through this script either way, patched as the environment says:
 FAKV_PTX_PAD=N (N bytes of static shared memory more a program: fewer
 programs an SM), FAKV_PTX_PREFETCH=1 (prefetch.tensormap of its TMA
@@ -146,11 +153,12 @@ def summary(name, calls):
                                      for n in sorted(set(counts.tolist()))) + f" ({len(sms)} SMs)")
 
 
-def fakv_cells(cells, cache_dir, min_copies=1, **env):
+def fakv_cells(cells, cache_dir, min_copies=1, extra="", **env):
     """Sets `env` and the decode's assembly through this script (assemble()) into a fresh kernel cache,
     puts bench/ and test/gpu/ on sys.path, and returns an iterator of (spec, cell, call) over bench_grid.py's
-    cells `cells` (at least `min_copies` copies of their caches each), each call(i) (copy i) checked against
-    the float32 reference first."""
+    cells `cells` (at least `min_copies` copies of their caches each; `extra`: more shapes,
+    "NAME=batch,seqlen_k,heads,kv_heads,head_dim;..."), each call(i) (copy i) checked against the float32
+    reference first."""
     os.environ.update(FAKV_ASSEMBLER="ptxas", FAKV_PTXAS=os.path.abspath(__file__),
                       FAKV_CACHE_DIR=f"/tmp/{cache_dir}-{os.getpid()}", **env)
     sys.path[:0] = [os.path.join(ROOT, "bench"), os.path.join(ROOT, "test", "gpu")]
@@ -159,6 +167,8 @@ def fakv_cells(cells, cache_dir, min_copies=1, **env):
     import bench_grid
     from bench_grid import MORE_SHAPES, SHAPES, TOLERANCE, Cell
     shapes = {s[0]: s for s in SHAPES + MORE_SHAPES}
+    for name, _, dims in (e.partition("=") for e in filter(None, extra.split(";"))):
+        shapes[name.strip()] = (name.strip(), *map(int, dims.split(",")), False)
     rotate = bench_grid.ROTATE_BYTES
 
     def checked(spec):
@@ -177,19 +187,38 @@ def fakv_cells(cells, cache_dir, min_copies=1, **env):
     return (checked(spec) for spec in cells.split(","))
 
 
-def time_cells(cells, rounds):
+def time_cells(cells, rounds, bare="", extra="", plan="planned"):
     """Prints fakv's GPU time a call on each of `cells`: bench_grid.py's cell and timing (a CUDA graph over
     its copies, 0.1 s of replays first), median and range of `rounds` rounds, the PTX patched as the
-    environment says (assemble())."""
+    environment says (assemble()); `bare`: and, interleaved with it round by round, the bare TMA reads of
+    the same bytes by as many blocks as fakv has programs (stream_balance.py's ways, "tma2 static,..."
+    without N); `plan`: fakv's plan as plan_variants.py's variant of that name has it."""
     import statistics
-    checked = fakv_cells(cells, "fakv-ptx")
+    checked = fakv_cells(cells, "fakv-ptx", extra=extra)
     from timing import graph_time_ms
-    for spec, cell, call in checked:
-        us = [graph_time_ms([lambda i=i: call(i) for i in range(cell.copies)], fallback=False, warm_s=0.1)[0] * 1e3
-              for _ in range(rounds)]
-        print(f"{spec}: {statistics.median(us):.1f} us [{min(us):.1f}-{max(us):.1f}]"
-              f" pad {os.environ.get('FAKV_PTX_PAD', '0')} prefetch {os.environ.get('FAKV_PTX_PREFETCH', '0')}",
-              flush=True)
+    from bench_grid import copy_bandwidth
+    from plan_variants import variant
+    from stream_balance import Reader
+    with variant(plan) as splits:
+        assert splits == 0, "a variant of num_splits: not here"
+        for spec, cell, call in checked:
+            timed = {f"fakv {plan}": [lambda i=i: call(i) for i in range(cell.copies)]}
+            if bare:
+                reader = Reader(cell.kv_bytes)
+                for way in (f"{w.strip()} {cell.b * cell.hk}" for w in bare.split(",")):   # (a program a
+                    reader.check(way)                                           # sequence and kv head: unsplit)
+                    timed[way] = [lambda i=i, w=way: reader.launch(w, i) for i in (0, 1)]
+            us = {k: [] for k in timed}
+            for _ in range(rounds):
+                for k, calls in timed.items():
+                    us[k].append(graph_time_ms(calls, fallback=False, warm_s=0.1)[0] * 1e3)
+            copy = copy_bandwidth()
+            for k, t in us.items():
+                print(f"{spec}: {k} {statistics.median(t):.1f} us [{min(t):.1f}-{max(t):.1f}]"
+                      f" {cell.kv_bytes / statistics.median(t) / 1e6 / copy:.1%} of copy ({copy:.2f} TB/s)"
+                      + ("" if not k.startswith("fakv") else
+                         f"; pad {os.environ.get('FAKV_PTX_PAD', '0')} prefetch {os.environ.get('FAKV_PTX_PREFETCH', '0')}"),
+                      flush=True)
 
 
 def main():
@@ -198,16 +227,24 @@ def main():
     ap.add_argument("--replays", type=int, default=5)
     ap.add_argument("--light", action="store_true",
                     help="fakv's entry (thread 0) and exit (thread 128) only: two reductions a program")
+    ap.add_argument("--shapes", default="", help='more cells: "NAME=batch,seqlen_k,heads,kv_heads,head_dim;..."')
+    ap.add_argument("--plan", default="planned", help="with --time: fakv's plan as plan_variants.py's variant "
+                    "of that name has it (stages=2, ...)")
+    ap.add_argument("--bare", nargs="?", const="tma2 static", default="", metavar="WAYS",
+                    help="with --time: bare TMA reads of the same bytes too (stream_balance.py's ways without "
+                    "their block count, default `tma2 static`; batch x kv heads blocks), interleaved round by round")
+    ap.add_argument("--dump", metavar="DIR", help="also write each cell's timelines (ns; fakv's and the bare "
+                    "read's, one (programs, 8) array a call) to DIR/<cell>.npz")
     ap.add_argument("--time", type=int, default=0, metavar="ROUNDS",
                     help="only time fakv on the cells (bench_grid.py's way; FAKV_PTX_PAD / FAKV_PTX_PREFETCH "
                          "as the environment says), ROUNDS rounds")
     args = ap.parse_args()
     if args.time:
-        return time_cells(args.cells, args.time)
+        return time_cells(args.cells, args.time, args.bare, args.shapes, args.plan)
     import numpy as np
     import torch
     buf = torch.zeros((64, PROGRAMS, SLOT // 8), dtype=torch.int64, device="cuda")
-    cells = fakv_cells(args.cells, "fakv-timeline", min_copies=2,              # (two calls: the gap between)
+    cells = fakv_cells(args.cells, "fakv-timeline", min_copies=2, extra=args.shapes,              # (two calls: the gap between)
                        FAKV_TIMELINE_LIGHT="1" if args.light else "0", FAKV_TIMELINE_AT=str(buf.data_ptr()))
     from stream_balance import Reader
 
@@ -250,6 +287,11 @@ def main():
         rt = reader.times[:8 * blocks].view(2, blocks, 4).cpu().numpy().astype(np.int64)
         bare = [np.stack([r[:, 0], r[:, 0], r[:, 0], r[:, 1], r[:, 2], r[:, 3], r[:, 3]], 1) for r in rt]
         summary("  bare", bare)
+        if args.dump:
+            os.makedirs(args.dump, exist_ok=True)
+            name = re.sub(r"\W+", "_", spec.replace("@", " at ").replace("<=", " le "))
+            np.savez(os.path.join(args.dump, f"{name}.npz"), **{f"fakv{i}": c for i, c in enumerate(calls)},
+                     **{f"bare{i}": c for i, c in enumerate(bare)})
         print(flush=True)
 
 
