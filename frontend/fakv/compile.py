@@ -93,6 +93,8 @@ def main(argv=None):
     ap.add_argument("--attention", help="shapes of a flash_attn_with_kvcache call (see above)")
     ap.add_argument("--stages", type=int, default=2)
     ap.add_argument("--no-warp-specialize", action="store_true")
+    ap.add_argument("--ctas-per-sm", type=int, default=0,
+                    help="at most N blocks an SM: the launch's shared memory raised to leave room for no more")
     ap.add_argument("--registers", default="0,0",
                     help="P,C: registers per producer / consumer thread moved with setmaxnreg (0,0: none)")
     ap.add_argument("-o", "--output", help="output file (required for cubin)")
@@ -139,7 +141,9 @@ def main(argv=None):
         if not args.output:
             raise SystemExit("fakv.compile: --emit cubin needs -o FILE")
         open(args.output, "wb").write(payload)
-        json.dump(json.loads(facts), open(os.path.splitext(args.output)[0] + ".json", "w"), indent=2)
+        from .compiler import with_occupancy
+        json.dump(with_occupancy(json.loads(facts), args.ctas_per_sm, "sm_90a"),
+                  open(os.path.splitext(args.output)[0] + ".json", "w"), indent=2)
         print(f"wrote {args.output} and {os.path.splitext(args.output)[0]}.json")
         return
     if args.output:

@@ -20,10 +20,27 @@ def dump_ir():
     return os.environ.get("FAKV_DUMP_IR", "") not in ("", "0")
 
 
+# Shared memory an SM has for its thread blocks, bytes, and what the hardware keeps of it for each block.
+SM_SHARED_BYTES, BLOCK_RESERVED_BYTES = {"sm_90a": 228 * 1024}, 1024
+
+
+def with_occupancy(facts, ctas_per_sm, chip):
+    """The launch facts with each kernel's shared memory raised so that at
+    most `ctas_per_sm` of its blocks share an SM (0: as many as fit): the
+    largest request that still lets that many in, where the kernel needs
+    less. Returns `facts` (changed in place)."""
+    if ctas_per_sm:
+        most = SM_SHARED_BYTES[chip] // ctas_per_sm - BLOCK_RESERVED_BYTES
+        for kernel in facts["kernels"]:
+            kernel["smem_bytes"] = max(kernel["smem_bytes"], most)
+    return facts
+
+
 def compile_gpu(name, ir, options):
     """(binary, facts) of kernel `name`'s module `ir` for options["chip"]:
     the PTX assembled to a cubin, and the launch facts (JSON of the
-    compiler: kernels, parameters, shared memory, tensor maps)."""
+    compiler: kernels, parameters, shared memory, tensor maps;
+    options["ctas_per_sm"]: with_occupancy's)."""
     args = (options["stages"], options["warp_specialize"], options["chip"], *options.get("registers", (0, 0)))
     compiler = ext()
     if dump_ir():
@@ -36,7 +53,7 @@ def compile_gpu(name, ir, options):
         binary = ptx.assemble(ptx_text, options["chip"])
     except (RuntimeError, ValueError) as e:
         raise CompilationError(f"{name} does not compile for the GPU:\n{e}") from None
-    return binary, json.loads(facts)
+    return binary, with_occupancy(json.loads(facts), options.get("ctas_per_sm", 0), options["chip"])
 
 
 def compile_cpu(name, ir, params, types):

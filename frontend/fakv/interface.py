@@ -172,6 +172,15 @@ _SPLIT_MIN_BLOCKS_SWAPPED = 1
 # -1.3 % (contiguous / pages of 16 / 64 / 256), b32 s16K -0.7 %, MHA b8 s16K -0.9 / -1.8 % (contiguous / 256).
 _TWO_STAGES_WAVE = (64, 128)
 _LONG_TWO_STAGES = 512
+# The same two stages for several waves of such calls whose splits read _WAVES_TWO_STAGES key blocks or more, copied
+# by TMA, at two programs an SM (@fakv.jit(ctas_per_sm=2): a 70 KB program would otherwise share its SM with two
+# others, the 192 KB in flight an SM of three stages). H200, bench/plan_variants.py `stages=2+ctas=2` against three
+# stages (session 29, 3 interleaved rounds): b128 s8K -2.2 / -0.7 / -2.0 % (contiguous / pages of 64 / 256), b128
+# s32K -2.2 / -1.8 % (contiguous / 256); not pages of 16 (b128 s8K +0.4 %), ragged b128 s<=4K (64 blocks) 0.0 %,
+# b128 s1K (16 blocks) -0.3 / -0.6 %; two stages at three programs an SM: b128 s8K -0.7 / +0.1 / 0.0 %, b128 s32K
+# +2.5 / +0.3 %. A bare TMA read of the same bytes in 1024 blocks (bench/stream_balance.py, session 29) is 1.3-1.6 %
+# faster with two 32 KB slots a block than with three, two blocks an SM.
+_WAVES_TWO_STAGES = 128
 # Heads per combine program, at most: more programs, each merging less, finish sooner even when they do not
 # fit beside decode's (H200, 32/8 d128, .carry/exp/combine_hb.py, session 15; against as many as a tile held):
 # b2 s8192 paged -3.0 %, b4 -3.8 %, b8 -3.1 % (contiguous -3.0 %), b16 -1.2 %, b8 s1024 -20.2 %, b4 s32768
@@ -293,6 +302,13 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
     long_two = wave and _TWO_STAGES_WAVE[1] < per_split <= _LONG_TWO_STAGES    # (two in all, small pages too)
     if (one_wave and per_split >= _TWO_STAGES_WAVE[0]) or long_two:
         stages = 2          # (a 64 KB ring)
+    # The same calls in several waves of splits of _WAVES_TWO_STAGES blocks or more, copied by TMA (no pages smaller
+    # than a block): two stages, two programs an SM (the ring a third program would find room for left unused).
+    waves_two = (swap and head_tile == 128 and seqlen_q == 1 and not appending and not adaptive
+                 and programs(num_splits) > slots and per_split >= _WAVES_TWO_STAGES
+                 and not (paged and page_size < block_n))
+    if waves_two:
+        stages = 2
     gathered = paged and page_size < block_n and (_GATHER_PAGES is True or (
         _GATHER_PAGES == "auto" and one_wave and batch * kv_heads * max_seqlen_k * head_dim * 4 >= _GATHER_BYTES))
     return {
@@ -326,7 +342,7 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
                 head_tile > 128 or (stages + 1) * ring_stage <= _RING_BYTES) else 0),
             **({} if heads_first else dict(pack_gqa=1)), **(dict(swap_ab=True) if swap else {}),
             **(dict(gather_pages=True) if gathered else dict(row_boxes=True) if _ROW_BOXES and head_tile <= 128
-               else {})),
+               else {}), **(dict(ctas_per_sm=2) if waves_two else {})),
         "combine": dict(HEAD_DIM=head_tile, HEAD_BLOCK=head_block, MAX_SPLITS=_pow2(num_splits)),
         "combine_grid": (math.ceil(heads / head_block), seqlen_q, batch),
         "num_splits": num_splits,

@@ -34,13 +34,16 @@ class JITFunction:
     __fakv_inline__ = True     # called from a kernel, codegen inlines it (codegen needs no import of jit)
 
     def __init__(self, fn, stages=2, warp_specialize=True, registers=(0, 0), pack_gqa=None, swap_ab=False,
-                 gather_pages=False, row_boxes=False):
+                 gather_pages=False, row_boxes=False, ctas_per_sm=0):
         self.fn = fn
         if pack_gqa not in (None, 0, 1, 2):
             raise ValueError(f"{fn.__name__}: pack_gqa is a grid axis (0, 1 or 2) or None, got {pack_gqa!r}")
+        if not isinstance(ctas_per_sm, int) or not 0 <= ctas_per_sm <= 32:
+            raise ValueError(f"{fn.__name__}: ctas_per_sm is a number of blocks an SM (0: as many as fit), "
+                             f"got {ctas_per_sm!r}")
         self._jit_options = dict(stages=stages, warp_specialize=warp_specialize, registers=tuple(registers),
                                  pack_gqa=pack_gqa, swap_ab=bool(swap_ab), gather_pages=bool(gather_pages),
-                                 row_boxes=bool(row_boxes))
+                                 row_boxes=bool(row_boxes), ctas_per_sm=ctas_per_sm)
         self._variants = {}
         self._function = None
         self._source_key = None
@@ -67,6 +70,8 @@ class JITFunction:
         self.options = {"stages": stages, "warp_specialize": warp_specialize}
         if tuple(registers) != (0, 0):      # setmaxnreg: (producer, consumer) registers per thread
             self.options["registers"] = list(registers)
+        if ctas_per_sm:                     # the launch's shared memory (compiler.with_occupancy)
+            self.options["ctas_per_sm"] = ctas_per_sm
         # The GPU lowering's switches (jit's docstring), each a unit attribute `fakv.<name>` on the kernel.
         self.options.update((name, True) for name in _UNIT_OPTIONS if self._jit_options[name])
         names = self.params
@@ -416,7 +421,7 @@ def _kind(value):
 
 
 def jit(fn=None, *, stages=2, warp_specialize=True, registers=(0, 0), pack_gqa=None, swap_ab=False,
-        gather_pages=False, row_boxes=False):
+        gather_pages=False, row_boxes=False, ctas_per_sm=0):
     """Make `fn` a fakv kernel (see the module docstring). `pack_gqa=axis`:
     the kernel is written per query head h = program_id(axis) with kv head
     h // GROUP (GROUP a constexpr); fakv-pack-gqa packs the GROUP heads of a
@@ -429,7 +434,10 @@ def jit(fn=None, *, stages=2, warp_specialize=True, registers=(0, 0), pack_gqa=N
     paged load of pages smaller than its tile is gathered by the producer's
     threads with cp.async, not copied by a TMA box per page), `row_boxes` (a
     TMA-copied tile goes in boxes of at most 16 rows, each box's 64-channel
-    parts asked for together: an experiment, docs/decisions.md)."""
+    parts asked for together: an experiment, docs/decisions.md), `ctas_per_sm`
+    (at most that many of its blocks an SM: each launched with the shared
+    memory that leaves room for no more; 0: as many as fit)."""
     def make(f):
-        return JITFunction(f, stages, warp_specialize, registers, pack_gqa, swap_ab, gather_pages, row_boxes)
+        return JITFunction(f, stages, warp_specialize, registers, pack_gqa, swap_ab, gather_pages, row_boxes,
+                           ctas_per_sm)
     return make if fn is None else make(fn)

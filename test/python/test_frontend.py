@@ -407,6 +407,40 @@ def test_register_split_option(monkeypatch, tmp_path):
     decode.with_options(stages=3, swap_ab=True).clear()
 
 
+@pytest.mark.skipif(not HAS_PTXAS, reason="needs ptxas")
+def test_ctas_per_sm_option(monkeypatch, tmp_path):
+    """@fakv.jit(ctas_per_sm=N) launches each block with the shared memory
+    that leaves room for N a 228 KiB SM and no more (where the kernel needs
+    less), from a cache entry of its own; the same binary as without it."""
+    from fakv.compiler import with_occupancy
+    from fakv.interface import _kernels
+    monkeypatch.setenv("FAKV_COMPILE_ONLY", "1")
+    monkeypatch.setenv("FAKV_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("PATH", "/usr/local/cuda/bin:" + os.environ.get("PATH", ""))
+    decode = _kernels()[0]
+    two = decode.with_options(ctas_per_sm=2)
+    launched = dict(stages=3, swap_ab=True, row_boxes=True)     # (what the plan launches here)
+    for fn in (decode, two):
+        fn.with_options(**launched).clear()
+    q = np.zeros((1, 1, 8, 128), NP_BF16)
+    k = np.zeros((4, 64, 2, 128), NP_BF16)
+    table = np.arange(4, dtype=np.int32).reshape(1, 4)
+    for fn in (decode, two):
+        fakv.with_kernels(decode=fn)(q, k, k, cache_seqlens=200, block_table=table, num_splits=1)
+    a, b = (next(iter(fn.with_options(**launched)._compiled.values())) for fn in (decode, two))
+    needs = a.facts["kernels"][0]["smem_bytes"]
+    assert 3 * 2 * 64 * 128 * 2 <= needs < 228 * 1024 // 2 - 1024        # (three stages of K and V: two fit)
+    assert b.facts["kernels"][0]["smem_bytes"] == 228 * 1024 // 2 - 1024 > 228 * 1024 // 3
+    assert a.path != b.path and a.binary == b.binary
+    # Where the kernel needs more than the share, its own; 0 leaves the facts alone.
+    big = {"kernels": [{"smem_bytes": 150000}]}
+    assert with_occupancy(big, 2, "sm_90a")["kernels"][0]["smem_bytes"] == 150000
+    assert with_occupancy({"kernels": [{"smem_bytes": 70000}]}, 0, "sm_90a")["kernels"][0]["smem_bytes"] == 70000
+    assert with_occupancy({"kernels": [{"smem_bytes": 70000}]}, 3, "sm_90a")["kernels"][0]["smem_bytes"] == 76800
+    with pytest.raises(ValueError, match="ctas_per_sm is a number of blocks an SM"):
+        fakv.jit(ctas_per_sm=-1)(decode.fn)
+
+
 def test_cli_cubin(tmp_path):
     """--emit cubin: the PTX assembled in process (fakv.ptx), with the
     launch facts beside it."""

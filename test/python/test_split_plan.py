@@ -136,12 +136,15 @@ def test_ragged_plan_by_the_lengths_hint(monkeypatch, request):
     ((8, 32768, 16), 3),                            # (pages of 16: one more)
     ((32, 32768, 0), 2), ((32, 32768, 16), 2), ((32, 16384, 64), 2),    # one wave of 129-512-block programs
     ((32, 65536, 0), 3), ((32, 65536, 16), 3),      # (more than 512 blocks: not measured)
-    ((32, 1024, 0), 3), ((128, 1024, 0), 3), ((128, 8192, 0), 3), ((128, 32768, 256), 3),   # several waves
+    ((32, 1024, 0), 3), ((128, 1024, 0), 3), ((128, 4096, 256), 3),     # several waves of fewer than 128 blocks
+    ((128, 8192, 16), 3),                           # (pages of 16)
+    ((128, 8192, 0), 2), ((128, 32768, 256), 2), ((64, 8192, 64), 2),   # several waves, 128 blocks or more: two an SM
     ((8, 8192, 0), 3), ((1, 8192, 256), 3)])        # splits of fewer blocks
 def test_two_stages_where_measured_faster(shape, stages, monkeypatch, request):
     """A two-stage ring for swapped d128 calls of one wave of programs whose splits read 64-512 key blocks (split
     or not), one query row, pages of 16 one more up to 128 blocks; three elsewhere (interface._TWO_STAGES_WAVE,
-    _LONG_TWO_STAGES), and under ragged plans' adaptive splits."""
+    _LONG_TWO_STAGES), and under ragged plans' adaptive splits. Several waves of splits of 128 blocks or more,
+    copied by TMA, two stages too, at two programs an SM (ctas_per_sm; interface._WAVES_TWO_STAGES)."""
     from fakv import interface
     monkeypatch.setattr(interface, "_ADAPTIVE_SPLITS", None)     # (FAKV_ADAPTIVE_SPLITS unset)
     interface._plan.cache_clear()
@@ -149,6 +152,8 @@ def test_two_stages_where_measured_faster(shape, stages, monkeypatch, request):
     batch, seqlen, page = shape
     p = plan(batch, 1, 32, 8, 128, "bf16", bool(page), page or seqlen, seqlen, True, 0, 132, L2)
     assert p["decode_options"].get("swap_ab") and p["decode_options"]["stages"] == stages
+    several_waves = batch >= 64 and seqlen >= 8192 and page != 16
+    assert p["decode_options"].get("ctas_per_sm", 0) == (2 if several_waves else 0)
     mha = plan(8, 1, 32, 32, 128, "bf16", False, 8192, 8192, True, 0, 132, L2)
     assert mha["num_splits"] == 1 and mha["decode_options"]["stages"] == 2
     assert plan(8, 1, 32, 8, 64, "bf16", False, 8192, 8192, True, 0, 132, L2)["decode_options"]["stages"] == 3
