@@ -66,11 +66,10 @@ def decode(Q, K, V, Table, Seqlens, Out, Lse, OutPart, LsePart,
     bm, h, split = fl.program_id(axes[0]), fl.program_id(axes[1]), fl.program_id(2)
     m_blocks = (seqlen_q + SQ_BLOCK - 1) // SQ_BLOCK
     b, q0 = bm // m_blocks, (bm % m_blocks) * SQ_BLOCK
-    b = longest_first(Seqlens, b, capacity, LONGEST_FIRST) if LONGEST_FIRST else b     # longest first (splits.py)
+    b, old = longest_first(Seqlens, b, capacity, LONGEST_FIRST) if LONGEST_FIRST else (b, Seqlens[b])  # (splits.py)
     num_splits, kvh = fl.num_programs(2), h // GROUP
     # The keys: cache rows [pad, old + new_keys) after the padding; the new ones appended by append.py, or with
     # APPEND read from KNew / VNew. Bad lengths or padding are reported, and the sequence reads no key.
-    old = Seqlens[b]
     seqlen = old + new_keys
     bad = (old < 0) | (old > capacity - new_keys)         # (not seqlen > capacity: old + new_keys may wrap)
     fl.report(Errors, bad, fl.where(new_keys > 0, APPEND_ERROR + b, SEQLENS_ERROR + b))

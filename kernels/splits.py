@@ -42,17 +42,19 @@ def _hits(mask):
 
 @fakv.jit
 def longest_first(Seqlens, slot, capacity, BATCH: fl.constexpr):
-    """The sequence that program `slot` of a batch of several waves runs:
-    the batch in 4 bands of lengths below the longest (a quarter of it
-    wide), the longest band's sequences first, in index order within a band
-    (programs start in slot order, so the longest no longer end the call);
-    `slot` itself when no sequence is more than 1/8 longer than the mean.
-    The batch's lengths are one tile; counts are its reductions, and the
-    slot's sequence, the index-th of its band, is found by halving."""
+    """The sequence that program `slot` of a batch of several waves runs,
+    and its length as Seqlens has it: the batch in 4 bands of lengths below
+    the longest (a quarter of it wide), the longest band's sequences first,
+    in index order within a band (programs start in slot order, so the
+    longest no longer end the call); `slot` itself when no sequence is more
+    than 1/8 longer than the mean. The batch's lengths are one tile; counts
+    are its reductions, the slot's sequence, the index-th of its band, is
+    found by halving, and its length taken from the tile (no load after)."""
     tile = 1 << (BATCH - 1).bit_length()
     i = fl.arange(0, tile)
     valid = i < BATCH
-    n = fl.minimum(fl.maximum(fl.load(Seqlens, (tile,), (0,), (1,), bounds=(BATCH,), other=0), 0), capacity)
+    raw = fl.load(Seqlens, (tile,), (0,), (1,), bounds=(BATCH,), other=0)
+    n = fl.minimum(fl.maximum(raw, 0), capacity)
     longest, mean = fl.max(n, axis=0), fl.sum(n // BATCH, axis=0)      # (no sum to overflow int32)
     width = longest // 4 + 1               # band k: lengths in (longest - (k + 1) width, longest - k width]
     above1 = _hits(valid & (n > longest - width))             # sequences in bands 0, 0-1, 0-2
@@ -65,7 +67,8 @@ def longest_first(Seqlens, slot, capacity, BATCH: fl.constexpr):
         mid = (lo + hi) // 2
         enough = _hits(hit & (i <= mid)) >= index + 1
         lo, hi = fl.where(enough, lo, mid + 1), fl.where(enough, mid, hi)
-    return fl.where(near_equal(longest, mean), slot, lo)
+    seq = fl.where(near_equal(longest, mean), slot, lo)
+    return seq, fl.sum(fl.where(i == seq, raw, 0), axis=0)
 
 
 @fakv.jit

@@ -185,9 +185,11 @@ def test_ragged_lengths_planned_by_the_hint(monkeypatch, request, lengths, adapt
 
 
 @fakv.jit
-def _order_of(Seqlens, Out, capacity, BATCH: fl.constexpr):
+def _order_of(Seqlens, Out, Lengths, capacity, BATCH: fl.constexpr):
     slot = fl.program_id(0)
-    fl.store(Out + slot, fl.full((1,), 0, fl.int32) + longest_first(Seqlens, slot, capacity, BATCH), (0,), (1,))
+    seq, length = longest_first(Seqlens, slot, capacity, BATCH)
+    fl.store(Out + slot, fl.full((1,), 0, fl.int32) + seq, (0,), (1,))
+    fl.store(Lengths + slot, fl.full((1,), 0, fl.int32) + length, (0,), (1,))
 
 
 def _bands_order(lengths, capacity):
@@ -210,13 +212,14 @@ def _bands_order(lengths, capacity):
     ([7, 3000, 1, 2500, 900, 4095, 30, 2, 1800, 2200, 64, 3100, 5], [5, 11, 1, 3])])   # 13: not a power of 2
 def test_longest_first_order(lengths, first):
     """kernels/splits.py's longest_first, each slot's sequence through the kernel: a permutation of the batch,
-    the order _bands_order describes (its first slots written out)."""
+    the order _bands_order describes (its first slots written out), each with its length as given (unclamped)."""
     seqlens = np.array(lengths, np.int32)
-    got = np.zeros(len(lengths), np.int32)
-    _order_of[(len(lengths),)](seqlens, got, 4096, BATCH=len(lengths))
+    got, got_lengths = np.zeros(len(lengths), np.int32), np.zeros(len(lengths), np.int32)
+    _order_of[(len(lengths),)](seqlens, got, got_lengths, 4096, BATCH=len(lengths))
     assert sorted(got.tolist()) == list(range(len(lengths)))
     assert got.tolist()[:4] == first
     assert got.tolist() == _bands_order(lengths, 4096)
+    assert got_lengths.tolist() == seqlens[got].tolist()
 
 
 @pytest.mark.parametrize("page", [None, 64])
