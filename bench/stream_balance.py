@@ -15,11 +15,15 @@ Every block of 256 threads keeps UNROLL loads of 16 bytes a thread in
 flight (UNROLL 8: 32 KiB a block, a fakv ring's two stages are 64).
 `tmaS static N` / `tmaS dynamic C`: the same by TMA as a fakv decode program
 reads, one thread copying 1-D bulk pieces into a ring of S slots (tma2: 2 x
-32 KiB, tma4: 4 x 16, tma6: 6 x 16, tma8: 8 x 8, tma16: 16 x 4, tma32: 32 x 2) that four warps XOR out
-of shared memory, two blocks an SM (100 KiB of shared memory each). `tma2kv static N`, `tma2kv2k
-static N`, `tma3kv2k static N`: the buffer's halves read as a decode's K and V caches, a block the same
-share of each, each slot (2 or 3 of 32 KiB) half K and half V, by copies of 16 KiB or of 2 KiB (a fakv
-program's key and value blocks and its boxes' size). Each
+32 KiB, tma4: 4 x 16, tma6: 6 x 16, tma8: 8 x 8, tma16: 16 x 4, tma32: 32 x
+2) that four warps XOR out of shared memory, two blocks an SM (100 KiB of
+shared memory each). `tma2kv static N`, `tma2kv2k static N`, `tma3kv2k
+static N`: the buffer's halves read as a decode's K and V caches, a block
+the same share of each, each slot (2 or 3 of 32 KiB) half K and half V, by
+copies of 16 KiB or of 2 KiB (a fakv program's key and value blocks and
+its boxes' size). A static TMA way's `delay=NS` (`tma2 static 256
+delay=3000`) holds each block's first copy back NS nanoseconds (what a
+program's start costs before its first copy). Each
 way is checked against numpy's XOR of the buffer, then timed like
 bench_grid.py (a CUDA graph of calls over two buffers that never sit in L2,
 median of 10 replays a round, the ways interleaved over --rounds) next to
@@ -125,6 +129,8 @@ __device__ void tma_read(const char* src, size_t nbytes, size_t chunk, int dynam
   constexpr unsigned PART = KV ? SLOT / 2 : SLOT;
   size_t half = KV ? nbytes / 2 : nbytes;
   if (threadIdx.x == 0) {                        // the producer
+    if (!dynamic && chunk)                       // (a static way's `delay=NS`: the first copy that late)
+      while (now() - t0 < chunk) {}
     size_t per = ((half + gridDim.x - 1) / gridDim.x + 127) / 128 * 128;   // (bulk copies: 16-byte aligned)
     size_t lo = dynamic ? 0 : min(per * blockIdx.x, half), hi = dynamic ? 0 : min(lo + per, half);
     unsigned k = 0;
@@ -243,7 +249,8 @@ class Reader:
                 dynamic = arg[0] == "dynamic"
                 assert not (dynamic and "kv" in kind), f"{way}: the KV ways are static"
                 blocks = 2 * SMS if dynamic else int(arg[1])
-                chunk = int(arg[1]) * 1024 if dynamic else 0
+                delay = next((int(a[6:]) for a in arg[2:] if a.startswith("delay=")), 0)
+                chunk = int(arg[1]) * 1024 if dynamic else delay
                 self.kern[kind]((blocks,), (160,), (buf.data_ptr(), np.uint64(self.nbytes), np.uint64(chunk),
                                                     np.int32(dynamic), out, counters, stamp), shared_mem=100 * 1024)
             elif kind.startswith("static"):
@@ -267,7 +274,7 @@ class Reader:
         """The blocks' end times after the first block's start, µs (one launch, a static way)."""
         import numpy as np
         import torch
-        blocks = int(way.split()[-1])
+        blocks = int(next(a for a in way.split()[1:] if a.isdigit()))
         self.times.zero_()
         self.launch(way, 0, with_times=True)
         torch.cuda.synchronize()

@@ -205,7 +205,8 @@ def time_cells(cells, rounds, bare="", extra="", plan="planned"):
             timed = {f"fakv {plan}": [lambda i=i: call(i) for i in range(cell.copies)]}
             if bare:
                 reader = Reader(cell.kv_bytes)
-                for way in (f"{w.strip()} {cell.b * cell.hk}" for w in bare.split(",")):   # (a program a
+                for way in (" ".join(w.split()[:2] + [str(cell.b * cell.hk)] + w.split()[2:])   # (a program a
+                            for w in bare.split(",")):
                     reader.check(way)                                           # sequence and kv head: unsplit)
                     timed[way] = [lambda i=i, w=way: reader.launch(w, i) for i in (0, 1)]
             us = {k: [] for k in timed}
