@@ -42,7 +42,8 @@ x kv heads (stream_balance.py's ways; rounds interleaved), its decode
 assembled through this script either way, patched as the environment says:
 FAKV_PTX_PAD=N (N bytes of static shared memory more a program: fewer
 programs an SM), FAKV_PTX_PREFETCH=1 (prefetch.tensormap of its TMA
-descriptors at entry). What was measured with them: docs/decisions.md,
+descriptors at entry), FAKV_PTX_TABLE=L1|L2 (the sequence's block-table
+row prefetched into that cache beside its length's load). What was measured with them: docs/decisions.md,
 "Where a one-wave decode's time goes (session 28)".
 """
 import argparse
@@ -57,12 +58,25 @@ REGION_BITS = 29                                    # a call's region: its K cac
 MIN_SLOTS, MAX_SLOTS = (0, 1, 3, 5), (2, 4, 6)       # entry, first copy, first data, exit; their maxima
 
 
-def patch(ptx, base=None, pad=0, prefetch=False, light=False):
+def patch(ptx, base=None, pad=0, prefetch=False, light=False, table=""):
     """The decode kernel's PTX with the timeline's reductions into the buffer at `base` (None: none;
     `light`: only the entry, by thread 0, and the exit, by thread 128); `pad` bytes of static shared
     memory more a program (fewer programs an SM); `prefetch`: its TMA descriptors prefetched
-    (prefetch.tensormap) at entry."""
+    (prefetch.tensormap) at entry; `table` ("L1" or "L2"): the sequence's block-table row prefetched
+    into that cache right after its length's load is issued (a kernel that loads Seqlens[b] itself)."""
     lines, out, waiting = ptx.split("\n"), [], False
+    if table:
+        seq = next((i for i, t in enumerate(lines) if "[decode_param_4]" in t), None)
+        for i in range(seq or len(lines), min(len(lines) - 2, (seq or 0) + 24)):
+            m = re.match(r"\s*mul\.wide\.s32\s+(%rd\d+), (%r\d+), 4;", lines[i])
+            if m and "ld.global.b32" in lines[i + 2] and m.group(1) in lines[i + 1]:
+                row = m.group(2)              # b, the sequence: the prefetch goes after its length's load
+                lines[i + 2] += ("\n\tld.param.b64 \t%tpa, [decode_param_3];\n\tld.param.b32 \t%tps, [decode_param_15];"
+                                 f"\n\tmul.lo.s32 \t%tps, {row}, %tps;\n\tmul.wide.s32 \t%tpo, %tps, 4;"
+                                 f"\n\tadd.s64 \t%tpa, %tpa, %tpo;\n\tprefetch.global.{table} \t[%tpa];")
+                break
+        else:
+            raise SystemExit("timeline.py: FAKV_PTX_TABLE: no load of Seqlens[b] to put the prefetch after")
     entry = next(i for i, s in enumerate(lines) if ".entry decode(" in s)
     body = next(i for i in range(entry, len(lines)) if lines[i].strip() == "{")
     maps = [m.group(1) for m in (re.search(r"\.align 64 \.b8 (\w+)\[128\]", s) for s in lines[entry:body]) if m]
@@ -82,6 +96,7 @@ def patch(ptx, base=None, pad=0, prefetch=False, light=False):
         if i == entry and pad:
             out.append(f".shared .align 1024 .b8 fakv_pad[{pad}];")
         if i == regs:
+            out += ["\t.reg .b64 \t%tpa, %tpo;", "\t.reg .b32 \t%tps;"] if table else []
             out += ["\t.reg .b64 \t%tlb, %tlt, %tlk;", "\t.reg .b32 \t%tli, %tlj, %tln;",
                     "\t.reg .pred \t%tlc, %tl0;", "\tmov.u32 \t%tlj, %tid.x;", "\tsetp.eq.u32 \t%tlc, %tlj, 128;",
                     "\tsetp.eq.u32 \t%tl0, %tlj, 0;"]
@@ -122,7 +137,8 @@ def assemble(argv):
     if ".entry decode(" in ptx:
         with open(src, "w") as f:
             f.write(patch(ptx, int(at) if at else None, int(os.environ.get("FAKV_PTX_PAD", "0")),
-                          os.environ.get("FAKV_PTX_PREFETCH") == "1", os.environ.get("FAKV_TIMELINE_LIGHT") == "1"))
+                          os.environ.get("FAKV_PTX_PREFETCH") == "1", os.environ.get("FAKV_TIMELINE_LIGHT") == "1",
+                          os.environ.get("FAKV_PTX_TABLE", "")))
     ptxas = os.environ.get("FAKV_TIMELINE_PTXAS", "/usr/local/cuda/bin/ptxas")
     sys.exit(subprocess.run([ptxas] + argv).returncode)
 
@@ -218,7 +234,8 @@ def time_cells(cells, rounds, bare="", extra="", plan="planned"):
                 print(f"{spec}: {k} {statistics.median(t):.1f} us [{min(t):.1f}-{max(t):.1f}]"
                       f" {cell.kv_bytes / statistics.median(t) / 1e6 / copy:.1%} of copy ({copy:.2f} TB/s)"
                       + ("" if not k.startswith("fakv") else
-                         f"; pad {os.environ.get('FAKV_PTX_PAD', '0')} prefetch {os.environ.get('FAKV_PTX_PREFETCH', '0')}"),
+                         f"; pad {os.environ.get('FAKV_PTX_PAD', '0')} prefetch {os.environ.get('FAKV_PTX_PREFETCH', '0')}"
+                         f" table {os.environ.get('FAKV_PTX_TABLE', '-')}"),
                       flush=True)
 
 
