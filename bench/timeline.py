@@ -30,8 +30,11 @@ thread at entry and exit, one at each copy and slot wait); `--light` keeps
 the entry (thread 0) and the exit (thread 128) only, two reductions a
 program, and times like the bare ring on one wave (not on several: b128
 s8K's light calls took 1075-1107 us against 947-977 plain, session 29).
---dump DIR also writes each cell's timelines (ns, one array a call) to
-DIR/<cell>.npz; --shapes adds cells beside bench_grid.py's.
+`--first` keeps those two and adds the first copy (the producer's first
+expect_tx) and the first data (thread 128's first slot), once a program
+each: where a program's start goes. --dump DIR also writes each cell's
+timelines (ns, one array a call) to DIR/<cell>.npz; --shapes adds cells
+beside bench_grid.py's.
 
     python bench/timeline.py --time 3 [--cells ...] [--plan stages=2+ctas=2] [--bare "tma2kv static,..."]
 
@@ -58,9 +61,10 @@ REGION_BITS = 29                                    # a call's region: its K cac
 MIN_SLOTS, MAX_SLOTS = (0, 1, 3, 5), (2, 4, 6)       # entry, first copy, first data, exit; their maxima
 
 
-def patch(ptx, base=None, pad=0, prefetch=False, light=False, table=""):
+def patch(ptx, base=None, pad=0, prefetch=False, light=False, table="", first=False):
     """The decode kernel's PTX with the timeline's reductions into the buffer at `base` (None: none;
-    `light`: only the entry, by thread 0, and the exit, by thread 128); `pad` bytes of static shared
+    `light`: only the entry, by thread 0, and the exit, by thread 128; `first`: those and the first copy
+    and the first data, once a program); `pad` bytes of static shared
     memory more a program (fewer programs an SM); `prefetch`: its TMA descriptors prefetched
     (prefetch.tensormap) at entry; `table` ("L1" or "L2"): the sequence's block-table row prefetched
     into that cache right after its length's load is issued (a kernel that loads Seqlens[b] itself)."""
@@ -92,6 +96,7 @@ def patch(ptx, base=None, pad=0, prefetch=False, light=False, table=""):
             op = "min" if s in MIN_SLOTS else "max"
             code.append(f"\t{pred}red.global.{op}.u64 \t[%tlb+{8 * s}], %tlt;")
         return code
+    light = light or first
     for i, s in enumerate(lines):
         if i == entry and pad:
             out.append(f".shared .align 1024 .b8 fakv_pad[{pad}];")
@@ -100,6 +105,8 @@ def patch(ptx, base=None, pad=0, prefetch=False, light=False, table=""):
             out += ["\t.reg .b64 \t%tlb, %tlt, %tlk;", "\t.reg .b32 \t%tli, %tlj, %tln;",
                     "\t.reg .pred \t%tlc, %tl0;", "\tmov.u32 \t%tlj, %tid.x;", "\tsetp.eq.u32 \t%tlc, %tlj, 128;",
                     "\tsetp.eq.u32 \t%tl0, %tlj, 0;"]
+            out += ["\t.reg .pred \t%tlf, %tlg, %tlq;", "\tsetp.eq.u32 \t%tlf, %tlj, %tlj;",
+                    "\tsetp.eq.u32 \t%tlg, %tlj, %tlj;"] if first else []
             for m in maps if prefetch else ():
                 out += [f"\tmov.b64 \t%tlk, {m};", "\tcvta.param.u64 \t%tlk, %tlk;", "\tprefetch.tensormap \t[%tlk];"]
             if pad:
@@ -116,6 +123,8 @@ def patch(ptx, base=None, pad=0, prefetch=False, light=False, table=""):
                         ] + stamp(0, pred="@%tl0 " if light else "")
         if "mbarrier.arrive.expect_tx" in s and i > regs and not light:
             out += stamp(1, 2)
+        elif "mbarrier.arrive.expect_tx" in s and i > regs and first:       # (one thread: the producer's)
+            out += stamp(1, pred="@%tlf ") + ["\tsetp.ne.u32 \t%tlf, %tlj, %tlj;"]
         if re.match(r"\s*ret;", s):
             out += stamp(5, 6, pred="@%tlc " if light else "")
         out.append(s)
@@ -123,6 +132,10 @@ def patch(ptx, base=None, pad=0, prefetch=False, light=False, table=""):
             waiting = True
         elif waiting and "end inline asm" in s and not light:
             out += stamp(3, 4, pred="@%tlc ")
+            waiting = False
+        elif waiting and "end inline asm" in s and first:
+            out += ["\tand.pred \t%tlq, %tlc, %tlg;"] + stamp(3, pred="@%tlq ") + [
+                "\t@%tlc setp.ne.u32 \t%tlg, %tlj, %tlj;"]
             waiting = False
     return "\n".join(out)
 
@@ -138,7 +151,7 @@ def assemble(argv):
         with open(src, "w") as f:
             f.write(patch(ptx, int(at) if at else None, int(os.environ.get("FAKV_PTX_PAD", "0")),
                           os.environ.get("FAKV_PTX_PREFETCH") == "1", os.environ.get("FAKV_TIMELINE_LIGHT") == "1",
-                          os.environ.get("FAKV_PTX_TABLE", "")))
+                          os.environ.get("FAKV_PTX_TABLE", ""), os.environ.get("FAKV_TIMELINE_FIRST") == "1"))
     ptxas = os.environ.get("FAKV_TIMELINE_PTXAS", "/usr/local/cuda/bin/ptxas")
     sys.exit(subprocess.run([ptxas] + argv).returncode)
 
@@ -245,6 +258,8 @@ def main():
     ap.add_argument("--replays", type=int, default=5)
     ap.add_argument("--light", action="store_true",
                     help="fakv's entry (thread 0) and exit (thread 128) only: two reductions a program")
+    ap.add_argument("--first", action="store_true",
+                    help="as --light, and the first copy and the first data: four reductions a program")
     ap.add_argument("--shapes", default="", help='more cells: "NAME=batch,seqlen_k,heads,kv_heads,head_dim;..."')
     ap.add_argument("--plan", default="planned", help="with --time: fakv's plan as plan_variants.py's variant "
                     "of that name has it (stages=2, ...)")
@@ -263,7 +278,8 @@ def main():
     import torch
     buf = torch.zeros((64, PROGRAMS, SLOT // 8), dtype=torch.int64, device="cuda")
     cells = fakv_cells(args.cells, "fakv-timeline", min_copies=2, extra=args.shapes,              # (two calls: the gap between)
-                       FAKV_TIMELINE_LIGHT="1" if args.light else "0", FAKV_TIMELINE_AT=str(buf.data_ptr()))
+                       FAKV_TIMELINE_LIGHT="1" if args.light else "0", FAKV_TIMELINE_FIRST="1" if args.first else "0",
+                       FAKV_TIMELINE_AT=str(buf.data_ptr()))
     from stream_balance import Reader
 
     def reset():

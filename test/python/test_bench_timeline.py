@@ -1,0 +1,84 @@
+"""bench/timeline.py's PTX patches (what its GPU measurements rest on), on
+the decode kernel's PTX of two planned calls, without a GPU: each mode adds
+the stamps it says, where it says, and ptxas takes the result for sm_90a."""
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+import timeline  # noqa: E402
+
+PTXAS = shutil.which("ptxas") or "/usr/local/cuda/bin/ptxas"
+needs_ptxas = pytest.mark.skipif(not os.path.exists(PTXAS), reason="needs ptxas")
+CALLS = {"paged": "batch=128,heads=32,kv_heads=8,head_dim=128,page_size=256,seqlen_k=1024,causal=True,num_splits=0",
+         "longest first": "batch=128,heads=32,kv_heads=8,head_dim=128,page_size=0,seqlen_k=8192,causal=True,"
+                          "num_splits=0"}
+BASE = 0x7f0000000000
+
+
+@pytest.fixture(scope="module")
+def ptxs(tmp_path_factory):
+    out = {}
+    for name, call in CALLS.items():
+        path = tmp_path_factory.mktemp("ptx") / "decode.ptx"
+        subprocess.run([sys.executable, "-m", "fakv.compile", os.path.join(ROOT, "kernels", "decode.py"), "--emit",
+                        "ptx", "--attention", call, "-o", str(path)], check=True,
+                       env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "frontend")))
+        out[name] = path.read_text()
+    return out
+
+
+def _reductions(ptx):
+    """(predicate, op, slot) of each timeline reduction into the buffer."""
+    return re.findall(r"(@%\w+ )?red\.global\.(min|max)\.u64 \t\[%tlb\+(\d+)\]", ptx)
+
+
+def _assembles(ptx, tmp_path):
+    src = tmp_path / "k.ptx"
+    src.write_text(ptx)
+    subprocess.run([PTXAS, "-arch=sm_90a", str(src), "-o", str(tmp_path / "k.cubin")], check=True)
+
+
+@needs_ptxas
+@pytest.mark.parametrize("name", list(CALLS))
+def test_modes_stamp_what_they_say(ptxs, name, tmp_path):
+    ptx = ptxs[name]
+    assert not _reductions(ptx)
+    light = timeline.patch(ptx, BASE, light=True)
+    slots = sorted(int(s) // 8 for _, _, s in _reductions(light))
+    assert slots.count(0) == 1 and slots.count(7) == 1 and set(slots) == {0, 5, 6, 7}   # entry, exit, SM
+    first = timeline.patch(ptx, BASE, first=True)
+    reds = _reductions(first)
+    # The first copy stamped at each expect_tx under a flag the stamp clears (the producer's thread: once);
+    # the first data after each slot wait, by thread 128, under a flag that wait clears.
+    copies = [r for r in reds if r[2] == "8"]
+    assert copies and all(p == "@%tlf " and op == "min" for p, op, _ in copies)
+    assert len(re.findall(r"setp\.ne\.u32 \t%tlf, %tlj, %tlj;", first)) == len(copies)
+    data = [r for r in reds if r[2] == "24"]
+    assert data and all(p == "@%tlq " for p, _, _ in data)
+    assert {int(s) // 8 for _, _, s in reds} == {0, 1, 3, 5, 6, 7}
+    heavy = timeline.patch(ptx, BASE)
+    assert {int(s) // 8 for _, _, s in _reductions(heavy)} == {0, 1, 2, 3, 4, 5, 6, 7}
+    for patched in (light, first, heavy, timeline.patch(ptx, None, pad=4096, prefetch=True)):
+        _assembles(patched, tmp_path)
+
+
+@needs_ptxas
+def test_table_prefetch_after_the_length_load(ptxs, tmp_path):
+    """FAKV_PTX_TABLE: the block-table row of the sequence whose length was just loaded, prefetched into the
+    cache named; a kernel that takes its length from longest first's tile has no such load: refused."""
+    ptx = ptxs["paged"]
+    patched = timeline.patch(ptx, None, table="L2")
+    lines = patched.split("\n")
+    at = next(i for i, s in enumerate(lines) if "prefetch.global.L2" in s)
+    assert "ld.global.b32" in lines[at - 6] and "[decode_param_3]" in lines[at - 5]
+    row = re.search(r"mul\.lo\.s32 \t%tps, (%r\d+), %tps;", patched).group(1)
+    assert re.search(rf"mul\.wide\.s32\s+%rd\d+, {row}, 4;", ptx)          # b: Seqlens[b]'s index
+    _assembles(patched, tmp_path)
+    with pytest.raises(SystemExit, match="no load of Seqlens"):
+        timeline.patch(ptxs["longest first"], None, table="L1")
