@@ -22,7 +22,9 @@ fresh FAKV_CACHE_DIR. The bare read is stream_balance.py's `tma2 static N`
 Prints, per implementation, over the last replay: the calls' durations (first
 entry to last exit) and the gaps between them, and over the programs (times
 after the call's first entry, µs, median and max): entry, first copy, first
-data, last data, exit; the exits' p10 / median / max; for fakv, how many SMs
+data, last data, exit; the exits' p10 / median / max; where both are
+stamped, each program's entry to first copy and first copy to first data
+(median, p90); for fakv, how many SMs
 ran one, two (three) programs (%smid), their exits, and the last programs
 out. The reductions cost: an instrumented call is 2-10 % slower than a
 plain one, starts later and ends in a tail of its own (a reduction by every
@@ -171,6 +173,11 @@ def summary(name, calls):
         exit_ = np.sort(rel[:, 6])
         print("  " + "; ".join(f"{k} {np.median(v):.2f}/{v.max():.2f}" for k, v in cols.items() if v.max() > -1e6)
               + f"; exits p10 {exit_[len(exit_) // 10]:.1f} median {exit_[len(exit_) // 2]:.1f} max {exit_[-1]:.1f}")
+        if rel[:, 1].max() > -1e6 and rel[:, 3].max() > -1e6:       # each program's start (median, p90), µs
+            copy, data = rel[:, 1] - rel[:, 0], rel[:, 3] - rel[:, 1]
+            print(f"    a program's start: entry to first copy {np.median(copy):.2f} (p90 "
+                  f"{np.percentile(copy, 90):.2f}), first copy to first data {np.median(data):.2f} (p90 "
+                  f"{np.percentile(data, 90):.2f})")
         if t.shape[1] > 7:                              # programs an SM: how many SMs, their exits
             sms, inverse, counts = np.unique(t[:, 7], return_inverse=True, return_counts=True)
             count = counts[inverse]
