@@ -253,10 +253,9 @@ def time_cells(cells, rounds, bare="", extra="", plan="planned"):
             for k, t in us.items():
                 print(f"{spec}: {k} {statistics.median(t):.1f} us [{min(t):.1f}-{max(t):.1f}]"
                       f" {cell.kv_bytes / statistics.median(t) / 1e6 / copy:.1%} of copy ({copy:.2f} TB/s)"
-                      + ("" if not k.startswith("fakv") else
-                         f"; pad {os.environ.get('FAKV_PTX_PAD', '0')} prefetch {os.environ.get('FAKV_PTX_PREFETCH', '0')}"
-                         f" table {os.environ.get('FAKV_PTX_TABLE', '-')}"),
-                      flush=True)
+                      + ("" if not k.startswith("fakv") else "; " + " ".join(
+                          f"{name} {os.environ.get('FAKV_PTX_' + name.upper(), '-')}"
+                          for name in ("pad", "prefetch", "table"))), flush=True)
 
 
 def main():
@@ -276,15 +275,15 @@ def main():
     ap.add_argument("--dump", metavar="DIR", help="also write each cell's timelines (ns; fakv's and the bare "
                     "read's, one (programs, 8) array a call) to DIR/<cell>.npz")
     ap.add_argument("--time", type=int, default=0, metavar="ROUNDS",
-                    help="only time fakv on the cells (bench_grid.py's way; FAKV_PTX_PAD / FAKV_PTX_PREFETCH "
-                         "as the environment says), ROUNDS rounds")
+                    help="only time fakv on the cells (bench_grid.py's way; FAKV_PTX_PAD / FAKV_PTX_PREFETCH / "
+                         "FAKV_PTX_TABLE as the environment says), ROUNDS rounds")
     args = ap.parse_args()
     if args.time:
         return time_cells(args.cells, args.time, args.bare, args.shapes, args.plan)
     import numpy as np
     import torch
     buf = torch.zeros((64, PROGRAMS, SLOT // 8), dtype=torch.int64, device="cuda")
-    cells = fakv_cells(args.cells, "fakv-timeline", min_copies=2, extra=args.shapes,              # (two calls: the gap between)
+    cells = fakv_cells(args.cells, "fakv-timeline", min_copies=2, extra=args.shapes,   # (two calls: a gap between)
                        FAKV_TIMELINE_LIGHT="1" if args.light else "0", FAKV_TIMELINE_FIRST="1" if args.first else "0",
                        FAKV_TIMELINE_AT=str(buf.data_ptr()))
     from stream_balance import Reader
