@@ -250,10 +250,14 @@ class Reader:
                 assert not (dynamic and "kv" in kind), f"{way}: the KV ways are static"
                 blocks = 2 * SMS if dynamic else int(arg[1])
                 delay = next((int(a[6:]) for a in arg[2:] if a.startswith("delay=")), 0)
+                assert not (dynamic and delay), f"{way}: delay= is a static way's"
+                assert not with_times or times_at + 4 * blocks <= self.times.numel(), f"{way}: too many blocks to time"
                 chunk = int(arg[1]) * 1024 if dynamic else delay
                 self.kern[kind]((blocks,), (160,), (buf.data_ptr(), np.uint64(self.nbytes), np.uint64(chunk),
                                                     np.int32(dynamic), out, counters, stamp), shared_mem=100 * 1024)
             elif kind.startswith("static"):
+                assert len(arg) == 1, f"{way}: a load way takes its block count only"
+                assert not with_times or times_at + 4 * int(arg[0]) <= self.times.numel(), f"{way}: too many to time"
                 self.kern[kind]((int(arg[0]),), (256,), (buf.data_ptr(), np.uint64(n), out, stamp))
             else:
                 chunk = int(arg[0]) * 1024 // 16

@@ -158,8 +158,9 @@ def assemble(argv):
     sys.exit(subprocess.run([ptxas] + argv).returncode)
 
 
-def summary(name, calls):
-    """Prints the timeline of `calls`: one (programs, 7) array of times (ns) a call."""
+def summary(name, calls, copies_stamped=True):
+    """Prints the timeline of `calls`: one (programs, 7) array of times (ns) a call (`copies_stamped`: its
+    first copy stamped apart from its entry; the bare ring's is not: its first data is timed from entry)."""
     import numpy as np
     calls = sorted(calls, key=lambda t: t[:, 0].min())
     spans = [(t[:, 0].min(), t[:, 6].max()) for t in calls]
@@ -173,10 +174,15 @@ def summary(name, calls):
         exit_ = np.sort(rel[:, 6])
         print("  " + "; ".join(f"{k} {np.median(v):.2f}/{v.max():.2f}" for k, v in cols.items() if v.max() > -1e6)
               + f"; exits p10 {exit_[len(exit_) // 10]:.1f} median {exit_[len(exit_) // 2]:.1f} max {exit_[-1]:.1f}")
-        if rel[:, 1].max() > -1e6 and rel[:, 3].max() > -1e6:       # each program's start (median, p90), µs
-            copy, data = rel[:, 1] - rel[:, 0], rel[:, 3] - rel[:, 1]
+        stamped = (t[:, 1] != -1) & (t[:, 3] != -1)     # (a program that copied nothing keeps its slots unset)
+        if copies_stamped and stamped.any():            # each program's start (median, p90), µs
+            copy, data = (rel[stamped, 1] - rel[stamped, 0]), (rel[stamped, 3] - rel[stamped, 1])
             print(f"    a program's start: entry to first copy {np.median(copy):.2f} (p90 "
                   f"{np.percentile(copy, 90):.2f}), first copy to first data {np.median(data):.2f} (p90 "
+                  f"{np.percentile(data, 90):.2f})")
+        elif stamped.any():
+            data = rel[stamped, 3] - rel[stamped, 0]
+            print(f"    a program's start: entry to first data {np.median(data):.2f} (p90 "
                   f"{np.percentile(data, 90):.2f})")
         if t.shape[1] > 7:                              # programs an SM: how many SMs, their exits
             sms, inverse, counts = np.unique(t[:, 7], return_inverse=True, return_counts=True)
@@ -227,8 +233,8 @@ def time_cells(cells, rounds, bare="", extra="", plan="planned"):
     """Prints fakv's GPU time a call on each of `cells`: bench_grid.py's cell and timing (a CUDA graph over
     its copies, 0.1 s of replays first), median and range of `rounds` rounds, the PTX patched as the
     environment says (assemble()); `bare`: and, interleaved with it round by round, the bare TMA reads of
-    the same bytes by as many blocks as fakv has programs (stream_balance.py's ways, "tma2 static,..."
-    without N); `plan`: fakv's plan as plan_variants.py's variant of that name has it."""
+    the same bytes by batch x kv heads blocks (an unsplit call's programs; stream_balance.py's ways,
+    "tma2 static,..." without N); `plan`: fakv's plan as plan_variants.py's variant of that name has it."""
     import statistics
     checked = fakv_cells(cells, "fakv-ptx", extra=extra)
     from timing import graph_time_ms
@@ -241,9 +247,10 @@ def time_cells(cells, rounds, bare="", extra="", plan="planned"):
             timed = {f"fakv {plan}": [lambda i=i: call(i) for i in range(cell.copies)]}
             if bare:
                 reader = Reader(cell.kv_bytes)
-                for way in (" ".join(w.split()[:2] + [str(cell.b * cell.hk)] + w.split()[2:])   # (a program a
-                            for w in bare.split(",")):
-                    reader.check(way)                                           # sequence and kv head: unsplit)
+                for w in bare.split(","):                       # (a program a sequence and kv head: unsplit)
+                    assert not any(a.isdigit() for a in w.split()), f"--bare {w!r}: the block count is the cell's"
+                    way = " ".join(w.split()[:2] + [str(cell.b * cell.hk)] + w.split()[2:])
+                    reader.check(way)
                     timed[way] = [lambda i=i, w=way: reader.launch(w, i) for i in (0, 1)]
             us = {k: [] for k in timed}
             for _ in range(rounds):
@@ -326,7 +333,7 @@ def main():
         replay([lambda i=i: reader.launch(way, i, with_times=True, times_at=4 * blocks * i) for i in (0, 1)])
         rt = reader.times[:8 * blocks].view(2, blocks, 4).cpu().numpy().astype(np.int64)
         bare = [np.stack([r[:, 0], r[:, 0], r[:, 0], r[:, 1], r[:, 2], r[:, 3], r[:, 3]], 1) for r in rt]
-        summary("  bare", bare)
+        summary("  bare", bare, copies_stamped=False)
         if args.dump:
             os.makedirs(args.dump, exist_ok=True)
             name = re.sub(r"\W+", "_", spec.replace("@", " at ").replace("<=", " le "))

@@ -93,8 +93,9 @@ def main(argv=None):
     ap.add_argument("--attention", help="shapes of a flash_attn_with_kvcache call (see above)")
     ap.add_argument("--stages", type=int, default=2)
     ap.add_argument("--no-warp-specialize", action="store_true")
-    ap.add_argument("--ctas-per-sm", type=int, default=0,
-                    help="at most N blocks an SM: the launch's shared memory raised to leave room for no more")
+    ap.add_argument("--ctas-per-sm", type=int, default=0, choices=range(0, 33), metavar="N",
+                    help="at most N blocks an SM: the launch's shared memory raised to leave room for no more "
+                    "(with --attention too, like --stages: this flag's, not the plan's)")
     ap.add_argument("--registers", default="0,0",
                     help="P,C: registers per producer / consumer thread moved with setmaxnreg (0,0: none)")
     ap.add_argument("-o", "--output", help="output file (required for cubin)")

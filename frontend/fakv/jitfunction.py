@@ -38,7 +38,7 @@ class JITFunction:
         self.fn = fn
         if pack_gqa not in (None, 0, 1, 2):
             raise ValueError(f"{fn.__name__}: pack_gqa is a grid axis (0, 1 or 2) or None, got {pack_gqa!r}")
-        if not isinstance(ctas_per_sm, int) or not 0 <= ctas_per_sm <= 32:
+        if type(ctas_per_sm) is not int or not 0 <= ctas_per_sm <= 32:
             raise ValueError(f"{fn.__name__}: ctas_per_sm is a number of blocks an SM (0: as many as fit), "
                              f"got {ctas_per_sm!r}")
         self._jit_options = dict(stages=stages, warp_specialize=warp_specialize, registers=tuple(registers),

@@ -77,8 +77,14 @@ def test_table_prefetch_after_the_length_load(ptxs, tmp_path):
     lines = patched.split("\n")
     at = next(i for i, s in enumerate(lines) if "prefetch.global.L2" in s)
     assert "ld.global.b32" in lines[at - 6] and "[decode_param_3]" in lines[at - 5]
+    # The row's register is b: the program's sequence (ctaid.y over the query blocks), Seqlens[b]'s index.
     row = re.search(r"mul\.lo\.s32 \t%tps, (%r\d+), %tps;", patched).group(1)
-    assert re.search(rf"mul\.wide\.s32\s+%rd\d+, {row}, 4;", ptx)          # b: Seqlens[b]'s index
+    seqlens = re.search(r"ld\.param\.b64 \t(%rd\d+), \[decode_param_4\];", ptx).group(1)
+    index = re.search(rf"mul\.wide\.s32 \t(%rd\d+), {row}, 4;", ptx).group(1)
+    address = re.search(rf"add\.s64 \t(%rd\d+), {seqlens}, {index};", ptx).group(1)
+    assert re.search(rf"ld\.global\.b32 \t%r\d+, \[{address}\];", ptx)
+    program = re.search(rf"div\.s32 \t{row}, (%r\d+), %r\d+;", ptx).group(1)
+    assert re.search(rf"mov\.u32 \t{program}, %ctaid\.y;", ptx)
     _assembles(patched, tmp_path)
     with pytest.raises(SystemExit, match="no load of Seqlens"):
         timeline.patch(ptxs["longest first"], None, table="L1")

@@ -432,13 +432,25 @@ def test_ctas_per_sm_option(monkeypatch, tmp_path):
     assert 3 * 2 * 64 * 128 * 2 <= needs < 228 * 1024 // 2 - 1024        # (three stages of K and V: two fit)
     assert b.facts["kernels"][0]["smem_bytes"] == 228 * 1024 // 2 - 1024 > 228 * 1024 // 3
     assert a.path != b.path and a.binary == b.binary
+    # From the disk cache: the raised facts again. ctas_per_sm=0 is the kernel's own entry.
+    two.with_options(**launched).clear()
+    fakv.with_kernels(decode=two)(q, k, k, cache_seqlens=200, block_table=table, num_splits=1)
+    hit = next(iter(two.with_options(**launched)._compiled.values()))
+    assert hit.cache == "hit" and hit.facts["kernels"][0]["smem_bytes"] == 228 * 1024 // 2 - 1024
+    zero = two.with_options(ctas_per_sm=0).with_options(**launched)
+    zero.clear()
+    fakv.with_kernels(decode=two.with_options(ctas_per_sm=0))(q, k, k, cache_seqlens=200, block_table=table,
+                                                              num_splits=1)
+    again = next(iter(zero._compiled.values()))
+    assert again.cache == "hit" and again.path == a.path and again.facts["kernels"][0]["smem_bytes"] == needs
     # Where the kernel needs more than the share, its own; 0 leaves the facts alone.
     big = {"kernels": [{"smem_bytes": 150000}]}
     assert with_occupancy(big, 2, "sm_90a")["kernels"][0]["smem_bytes"] == 150000
     assert with_occupancy({"kernels": [{"smem_bytes": 70000}]}, 0, "sm_90a")["kernels"][0]["smem_bytes"] == 70000
     assert with_occupancy({"kernels": [{"smem_bytes": 70000}]}, 3, "sm_90a")["kernels"][0]["smem_bytes"] == 76800
-    with pytest.raises(ValueError, match="ctas_per_sm is a number of blocks an SM"):
-        fakv.jit(ctas_per_sm=-1)(decode.fn)
+    for bad in (-1, 33, True, 2.0):
+        with pytest.raises(ValueError, match="ctas_per_sm is a number of blocks an SM"):
+            fakv.jit(ctas_per_sm=bad)(decode.fn)
 
 
 def test_cli_cubin(tmp_path):

@@ -154,6 +154,13 @@ def test_two_stages_where_measured_faster(shape, stages, monkeypatch, request):
     assert p["decode_options"].get("swap_ab") and p["decode_options"]["stages"] == stages
     several_waves = batch >= 64 and seqlen >= 8192 and page != 16
     assert p["decode_options"].get("ctas_per_sm", 0) == (2 if several_waves else 0)
+    if several_waves:        # not for new keys, several query rows, other head dims (not measured there)
+        for other in (plan(batch, 1, 32, 8, 128, "bf16", bool(page), page or seqlen, seqlen, True, 0, 132, L2,
+                           appending=True),
+                      plan(batch, 2, 32, 8, 128, "bf16", bool(page), page or seqlen, seqlen, True, 0, 132, L2),
+                      plan(batch, 1, 32, 8, 64, "bf16", bool(page), page or seqlen, seqlen, True, 0, 132, L2),
+                      plan(batch, 1, 32, 8, 256, "bf16", bool(page), page or seqlen, seqlen, True, 0, 132, L2)):
+            assert "ctas_per_sm" not in other["decode_options"]
     mha = plan(8, 1, 32, 32, 128, "bf16", False, 8192, 8192, True, 0, 132, L2)
     assert mha["num_splits"] == 1 and mha["decode_options"]["stages"] == 2
     assert plan(8, 1, 32, 8, 64, "bf16", False, 8192, 8192, True, 0, 132, L2)["decode_options"]["stages"] == 3
