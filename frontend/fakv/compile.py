@@ -11,7 +11,10 @@ TYPE: *bf16 / *f16 / *f32 / *i32 for a pointer (a tensor argument), or i1,
 i32, i64, f32 for a scalar. VALUE: a Python literal. --attention gives the
 specialisation fakv.flash_attn_with_kvcache would use for decode.py or
 combine.py (keys: batch, seqlen_q, heads, kv_heads, head_dim, page_size
-(0 = contiguous), seqlen_k, causal, num_splits, dtype).
+(0 = contiguous), seqlen_k, causal, num_splits, dtype), compiled with the
+options that call launches it with (ring depth, blocks an SM, registers,
+warp roles) unless --stages, --ctas-per-sm, --registers or
+--no-warp-specialize say otherwise.
 """
 import argparse
 import ast
@@ -44,9 +47,10 @@ def load_kernels(path):
 
 
 def attention_specialisations(config, kernels):
-    """(name -> specialisation) of the kernels one flash_attn_with_kvcache
-    call with these shapes would compile (run in compile-only mode), with
-    the file's `decode` and `combine` in place of kernels/'s."""
+    """(name -> (specialisation, its @fakv.jit options)) of the kernels one
+    flash_attn_with_kvcache call with these shapes would compile (run in
+    compile-only mode), with the file's `decode` and `combine` in place of
+    kernels/'s."""
     import ml_dtypes
     import numpy as np
     os.environ["FAKV_COMPILE_ONLY"] = "1"
@@ -78,7 +82,7 @@ def attention_specialisations(config, kernels):
     out = {}
     for fn in [decode, *decode._variants.values(), combine]:
         for compiled in fn._compiled.values():
-            out[fn.__name__] = compiled
+            out[fn.__name__] = compiled, fn.options
     return out
 
 
@@ -91,13 +95,14 @@ def main(argv=None):
     ap.add_argument("--arg", action="append", default=[], help="NAME=TYPE of a runtime parameter")
     ap.add_argument("--const", action="append", default=[], help="NAME=VALUE of a constexpr parameter")
     ap.add_argument("--attention", help="shapes of a flash_attn_with_kvcache call (see above)")
-    ap.add_argument("--stages", type=int, default=2)
+    ap.add_argument("--stages", type=int, help="K/V ring depth (default 2; with --attention the call's)")
     ap.add_argument("--no-warp-specialize", action="store_true")
-    ap.add_argument("--ctas-per-sm", type=int, default=0, choices=range(0, 33), metavar="N",
+    ap.add_argument("--ctas-per-sm", type=int, choices=range(0, 33), metavar="N",
                     help="at most N blocks an SM: the launch's shared memory raised to leave room for no more "
-                    "(with --attention too, like --stages: this flag's, not the plan's)")
-    ap.add_argument("--registers", default="0,0",
-                    help="P,C: registers per producer / consumer thread moved with setmaxnreg (0,0: none)")
+                    "(default 0: as many as fit; with --attention the call's)")
+    ap.add_argument("--registers",
+                    help="P,C: registers per producer / consumer thread moved with setmaxnreg (default 0,0: none; "
+                    "with --attention the call's)")
     ap.add_argument("-o", "--output", help="output file (required for cubin)")
     args = ap.parse_args(argv)
 
@@ -108,12 +113,14 @@ def main(argv=None):
     if name not in kernels:
         raise SystemExit(f"fakv.compile: no kernel {name!r} in {args.file} (has {', '.join(kernels)})")
     fn = kernels[name]
+    options = {}                           # the options the --attention call launches its kernel with
     if args.attention is not None:
         specs = attention_specialisations(args.attention, kernels)
         if name not in specs:
             raise SystemExit(f"fakv.compile: --attention specialises decode and combine (and this call used "
                              f"{', '.join(specs)}), not {name!r}")
-        ir = specs[name].ir
+        spec, options = specs[name]
+        ir = spec.ir
     else:
         types = {}
         for item in args.arg:
@@ -132,9 +139,12 @@ def main(argv=None):
         payload = ir
     else:
         from . import _fakv
-        producer, consumer = (int(x) for x in args.registers.split(","))
-        payload, facts = _fakv.compile(ir, "ptx" if args.emit == "cubin" else args.emit, args.stages,
-                                       not args.no_warp_specialize, "sm_90a", producer, consumer)
+        stages = args.stages if args.stages is not None else options.get("stages", 2)
+        registers = args.registers or ",".join(map(str, options.get("registers", (0, 0))))
+        producer, consumer = (int(x) for x in registers.split(","))
+        warp_specialize = not args.no_warp_specialize and options.get("warp_specialize", True)
+        payload, facts = _fakv.compile(ir, "ptx" if args.emit == "cubin" else args.emit, stages,
+                                       warp_specialize, "sm_90a", producer, consumer)
         if args.emit == "cubin":
             from . import ptx
             payload = ptx.assemble(payload, "sm_90a")
@@ -143,7 +153,8 @@ def main(argv=None):
             raise SystemExit("fakv.compile: --emit cubin needs -o FILE")
         open(args.output, "wb").write(payload)
         from .compiler import with_occupancy
-        json.dump(with_occupancy(json.loads(facts), args.ctas_per_sm, "sm_90a"),
+        ctas = args.ctas_per_sm if args.ctas_per_sm is not None else options.get("ctas_per_sm", 0)
+        json.dump(with_occupancy(json.loads(facts), ctas, "sm_90a"),
                   open(os.path.splitext(args.output)[0] + ".json", "w"), indent=2)
         print(f"wrote {args.output} and {os.path.splitext(args.output)[0]}.json")
         return

@@ -472,6 +472,30 @@ def test_cli_cubin(tmp_path):
 
 
 @pytest.mark.skipif(not HAS_PTXAS, reason="needs the CUDA toolkit")
+def test_cli_attention_takes_the_calls_options(tmp_path):
+    """--attention compiles decode with the options the call launches it with (fakv.interface.plan's ring
+    depth and blocks an SM), unless --stages / --ctas-per-sm say otherwise."""
+    from fakv import interface
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "frontend"))
+    out = tmp_path / "decode.cubin"
+
+    def smem(call, *flags):
+        subprocess.run([sys.executable, "-m", "fakv.compile", os.path.join(ROOT, "kernels", "decode.py"), "--emit",
+                        "cubin", "-o", str(out), "--attention", call, *flags], env=env, check=True,
+                       capture_output=True)
+        return json.loads((tmp_path / "decode.json").read_text())["kernels"][0]["smem_bytes"]
+    waves = "batch=128,heads=32,kv_heads=8,head_dim=128,page_size=256,seqlen_k=8192,causal=True,num_splits=0"
+    one_wave = "batch=32,heads=32,kv_heads=8,head_dim=128,page_size=256,seqlen_k=8192,causal=True,num_splits=0"
+    planned = interface.plan(128, 1, 32, 8, 128, "bf16", True, 256, 8192, True, 0, 132, 50 << 20)
+    assert planned["decode_options"]["stages"] == 2 and planned["decode_options"]["ctas_per_sm"] == 2
+    assert smem(waves) == 228 * 1024 // 2 - 1024                      # two an SM
+    two_stages = smem(one_wave)
+    assert 2 * 2 * 64 * 128 * 2 <= two_stages < 3 * 2 * 64 * 128 * 2   # two stages, as many an SM as fit
+    assert smem(waves, "--ctas-per-sm", "0") == two_stages
+    assert smem(waves, "--ctas-per-sm", "0", "--stages", "3") >= 3 * 2 * 64 * 128 * 2
+
+
+@pytest.mark.skipif(not HAS_PTXAS, reason="needs the CUDA toolkit")
 @pytest.mark.parametrize("kernel", ["decode.py", "combine.py", "append.py"])
 def test_kernels_wait_for_the_grids_before_them(kernel):
     """fakvgpu-dependent-launch: each kernel's first instructions wait for
