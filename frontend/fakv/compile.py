@@ -139,12 +139,14 @@ def main(argv=None):
         payload = ir
     else:
         from . import _fakv
-        stages = args.stages if args.stages is not None else options.get("stages", 2)
-        registers = args.registers or ",".join(map(str, options.get("registers", (0, 0))))
-        producer, consumer = (int(x) for x in registers.split(","))
-        warp_specialize = not args.no_warp_specialize and options.get("warp_specialize", True)
-        payload, facts = _fakv.compile(ir, "ptx" if args.emit == "cubin" else args.emit, stages,
-                                       warp_specialize, "sm_90a", producer, consumer)
+        from .compiler import gpu_args, with_occupancy
+        # The kernel's options: the defaults, then the --attention call's, then the flags given.
+        opts = {"stages": 2, "warp_specialize": True, **options, "chip": "sm_90a"}
+        given = dict(stages=args.stages, ctas_per_sm=args.ctas_per_sm,
+                     registers=args.registers and tuple(int(x) for x in args.registers.split(",")),
+                     warp_specialize=False if args.no_warp_specialize else None)
+        opts.update((k, v) for k, v in given.items() if v is not None)
+        payload, facts = _fakv.compile(ir, "ptx" if args.emit == "cubin" else args.emit, *gpu_args(opts))
         if args.emit == "cubin":
             from . import ptx
             payload = ptx.assemble(payload, "sm_90a")
@@ -152,9 +154,7 @@ def main(argv=None):
         if not args.output:
             raise SystemExit("fakv.compile: --emit cubin needs -o FILE")
         open(args.output, "wb").write(payload)
-        from .compiler import with_occupancy
-        ctas = args.ctas_per_sm if args.ctas_per_sm is not None else options.get("ctas_per_sm", 0)
-        json.dump(with_occupancy(json.loads(facts), ctas, "sm_90a"),
+        json.dump(with_occupancy(json.loads(facts), opts.get("ctas_per_sm", 0), opts["chip"]),
                   open(os.path.splitext(args.output)[0] + ".json", "w"), indent=2)
         print(f"wrote {args.output} and {os.path.splitext(args.output)[0]}.json")
         return

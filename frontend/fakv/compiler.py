@@ -36,12 +36,18 @@ def with_occupancy(facts, ctas_per_sm, chip):
     return facts
 
 
+def gpu_args(options):
+    """The C++ compiler's arguments after the IR and the stage for @fakv.jit
+    `options` (JITFunction.options plus "chip")."""
+    return (options["stages"], options["warp_specialize"], options["chip"], *options.get("registers", (0, 0)))
+
+
 def compile_gpu(name, ir, options):
     """(binary, facts) of kernel `name`'s module `ir` for options["chip"]:
     the PTX assembled to a cubin, and the launch facts (JSON of the
     compiler: kernels, parameters, shared memory, tensor maps;
     options["ctas_per_sm"]: with_occupancy's)."""
-    args = (options["stages"], options["warp_specialize"], options["chip"], *options.get("registers", (0, 0)))
+    args = gpu_args(options)
     compiler = ext()
     if dump_ir():
         for stage in ("fakvgpu", "llvm", "ptx"):

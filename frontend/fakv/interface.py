@@ -296,16 +296,15 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
     # splits of _TWO_STAGES_WAVE blocks ring two stages and small pages are gathered (_GATHER_PAGES); longer
     # splits, up to _LONG_TWO_STAGES blocks, ring two stages too.
     per_split = -(-n_blocks // num_splits)
-    wave = (swap and head_tile == 128 and seqlen_q == 1 and not appending and not adaptive
-            and programs(num_splits) <= slots)
+    swapped_d128 = swap and head_tile == 128 and seqlen_q == 1 and not appending and not adaptive
+    wave = swapped_d128 and programs(num_splits) <= slots
     one_wave = wave and per_split <= _TWO_STAGES_WAVE[1]
     long_two = wave and _TWO_STAGES_WAVE[1] < per_split <= _LONG_TWO_STAGES    # (two in all, small pages too)
     if (one_wave and per_split >= _TWO_STAGES_WAVE[0]) or long_two:
         stages = 2          # (a 64 KB ring)
     # The same calls in several waves of splits of _WAVES_TWO_STAGES blocks or more, copied by TMA (no pages smaller
     # than a block): two stages, two programs an SM (the ring a third program would find room for left unused).
-    waves_two = (swap and head_tile == 128 and seqlen_q == 1 and not appending and not adaptive
-                 and programs(num_splits) > slots and per_split >= _WAVES_TWO_STAGES
+    waves_two = (swapped_d128 and programs(num_splits) > slots and per_split >= _WAVES_TWO_STAGES
                  and not (paged and page_size < block_n))
     if waves_two:
         stages = 2
