@@ -75,6 +75,15 @@ SHAPES += [("MHA b1 s32K", 1, 32768, 32, 32, 128, False), ("MHA b8 s8K", 8, 8192
 # Cells beside the grid's for the probes (power_probe.py, dram_bytes.py): one wave of 256-block programs.
 MORE_SHAPES = [("MHA b8 s16K", 8, 16384, 32, 32, 128, False), ("b32 s16K", 32, 16384, 32, 8, 128, False)]
 LAYOUTS = (0, 16, 64, 256)                     # 0: contiguous
+
+
+def shapes_by_name(extra=""):
+    """SHAPES and MORE_SHAPES by name, with `extra` ones ("NAME=batch,seqlen_k,heads,kv_heads,head_dim;...",
+    the probes' --shapes) added."""
+    shapes = {s[0]: s for s in SHAPES + MORE_SHAPES}
+    for name, _, dims in (e.partition("=") for e in filter(None, extra.split(";"))):
+        shapes[name.strip()] = (name.strip(), *map(int, dims.split(",")), False)
+    return shapes
 PEERS = ("sdpa", "triton", "flashinfer", "flashinfer-tc")
 ROTATE_BYTES = 512 << 20
 TOLERANCE = 2e-2

@@ -27,8 +27,8 @@ CELLS = "b8 s32K@0,b8 s32K@16,b8 s32K@64,b8 s32K@256,b32 s8K@16,b32 s8K@0,MHA b8
 
 def main():
     import torch
-    from bench_grid import MORE_SHAPES, SHAPES, Cell, fakv_calls, peer_calls
-    by_name = {s[0]: s for s in SHAPES + MORE_SHAPES}
+    from bench_grid import Cell, fakv_calls, peer_calls, shapes_by_name
+    by_name = shapes_by_name()
     peers = [p for p in os.environ.get("PEERS", "").split(",") if p]
     for cell_name in os.environ.get("CELLS", CELLS).split(","):
         name, page = cell_name.rsplit("@", 1)

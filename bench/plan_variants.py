@@ -42,7 +42,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 sys.path.insert(0, os.path.join(ROOT, "test", "gpu"))
 import source_tree  # noqa: E402,F401
-from bench_grid import MORE_SHAPES, SHAPES, TOLERANCE, Cell, peer_calls  # noqa: E402
+from bench_grid import TOLERANCE, Cell, peer_calls, shapes_by_name  # noqa: E402
 from timing import graph_time_ms  # noqa: E402
 
 
@@ -137,10 +137,7 @@ def main():
     ap.add_argument("--shapes", default="", help='more cells: "NAME=batch,seqlen_k,heads,kv_heads,head_dim;..."')
     args = ap.parse_args()
     import torch
-    shapes = {s[0]: s for s in SHAPES + MORE_SHAPES}
-    for extra in filter(None, args.shapes.split(";")):
-        name, _, dims = extra.partition("=")
-        shapes[name.strip()] = (name.strip(), *map(int, dims.split(",")), False)
+    shapes = shapes_by_name(args.shapes)
     for spec in args.cells.split(","):
         name, _, layout = spec.strip().partition("@")
         shape = shapes[name]

@@ -32,7 +32,7 @@ def main():
     import pynvml
     pynvml.nvmlInit()
     nvml = pynvml.nvmlDeviceGetHandleByIndex(torch.cuda.current_device())
-    shapes = {s[0]: s for s in G.SHAPES + G.MORE_SHAPES}
+    shapes = G.shapes_by_name()
     for spec in args.cells.split(","):
         name, _, page = spec.strip().partition("@")
         cell = G.Cell(shapes[name], int(page or 0))

@@ -207,10 +207,8 @@ def fakv_cells(cells, cache_dir, min_copies=1, extra="", **env):
     import source_tree  # noqa: F401,E402
     import fakv
     import bench_grid
-    from bench_grid import MORE_SHAPES, SHAPES, TOLERANCE, Cell
-    shapes = {s[0]: s for s in SHAPES + MORE_SHAPES}
-    for name, _, dims in (e.partition("=") for e in filter(None, extra.split(";"))):
-        shapes[name.strip()] = (name.strip(), *map(int, dims.split(",")), False)
+    from bench_grid import TOLERANCE, Cell, shapes_by_name
+    shapes = shapes_by_name(extra)
     rotate = bench_grid.ROTATE_BYTES
 
     def checked(spec):
