@@ -48,7 +48,9 @@ assembled through this script either way, patched as the environment says:
 FAKV_PTX_PAD=N (N bytes of static shared memory more a program: fewer
 programs an SM), FAKV_PTX_PREFETCH=1 (prefetch.tensormap of its TMA
 descriptors at entry), FAKV_PTX_TABLE=L1|L2 (the sequence's block-table
-row prefetched into that cache beside its length's load). What was measured with them: docs/decisions.md,
+row prefetched into that cache beside its length's load; rowsL1|rowsL2: every
+sequence's row at entry, thread i the i-th's, for longest-first programs
+whose sequence is known only after the batch's lengths are reduced). What was measured with them: docs/decisions.md,
 "Where a one-wave decode's time goes (session 28)".
 """
 import argparse
@@ -69,9 +71,11 @@ def patch(ptx, base=None, pad=0, prefetch=False, light=False, table="", first=Fa
     and the first data, once a program); `pad` bytes of static shared
     memory more a program (fewer programs an SM); `prefetch`: its TMA descriptors prefetched
     (prefetch.tensormap) at entry; `table` ("L1" or "L2"): the sequence's block-table row prefetched
-    into that cache right after its length's load is issued (a kernel that loads Seqlens[b] itself)."""
+    into that cache right after its length's load is issued (a kernel that loads Seqlens[b] itself);
+    ("rowsL1" or "rowsL2"): the first line of every sequence's row, at entry, by thread i for sequence i."""
     lines, out, waiting = ptx.split("\n"), [], False
-    if table:
+    rows, table = table.startswith("rows"), table[4:] if table.startswith("rows") else table
+    if table and not rows:
         seq = next((i for i, t in enumerate(lines) if "[decode_param_4]" in t), None)
         for i in range(seq or len(lines), min(len(lines) - 2, (seq or 0) + 24)):
             m = re.match(r"\s*mul\.wide\.s32\s+(%rd\d+), (%r\d+), 4;", lines[i])
@@ -104,6 +108,12 @@ def patch(ptx, base=None, pad=0, prefetch=False, light=False, table="", first=Fa
             out.append(f".shared .align 1024 .b8 fakv_pad[{pad}];")
         if i == regs:
             out += ["\t.reg .b64 \t%tpa, %tpo;", "\t.reg .b32 \t%tps;"] if table else []
+            if rows:            # (decode's parameters: 3 Table, 15 table_stride, 16 batch)
+                out += ["\t.reg .b32 \t%tpt;", "\t.reg .pred \t%tpp;", "\tmov.u32 \t%tpt, %tid.x;",
+                        "\tld.param.b32 \t%tps, [decode_param_16];", "\tsetp.lt.u32 \t%tpp, %tpt, %tps;",
+                        "\tld.param.b64 \t%tpa, [decode_param_3];", "\tld.param.b32 \t%tps, [decode_param_15];",
+                        "\tmul.lo.s32 \t%tps, %tpt, %tps;", "\tmul.wide.s32 \t%tpo, %tps, 4;",
+                        "\tadd.s64 \t%tpa, %tpa, %tpo;", f"\t@%tpp prefetch.global.{table} \t[%tpa];"]
             out += ["\t.reg .b64 \t%tlb, %tlt, %tlk;", "\t.reg .b32 \t%tli, %tlj, %tln;",
                     "\t.reg .pred \t%tlc, %tl0;", "\tmov.u32 \t%tlj, %tid.x;", "\tsetp.eq.u32 \t%tlc, %tlj, 128;",
                     "\tsetp.eq.u32 \t%tl0, %tlj, 0;"]

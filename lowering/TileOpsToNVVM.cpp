@@ -291,9 +291,31 @@ struct ReduceLowering : OpConversionPattern<ReduceOp> {
       Value x = vecElement(rewriter, loc, a.getSrc(), r);
       acc[*d] = acc[*d] ? combineReduced(rewriter, loc, kind, acc[*d], x) : x;
     }
-    // 2. Across the lanes that move along the axis: butterfly shuffles.
+    // 2. Across the lanes that move along the axis: butterfly shuffles, or
+    // one redux.sync (sm_80+, i32) when the whole warp reduces together:
+    // each lane bit moves along the axis only, or (max, min) replicates.
     Value full = i32(rewriter, loc, -1), clamp = i32(rewriter, loc, 31);
-    for (unsigned bit = 0; bit < src.lanes.size(); ++bit) {
+    auto wholeWarp = [&] {
+      if (src.lanes.size() != 5 ||
+          llvm::none_of(src.lanes, [&](const fakvgpu::Coord &c) { return c[axis] != 0; }))
+        return false;
+      return llvm::all_of(src.lanes, [&](const fakvgpu::Coord &c) {
+        bool other = false;
+        for (unsigned d = 0; d < c.size(); ++d)
+          other |= d != axis && c[d] != 0;
+        return !other && (c[axis] != 0 || kind != ReduceKind::sum);
+      });
+    };
+    bool redux = et.isSignlessInteger(32) && wholeWarp();
+    if (redux) {
+      NVVM::ReduxKind rk = kind == ReduceKind::sum   ? NVVM::ReduxKind::ADD
+                           : kind == ReduceKind::max ? NVVM::ReduxKind::MAX
+                                                     : NVVM::ReduxKind::MIN;
+      auto rkAttr = NVVM::ReduxKindAttr::get(rewriter.getContext(), rk);
+      for (Value &v : acc)
+        v = NVVM::ReduxOp::create(rewriter, loc, et, v, rkAttr, full);
+    }
+    for (unsigned bit = 0; bit < src.lanes.size() && !redux; ++bit) {
       if (!src.lanes[bit][axis])
         continue;
       for (Value &v : acc) {
