@@ -43,8 +43,8 @@ def _hits(mask):
 @fakv.jit
 def longest_first(Seqlens, slot, capacity, BATCH: fl.constexpr):
     """The sequence that program `slot` of a batch of several waves runs,
-    and its length as Seqlens has it: the batch in 4 bands of lengths below
-    the longest (a quarter of it wide), the longest band's sequences first,
+    and its length as Seqlens has it: the batch in 16 bands of lengths below
+    the longest (1/16 of it wide), the longest band's sequences first,
     in index order within a band (programs start in slot order, so the
     longest no longer end the call); `slot` itself when no sequence is more
     than 1/8 longer than the mean. The batch's lengths are one tile; counts
@@ -56,11 +56,12 @@ def longest_first(Seqlens, slot, capacity, BATCH: fl.constexpr):
     raw = fl.load(Seqlens, (tile,), (0,), (1,), bounds=(BATCH,), other=0)
     n = fl.minimum(fl.maximum(raw, 0), capacity)
     longest, mean = fl.max(n, axis=0), fl.sum(n // BATCH, axis=0)      # (no sum to overflow int32)
-    width = longest // 4 + 1               # band k: lengths in (longest - (k + 1) width, longest - k width]
-    above1 = _hits(valid & (n > longest - width))             # sequences in bands 0, 0-1, 0-2
-    above2, above3 = _hits(valid & (n > longest - 2 * width)), _hits(valid & (n > longest - 3 * width))
-    band = fl.where(slot >= above1, 1, 0) + fl.where(slot >= above2, 1, 0) + fl.where(slot >= above3, 1, 0)
-    index = slot - fl.where(band == 0, 0, fl.where(band == 1, above1, fl.where(band == 2, above2, above3)))
+    width = longest // 16 + 1              # band k: lengths in (longest - (k + 1) width, longest - k width]
+    band, start = 0, 0                     # the slot's band, the sequences in the bands before it
+    for k in fl.static_range(1, 16):
+        above = _hits(valid & (n > longest - k * width))       # sequences in bands 0 .. k - 1
+        band, start = band + fl.where(slot >= above, 1, 0), fl.where(slot >= above, above, start)
+    index = slot - start
     hit = valid & (n > longest - (band + 1) * width) & (n <= longest - band * width)
     lo, hi = 0, BATCH - 1                  # the first sequence with index + 1 hits up to it
     for _ in fl.static_range(tile.bit_length() - 1):

@@ -88,7 +88,7 @@ _ADAPTIVE_MIN_BLOCKS = 16     # key blocks per split of the longest sequence, at
 # programs no longer start in the last wave: ragged b128 s<=4K -11 to -12 %,
 # equal b128 s8K / s32K -0.6 to -3.2 % (same run). FAKV_LONGEST_FIRST=0: off.
 _LONGEST_FIRST = os.environ.get("FAKV_LONGEST_FIRST") != "0"
-_LONGEST_FIRST_MAX_BATCH = 128    # (splits.py reduces the batch's lengths as one tile, ~13 reductions)
+_LONGEST_FIRST_MAX_BATCH = 128    # (splits.py reduces the batch's lengths as one tile, ~25 reductions)
 _LONGEST_FIRST_MIN_BLOCKS = 64    # key blocks of the longest sequence, at least (a program's prologue: ~540
                                   # SASS instructions before its first copy at batch 128, d128; 126 registers)
 # One wave of programs over a contiguous MHA cache (one kv head a query head, one query row) runs its
