@@ -50,7 +50,9 @@ programs an SM), FAKV_PTX_PREFETCH=1 (prefetch.tensormap of its TMA
 descriptors at entry), FAKV_PTX_TABLE=L1|L2 (the sequence's block-table
 row prefetched into that cache beside its length's load; rowsL1|rowsL2: every
 sequence's row at entry, thread i the i-th's, for longest-first programs
-whose sequence is known only after the batch's lengths are reduced). What was measured with them: docs/decisions.md,
+whose sequence is known only after the batch's lengths are reduced;
+nextL1|nextL2: after each block-table lookup of the TMA producer, the
+table's next 128-byte line). What was measured with them: docs/decisions.md,
 "Where a one-wave decode's time goes (session 28)".
 """
 import argparse
@@ -72,10 +74,17 @@ def patch(ptx, base=None, pad=0, prefetch=False, light=False, table="", first=Fa
     memory more a program (fewer programs an SM); `prefetch`: its TMA descriptors prefetched
     (prefetch.tensormap) at entry; `table` ("L1" or "L2"): the sequence's block-table row prefetched
     into that cache right after its length's load is issued (a kernel that loads Seqlens[b] itself);
-    ("rowsL1" or "rowsL2"): the first line of every sequence's row, at entry, by thread i for sequence i."""
+    ("rowsL1" or "rowsL2"): the first line of every sequence's row, at entry, by thread i for sequence i;
+    ("nextL1" or "nextL2"): after each scalar global load (the TMA producer's table lookups), the next line."""
     lines, out, waiting = ptx.split("\n"), [], False
     rows, table = table.startswith("rows"), table[4:] if table.startswith("rows") else table
-    if table and not rows:
+    ahead, table = table.startswith("next"), table[4:] if table.startswith("next") else table
+    if ahead:               # the producer's block-table lookups (its only scalar global loads): the next line
+        for i, t in enumerate(lines):
+            m = re.match(r"\s*ld\.global\.b32\s+%r\d+, \[(%rd\d+)\];$", t)
+            if m:
+                lines[i] += f"\n\tprefetch.global.{table} \t[{m.group(1)}+128];"
+    if table and not rows and not ahead:
         seq = next((i for i, t in enumerate(lines) if "[decode_param_4]" in t), None)
         for i in range(seq or len(lines), min(len(lines) - 2, (seq or 0) + 24)):
             m = re.match(r"\s*mul\.wide\.s32\s+(%rd\d+), (%r\d+), 4;", lines[i])

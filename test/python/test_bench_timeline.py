@@ -88,3 +88,28 @@ def test_table_prefetch_after_the_length_load(ptxs, tmp_path):
     _assembles(patched, tmp_path)
     with pytest.raises(SystemExit, match="no load of Seqlens"):
         timeline.patch(ptxs["longest first"], None, table="L1")
+
+
+@needs_ptxas
+def test_table_rows_at_entry_and_next_lines(ptxs, tmp_path):
+    """FAKV_PTX_TABLE=rowsL1: at entry, thread i < batch (decode's parameter 16) prefetches the first line of
+    sequence i's block-table row (Table, parameter 3, plus i x table_stride, parameter 15, entries), the
+    kernel unchanged otherwise; nextL2: after every scalar global load (the producer's table lookups, the
+    length's load), the 128 bytes after it."""
+    ptx = ptxs["longest first"]
+    rows = timeline.patch(ptx, None, table="rowsL1")
+    body = rows.split("\n")
+    at = next(i for i, s in enumerate(body) if "prefetch.global.L1" in s)
+    assert body[at].strip().startswith("@%tpp prefetch.global.L1")
+    assert any("setp.lt.u32 \t%tpp, %tpt, %tps;" in s for s in body[at - 8:at])
+    assert [s for s in body[at - 8:at] if "decode_param" in s] == [
+        "\tld.param.b32 \t%tps, [decode_param_16];", "\tld.param.b64 \t%tpa, [decode_param_3];",
+        "\tld.param.b32 \t%tps, [decode_param_15];"]
+    assert at < next(i for i, s in enumerate(body) if "ld.global" in s)      # before the lengths' load
+    assert rows.count("prefetch.global") == 1
+    ahead = timeline.patch(ptxs["paged"], None, table="nextL2")
+    loads = re.findall(r"ld\.global\.b32 \t%r\d+, \[(%rd\d+)\];\n\tprefetch\.global\.L2 \t\[(%rd\d+)\+128\];", ahead)
+    assert loads and all(a == b for a, b in loads)
+    assert len(loads) == len(re.findall(r"ld\.global\.b32 \t%r\d+, \[%rd\d+\];", ptxs["paged"]))
+    for patched in (rows, ahead):
+        _assembles(patched, tmp_path)
