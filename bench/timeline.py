@@ -75,11 +75,12 @@ def patch(ptx, base=None, pad=0, prefetch=False, light=False, table="", first=Fa
     (prefetch.tensormap) at entry; `table` ("L1" or "L2"): the sequence's block-table row prefetched
     into that cache right after its length's load is issued (a kernel that loads Seqlens[b] itself);
     ("rowsL1" or "rowsL2"): the first line of every sequence's row, at entry, by thread i for sequence i;
-    ("nextL1" or "nextL2"): after each scalar global load (the TMA producer's table lookups), the next line."""
+    ("nextL1" or "nextL2"): after each scalar global load (the TMA producer's table lookups; a sequence's
+    length's), the next line."""
     lines, out, waiting = ptx.split("\n"), [], False
     rows, table = table.startswith("rows"), table[4:] if table.startswith("rows") else table
     ahead, table = table.startswith("next"), table[4:] if table.startswith("next") else table
-    if ahead:               # the producer's block-table lookups (its only scalar global loads): the next line
+    if ahead:               # the scalar global loads (the producer's table lookups, a length's load): the next line
         for i, t in enumerate(lines):
             m = re.match(r"\s*ld\.global\.b32\s+%r\d+, \[(%rd\d+)\];$", t)
             if m:

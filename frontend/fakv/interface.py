@@ -90,7 +90,8 @@ _ADAPTIVE_MIN_BLOCKS = 16     # key blocks per split of the longest sequence, at
 _LONGEST_FIRST = os.environ.get("FAKV_LONGEST_FIRST") != "0"
 _LONGEST_FIRST_MAX_BATCH = 128    # (splits.py reduces the batch's lengths as one tile, ~25 reductions)
 _LONGEST_FIRST_MIN_BLOCKS = 64    # key blocks of the longest sequence, at least (a program's prologue: ~540
-                                  # SASS instructions before its first copy at batch 128, d128; 126 registers)
+                                  # SASS instructions before its first copy at batch 128, d128, 126 registers in
+                                  # session 11's 4 bands; its start on the H200 1.7-2.3 us in session 30's 16)
 # One wave of programs over a contiguous MHA cache (one kv head a query head, one query row) runs its
 # sequences first instead: H200, bench/plan_variants.py `order=seq` against heads first (session 27, five calls, 5-7
 # interleaved rounds): MHA b8 s8K -1.6 / -0.1 / -0.7 / -0.2 %, MHA b8 s16K -2.6 / -0.4 / -2.6 %, 16 heads b16 s8K

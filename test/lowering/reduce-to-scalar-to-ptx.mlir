@@ -16,10 +16,12 @@
 // CHECK-NOT: shfl.sync.bfly
 // CHECK: max.s32
 // CHECK: redux.sync.max.s32
+// CHECK-NOT: shfl.sync.bfly
 // CHECK: bar.sync 0;
 // CHECK: st.shared.b32
 // CHECK: bar.sync 0;
 // CHECK: ld.shared{{.*}}.b32
+// CHECK-NOT: shfl.sync.bfly
 // CHECK: redux.sync.add.s32
 // CHECK-NOT: shfl.sync.bfly
 // CHECK: shfl.sync.idx.b32 {{.*}}, 0, 31, -1;

@@ -210,7 +210,7 @@ def _bands_order(lengths, capacity):
                                                     # though the empty one is a band of its own
     ([0, 0, 0, 4096, 0, 0, 9000, -2 ** 31], [3, 6, 0, 1]),   # clamped to [0, capacity]: 4096 twice, then the empty
     ([7, 3000, 1, 2500, 900, 4095, 30, 2, 1800, 2200, 64, 3100, 5], [5, 11, 1, 3]),   # 13: not a power of 2
-    ([3200, 4096, 4000, 100, 50, 10, 20, 30], [1, 2, 0, 3]),     # 3200 three bands below 4000 (a quarter: one)
+    ([3200, 4096, 4000, 100, 50, 10, 20, 30], [1, 2, 0, 3]),     # 3200 three bands below 4000 (4 bands: the same)
     (np.random.default_rng(11).integers(0, 4096, 128).tolist(), None)])     # the largest batch it serves
 def test_longest_first_order(lengths, first):
     """kernels/splits.py's longest_first, each slot's sequence through the kernel: a permutation of the batch,
