@@ -46,8 +46,9 @@ def longest_first(Seqlens, slot, capacity, BATCH: fl.constexpr):
     and its length as Seqlens has it: the batch in 16 bands of lengths below
     the longest (1/16 of it wide), the longest band's sequences first,
     in index order within a band (programs start in slot order, so the
-    longest no longer end the call); `slot` itself when no sequence is more
-    than 1/8 longer than the mean. The batch's lengths are one tile; counts
+    longest no longer end the call); `slot` itself, without the search,
+    when no sequence is more than 1/8 longer than the mean. The batch's
+    lengths are one tile; counts
     are its reductions, the slot's sequence, the index-th of its band, is
     found by halving, and its length taken from the tile (no load after)."""
     tile = 1 << (BATCH - 1).bit_length()
@@ -56,19 +57,21 @@ def longest_first(Seqlens, slot, capacity, BATCH: fl.constexpr):
     raw = fl.load(Seqlens, (tile,), (0,), (1,), bounds=(BATCH,), other=0)
     n = fl.minimum(fl.maximum(raw, 0), capacity)
     longest, mean = fl.max(n, axis=0), fl.sum(n // BATCH, axis=0)      # (no sum to overflow int32)
-    width = longest // 16 + 1              # band k: lengths in (longest - (k + 1) width, longest - k width]
-    band, start = 0, 0                     # the slot's band, the sequences in the bands before it
-    for k in fl.static_range(1, 16):
-        above = _hits(valid & (n > longest - k * width))       # sequences in bands 0 .. k - 1
-        band, start = band + fl.where(slot >= above, 1, 0), fl.where(slot >= above, above, start)
-    index = slot - start
-    hit = valid & (n > longest - (band + 1) * width) & (n <= longest - band * width)
-    lo, hi = 0, BATCH - 1                  # the first sequence with index + 1 hits up to it
-    for _ in fl.static_range(tile.bit_length() - 1):
-        mid = (lo + hi) // 2
-        enough = _hits(hit & (i <= mid)) >= index + 1
-        lo, hi = fl.where(enough, lo, mid + 1), fl.where(enough, mid, hi)
-    seq = fl.where(near_equal(longest, mean), slot, lo)
+    seq = slot                             # near-equal lengths: index order, no search
+    if not near_equal(longest, mean):
+        width = longest // 16 + 1          # band k: lengths in (longest - (k + 1) width, longest - k width]
+        band, start = 0, 0                 # the slot's band, the sequences in the bands before it
+        for k in fl.static_range(1, 16):
+            above = _hits(valid & (n > longest - k * width))   # sequences in bands 0 .. k - 1
+            band, start = band + fl.where(slot >= above, 1, 0), fl.where(slot >= above, above, start)
+        index = slot - start
+        hit = valid & (n > longest - (band + 1) * width) & (n <= longest - band * width)
+        lo, hi = 0, BATCH - 1              # the first sequence with index + 1 hits up to it
+        for _ in fl.static_range(tile.bit_length() - 1):
+            mid = (lo + hi) // 2
+            enough = _hits(hit & (i <= mid)) >= index + 1
+            lo, hi = fl.where(enough, lo, mid + 1), fl.where(enough, mid, hi)
+        seq = lo
     return seq, fl.sum(fl.where(i == seq, raw, 0), axis=0)
 
 
