@@ -78,8 +78,10 @@ def patch(ptx, base=None, pad=0, prefetch=False, light=False, table="", first=Fa
     ("nextL1" or "nextL2"): after each scalar global load (the TMA producer's table lookups; a sequence's
     length's), the next line."""
     lines, out, waiting = ptx.split("\n"), [], False
-    rows, table = table.startswith("rows"), table[4:] if table.startswith("rows") else table
-    ahead, table = table.startswith("next"), table[4:] if table.startswith("next") else table
+    mode = re.fullmatch(r"(rows|next)?(L1|L2)", table) if table else None
+    if table and not mode:
+        raise SystemExit(f"timeline.py: FAKV_PTX_TABLE={table!r}: L1, L2, rowsL1, rowsL2, nextL1 or nextL2")
+    rows, ahead, table = (mode.group(1) == "rows", mode.group(1) == "next", mode.group(2)) if mode else (0, 0, "")
     if ahead:               # the scalar global loads (the producer's table lookups, a length's load): the next line
         for i, t in enumerate(lines):
             m = re.match(r"\s*ld\.global\.b32\s+%r\d+, \[(%rd\d+)\];$", t)

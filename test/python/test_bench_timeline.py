@@ -113,3 +113,5 @@ def test_table_rows_at_entry_and_next_lines(ptxs, tmp_path):
     assert len(loads) == len(re.findall(r"ld\.global\.b32 \t%r\d+, \[%rd\d+\];", ptxs["paged"]))
     for patched in (rows, ahead):
         _assembles(patched, tmp_path)
+    with pytest.raises(SystemExit, match="FAKV_PTX_TABLE='L3'"):
+        timeline.patch(ptxs["paged"], None, table="L3")
