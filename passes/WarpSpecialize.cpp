@@ -4,8 +4,9 @@
 //
 //   fakvgpu.warp_specialize {
 //     producer: for iv in [lb, ub):   slot = i mod S
+//                 <the refill block's reads and addresses for iteration iv>
 //                 if i >= S: wait empty[slot] (phase (i / S - 1) mod 2)
-//                 <the refill block, replayed for iteration iv>
+//                 <the rest of the refill block: its copies>
 //   }, {
 //     consumer: the rest of the kernel; the loop without its refill, each
 //               iteration ending with arrive empty[slot]
@@ -169,6 +170,18 @@ LogicalResult specialize(func::FuncOp func, scf::ForOp loop, scf::IfOp refill,
     map.map(cond.getLhs(), iv);
     for (Operation &op : refill.getThenRegion().front().without_terminator())
       pb.clone(op, map);
+    // The wait goes down to the first op that writes memory (the first copy
+    // into the ring): what only reads or computes an address (a work list's
+    // entry, a length) runs while the slot is still being read.
+    for (Operation &op : *producer.getBody()) {
+      if (!wait->isBeforeInBlock(&op) || op.hasTrait<OpTrait::IsTerminator>())
+        continue;
+      if (op.getNumRegions() == 0 &&
+          (isMemoryEffectFree(&op) || hasSingleEffect<MemoryEffects::Read>(&op)))
+        continue;
+      wait->moveBefore(&op);
+      break;
+    }
   }
 
   // The consumer: no refill; release the slot at the end of each iteration.
