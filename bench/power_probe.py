@@ -9,7 +9,9 @@ clock (median and range), the power draw and the clock-event reasons seen
     python bench/power_probe.py [--cells "MHA b8 s16K@0,b32 s16K@0"] [--peers flashinfer,flashinfer-tc,sdpa]
 
 Cells are bench_grid.py's SHAPES and MORE_SHAPES (@0: contiguous, @N: pages
-of N). docs/gpu-results.md, sessions 11 and 12 (the SM clock
+of N). Peer `bare`: stream_balance.py's bare TMA ring reading the cell's
+bytes in batch x kv heads equal blocks (timeline.py's --bare "tma2kv
+static"). docs/gpu-results.md, sessions 11 and 12 (the SM clock
 read after the replays, the earlier form of this probe) and 26 (fakv holds
 1980 MHz, no reason; FlashInfer's CUDA-core decode 1485-1515 MHz at the cap).
 """
@@ -38,7 +40,13 @@ def main():
         cell = G.Cell(shapes[name], int(page or 0))
         runs = {"fakv": G.fakv_calls(cell)}
         for p in filter(None, args.peers.split(",")):
-            runs[p] = G.peer_calls(cell, p, shapes[name][6])
+            if p == "bare":
+                from stream_balance import Reader
+                reader, way = Reader(cell.kv_bytes), f"tma2kv static {cell.b * cell.hk}"
+                reader.check(way)
+                runs[p] = lambda i, reader=reader, way=way: reader.launch(way, i % 2)
+            else:
+                runs[p] = G.peer_calls(cell, p, shapes[name][6])
         for rnd in range(2):
             for label, run in runs.items():
                 if run is None:

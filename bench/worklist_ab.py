@@ -2,10 +2,10 @@
 """kernels/worklist.py's persistent decode (a work list of (sequence, block)
 entries a program, built by fakv.worklist from the lengths) against fakv's
 planned call, cell by cell of bench_grid.py's grid (the multi-wave cells it
-is for: ragged b128 s<=4K, b128 s1K; b128 s8K as a control): GPU time per
-call (CUDA graphs over rotating caches, bench_grid.py's way), the variants
-interleaved round by round, each checked against the planned call's output
-first. P: programs per kv head (default: the GPU's two program slots per SM
+is for: ragged b128 s<=4K, b128 s1K; b128 s8K, one-wave b32 s8K and b8
+s32K as controls): GPU time per call (CUDA graphs over rotating caches,
+bench_grid.py's way), the variants interleaved round by round, each checked
+against the planned call's output first. P: programs per kv head (default: the GPU's two program slots per SM
 once); stages: the K/V ring's depth.
 
     python bench/worklist_ab.py [--cells "ragged b128 s<=4K@0"] [--programs 33] [--stages 2,3] [--lists whole,cut]
@@ -31,7 +31,8 @@ def worklist_call(cell, programs, stages, cut=True):
     from fakv.kernels.worklist import decode_worklist
     from fakv.worklist import MAX_PARTS, work_list
     b, h, hk, d, page = cell.b, cell.h, cell.hk, cell.d, cell.page
-    lists = work_list(cell.lens.tolist(), programs, 64, cut)
+    capacity = cell.table.shape[1] * page if page else cell.s
+    lists = work_list(cell.lens.tolist(), programs, 64, cut, capacity)
     print(f"  {'cut' if cut else 'whole'} lists: blocks a program {lists[2].max()} at most, {lists[2].mean():.1f} "
           f"on average")
     work, flags, count = (torch.from_numpy(a).cuda() for a in lists)
@@ -40,7 +41,6 @@ def worklist_call(cell, programs, stages, cut=True):
     lse_part = torch.empty((MAX_PARTS * b, h), dtype=torch.float32, device="cuda")
     counters = torch.zeros(b * h, dtype=torch.int32, device="cuda")
     table = cell.table if cell.table is not None else cell.lens
-    capacity = cell.table.shape[1] * page if page else cell.s
     errors = torch.zeros(1, dtype=torch.int32, device="cuda")
     kernel = decode_worklist.with_options(swap_ab=True, stages=stages)
 
@@ -48,10 +48,10 @@ def worklist_call(cell, programs, stages, cut=True):
         q, k, v = cell.q, cell.k[i], cell.v[i]
         out = torch.empty_like(q)
         lse = torch.empty((b, h), dtype=torch.float32, device="cuda")
-        kernel[(h, programs, 1)](q, k, v, table, cell.lens, out, lse, out_part, lse_part, counters, work, flags,
+        kernel[(h, programs, 1)](q, k, v, table, out, lse, out_part, lse_part, counters, work, flags,
                                  count, work.shape[1], b, q.stride(0), q.stride(2), k.stride(0), k.stride(1),
                                  k.stride(2), table.stride(0) if cell.table is not None else 0, h, d,
-                                 page or cell.s, k.shape[0], 1 / math.sqrt(d), errors, capacity,
+                                 page or cell.s, k.shape[0], 1 / math.sqrt(d), errors,
                                  HEAD_DIM=head_tile, BLOCK_N=64, GROUP=h // hk, PAGE_SIZE=page,
                                  MAX_PARTS=MAX_PARTS)
         return out
@@ -61,7 +61,7 @@ def worklist_call(cell, programs, stages, cut=True):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cells", default="ragged b128 s<=4K@0,ragged b128 s<=4K@256,ragged b128 s<=4K@16,"
-                                       "b128 s1K@0,b128 s8K@256")
+                                       "b128 s1K@0,b128 s8K@256,b32 s8K@0,b8 s32K@16")
     ap.add_argument("--programs", default="", help="programs per kv head (default: 264 // kv heads)")
     ap.add_argument("--stages", default="2")
     ap.add_argument("--rounds", type=int, default=3)

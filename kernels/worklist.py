@@ -1,8 +1,8 @@
 """A persistent decode from a work list (a prototype, not planned: docs/decisions.md, "Next: a persistent decode"; on
 the H200 at best even with the planned call): program (h, p) of grid (heads, P) runs the key blocks
 Work[p, 0 .. Count[p]) in turn, each entry a (sequence, block) pair (fakv.worklist builds the lists from the
-lengths), so that its K/V ring prefetches the next sequence's first blocks while the one before it is finishing,
-and every program reads as many blocks. A part's first block resets the running max / sum, its last stores the
+lengths and checks them: the kernel reads no length), so that its K/V ring prefetches the next sequence's first
+blocks while the one before it is finishing, and every program reads as many blocks. A part's first block resets the running max / sum, its last stores the
 output and LSE; a sequence run in parts leaves each part's in OutPart / LsePart and the last to finish merges them.
 One query row, no splits, no options; pack_gqa runs a kv head's GROUP heads in one program."""
 import fakv
@@ -30,9 +30,9 @@ def merge_parts(OutPart, LsePart, Out, Lse, parts, b, h, batch, heads, head_dim,
 
 
 @fakv.jit(pack_gqa=0, stages=2, registers=(24, 232), row_boxes=True)
-def decode_worklist(Q, K, V, Table, Seqlens, Out, Lse, OutPart, LsePart, Counters, Work, Flags, Count, work_stride,
+def decode_worklist(Q, K, V, Table, Out, Lse, OutPart, LsePart, Counters, Work, Flags, Count, work_stride,
                     batch, q_batch_stride, q_head_stride, page_stride, row_stride, head_stride, table_stride, heads,
-                    head_dim, page_size, num_pages, scale, Errors, capacity, HEAD_DIM: fl.constexpr,
+                    head_dim, page_size, num_pages, scale, Errors, HEAD_DIM: fl.constexpr,
                     BLOCK_N: fl.constexpr, GROUP: fl.constexpr, PAGE_SIZE: fl.constexpr, MAX_PARTS: fl.constexpr):
     h, p = fl.program_id(0), fl.program_id(1)
     kvh, strides = h // GROUP, (page_stride, row_stride, head_stride)

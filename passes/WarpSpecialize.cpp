@@ -12,6 +12,9 @@
 //               iteration ending with arrive empty[slot]
 //   }
 //
+// A refill's global reads (a work list's entry) come before its wait: they
+// are ordered after the consumer's iteration i - S - 1, not i - S, which
+// holds because the refill reads nothing the loop writes.
 // The prologue goes (the producer issues every iteration itself). Scalars
 // the producer needs stay before the op, visible to both roles. Test:
 // test/passes/warp-specialize.mlir.
@@ -171,13 +174,25 @@ LogicalResult specialize(func::FuncOp func, scf::ForOp loop, scf::IfOp refill,
     for (Operation &op : refill.getThenRegion().front().without_terminator())
       pb.clone(op, map);
     // The wait goes down to the first op that writes memory (the first copy
-    // into the ring): what only reads or computes an address (a work list's
-    // entry, a length) runs while the slot is still being read.
+    // into the ring) or touches the rings' tiles: what only reads global
+    // memory or computes an address (a work list's entry, a length) runs
+    // while the slot is still being read. (The refill reads nothing the
+    // loop writes: collectLoadSlice admits only load_scalar and pure ops.)
+    auto readsGlobalOnly = [](Operation *op) {
+      auto iface = dyn_cast<MemoryEffectOpInterface>(op);
+      if (!iface || op->getNumRegions() != 0)
+        return false;
+      SmallVector<MemoryEffects::EffectInstance> effects;
+      iface.getEffects(effects);
+      return llvm::all_of(effects, [](MemoryEffects::EffectInstance &e) {
+        return isa<MemoryEffects::Read>(e.getEffect()) &&
+               !isa<fakv::TileMemoryResource>(e.getResource());
+      });
+    };
     for (Operation &op : *producer.getBody()) {
       if (!wait->isBeforeInBlock(&op) || op.hasTrait<OpTrait::IsTerminator>())
         continue;
-      if (op.getNumRegions() == 0 &&
-          (isMemoryEffectFree(&op) || hasSingleEffect<MemoryEffects::Read>(&op)))
+      if (readsGlobalOnly(&op))
         continue;
       wait->moveBefore(&op);
       break;

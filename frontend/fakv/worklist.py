@@ -8,16 +8,24 @@ none (output 0, LSE +inf). The lists hold the lengths they were made from: a cal
 import numpy as np
 
 FRESH, LAST = 1, 2
-MAX_PARTS = 8                # parts of one sequence, at most (three bits)
+MAX_PARTS = 8                # parts of one sequence, at most (the part's index: three bits; parts: four)
 
 
-def work_list(lengths, programs, block_n, cut=True):
+def work_list(lengths, programs, block_n, cut=True, capacity=None):
     """(work, flags [programs, most blocks a program] int32, count [programs] int32) for host integer
-    `lengths`. cut=False: whole sequences only, each to the program with the fewest blocks so far, longest
-    first (no merges; programs as even as whole sequences allow)."""
-    lengths = [max(int(n), 0) for n in lengths]
+    `lengths` (each in [0, capacity]: the kernel reads no length, so a bad one is refused here) in blocks of
+    `block_n` keys (the kernel's BLOCK_N). cut=False: whole sequences only, longest first to the program with
+    the fewest blocks so far, then moves and swaps (no merges; programs as even as whole sequences allow)."""
+    lengths = [int(n) for n in lengths]
+    if not lengths or programs < 1:
+        raise ValueError(f"work_list: a batch of at least one sequence and one program, got {len(lengths)} "
+                         f"sequences and {programs} programs")
     if len(lengths) >= 1 << 15:
         raise ValueError(f"work_list: at most {(1 << 15) - 1} sequences, got {len(lengths)}")
+    bad = [b for b, n in enumerate(lengths) if n < 0 or (capacity is not None and n > capacity)]
+    if bad:
+        raise ValueError(f"work_list: sequence {bad[0]}'s length {lengths[bad[0]]} is outside [0, "
+                         f"{'its cache' if capacity is None else capacity}]")
     blocks = [max(-(-n // block_n), 1) for n in lengths]
     if max(blocks) >= 1 << 16:
         raise ValueError(f"work_list: at most {(1 << 16) - 1} key blocks a sequence, got {max(blocks)}")

@@ -22,22 +22,23 @@ BF = ml_dtypes.bfloat16
 def launch(kernel, q, k, v, table, lens, programs, page, cap, group, counters=None, cut=True):
     from fakv.worklist import MAX_PARTS, work_list
     b, _, h, d = q.shape
-    work, flags, count = work_list(lens, programs, 64, cut)
+    work, flags, count = work_list(lens, programs, 64, cut, capacity=cap)
     out, lse, errors = np.zeros_like(q), np.zeros((b, h), np.float32), np.zeros(1, np.int32)
     parts = np.zeros((MAX_PARTS * b, 1, h, d), np.float32), np.zeros((MAX_PARTS * b, h), np.float32)
     counters = np.zeros(b * h, np.int32) if counters is None else counters
     kernel[(h, programs, 1)](
-        q, k, v, table if page else lens, lens, out, lse, *parts, counters, work, flags, count, work.shape[1], b,
+        q, k, v, table if page else lens, out, lse, *parts, counters, work, flags, count, work.shape[1], b,
         q.strides[0] // 2, q.strides[2] // 2, k.strides[0] // 2, k.strides[1] // 2, k.strides[2] // 2,
-        table.strides[0] // 4 if page else 0, h, d, page or cap, k.shape[0], 1 / math.sqrt(d), errors, cap,
+        table.strides[0] // 4 if page else 0, h, d, page or cap, k.shape[0], 1 / math.sqrt(d), errors,
         HEAD_DIM=d, BLOCK_N=64, GROUP=group, PAGE_SIZE=page, MAX_PARTS=MAX_PARTS)
     return out, lse, errors, counters
 
 
-def run(page, lens, programs, hk=2, group=4, d=128, cap=256, seed=0, cut=True):
+def run(page, lens, programs, hk=2, group=4, d=128, cap=None, seed=0, cut=True):
     from fakv.kernels.worklist import decode_worklist
     rng = np.random.default_rng(seed)
     b, h = len(lens), hk * group
+    cap = cap or max(256, max(lens))
     q = rng.standard_normal((b, 1, h, d)).astype(BF)
     if page:
         pages = b * cap // page
@@ -56,7 +57,8 @@ def run(page, lens, programs, hk=2, group=4, d=128, cap=256, seed=0, cut=True):
 
 @pytest.mark.parametrize("page,lens,programs", [(16, [256, 1, 0, 130, 64], 2), (256, [200, 256, 3, 65, 0, 128], 4),
                                                 (0, [100, 0, 256, 17, 255], 3), (16, [64, 64, 64, 64], 1),
-                                                (0, [256, 256, 10], 7), (0, [256, 10], 5), (16, [256, 200, 1], 9)])
+                                                (0, [256, 256, 10], 7), (0, [256, 10], 5), (16, [256, 200, 1], 9),
+                                                (0, [512, 3], 9)])
 @pytest.mark.parametrize("cut", [True, False])
 def test_worklist_decode_on_the_cpu_path(page, lens, programs, cut):
     """Every sequence's output and LSE as FlashAttention's (an empty sequence: 0 and +inf), whichever programs
@@ -92,7 +94,10 @@ def test_work_list_cuts_the_blocks_evenly():
         firsts = [i for i, (_, g) in enumerate(entries) if g & FRESH]
         lasts = [i for i, (_, g) in enumerate(entries) if g & LAST]
         assert len(firsts) == len(lasts) == parts and firsts[0] == 0 and lasts[-1] == len(entries) - 1
-        assert [(g >> 2) % 8 for _, g in entries] == sorted((g >> 2) % 8 for _, g in entries)
+        index = [(g >> 2) % 8 for _, g in entries]      # the part's: up by one at each FRESH, a LAST before it
+        assert index[0] == 0 and all(index[i] == index[i - 1] + bool(entries[i][1] & FRESH)
+                                     for i in range(1, len(entries)))
+        assert all(bool(entries[i][1] & LAST) == bool(entries[i + 1][1] & FRESH) for i in range(len(entries) - 1))
     assert (seen[0][0][1] >> 5) % 16 == 2 and (seen[1][0][1] >> 5) % 16 == 1      # 4096 keys cut once; one key: whole
 
 
@@ -114,10 +119,34 @@ def test_whole_lists_balance_whole_sequences():
         assert count.max() <= max(max(blocks), -(-sum(blocks) // programs) + 2)
 
 
-def test_work_list_refuses_too_many_parts():
+def test_moves_and_swaps_improve_on_lpt():
+    """Lengths where longest-first alone leaves 7 blocks on one program (3 + 2 + 2 against 3 + 2): moves and
+    swaps make it 6 and 6."""
+    from fakv.worklist import _balanced
+    blocks = [3, 3, 2, 2, 2]
+    bins = _balanced(blocks, 2)
+    assert sorted(sum(blocks[b] for b in seqs) for seqs in bins) == [6, 6]
+    assert sorted(b for seqs in bins for b in seqs) == [0, 1, 2, 3, 4]
+
+
+def test_eight_parts():
+    """A sequence cut in MAX_PARTS (8) parts: indices 0-7 and the count 8 in the flags' fields."""
+    from fakv.worklist import MAX_PARTS, work_list
+    work, flags, count = work_list([8 * 64], MAX_PARTS, 64)
+    assert count.tolist() == [1] * 8
+    assert [((g >> 2) % 8, (g >> 5) % 16, g & 3) for g in flags[:, 0].tolist()] == [(k, 8, 3) for k in range(8)]
+
+
+def test_work_list_refuses_what_it_cannot_encode_or_check():
     from fakv.worklist import work_list
     with pytest.raises(ValueError, match="parts"):
         work_list([64 * 100], 20, 64)
+    with pytest.raises(ValueError, match="length 300 is outside"):
+        work_list([10, 300], 2, 64, capacity=256)
+    with pytest.raises(ValueError, match="length -1 is outside"):
+        work_list([-1], 2, 64)
+    with pytest.raises(ValueError, match="at least one sequence"):
+        work_list([], 2, 64)
 
 
 @needs_assembler
@@ -125,7 +154,7 @@ def test_worklist_decode_compiles_for_sm90a(tmp_path, monkeypatch, capfd):
     """Swapped, in pages of 256: a cubin whose K and V go by TMA (two tensor maps, boxes of 16 rows) in a ring of two stages of a
     64-key block each (shared memory), 256 threads (a producer and a consumer warpgroup) of at most 128 registers
     at launch; in the producer's loop the
-    work list's entry and the sequence's length are read before the wait for a free slot."""
+    work list's entry and flags are read before the wait for a free slot."""
     monkeypatch.setenv("FAKV_COMPILE_ONLY", "1")
     monkeypatch.setenv("FAKV_CACHE_DIR", str(tmp_path))
     monkeypatch.setenv("FAKV_DUMP_IR", "1")
