@@ -65,10 +65,14 @@ for step in $STEPS; do
     cost) run cost 300 python3 bench/append_cost.py; cat "$LOGS/cost.log" ;;
     modes) run modes 300 python3 bench/launch_modes.py; cat "$LOGS/modes.log" ;;
     ragged) run ragged 300 python3 bench/ragged_splits.py; cat "$LOGS/ragged.log" ;;
-    peers)     # bench/bench_grid.py with FlashInfer from wheels carried in .carry/wheels (no network there)
+    peers)     # bench/bench_grid.py with FlashInfer from wheels carried in .carry/wheels (no network there): its
+               # JIT modules compiled first (bench/flashinfer_warm.py, ~2 min), then the grid as docs/perf has it
       python3 -m pip install -q --no-deps --no-index --target /tmp/fi "$ROOT"/.carry/wheels/*.whl > "$LOGS/peers-install.log" 2>&1
       PYTHONPATH=/tmp/fi CUDA_HOME=/usr/local/cuda FLASHINFER_CUDA_ARCH_LIST=9.0a \
-        run peers 540 python3 bench/bench_grid.py --out "$LOGS/perf" --peers sdpa,triton,flashinfer,flashinfer-tc
+        run peers-warm 420 python3 bench/flashinfer_warm.py
+      PYTHONPATH=/tmp/fi CUDA_HOME=/usr/local/cuda FLASHINFER_CUDA_ARCH_LIST=9.0a \
+        run peers 560 python3 bench/bench_grid.py --out "$LOGS/perf" --peers sdpa,triton,flashinfer,flashinfer-tc \
+        --sustain 0.1 --rounds 3
       tail -3 "$LOGS/peers.log" ;;
     bench)
       run bench 300 python3 bench/bench_decode.py
