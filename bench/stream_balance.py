@@ -21,7 +21,10 @@ shared memory each). `tma2kv static N`, `tma2kv2k static N`, `tma3kv2k
 static N`: the buffer's halves read as a decode's K and V caches, a block
 the same share of each, each slot (2 or 3 of 32 KiB) half K and half V, by
 copies of 16 KiB or of 2 KiB (a fakv program's key and value blocks and
-its boxes' size). A static TMA way's `delay=NS` (`tma2 static 256
+its boxes' size). `tma2kvmap static N heads=H`: tma2kv through 4-D tensor
+maps as fakv reads its caches (the halves as [N / H, rows, H, 128]
+caches, a block one sequence's head, 16-row boxes of 64 channels, 128-byte
+swizzle): fakv's box pattern without its attention. A static TMA way's `delay=NS` (`tma2 static 256
 delay=3000`) holds each block's first copy back NS nanoseconds (what a
 program's start costs before its first copy). Each
 way is checked against numpy's XOR of the buffer, then timed like
@@ -199,6 +202,70 @@ TMA(tma2kv, 2, 32768, true, 16384)
 TMA(tma2kv2k, 2, 32768, true, 2048)
 TMA(tma3kv2k, 3, 32768, true, 2048)
 
+// tma2kv through 4-D tensor maps, as a fakv decode reads its caches: the buffer's halves a K and a V cache of
+// [sequences, rows, heads, 128] 16-bit elements (maps: K's and V's 128-byte CUtensorMap in global memory),
+// block j reading head j % heads of sequence j / heads in 64-row tiles, a slot a K and a V tile, each tile as
+// 16-row boxes of 64 channels, a box's two channel halves asked for back to back (fakv's row boxes), 128-byte
+// swizzle; consumers as tma_read's.
+extern "C" __global__ void __launch_bounds__(160) tma2kvmap(const char* maps, int heads, int rows, unsigned* out,
+                                                           u64* times) {
+  extern __shared__ __align__(128) char map_ring[];
+  __shared__ __align__(8) u64 full[2], empty[2];
+  __shared__ long long len[2];
+  u64 t0 = now();
+  char* slots = (char*)(((size_t)map_ring + 1023) / 1024 * 1024);      // (swizzled boxes: 1024-byte aligned)
+  if (threadIdx.x == 0) {
+    for (int i = 0; i < 2; ++i) {
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"(smem_u32(&full[i])));
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], 4;" :: "r"(smem_u32(&empty[i])));
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  __syncthreads();
+  uint4 acc = make_uint4(0, 0, 0, 0);
+  u64 first = 0, last = 0;
+  int seq = blockIdx.x / heads, head = blockIdx.x % heads, tiles = rows / 64;
+  if (threadIdx.x == 0) {
+    for (int t = 0; t <= tiles; ++t) {
+      unsigned s = t % 2, use = t / 2;
+      if (use) bar_wait(smem_u32(&empty[s]), (use - 1) & 1);
+      if (t == tiles) {                            // the end, as a slot of length -1
+        len[s] = -1;
+        asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(smem_u32(&full[s])) : "memory");
+        break;
+      }
+      len[s] = 32768;
+      asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(smem_u32(&full[s])),
+                   "r"(32768) : "memory");
+      for (int m = 0; m < 2; ++m)
+        for (int box = 0; box < 4; ++box)
+          for (int half = 0; half < 2; ++half)
+            asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes"
+                         " [%0], [%1, {%2, %3, %4, %5}], [%6];"
+                         :: "r"(smem_u32(slots + s * 32768 + m * 16384 + box * 4096 + half * 2048)),
+                            "l"((u64)(maps + m * 128)), "r"(half * 64), "r"(head), "r"(t * 64 + box * 16),
+                            "r"(seq), "r"(smem_u32(&full[s])) : "memory");
+    }
+  } else if (threadIdx.x >= 32) {
+    unsigned c = threadIdx.x - 32;
+    for (unsigned k = 0;; ++k) {
+      unsigned s = k % 2;
+      bar_wait(smem_u32(&full[s]), (k / 2) & 1);
+      long long n = len[s];
+      if (n < 0) break;
+      if (times && threadIdx.x == 32) { last = now(); first = k ? first : last; }
+      const uint4* v = (const uint4*)(slots + s * 32768);
+      for (unsigned i = c; i < n / 16; i += 128) { uint4 x = v[i]; acc.x ^= x.x; acc.y ^= x.y; acc.z ^= x.z; acc.w ^= x.w; }
+      __syncwarp();
+      if ((threadIdx.x & 31) == 0) asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(smem_u32(&empty[s])) : "memory");
+    }
+  }
+  finish(acc, out);
+  if (times && threadIdx.x == 32) { times[4 * blockIdx.x + 1] = first; times[4 * blockIdx.x + 2] = last; }
+  __syncthreads();
+  if (times && threadIdx.x == 0) { times[4 * blockIdx.x] = t0; times[4 * blockIdx.x + 3] = now(); }
+}
+
 extern "C" __global__ void __launch_bounds__(256) static4(const uint4* s, size_t n, unsigned* o, u64* t) { read_static<4>(s, n, o, t); }
 extern "C" __global__ void __launch_bounds__(256) static8(const uint4* s, size_t n, unsigned* o, u64* t) { read_static<8>(s, n, o, t); }
 extern "C" __global__ void __launch_bounds__(256) static16(const uint4* s, size_t n, unsigned* o, u64* t) { read_static<16>(s, n, o, t); }
@@ -209,7 +276,7 @@ SMS = 132
 
 
 KERNELS = ("static4", "static8", "static16", "dynamic8", "tma2", "tma4", "tma6", "tma8", "tma16", "tma32", "tma2kv",
-           "tma2kv2k", "tma3kv2k")
+           "tma2kv2k", "tma3kv2k", "tma2kvmap")
 
 
 class Reader:
@@ -245,7 +312,14 @@ class Reader:
         stamp = np.uint64(self.times.data_ptr() + 8 * times_at) if with_times else np.uint64(0)
         out, counters = self.out.data_ptr(), self.counters.data_ptr()
         with stream:
-            if kind.startswith("tma"):
+            if kind == "tma2kvmap":
+                assert arg[0] == "static", f"{way}: a static way"
+                blocks, heads = int(arg[1]), int(next(a[6:] for a in arg[2:] if a.startswith("heads=")))
+                assert not with_times or times_at + 4 * blocks <= self.times.numel(), f"{way}: too many to time"
+                maps, rows = self.kv_maps(i, blocks, heads)
+                self.kern[kind]((blocks,), (160,), (np.uint64(maps.data_ptr()), np.int32(heads), np.int32(rows), out,
+                                                    stamp), shared_mem=100 * 1024)
+            elif kind.startswith("tma"):
                 dynamic = arg[0] == "dynamic"
                 assert not (dynamic and "kv" in kind), f"{way}: the KV ways are static"
                 blocks = 2 * SMS if dynamic else int(arg[1])
@@ -262,6 +336,34 @@ class Reader:
             else:
                 chunk = int(arg[0]) * 1024 // 16
                 self.kern[kind]((2 * SMS,), (256,), (buf.data_ptr(), np.uint64(n), np.uint64(chunk), out, counters))
+
+    def kv_maps(self, i, blocks, heads):
+        """Buffer i's halves as a K and a V cache of [blocks / heads, rows, heads, 128] 16-bit elements: their
+        4-D tensor maps as fakv's runtime encodes them (boxes of 16 rows x 64 channels, 128-byte swizzle,
+        128-byte L2 promotion), 256 bytes on the GPU, and the rows (a multiple of 64)."""
+        import ctypes
+        import torch
+        key = (i, blocks, heads)
+        if key not in getattr(self, "maps", {}):
+            half = self.nbytes // 2
+            rows = half // (blocks * 256)
+            assert blocks % heads == 0 and rows % 64 == 0 and rows * blocks * 256 == half, \
+                f"tma2kvmap: {half} bytes a cache are not {blocks // heads} sequences x 64k rows x {heads} heads"
+            cuda = ctypes.CDLL("libcuda.so.1")
+            out = b""
+            for base in (self.bufs[i].data_ptr(), self.bufs[i].data_ptr() + half):
+                raw = ctypes.create_string_buffer(192)
+                at = (ctypes.addressof(raw) + 63) // 64 * 64
+                u64s, u32s = ctypes.c_uint64 * 4, ctypes.c_uint32 * 4
+                r = cuda.cuTensorMapEncodeTiled(
+                    ctypes.c_void_p(at), 1, 4, ctypes.c_void_p(base),               # UINT16, rank 4
+                    u64s(128, heads, rows, blocks // heads), (ctypes.c_uint64 * 3)(256, heads * 256, rows * heads * 256),
+                    u32s(64, 1, 16, 1), u32s(1, 1, 1, 1), 0, 3, 2, 0)   # no interleave, 128B swizzle, L2 128B, no fill
+                assert r == 0, f"cuTensorMapEncodeTiled: CUresult {r}"
+                out += ctypes.string_at(at, 128)
+            self.maps = getattr(self, "maps", {})
+            self.maps[key] = (torch.frombuffer(bytearray(out), dtype=torch.uint8).cuda(), rows)
+        return self.maps[key]
 
     def check(self, way):
         """Every byte of both buffers read once: the XOR against numpy's."""
