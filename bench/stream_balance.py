@@ -110,6 +110,28 @@ __device__ __forceinline__ void bar_wait(unsigned bar, unsigned parity) {
   asm volatile("{\n .reg .pred p;\n W: mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n @!p bra W;\n}\n"
                :: "r"(bar), "r"(parity) : "memory");
 }
+// The four consumer warps of a TMA ring: each slot's `parts` pieces of len[slot] bytes (PART apart) XORed out
+// of shared memory, the slot handed back; a length of -1 ends the ring. Thread 32 notes when the first and the
+// last slot arrived (with `times`).
+template <int STAGES, int SLOT, int PART>
+__device__ void consume_ring(const char* ring, int parts, u64* full, u64* empty, long long* len, uint4& acc,
+                             bool times, u64& first, u64& last) {
+  unsigned c = threadIdx.x - 32;
+  for (unsigned k = 0;; ++k) {
+    unsigned s = k % STAGES;
+    bar_wait(smem_u32(&full[s]), (k / STAGES) & 1);
+    long long n = len[s];
+    if (n < 0) break;
+    if (times && threadIdx.x == 32) { last = now(); first = k ? first : last; }
+    for (int part = 0; part < parts; ++part) {
+      const uint4* v = (const uint4*)(ring + (size_t)s * SLOT + part * PART);
+      for (unsigned i = c; i < n / 16; i += 128) { uint4 x = v[i]; acc.x ^= x.x; acc.y ^= x.y; acc.z ^= x.z; acc.w ^= x.w; }
+    }
+    __syncwarp();
+    if ((threadIdx.x & 31) == 0) asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(smem_u32(&empty[s])) : "memory");
+  }
+}
+
 template <int STAGES, int SLOT, bool KV, int PIECE>
 __device__ void tma_read(const char* src, size_t nbytes, size_t chunk, int dynamic, unsigned* out,
                          unsigned* counters, u64* times) {
@@ -164,20 +186,7 @@ __device__ void tma_read(const char* src, size_t nbytes, size_t chunk, int dynam
     len[s] = -1;
     asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(smem_u32(&full[s])) : "memory");
   } else if (threadIdx.x >= 32) {                 // four consumer warps
-    unsigned c = threadIdx.x - 32;
-    for (unsigned k = 0;; ++k) {
-      unsigned s = k % STAGES;
-      bar_wait(smem_u32(&full[s]), (k / STAGES) & 1);
-      long long n = len[s];
-      if (n < 0) break;
-      if (times && threadIdx.x == 32) { last = now(); first = k ? first : last; }
-      for (int part = 0; part < (KV ? 2 : 1); ++part) {
-        const uint4* v = (const uint4*)(ring + (size_t)s * SLOT + part * PART);
-        for (unsigned i = c; i < n / 16; i += 128) { uint4 x = v[i]; acc.x ^= x.x; acc.y ^= x.y; acc.z ^= x.z; acc.w ^= x.w; }
-      }
-      __syncwarp();
-      if ((threadIdx.x & 31) == 0) asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(smem_u32(&empty[s])) : "memory");
-    }
+    consume_ring<STAGES, SLOT, PART>(ring, KV ? 2 : 1, full, empty, len, acc, times, first, last);
   }
   finish(acc, out);
   if (times && threadIdx.x == 32) { times[4 * blockIdx.x + 1] = first; times[4 * blockIdx.x + 2] = last; }
@@ -247,18 +256,7 @@ extern "C" __global__ void __launch_bounds__(160) tma2kvmap(const char* maps, in
                             "r"(seq), "r"(smem_u32(&full[s])) : "memory");
     }
   } else if (threadIdx.x >= 32) {
-    unsigned c = threadIdx.x - 32;
-    for (unsigned k = 0;; ++k) {
-      unsigned s = k % 2;
-      bar_wait(smem_u32(&full[s]), (k / 2) & 1);
-      long long n = len[s];
-      if (n < 0) break;
-      if (times && threadIdx.x == 32) { last = now(); first = k ? first : last; }
-      const uint4* v = (const uint4*)(slots + s * 32768);
-      for (unsigned i = c; i < n / 16; i += 128) { uint4 x = v[i]; acc.x ^= x.x; acc.y ^= x.y; acc.z ^= x.z; acc.w ^= x.w; }
-      __syncwarp();
-      if ((threadIdx.x & 31) == 0) asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(smem_u32(&empty[s])) : "memory");
-    }
+    consume_ring<2, 32768, 32768>(slots, 1, full, empty, len, acc, times, first, last);
   }
   finish(acc, out);
   if (times && threadIdx.x == 32) { times[4 * blockIdx.x + 1] = first; times[4 * blockIdx.x + 2] = last; }
