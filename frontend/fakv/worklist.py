@@ -29,18 +29,18 @@ def work_list(lengths, programs, block_n, cut=True, capacity=None):
     blocks = [max(-(-n // block_n), 1) for n in lengths]
     if max(blocks) >= 1 << 16:
         raise ValueError(f"work_list: at most {(1 << 16) - 1} key blocks a sequence, got {max(blocks)}")
-    total = sum(blocks)
-    chunk = -(-total // programs)
-    if not cut:
-        bins = _balanced(blocks, programs)
-        runs = [([], []) for _ in range(programs)]
-        for p, seqs in enumerate(bins):
-            for b in sorted(seqs, key=lambda b: (-blocks[b], b)):
-                runs[p][1].extend((b << 16 | i, (FRESH if i == 0 else 0) | (LAST if i == blocks[b] - 1 else 0)
-                                   | 1 << 5 | min(lengths[b] - i * block_n, block_n) << 9) for i in range(blocks[b]))
-        return _arrays(runs, programs)
+
+    def entries(b, lo, hi, k, parts):     # part k of `parts` of sequence b: its blocks [lo, hi)
+        return [(b << 16 | i, (FRESH if i == lo else 0) | (LAST if i == hi - 1 else 0) | k << 2 | parts << 5
+                 | min(lengths[b] - i * block_n, block_n) << 9) for i in range(lo, hi)]
+
     runs = [([], []) for _ in range(programs)]        # per program: (cut parts, whole sequences)
-    at = 0
+    if not cut:
+        for p, seqs in enumerate(_balanced(blocks, programs)):
+            for b in sorted(seqs, key=lambda b: (-blocks[b], b)):
+                runs[p][1].extend(entries(b, 0, blocks[b], 0, 1))
+        return _arrays(runs, programs)
+    chunk, at = -(-sum(blocks) // programs), 0
     for b in sorted(range(len(blocks)), key=lambda b: (-blocks[b], b)):
         cuts = [at] + [c for c in range((at // chunk + 1) * chunk, at + blocks[b], chunk)] + [at + blocks[b]]
         parts = len(cuts) - 1
@@ -48,10 +48,7 @@ def work_list(lengths, programs, block_n, cut=True, capacity=None):
             raise ValueError(f"work_list: sequence {b} ({blocks[b]} blocks) would run in {parts} parts, "
                              f"at most {MAX_PARTS}: use more blocks a program")
         for k in range(parts):
-            lo, hi = cuts[k] - at, cuts[k + 1] - at
-            entries = [(b << 16 | i, (FRESH if i == lo else 0) | (LAST if i == hi - 1 else 0) | k << 2 | parts << 5
-                        | min(lengths[b] - i * block_n, block_n) << 9) for i in range(lo, hi)]
-            runs[cuts[k] // chunk][0 if parts > 1 else 1].extend(entries)
+            runs[cuts[k] // chunk][0 if parts > 1 else 1].extend(entries(b, cuts[k] - at, cuts[k + 1] - at, k, parts))
         at += blocks[b]
     return _arrays(runs, programs)
 
