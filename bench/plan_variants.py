@@ -11,7 +11,9 @@ pages a sequence + j: the memory of a contiguous cache). A variant changes fakv.
 timed: `planned` (nothing), `swap=0|1` (FAKV_SWAP_AB), `stages=N` (the
 decode's ring depth), `ctas=N` (at most N decode programs an SM: @fakv.jit's
 ctas_per_sm), `splits=N` (num_splits passed to the call),
-`adaptive=N` (FAKV_ADAPTIVE_SPLITS), `merge` (FAKV_MERGE_SPLITS),
+`adaptive=N` (FAKV_ADAPTIVE_SPLITS), `merge` (FAKV_MERGE_SPLITS;
+`mergeregs=0`: its decode without setmaxnreg's rebalancing), `regs=P/C`
+(any other decode's producer and consumer registers moved by setmaxnreg),
 `order=seq|heads` (decode's grid sequences first, or heads first),
 `early=0|1` (decode launched programmatically never / always:
 interface._EARLY_DECODE_BYTES), `hint=0` (FAKV_LENGTHS_HINT=0),
@@ -54,7 +56,8 @@ def variant(name):
     from fakv import lengths_hint
     saved = {k: getattr(interface, k) for k in ("_SWAP_AB", "_ADAPTIVE_SPLITS", "_EARLY_DECODE_BYTES",
                                                  "_SPLIT_MIN_BLOCKS_SWAPPED", "_GATHER_PAGES", "_CLUSTER_SPLITS",
-                                                 "_ROW_BOXES", "_LONGEST_FIRST", "plan")}
+                                                 "_ROW_BOXES", "_LONGEST_FIRST", "_MERGE_REGISTERS", "_DECODE_REGISTERS",
+                                                 "plan")}
     hint, merge = lengths_hint.ENABLED, prepare.MERGE_SPLITS
     splits, stages, order, ctas = 0, None, None, None
     for part in name.split("+"):
@@ -73,6 +76,10 @@ def variant(name):
             interface._SPLIT_MIN_BLOCKS_SWAPPED = int(value)
         elif kind == "adaptive":
             interface._ADAPTIVE_SPLITS = int(value)
+        elif kind == "regs":
+            interface._DECODE_REGISTERS = tuple(int(r) for r in value.split("/"))
+        elif kind == "mergeregs":
+            interface._MERGE_REGISTERS = value == "1"
         elif kind == "merge":
             prepare.MERGE_SPLITS = True
         elif kind == "early":

@@ -24,7 +24,12 @@ copies of 16 KiB or of 2 KiB (a fakv program's key and value blocks and
 its boxes' size). `tma2kvmap static N heads=H`: tma2kv through 4-D tensor
 maps as fakv reads its caches (the halves as [N / H, rows, H, 128]
 caches, a block one sequence's head, 16-row boxes of 64 channels, 128-byte
-swizzle): fakv's box pattern without its attention. A static TMA way's `delay=NS` (`tma2 static 256
+swizzle; `box=R`: R-row boxes, 8 or 64; `page=P`: the caches as [pages, P,
+heads, 128] (P 16, 64 or 256) read through a block table of the pages in a
+random permutation, `order=sorted`: in order; the producer looks up
+the next tile's pages before it waits for a free slot, `ahead=0`: a tile's
+after the wait, as fakv's TMA producer does): fakv's box pattern
+without its attention. A static TMA way's `delay=NS` (`tma2 static 256
 delay=3000`) holds each block's first copy back NS nanoseconds (what a
 program's start costs before its first copy). Each
 way is checked against numpy's XOR of the buffer, then timed like
@@ -214,13 +219,17 @@ TMA(tma3kv2k, 3, 32768, true, 2048)
 // tma2kv through 4-D tensor maps, as a fakv decode reads its caches: the buffer's halves a K and a V cache of
 // [sequences, rows, heads, 128] 16-bit elements (maps: K's and V's 128-byte CUtensorMap in global memory),
 // block j reading head j % heads of sequence j / heads in 64-row tiles, a slot a K and a V tile, each tile as
-// 16-row boxes of 64 channels, a box's two channel halves asked for back to back (fakv's row boxes), 128-byte
-// swizzle; consumers as tma_read's.
-extern "C" __global__ void __launch_bounds__(160) tma2kvmap(const char* maps, int heads, int rows, unsigned* out,
-                                                           u64* times) {
+// BOX-row boxes of 64 channels, a box's two channel halves asked for back to back (fakv's row boxes), 128-byte
+// swizzle; consumers as tma_read's. PAGE: the caches are [pages, PAGE, heads, 128], a sequence's pages through
+// `table` (int32 [sequences, rows / PAGE]), looked up a tile ahead (before the wait for a free slot) or, without
+// `ahead`, after that wait. Box and page are constants: the producer's code is straight.
+template <int BOX, int PAGE>
+__device__ void kvmap_read(const char* maps, int heads, int rows, const int* table, int ahead, unsigned* out,
+                           u64* times) {
   extern __shared__ __align__(128) char map_ring[];
   __shared__ __align__(8) u64 full[2], empty[2];
   __shared__ long long len[2];
+  constexpr int BOXES = 64 / BOX;                  // boxes a tile
   u64 t0 = now();
   char* slots = (char*)(((size_t)map_ring + 1023) / 1024 * 1024);      // (swizzled boxes: 1024-byte aligned)
   if (threadIdx.x == 0) {
@@ -235,6 +244,13 @@ extern "C" __global__ void __launch_bounds__(160) tma2kvmap(const char* maps, in
   u64 first = 0, last = 0;
   int seq = blockIdx.x / heads, head = blockIdx.x % heads, tiles = rows / 64;
   if (threadIdx.x == 0) {
+    const int* row = PAGE ? table + (size_t)seq * (rows / (PAGE ? PAGE : 1)) : nullptr;
+    auto lookup = [&](int t, int b) {              // box b of tile t: its page
+      return PAGE ? __ldg(row + (t * 64 + b * BOX) / (PAGE ? PAGE : 1)) : seq;
+    };
+    int next[BOXES];
+#pragma unroll
+    for (int b = 0; b < BOXES; ++b) next[b] = ahead ? lookup(0, b) : seq;
     for (int t = 0; t <= tiles; ++t) {
       unsigned s = t % 2, use = t / 2;
       if (use) bar_wait(smem_u32(&empty[s]), (use - 1) & 1);
@@ -244,16 +260,26 @@ extern "C" __global__ void __launch_bounds__(160) tma2kvmap(const char* maps, in
         break;
       }
       len[s] = 32768;
+      int at[BOXES];
+#pragma unroll
+      for (int b = 0; b < BOXES; ++b) {
+        at[b] = PAGE && !ahead ? lookup(t, b) : next[b];
+        if (PAGE && ahead && t + 1 < tiles) next[b] = lookup(t + 1, b);
+      }
       asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(smem_u32(&full[s])),
                    "r"(32768) : "memory");
+#pragma unroll
       for (int m = 0; m < 2; ++m)
-        for (int box = 0; box < 4; ++box)
+#pragma unroll
+        for (int b = 0; b < BOXES; ++b)
+#pragma unroll
           for (int half = 0; half < 2; ++half)
             asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes"
                          " [%0], [%1, {%2, %3, %4, %5}], [%6];"
-                         :: "r"(smem_u32(slots + s * 32768 + m * 16384 + box * 4096 + half * 2048)),
-                            "l"((u64)(maps + m * 128)), "r"(half * 64), "r"(head), "r"(t * 64 + box * 16),
-                            "r"(seq), "r"(smem_u32(&full[s])) : "memory");
+                         :: "r"(smem_u32(slots + s * 32768 + m * 16384 + b * BOX * 256 + half * BOX * 128)),
+                            "l"((u64)(maps + m * 128)), "r"(half * 64), "r"(head),
+                            "r"(PAGE ? (t * 64 + b * BOX) % (PAGE ? PAGE : 1) : t * 64 + b * BOX), "r"(at[b]),
+                            "r"(smem_u32(&full[s])) : "memory");
     }
   } else if (threadIdx.x >= 32) {
     consume_ring<2, 32768, 32768>(slots, 1, full, empty, len, acc, times, first, last);
@@ -263,6 +289,14 @@ extern "C" __global__ void __launch_bounds__(160) tma2kvmap(const char* maps, in
   __syncthreads();
   if (times && threadIdx.x == 0) { times[4 * blockIdx.x] = t0; times[4 * blockIdx.x + 3] = now(); }
 }
+#define KVMAP(NAME, BOX, PAGE) extern "C" __global__ void __launch_bounds__(160) NAME(const char* maps, int heads, \
+  int rows, const int* table, int ahead, unsigned* o, u64* t) { kvmap_read<BOX, PAGE>(maps, heads, rows, table, ahead, o, t); }
+KVMAP(tma2kvmap, 16, 0)
+KVMAP(tma2kvmap_b8, 8, 0)
+KVMAP(tma2kvmap_b64, 64, 0)
+KVMAP(tma2kvmap_p16, 16, 16)
+KVMAP(tma2kvmap_p64, 16, 64)
+KVMAP(tma2kvmap_p256, 16, 256)
 
 extern "C" __global__ void __launch_bounds__(256) static4(const uint4* s, size_t n, unsigned* o, u64* t) { read_static<4>(s, n, o, t); }
 extern "C" __global__ void __launch_bounds__(256) static8(const uint4* s, size_t n, unsigned* o, u64* t) { read_static<8>(s, n, o, t); }
@@ -274,7 +308,8 @@ SMS = 132
 
 
 KERNELS = ("static4", "static8", "static16", "dynamic8", "tma2", "tma4", "tma6", "tma8", "tma16", "tma32", "tma2kv",
-           "tma2kv2k", "tma3kv2k", "tma2kvmap")
+           "tma2kv2k", "tma3kv2k", "tma2kvmap", "tma2kvmap_b8", "tma2kvmap_b64", "tma2kvmap_p16", "tma2kvmap_p64",
+           "tma2kvmap_p256")
 
 
 class Reader:
@@ -313,10 +348,19 @@ class Reader:
             if kind == "tma2kvmap":
                 assert arg[0] == "static", f"{way}: a static way"
                 blocks, heads = int(arg[1]), int(next(a[6:] for a in arg[2:] if a.startswith("heads=")))
+                box = int(next((a[4:] for a in arg[2:] if a.startswith("box=")), 16))
+                page = int(next((a[5:] for a in arg[2:] if a.startswith("page=")), 0))
+                order = next((a[6:] for a in arg[2:] if a.startswith("order=")), "random")
+                ahead = int(next((a[6:] for a in arg[2:] if a.startswith("ahead=")), 1))
+                name = kind + (f"_p{page}" if page else f"_b{box}" if box != 16 else "")
+                assert name in self.kern and (box == 16 or not page), \
+                    f"{way}: box= 8, 16 or 64 contiguous, page= 16, 64 or 256 with boxes of 16"
+                assert order in ("random", "sorted"), f"{way}: order=random or sorted"
                 assert not with_times or times_at + 4 * blocks <= self.times.numel(), f"{way}: too many to time"
-                maps, rows = self.kv_maps(i, blocks, heads)
-                self.kern[kind]((blocks,), (160,), (np.uint64(maps.data_ptr()), np.int32(heads), np.int32(rows), out,
-                                                    stamp), shared_mem=100 * 1024)
+                maps, rows, table = self.kv_maps(i, blocks, heads, box, page, order)
+                self.kern[name]((blocks,), (160,), (np.uint64(maps.data_ptr()), np.int32(heads), np.int32(rows),
+                                                    np.uint64(table.data_ptr() if page else 0), np.int32(ahead),
+                                                    out, stamp), shared_mem=100 * 1024)
             elif kind.startswith("tma"):
                 dynamic = arg[0] == "dynamic"
                 assert not (dynamic and "kv" in kind), f"{way}: the KV ways are static"
@@ -335,18 +379,29 @@ class Reader:
                 chunk = int(arg[0]) * 1024 // 16
                 self.kern[kind]((2 * SMS,), (256,), (buf.data_ptr(), np.uint64(n), np.uint64(chunk), out, counters))
 
-    def kv_maps(self, i, blocks, heads):
-        """Buffer i's halves as a K and a V cache of [blocks / heads, rows, heads, 128] 16-bit elements: their
-        4-D tensor maps as fakv's runtime encodes them (boxes of 16 rows x 64 channels, 128-byte swizzle,
-        128-byte L2 promotion), 256 bytes on the GPU, and the rows (a multiple of 64)."""
+    def kv_maps(self, i, blocks, heads, box=16, page=0, order="random"):
+        """Buffer i's halves as a K and a V cache of [blocks / heads, rows, heads, 128] 16-bit elements (page:
+        of [pages, page, heads, 128], a sequence's pages through a block table, in `order`: a random
+        permutation of the pages or the identity): their 4-D tensor maps as fakv's runtime encodes them (boxes
+        of `box` rows x 64 channels, 128-byte swizzle, 128-byte L2 promotion), 256 bytes on the GPU, the rows
+        a sequence (a multiple of 64) and the block table (int32 [blocks / heads, rows / page] or None)."""
         import ctypes
+        import numpy as np
         import torch
-        key = (i, blocks, heads)
+        key = (i, blocks, heads, box, page, order)
         if key not in getattr(self, "maps", {}):
             half = self.nbytes // 2
             rows = half // (blocks * 256)
             assert blocks % heads == 0 and rows % 64 == 0 and rows * blocks * 256 == half, \
                 f"tma2kvmap: {half} bytes a cache are not {blocks // heads} sequences x 64k rows x {heads} heads"
+            seqs = blocks // heads
+            dims = (128, heads, page, seqs * rows // page) if page else (128, heads, rows, seqs)
+            table = None
+            if page:
+                pages = np.arange(seqs * rows // page, dtype=np.int32)
+                if order == "random":
+                    pages = np.random.default_rng(i).permutation(pages).astype(np.int32)
+                table = torch.from_numpy(pages.reshape(seqs, rows // page)).cuda()
             cuda = ctypes.CDLL("libcuda.so.1")
             out = b""
             for base in (self.bufs[i].data_ptr(), self.bufs[i].data_ptr() + half):
@@ -355,12 +410,12 @@ class Reader:
                 u64s, u32s = ctypes.c_uint64 * 4, ctypes.c_uint32 * 4
                 r = cuda.cuTensorMapEncodeTiled(
                     ctypes.c_void_p(at), 1, 4, ctypes.c_void_p(base),               # UINT16, rank 4
-                    u64s(128, heads, rows, blocks // heads), (ctypes.c_uint64 * 3)(256, heads * 256, rows * heads * 256),
-                    u32s(64, 1, 16, 1), u32s(1, 1, 1, 1), 0, 3, 2, 0)   # no interleave, 128B swizzle, L2 128B, no fill
+                    u64s(*dims), (ctypes.c_uint64 * 3)(256, heads * 256, dims[2] * heads * 256),
+                    u32s(64, 1, box, 1), u32s(1, 1, 1, 1), 0, 3, 2, 0)   # no interleave, 128B swizzle, L2 128B, no fill
                 assert r == 0, f"cuTensorMapEncodeTiled: CUresult {r}"
                 out += ctypes.string_at(at, 128)
             self.maps = getattr(self, "maps", {})
-            self.maps[key] = (torch.frombuffer(bytearray(out), dtype=torch.uint8).cuda(), rows)
+            self.maps[key] = (torch.frombuffer(bytearray(out), dtype=torch.uint8).cuda(), rows, table)
         return self.maps[key]
 
     def check(self, way):

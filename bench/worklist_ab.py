@@ -52,7 +52,8 @@ def worklist_call(cell, programs, stages, cut=True):
                                  count, work.shape[1], b, q.stride(0), q.stride(2), k.stride(0), k.stride(1),
                                  k.stride(2), table.stride(0) if cell.table is not None else 0, h, d,
                                  page or cell.s, k.shape[0], 1 / math.sqrt(d), errors,
-                                 HEAD_DIM=head_tile, BLOCK_N=64, GROUP=h // hk, PAGE_SIZE=page)
+                                 HEAD_DIM=head_tile, BLOCK_N=64, GROUP=h // hk, PAGE_SIZE=page,
+                                 MAX_PARTS=MAX_PARTS)
         return out
     return run, errors, counters
 

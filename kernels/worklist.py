@@ -2,21 +2,38 @@
 the H200 at best even with the planned call): program (h, p) of grid (heads, P) runs the key blocks
 Work[p, 0 .. Count[p]) in turn, each entry a (sequence, block) pair (fakv.worklist builds the lists from the
 lengths and checks them: the kernel reads no length), so that its K/V ring prefetches the next sequence's first
-blocks while the one before it is finishing, and every program reads as many blocks. A part's first block resets
-the running max / sum, its last stores the output and LSE; a sequence run in parts leaves each part's in OutPart /
-LsePart and the last to finish merges them (splits.py's merge_splits, as decode.py's MERGE). One query row, no
-splits, no options; pack_gqa runs a kv head's GROUP heads in one program."""
+blocks while the one before it is finishing, and every program reads as many blocks. A part's first block resets the running max / sum, its last stores the
+output and LSE; a sequence run in parts leaves each part's in OutPart / LsePart and the last to finish merges them.
+One query row, no splits, no options; pack_gqa runs a kv head's GROUP heads in one program."""
 import fakv
 import fakv.language as fl
 from fakv.kernels.decode import attend, load_kv
-from fakv.kernels.splits import merge_splits, store_partial
+from fakv.kernels.splits import store_partial
+
+
+@fakv.jit
+def merge_parts(OutPart, LsePart, Out, Lse, parts, b, h, batch, heads, head_dim, q_batch_stride, q_head_stride,
+                HEAD_DIM: fl.constexpr, MAX_PARTS: fl.constexpr):
+    """Sequence b's `parts` partial outputs of head h, weighted by their LSEs, into Out and Lse (one part at a
+    time: few registers)."""
+    m, l, acc = fl.full((1,), float("-inf")), fl.zeros((1,)), fl.zeros((1, HEAD_DIM))
+    for k in fl.static_range(MAX_PARTS):
+        part = k * batch + b
+        lse = fl.load(LsePart + part * heads + h, (1, 1), (0, 0), (0, 0), bounds=(1, parts - k), other=float("-inf"))
+        o = fl.load(OutPart + (part * heads + h) * HEAD_DIM, (1, 1, HEAD_DIM), (0, 0, 0), (0, 0, 1),
+                    bounds=(1, parts - k, head_dim))
+        m, l, w, alpha = fl.online_softmax(lse, m, l)
+        acc = acc * alpha[:, None] + fl.sum(o * w[:, :, None], 1)
+    fl.store(Out + b * q_batch_stride + h * q_head_stride, acc * fl.where(l == 0.0, 0.0, 1.0 / l)[:, None], (0, 0),
+             (0, 1), bounds=(1, head_dim))
+    fl.store(Lse + b * heads + h, fl.where(l == 0.0, float("inf"), m + fl.log(l)), (0,), (1,))
 
 
 @fakv.jit(pack_gqa=0, stages=2, registers=(24, 232), row_boxes=True)
 def decode_worklist(Q, K, V, Table, Out, Lse, OutPart, LsePart, Counters, Work, Flags, Count, work_stride,
                     batch, q_batch_stride, q_head_stride, page_stride, row_stride, head_stride, table_stride, heads,
                     head_dim, page_size, num_pages, scale, Errors, HEAD_DIM: fl.constexpr,
-                    BLOCK_N: fl.constexpr, GROUP: fl.constexpr, PAGE_SIZE: fl.constexpr):
+                    BLOCK_N: fl.constexpr, GROUP: fl.constexpr, PAGE_SIZE: fl.constexpr, MAX_PARTS: fl.constexpr):
     h, p = fl.program_id(0), fl.program_id(1)
     kvh, strides = h // GROUP, (page_stride, row_stride, head_stride)
     m, l, acc = fl.full((1,), float("-inf")), fl.zeros((1,)), fl.zeros((1, HEAD_DIM))
@@ -46,5 +63,7 @@ def decode_worklist(Q, K, V, Table, Out, Lse, OutPart, LsePart, Counters, Work, 
             else:                               # the last part to finish merges them all
                 store_partial(OutPart, LsePart, out, lse, ((g >> 2) % 8) * batch + b, h, 0, 1, heads, head_dim,
                               HEAD_DIM)
-                merge_splits(OutPart, LsePart, Out, Lse, Counters, b, h, 0, b * heads + h, parts, batch, 1, heads,
-                             head_dim, q_batch_stride, 0, q_head_stride, HEAD_DIM, 1, GROUP)
+                if fl.atomic_add(Counters, b * heads + h, 1) == parts - 1:
+                    merge_parts(OutPart, LsePart, Out, Lse, parts, b, h, batch, heads, head_dim, q_batch_stride,
+                                q_head_stride, HEAD_DIM, MAX_PARTS)
+                    fl.atomic_add(Counters, b * heads + h, -parts)

@@ -406,6 +406,8 @@ _COMBINE_APPENDS = os.environ.get("FAKV_COMBINE_APPENDS", "1") != "0"
 _FUSED_MAX_BLOCKS = 17        # key blocks per split (decode.py's share, APPEND's included), at most, of a
                               # call decode appends itself
 _APPEND_REGISTERS = (24, 232)   # (producer, consumer) per thread: compiled at their average, 128
+_MERGE_REGISTERS = True         # a merging decode (prepare.MERGE_SPLITS) rebalanced so too (plan_variants' mergeregs=0)
+_DECODE_REGISTERS = None        # any other decode: no rebalancing (plan_variants' regs=P/C: (P, C))
 _COUNTERS = {}          # (device, stream) -> the counters buffers made (the largest last; all kept)
 _GRAPH_COUNTERS = []    # those made while a CUDA graph was captured: the graphs' own (zeroed at replay), kept
 
@@ -764,8 +766,10 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
     in_kernels = fused or combine_appends     # the new keys appended by decode or combine, not append.py first
     # The last split merges (through global memory); not when combine appends the new keys (it must run).
     merge = splits > 1 and prepare.MERGE_SPLITS and not p["cluster"] and not combine_appends
-    if fused or (merge and tile <= 128):       # (the merge's rounds of partials: registers, as the new keys)
+    if fused or (merge and tile <= 128 and _MERGE_REGISTERS):  # (the merge's rounds of partials: registers)
         decode = decode.with_options(registers=_APPEND_REGISTERS)
+    elif _DECODE_REGISTERS:
+        decode = decode.with_options(registers=_DECODE_REGISTERS)
     errors = prepare.errors_for(q)
     prepared = k is None or (in_kernels and not copied_kv)     # a call the fast path can repeat
     if k is not None and not in_kernels:                  # append (and rotate) first: kernels/append.py

@@ -30,7 +30,7 @@ def launch(kernel, q, k, v, table, lens, programs, page, cap, group, counters=No
         q, k, v, table if page else lens, out, lse, *parts, counters, work, flags, count, work.shape[1], b,
         q.strides[0] // 2, q.strides[2] // 2, k.strides[0] // 2, k.strides[1] // 2, k.strides[2] // 2,
         table.strides[0] // 4 if page else 0, h, d, page or cap, k.shape[0], 1 / math.sqrt(d), errors,
-        HEAD_DIM=d, BLOCK_N=64, GROUP=group, PAGE_SIZE=page)
+        HEAD_DIM=d, BLOCK_N=64, GROUP=group, PAGE_SIZE=page, MAX_PARTS=MAX_PARTS)
     return out, lse, errors, counters
 
 
