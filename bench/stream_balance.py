@@ -347,6 +347,8 @@ class Reader:
         with stream:
             if kind == "tma2kvmap":
                 assert arg[0] == "static", f"{way}: a static way"
+                unknown = [a for a in arg[2:] if a.partition("=")[0] not in ("heads", "box", "page", "order", "ahead")]
+                assert not unknown, f"{way}: unknown options {unknown} (heads=, box=, page=, order=, ahead=)"
                 blocks, heads = int(arg[1]), int(next(a[6:] for a in arg[2:] if a.startswith("heads=")))
                 box = int(next((a[4:] for a in arg[2:] if a.startswith("box=")), 16))
                 page = int(next((a[5:] for a in arg[2:] if a.startswith("page=")), 0))
@@ -392,7 +394,8 @@ class Reader:
         if key not in getattr(self, "maps", {}):
             half = self.nbytes // 2
             rows = half // (blocks * 256)
-            assert blocks % heads == 0 and rows % 64 == 0 and rows * blocks * 256 == half, \
+            assert blocks % heads == 0 and rows % 64 == 0 and rows * blocks * 256 == half \
+                and rows % (page or 1) == 0, \
                 f"tma2kvmap: {half} bytes a cache are not {blocks // heads} sequences x 64k rows x {heads} heads"
             seqs = blocks // heads
             dims = (128, heads, page, seqs * rows // page) if page else (128, heads, rows, seqs)

@@ -245,7 +245,7 @@ def fakv_cells(cells, cache_dir, min_copies=1, extra="", check=True, **env):
         out = call(0).float()
         err = max((out[i, 0] - cell.reference(i)).abs().max().item() for i in (0, cell.b - 1))
         assert err <= TOLERANCE or not check, f"{spec}: fakv's output differs by {err:.3g}"
-        if err > TOLERANCE:
+        if not err <= TOLERANCE:                # (NaN included)
             print(f"{spec}: fakv's output differs by {err:.3g} (--no-check: timed anyway)")
         return spec, cell, call
     return (checked(spec) for spec in cells.split(","))
@@ -256,7 +256,8 @@ def time_cells(cells, rounds, bare="", extra="", plan="planned", check=True):
     its copies, 0.1 s of replays first), median and range of `rounds` rounds, the PTX patched as the
     environment says (assemble()); `bare`: and, interleaved with it round by round, the bare TMA reads of
     the same bytes by batch x kv heads blocks (an unsplit call's programs; stream_balance.py's ways,
-    "tma2 static,..." without N, or with it: "tma2kvmap static 256 heads=8"); `plan`: fakv's plan as plan_variants.py's variant of that name has it."""
+    "tma2 static,..." without N, or with it: "tma2kvmap static 256 heads=8"); `plan`: fakv's plan as
+    plan_variants.py's variant of that name has it."""
     import statistics
     checked = fakv_cells(cells, "fakv-ptx", extra=extra, check=check)
     from timing import graph_time_ms
@@ -301,8 +302,9 @@ def main():
     ap.add_argument("--no-check", action="store_true", help="with --time: time fakv even where its output "
                     "differs from the reference (a kernel variant under FAKV_KERNELS)")
     ap.add_argument("--bare", nargs="?", const="tma2 static", default="", metavar="WAYS",
-                    help="with --time: bare TMA reads of the same bytes too (stream_balance.py's ways without "
-                    "their block count, default `tma2 static`; batch x kv heads blocks), interleaved round by round")
+                    help="with --time: bare TMA reads of the same bytes too (stream_balance.py's TMA ways, default "
+                    "`tma2 static`; batch x kv heads blocks unless a way's third word gives them), interleaved round "
+                    "by round")
     ap.add_argument("--dump", metavar="DIR", help="also write each cell's timelines (ns; fakv's and the bare "
                     "read's, one (programs, 8) array a call) to DIR/<cell>.npz")
     ap.add_argument("--time", type=int, default=0, metavar="ROUNDS",
