@@ -42,9 +42,8 @@ def main():
         for p in filter(None, args.peers.split(",")):
             if p == "bare":
                 from stream_balance import Reader
-                reader, way = Reader(cell.kv_bytes), f"tma2kv static {cell.b * cell.hk}"
-                reader.check(way)
-                runs[p] = lambda i, reader=reader, way=way: reader.launch(way, i % 2)
+                _, calls = Reader(cell.kv_bytes).cell_calls("tma2kv static", cell)
+                runs[p] = lambda i, calls=calls: calls[i % 2]()
             else:
                 runs[p] = G.peer_calls(cell, p, shapes[name][6])
         for rnd in range(2):

@@ -39,10 +39,8 @@ def main():
     out = call(0).float()         # (the second call: the ragged plan, from the first's lengths)
     err = max((out[i, 0] - cell.reference(i)).abs().max().item() for i in (0, cell.b - 1))
     assert err <= TOLERANCE, f"fakv's output differs by {err:.3g}"
-    reader, way = Reader(cell.kv_bytes), f"tma2kv static {cell.b * cell.hk}"
-    reader.check(way)
     timed = {"fakv": [lambda i=i: call(i) for i in range(cell.copies)],
-             "bare": [lambda i=i: reader.launch(way, i) for i in (0, 1)]}
+             "bare": Reader(cell.kv_bytes).cell_calls("tma2kv static", cell)[1]}
     us = {k: [] for k in timed}
     for _ in range(args.rounds):
         for k, calls in timed.items():

@@ -330,6 +330,7 @@ class Reader:
         self.out = torch.zeros(1, dtype=torch.int32, device="cuda")
         self.counters = torch.zeros(2, dtype=torch.int32, device="cuda")
         self.times = torch.zeros(4 * 4096, dtype=torch.int64, device="cuda")      # (4096 blocks: two calls of 2048)
+        self.maps = {}                  # kv_maps' tensor maps (and block tables) by buffer and way
 
     def launch(self, way, i, with_times=False, times_at=0):
         """way: "static8 256" (LDG, UNROLL 8, 256 blocks), "dynamic8 1024" (LDG, chunks of 1024 KiB), "tma4
@@ -391,7 +392,7 @@ class Reader:
         import numpy as np
         import torch
         key = (i, blocks, heads, box, page, order)
-        if key not in getattr(self, "maps", {}):
+        if key not in self.maps:
             half = self.nbytes // 2
             rows = half // (blocks * 256)
             assert blocks % heads == 0 and rows % 64 == 0 and rows * blocks * 256 == half \
@@ -417,9 +418,17 @@ class Reader:
                     u32s(64, 1, box, 1), u32s(1, 1, 1, 1), 0, 3, 2, 0)   # no interleave, 128B swizzle, L2 128B, no fill
                 assert r == 0, f"cuTensorMapEncodeTiled: CUresult {r}"
                 out += ctypes.string_at(at, 128)
-            self.maps = getattr(self, "maps", {})
             self.maps[key] = (torch.frombuffer(bytearray(out), dtype=torch.uint8).cuda(), rows, table)
         return self.maps[key]
+
+    def cell_calls(self, way, cell):
+        """A bare read of bench_grid.py's `cell`'s bytes, checked first: (the way with its block count, the
+        cell's sequences x kv heads (an unsplit call's programs) unless its third word gives one; [the read
+        of buffer 0, of buffer 1])."""
+        w = way.split()
+        way = way if len(w) > 2 and w[2].isdigit() else " ".join(w[:2] + [str(cell.b * cell.hk)] + w[2:])
+        self.check(way)
+        return way, [lambda i=i: self.launch(way, i) for i in (0, 1)]
 
     def check(self, way):
         """Every byte of both buffers read once: the XOR against numpy's."""

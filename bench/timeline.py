@@ -270,11 +270,9 @@ def time_cells(cells, rounds, bare="", extra="", plan="planned", check=True):
             timed = {f"fakv {plan}": [lambda i=i: call(i) for i in range(cell.copies)]}
             if bare:
                 reader = Reader(cell.kv_bytes)
-                for w in bare.split(","):                       # (a program a sequence and kv head: unsplit)
-                    given = len(w.split()) > 2 and w.split()[2].isdigit()     # ("tma2kv static 256": N given)
-                    way = w if given else " ".join(w.split()[:2] + [str(cell.b * cell.hk)] + w.split()[2:])
-                    reader.check(way)
-                    timed[way] = [lambda i=i, w=way: reader.launch(w, i) for i in (0, 1)]
+                for w in bare.split(","):
+                    way, calls = reader.cell_calls(w, cell)
+                    timed[way] = calls
             us = {k: [] for k in timed}
             for _ in range(rounds):
                 for k, calls in timed.items():
