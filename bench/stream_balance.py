@@ -28,8 +28,11 @@ swizzle; `box=R`: R-row boxes, 8 or 64; `page=P`: the caches as [pages, P,
 heads, 128] (P 16, 64 or 256) read through a block table of the pages in a
 random permutation, `order=sorted`: in order; the producer looks up
 the next tile's pages before it waits for a free slot, `ahead=0`: a tile's
-after the wait, as fakv's TMA producer does): fakv's box pattern
-without its attention. A static TMA way's `delay=NS` (`tma2 static 256
+after the wait, as fakv's TMA producer does; `across=1`: a block reads
+every head of its sequence over a 1/H share of the rows, a 64-row tile of
+each head in turn, so a page's heads are read back to back by one block
+instead of by H blocks, contiguous or in pages of 16 or 64): fakv's box
+pattern without its attention. A static TMA way's `delay=NS` (`tma2 static 256
 delay=3000`) holds each block's first copy back NS nanoseconds (what a
 program's start costs before its first copy). Each
 way is checked against numpy's XOR of the buffer, then timed like
@@ -222,8 +225,10 @@ TMA(tma3kv2k, 3, 32768, true, 2048)
 // BOX-row boxes of 64 channels, a box's two channel halves asked for back to back (fakv's row boxes), 128-byte
 // swizzle; consumers as tma_read's. PAGE: the caches are [pages, PAGE, heads, 128], a sequence's pages through
 // `table` (int32 [sequences, rows / PAGE]), looked up a tile ahead (before the wait for a free slot) or, without
-// `ahead`, after that wait. Box and page are constants: the producer's code is straight.
-template <int BOX, int PAGE>
+// `ahead`, after that wait. ACROSS: block j reads every head of sequence j / heads over its (j % heads)-th
+// share of the rows, a 64-row tile of each head in turn (a page's heads back to back), instead of one head's
+// rows. Box, page and order are constants: the producer's code is straight.
+template <int BOX, int PAGE, bool ACROSS>
 __device__ void kvmap_read(const char* maps, int heads, int rows, const int* table, int ahead, unsigned* out,
                            u64* times) {
   extern __shared__ __align__(128) char map_ring[];
@@ -242,11 +247,13 @@ __device__ void kvmap_read(const char* maps, int heads, int rows, const int* tab
   __syncthreads();
   uint4 acc = make_uint4(0, 0, 0, 0);
   u64 first = 0, last = 0;
-  int seq = blockIdx.x / heads, head = blockIdx.x % heads, tiles = rows / 64;
+  int seq = blockIdx.x / heads, tiles = rows / 64, first_tile = ACROSS ? blockIdx.x % heads * (tiles / heads) : 0;
   if (threadIdx.x == 0) {
     const int* row = PAGE ? table + (size_t)seq * (rows / (PAGE ? PAGE : 1)) : nullptr;
+    auto head_of = [&](int t) { return ACROSS ? t % heads : (int)(blockIdx.x % heads); };
+    auto tile_of = [&](int t) { return ACROSS ? first_tile + t / heads : t; };    // its 64 rows of the sequence
     auto lookup = [&](int t, int b) {              // box b of tile t: its page
-      return PAGE ? __ldg(row + (t * 64 + b * BOX) / (PAGE ? PAGE : 1)) : seq;
+      return PAGE ? __ldg(row + (tile_of(t) * 64 + b * BOX) / (PAGE ? PAGE : 1)) : seq;
     };
     int next[BOXES];
 #pragma unroll
@@ -277,8 +284,9 @@ __device__ void kvmap_read(const char* maps, int heads, int rows, const int* tab
             asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes"
                          " [%0], [%1, {%2, %3, %4, %5}], [%6];"
                          :: "r"(smem_u32(slots + s * 32768 + m * 16384 + b * BOX * 256 + half * BOX * 128)),
-                            "l"((u64)(maps + m * 128)), "r"(half * 64), "r"(head),
-                            "r"(PAGE ? (t * 64 + b * BOX) % (PAGE ? PAGE : 1) : t * 64 + b * BOX), "r"(at[b]),
+                            "l"((u64)(maps + m * 128)), "r"(half * 64), "r"(head_of(t)),
+                            "r"(PAGE ? (tile_of(t) * 64 + b * BOX) % (PAGE ? PAGE : 1) : tile_of(t) * 64 + b * BOX),
+                            "r"(at[b]),
                             "r"(smem_u32(&full[s])) : "memory");
     }
   } else if (threadIdx.x >= 32) {
@@ -289,14 +297,18 @@ __device__ void kvmap_read(const char* maps, int heads, int rows, const int* tab
   __syncthreads();
   if (times && threadIdx.x == 0) { times[4 * blockIdx.x] = t0; times[4 * blockIdx.x + 3] = now(); }
 }
-#define KVMAP(NAME, BOX, PAGE) extern "C" __global__ void __launch_bounds__(160) NAME(const char* maps, int heads, \
-  int rows, const int* table, int ahead, unsigned* o, u64* t) { kvmap_read<BOX, PAGE>(maps, heads, rows, table, ahead, o, t); }
-KVMAP(tma2kvmap, 16, 0)
-KVMAP(tma2kvmap_b8, 8, 0)
-KVMAP(tma2kvmap_b64, 64, 0)
-KVMAP(tma2kvmap_p16, 16, 16)
-KVMAP(tma2kvmap_p64, 16, 64)
-KVMAP(tma2kvmap_p256, 16, 256)
+#define KVMAP(NAME, BOX, PAGE, ACROSS) extern "C" __global__ void __launch_bounds__(160) NAME(const char* maps, \
+  int heads, int rows, const int* table, int ahead, unsigned* o, u64* t) { \
+  kvmap_read<BOX, PAGE, ACROSS>(maps, heads, rows, table, ahead, o, t); }
+KVMAP(tma2kvmap, 16, 0, false)
+KVMAP(tma2kvmap_b8, 8, 0, false)
+KVMAP(tma2kvmap_b64, 64, 0, false)
+KVMAP(tma2kvmap_p16, 16, 16, false)
+KVMAP(tma2kvmap_p64, 16, 64, false)
+KVMAP(tma2kvmap_p256, 16, 256, false)
+KVMAP(tma2kvmap_x, 16, 0, true)
+KVMAP(tma2kvmap_p16x, 16, 16, true)
+KVMAP(tma2kvmap_p64x, 16, 64, true)
 
 extern "C" __global__ void __launch_bounds__(256) static4(const uint4* s, size_t n, unsigned* o, u64* t) { read_static<4>(s, n, o, t); }
 extern "C" __global__ void __launch_bounds__(256) static8(const uint4* s, size_t n, unsigned* o, u64* t) { read_static<8>(s, n, o, t); }
@@ -309,7 +321,7 @@ SMS = 132
 
 KERNELS = ("static4", "static8", "static16", "dynamic8", "tma2", "tma4", "tma6", "tma8", "tma16", "tma32", "tma2kv",
            "tma2kv2k", "tma3kv2k", "tma2kvmap", "tma2kvmap_b8", "tma2kvmap_b64", "tma2kvmap_p16", "tma2kvmap_p64",
-           "tma2kvmap_p256")
+           "tma2kvmap_p256", "tma2kvmap_x", "tma2kvmap_p16x", "tma2kvmap_p64x")
 
 
 class Reader:
@@ -348,19 +360,24 @@ class Reader:
         with stream:
             if kind == "tma2kvmap":
                 assert arg[0] == "static", f"{way}: a static way"
-                unknown = [a for a in arg[2:] if a.partition("=")[0] not in ("heads", "box", "page", "order", "ahead")]
-                assert not unknown, f"{way}: unknown options {unknown} (heads=, box=, page=, order=, ahead=)"
+                unknown = [a for a in arg[2:]
+                           if a.partition("=")[0] not in ("heads", "box", "page", "order", "ahead", "across")]
+                assert not unknown, f"{way}: unknown options {unknown} (heads=, box=, page=, order=, ahead=, across=)"
                 blocks, heads = int(arg[1]), int(next(a[6:] for a in arg[2:] if a.startswith("heads=")))
                 box = int(next((a[4:] for a in arg[2:] if a.startswith("box=")), 16))
                 page = int(next((a[5:] for a in arg[2:] if a.startswith("page=")), 0))
                 order = next((a[6:] for a in arg[2:] if a.startswith("order=")), "random")
                 ahead = int(next((a[6:] for a in arg[2:] if a.startswith("ahead=")), 1))
-                name = kind + (f"_p{page}" if page else f"_b{box}" if box != 16 else "")
+                across = int(next((a[7:] for a in arg[2:] if a.startswith("across=")), 0))
+                name = kind + (f"_p{page}" if page else f"_b{box}" if box != 16 else "") + ("x" if across else "")
+                name = name.replace("kvmapx", "kvmap_x")
                 assert name in self.kern and (box == 16 or not page), \
-                    f"{way}: box= 8, 16 or 64 contiguous, page= 16, 64 or 256 with boxes of 16"
+                    f"{way}: box= 8, 16 or 64 contiguous, page= 16, 64 or 256 with boxes of 16; across=1 with " \
+                    "boxes of 16, contiguous or in pages of 16 or 64"
                 assert order in ("random", "sorted"), f"{way}: order=random or sorted"
                 assert not with_times or times_at + 4 * blocks <= self.times.numel(), f"{way}: too many to time"
                 maps, rows, table = self.kv_maps(i, blocks, heads, box, page, order)
+                assert not across or rows // 64 % heads == 0, f"{way}: {rows // 64} tiles a sequence, not H shares"
                 self.kern[name]((blocks,), (160,), (np.uint64(maps.data_ptr()), np.int32(heads), np.int32(rows),
                                                     np.uint64(table.data_ptr() if page else 0), np.int32(ahead),
                                                     out, stamp), shared_mem=100 * 1024)
