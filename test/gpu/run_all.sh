@@ -71,7 +71,7 @@ for step in $STEPS; do
       PYTHONPATH=/tmp/fi CUDA_HOME=/usr/local/cuda FLASHINFER_CUDA_ARCH_LIST=9.0a \
         run peers-warm 420 python3 bench/flashinfer_warm.py
       PYTHONPATH=/tmp/fi CUDA_HOME=/usr/local/cuda FLASHINFER_CUDA_ARCH_LIST=9.0a \
-        run peers 560 python3 bench/bench_grid.py --out "$LOGS/perf" --peers sdpa,triton,flashinfer,flashinfer-tc \
+        run peers 560 python3 bench/bench_grid.py --out "$LOGS/perf" --peers sdpa,triton,flashinfer,flashinfer-tc,bare \
         --sustain 0.1 --rounds 3
       tail -3 "$LOGS/peers.log" ;;
     bench)

@@ -30,3 +30,17 @@ def test_stream_kernels_compile_without_stack_frames(tmp_path):
     assert set(stream_balance.KERNELS) <= set(frames), sorted(frames)
     maps = {name: int(frames[name]) for name in stream_balance.KERNELS if name.startswith("tma2kvmap")}
     assert len(maps) == 9 and not any(maps.values()), maps
+
+
+def test_xor_all_matches_numpy():
+    """Reader.check's expected value: the XOR of every 32-bit word, by halving (on the GPU there, numpy here)."""
+    import numpy as np
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    try:
+        import stream_balance
+    finally:
+        sys.path.pop(0)
+    rng = np.random.default_rng(1)
+    for n in (0, 1, 2, 3, 7, 1000, 12345, 1 << 20):
+        words = rng.integers(-2 ** 31, 2 ** 31 - 1, n, dtype=np.int32)
+        assert stream_balance.xor_all(words) == int(np.bitwise_xor.reduce(words, initial=0)) & 0xFFFFFFFF, n

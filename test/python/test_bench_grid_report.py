@@ -1,0 +1,52 @@
+"""bench/bench_grid.py's report (grid.md) from a run's cells, without a GPU: the best peer of a cell is one of
+the peers (never fakv's own variants nor the bare read), a win is fakv within 1 % of it, and the footer counts
+the caches of 1 GiB or more at 105 % of copy, each one below with the bare read's fraction where it was timed."""
+import os
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _bench_grid():
+    paths = [os.path.join(ROOT, "bench"), os.path.join(ROOT, "test", "gpu")]
+    sys.path[:0] = paths
+    try:
+        import bench_grid
+    finally:
+        for p in paths:
+            sys.path.remove(p)
+    return bench_grid
+
+
+def _impl(us, fraction):
+    return {"us": us, "copy_fraction": fraction}
+
+
+def test_report_best_peer_wins_and_the_bare_read():
+    g = _bench_grid()
+    gib = 1 << 30
+    run = {"device": "H200", "date": "2026-12-04", "copy_tbps": 4.2, "layouts": [0, 16],
+           "shapes": ["b32 s8K", "b1 s1K"], "cells": [
+               {"shape": "b32 s8K", "layout": 0, "kv_bytes": gib, "impls": {
+                   "fakv": _impl(242.0, 1.056), "bare": _impl(200.0, 1.20), "fakv-merge": _impl(100.0, 2.0),
+                   "sdpa": _impl(241.0, 1.06), "triton": _impl(300.0, 0.85)}},
+               {"shape": "b32 s8K", "layout": 16, "kv_bytes": gib, "impls": {
+                   "fakv": _impl(250.0, 1.021), "bare": _impl(244.0, 1.046),
+                   "flashinfer-tc": _impl(255.0, 1.0)}},
+               {"shape": "b1 s1K", "layout": 0, "kv_bytes": 4 << 20, "impls": {
+                   "fakv": _impl(5.3, 0.2), "triton": _impl(5.0, 0.21), "bare": {"failed": "not timed"}}}]}
+    assert g.best_peer(run["cells"][0]) == (241.0, "sdpa")          # not the bare read, not fakv-merge
+    assert g.best_peer(run["cells"][1]) == (255.0, "flashinfer-tc")
+    md = g.markdown(run)
+    assert "vs sdpa 241.0 µs (106.0%) **win**" in md                # 242.0 <= 1.01 x 241.0
+    assert "vs triton 5.0 µs (21.0%) |" in md and "5.0 µs (21.0%) **win**" not in md     # 5.3 > 1.01 x 5.0
+    assert "[merged splits: 100.0 µs]" in md
+    assert "fakv at or ahead of the best peer (within 1 %): 2 of 3 cells." in md
+    assert "Caches of 1 GiB or more at 105 % of copy or more: 1 of 2; below: b32 s8K @16 (102.1%, the bare " \
+           "read 104.6%)" in md
+    assert "The bare read of the same bytes (no attention; stream_balance.py's tma2kv) in this run: 104.6% to " \
+           "120.0% of copy over those 2 cells, 1 of them at 105 % or more." in md
+    for cell in run["cells"]:                                        # no bare read timed: no bare line
+        cell["impls"].pop("bare")
+    md = g.markdown(run)
+    assert "below: b32 s8K @16 (102.1%)" in md and "bare read" not in md
