@@ -1,7 +1,7 @@
 """kernels/worklist.py's persistent decode: each program runs the key blocks of its work list (fakv.worklist), the
 batch's blocks cut into equal runs, a sequence cut between programs run in parts and merged by the last to finish.
 Through the CPU path against the float64 reference (FlashAttention's tolerance rule): ragged lengths with empty
-and one-key sequences, sequences in up to four parts, pages of 16 and 256 and a contiguous cache; and on the GPU
+and one-key sequences, sequences in up to eight parts, pages of 16 and 256 and a contiguous cache; and on the GPU
 pipeline (compile-only, sm_90a): its loop pipelined and warp-specialised, K and V copied by TMA, the producer's
 reads of its work list before it waits for a slot."""
 import glob
