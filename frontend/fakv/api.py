@@ -13,6 +13,7 @@ signature an earlier process kept is prepared from its recipe on disk
 imports this module, prepare.py and recipes.py, not interface.py.
 """
 from . import _gc_paused, prepare, runtime
+from .errors import FakvError
 
 _recipes = None         # fakv.recipes, once a call looks for a recipe
 _interface = None       # fakv.interface, once a call takes the slow path
@@ -42,6 +43,9 @@ def with_kernels(decode=None, combine=None):
     kernels/decode.py's (a copy with another score_mod, say; same
     parameters) and `combine` in place of kernels/combine.py's. Returns a
     function with flash_attn_with_kvcache's signature (kernels/README.md)."""
+    for name, kernel in (("decode", decode), ("combine", combine)):
+        if kernel is not None and not callable(getattr(kernel, "with_options", None)):
+            raise FakvError(f"with_kernels: `{name}` must be a @fakv.jit kernel (or None), got {kernel!r}")
     kernels = (decode, combine)
 
     def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None, rotary_sin=None,

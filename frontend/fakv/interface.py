@@ -11,6 +11,7 @@ import functools
 import math
 import numbers
 import os
+import struct
 
 from . import cache, prepare, runtime
 from .cache import compile_only
@@ -280,6 +281,8 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
                 if (ragged and by_lengths) or _ADAPTIVE_SPLITS is not None:
                     num_splits, adaptive = adaptive_splits, batch
     num_splits = max(1, min(num_splits, MAX_SPLITS, n_blocks))
+    if seqlen_q > 65535 or batch > 65535:     # (combine's grid (heads, seqlen_q, batch): CUDA's 65535 on y and z)
+        num_splits, adaptive = 1, 0
     # Heads first, but sequences first for one wave of contiguous MHA programs (_SEQ_FIRST_MHA).
     seq_first = (_SEQ_FIRST_MHA and group == 1 and not paged and batch > 1 and m_blocks == 1 and not appending
                  and programs(num_splits) <= slots)
@@ -446,6 +449,21 @@ def _raise_reported(errors):
         raise DataError(runtime.describe(code, "the kernel"))
 
 
+def _is_flag(x):
+    """A bool as FlashAttention's bindings take one: a bool or an int, numpy's bool scalars too (not a str, which
+    Python would take as true)."""
+    return isinstance(x, numbers.Integral) or (getattr(x, "shape", None) == () and str(getattr(x, "dtype", "")) == "bool")
+
+
+def _float32(x):
+    """x as the kernels get it (a float32 parameter), back as a Python float: inf past float32's range (an
+    int of any size too), 0 below its least subnormal."""
+    try:
+        return struct.unpack("<f", struct.pack("<f", float(x)))[0]
+    except OverflowError:
+        return math.inf if x > 0 else -math.inf
+
+
 def _check(cond, message):
     if not cond:
         raise FakvError("flash_attn_with_kvcache: " + message)
@@ -569,6 +587,13 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
     kernels, given_seqlens = (decode, combine), cache_seqlens
 
     # ---- shapes, dtypes, devices --------------------------------------------------------------
+    for name, t in (("q", q), ("k_cache", k_cache), ("v_cache", v_cache), ("k", k), ("v", v),
+                    ("rotary_cos", rotary_cos), ("rotary_sin", rotary_sin), ("cache_seqlens", cache_seqlens),
+                    ("cache_batch_idx", cache_batch_idx), ("cache_leftpad", cache_leftpad),
+                    ("block_table", block_table), ("alibi_slopes", alibi_slopes)):
+        _check(not T.is_array(t) or T.whole_elements(t),
+               f"`{name}` has strides of {tuple(getattr(t, 'strides', ()))} bytes, not whole elements of "
+               f"{getattr(t, 'itemsize', 0)} bytes (a structured array's field?); pass a copy")
     for name, t in (("q", q), ("k_cache", k_cache), ("v_cache", v_cache)):
         _check(T.is_array(t), f"`{name}` must be a torch.Tensor (or a numpy array on the CPU path)")
         _check(T.device(t) in ("cuda", "cpu"), f"`{name}` must be on a CUDA device or the CPU, got {T.device(t)}")
@@ -605,6 +630,7 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
                f"k_cache holds {k_cache.shape[0]} sequences, q has {batch}")
         num_pages, page_size = k_cache.shape[0], k_cache.shape[1]
         capacity = page_size
+    _check(capacity < 2 ** 31, f"a sequence's cache holds {capacity} rows; at most 2**31 - 1 (int32 lengths)")
 
     on_gpu = T.device(q) == "cuda"
     mode = prepare.check_data()
@@ -644,6 +670,11 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
         if T.strides(k) != T.strides(v) or min(T.strides(k) + T.strides(v)) < 0:
             k, v = T.contiguous(k), T.contiguous(v)   # append.py takes one set of strides (new rows: cheap)
             copied_kv = True
+        for name, t in (("k_cache", k_cache), ("v_cache", v_cache)):
+            _check(T.writable(t), f"`{name}` is read-only; `k` and `v` are appended into it in place")
+            _check(all(st != 0 for st, n in zip(T.strides(t), t.shape) if n > 1),
+                   f"`{name}` has a zero stride {T.strides(t)} (a broadcast): the rows appended into it would "
+                   f"overwrite each other; pass a cache of its own memory")
         seqlen_new = k.shape[1]
         _check(1 <= seqlen_new <= capacity, f"`k` holds {seqlen_new} new keys; a sequence's cache holds "
                                             f"{capacity} (FlashAttention: at most the cache's seqlen)")
@@ -667,7 +698,9 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
         _check(rotary_dim == 0 or rotary_cos.shape[0] >= capacity,
                f"rotary_cos / rotary_sin: cos/sin seqlen ({rotary_cos.shape[0]}) must be at least the seqlen of "
                f"the KV cache ({capacity})")
-    _check(isinstance(rotary_interleaved, (bool, numbers.Integral)), "`rotary_interleaved` must be a bool")
+    for name, flag in (("rotary_interleaved", rotary_interleaved), ("causal", causal),
+                       ("return_softmax_lse", return_softmax_lse)):
+        _check(_is_flag(flag), f"`{name}` must be a bool, got {flag!r}")
     if cache_leftpad is not None:
         _check(T.is_array(cache_leftpad) and T.dtype(cache_leftpad) == "i32"
                and tuple(cache_leftpad.shape) == (batch,) and (batch <= 1 or T.strides(cache_leftpad)[0] == 1),
@@ -685,9 +718,10 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
                f"`cache_batch_idx` must be a contiguous int32 tensor ({batch},)")
         _check(_on_device_of(q, cache_batch_idx), "`cache_batch_idx` must be on q's device")
         batch_idx = cache_batch_idx
-    _check(isinstance(softcap, numbers.Real) and not isinstance(softcap, bool) and math.isfinite(softcap)
-           and softcap >= 0, f"`softcap` must be a finite number >= 0, got {softcap!r}")
-    cap = float(softcap)                                  # (the key keeps the value given)
+    cap = _float32(softcap) if isinstance(softcap, numbers.Real) and not isinstance(softcap, bool) else None
+    _check(cap is not None and math.isfinite(cap) and cap >= 0 and (cap > 0) == (softcap > 0),
+           f"`softcap` must be a finite number >= 0 that float32 holds (0, or 1.4e-45 to 3.4e38), got {softcap!r}")
+    # (cap: as the kernel gets it, in float32; the key keeps the value given)
     # FlashAttention 2's normalisation: causal is the window (left, 0); a
     # bound of at least the cache's capacity is no bound; "causal" is then
     # (unbounded, 0), whatever `causal` said (it selects ALiBi's causal form);
@@ -718,9 +752,11 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
            f"`num_splits` must be an int, got {num_splits!r}")
     _check(softmax_scale is None or (isinstance(softmax_scale, numbers.Real) and not isinstance(softmax_scale, bool)),
            f"`softmax_scale` must be a number or None, got {softmax_scale!r}")
-    scale = 1.0 / math.sqrt(head_dim) if softmax_scale is None else float(softmax_scale)
-    _check(math.isfinite(scale), f"`softmax_scale` must be finite, got {softmax_scale!r}")
-    extras["PRESCALE"] = scale <= 0          # decode.py scales the scores before the masks then
+    scale = 1.0 / math.sqrt(head_dim) if softmax_scale is None else _float32(softmax_scale)
+    _check(math.isfinite(scale), f"`softmax_scale` must be finite in float32 (|scale| <= 3.4e38), got "
+                                 f"{softmax_scale!r}")
+    extras["PRESCALE"] = scale <= 0          # decode.py scales the scores before the masks then (as the kernel
+    #                                          gets it: a positive scale below float32's least is 0)
     num_sms, l2 = T.device_properties(q)
     # Planned on the cache's capacity, as FlashAttention does (no data needed):
     # each program stops at its sequence's length.
@@ -773,6 +809,8 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
     errors = prepare.errors_for(q)
     prepared = k is None or (in_kernels and not copied_kv)     # a call the fast path can repeat
     if k is not None and not in_kernels:                  # append (and rotate) first: kernels/append.py
+        _check(not on_gpu or batch <= 65535, f"a batch of {batch} sequences appending `k` / `v` on the GPU: at "
+                                             f"most 65535 (the append kernel's grid axis z)")
         q_rot = T.empty(tuple(q.shape), T.dtype(q), q) if rotary_dim else q
         _append(q, k, v, k_cache, v_cache, q_rot, block_table, seqlens, batch_idx, rotary_cos, rotary_sin,
                 errors, capacity, num_pages, page_size, paged, cache_batch_idx is not None, rotary_dim,

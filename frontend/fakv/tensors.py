@@ -44,10 +44,22 @@ def device_index(x):
 
 
 def strides(x):
-    """Strides in elements."""
+    """Strides in elements (whole_elements(x) says whether a numpy array's byte strides are)."""
     if is_torch(x):
         return tuple(x.stride())
     return tuple(s // x.itemsize for s in x.strides)
+
+
+def whole_elements(x):
+    """Whether every stride is a whole number of elements (always for torch; a numpy view of a structured
+    array's field may step by bytes that are not: the kernels address elements)."""
+    return is_torch(x) or all(s % x.itemsize == 0 for s in x.strides)
+
+
+def writable(x):
+    """Whether the API may write into x (a numpy array may be read-only: a memory map opened "r", a view of
+    bytes, a broadcast)."""
+    return is_torch(x) or bool(x.flags.writeable)
 
 
 def contiguous(x):

@@ -422,3 +422,103 @@ def test_merge_counters_of_a_capture_are_the_graphs(monkeypatch):
     capturing[0] = False
     assert graph is not eager and interface._counters(q, 16, True) is eager
     assert interface._GRAPH_COUNTERS == [graph]
+
+
+# ---- found by session 33's review (each crashed, wrote where it must not, or returned garbage) -------------------
+
+def _appending(k_cache, v_cache):
+    q = np.ones((2, 1, 4, 64), np.float16)
+    new = np.ones((2, 1, 2, 64), np.float16)
+    return fakv.flash_attn_with_kvcache(q, k_cache, v_cache, k=new, v=new, cache_seqlens=3)
+
+
+def test_appending_into_a_read_only_cache_is_refused(tmp_path):
+    """A memory map opened read-only (the process died with SIGSEGV), a view of immutable bytes (they were
+    changed) and a broadcast (rows overwrote each other) are refused before anything is written; so is a
+    writable view with a zero stride."""
+    base = np.zeros((2, 32, 2, 64), np.float16)          # (np.save keeps float16; bfloat16 it stores as bytes)
+    np.save(tmp_path / "cache.npy", base)
+    mapped = np.load(tmp_path / "cache.npy", mmap_mode="r")
+    with pytest.raises(fakv.FakvError, match="`k_cache` is read-only; `k` and `v` are appended into it in place"):
+        _appending(mapped, np.zeros_like(base))
+    frozen = np.frombuffer(bytes(base.nbytes), np.float16).reshape(base.shape)
+    with pytest.raises(fakv.FakvError, match="`v_cache` is read-only"):
+        _appending(np.zeros_like(base), frozen)
+    broadcast = np.broadcast_to(base[:1], base.shape)
+    with pytest.raises(fakv.FakvError, match="`k_cache` is read-only"):
+        _appending(broadcast, broadcast)
+    shared = np.lib.stride_tricks.as_strided(base[:1], base.shape, (0,) + base.strides[1:], writeable=True)
+    with pytest.raises(fakv.FakvError, match=r"`k_cache` has a zero stride \(0, 128, 64, 1\)"):
+        _appending(shared, shared)
+    assert not base.any()
+    out = fakv.flash_attn_with_kvcache(np.ones((2, 1, 4, 64), np.float16), mapped, mapped, cache_seqlens=3)
+    assert out.shape == (2, 1, 4, 64)           # (reading a read-only cache is fine)
+
+
+def test_strides_of_partial_elements_are_refused():
+    """A structured array's field steps by bytes that are not whole elements: strides in elements rounded down
+    read the wrong memory (a batch row came back NaN)."""
+    q, k, v = tensors()
+    rec = np.zeros(2, [("x", bf16, k.shape[1:]), ("tag", "u1")])
+    with pytest.raises(fakv.FakvError, match=r"`k_cache` has strides of \(16385, 256, 128, 2\) bytes, not whole "
+                                             r"elements of 2 bytes"):
+        fakv.flash_attn_with_kvcache(q, rec["x"], v, cache_seqlens=np.array([20, 30], np.int32))
+    lens = np.zeros(2, [("n", np.int32), ("tag", "u1")])
+    with pytest.raises(fakv.FakvError, match="`cache_seqlens` has strides of"):
+        fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens["n"])
+
+
+def test_scales_and_caps_as_float32_takes_them():
+    """The kernels take softmax_scale and softcap as float32: a scale that rounds to 0 there weighs the keys
+    as a scale of 0 does (it gave NaN everywhere); one past float32's range, an int too large for a float, or a
+    softcap that float32 cannot hold is refused by name (NaN, or an OverflowError from inside)."""
+    rng = np.random.default_rng(0)
+    q, k, v = (rng.standard_normal(t.shape).astype(bf16) for t in tensors(s=32))
+    tiny = fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=20, softmax_scale=1e-46)
+    zero = fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=20, softmax_scale=0.0)
+    assert np.isfinite(tiny.astype(np.float32)).all() and np.array_equal(tiny, zero)
+    for scale in (3.5e38, -4e38, 10 ** 400):
+        with pytest.raises(fakv.FakvError, match=r"`softmax_scale` must be finite in float32"):
+            fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=20, softmax_scale=scale)
+    for cap in (4e38, 10 ** 400, 1e-46):
+        with pytest.raises(fakv.FakvError, match="`softcap` must be a finite number >= 0 that float32 holds"):
+            fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=20, softcap=cap)
+
+
+def test_a_capacity_past_int32_is_refused():
+    """A paged cache of 2**21 pages of 1024 rows a sequence: 2**31 rows, past int32 (an OverflowError from
+    inside when the lengths defaulted to the capacity)."""
+    q = np.zeros((1, 1, 1, 16), bf16)
+    cache = np.zeros((1, 1024, 1, 16), bf16)
+    with pytest.raises(fakv.FakvError, match=r"a sequence's cache holds 2147483648 rows; at most 2\*\*31 - 1"):
+        fakv.flash_attn_with_kvcache(q, cache, cache, block_table=np.zeros((1, 2 ** 21), np.int32))
+
+
+def test_flags_must_be_bools():
+    """causal and return_softmax_lse as FlashAttention's bindings take them: a str was taken as True."""
+    q, k, v = tensors()
+    for name in ("causal", "return_softmax_lse", "rotary_interleaved"):
+        with pytest.raises(fakv.FakvError, match=f"`{name}` must be a bool, got 'no'"):
+            fakv.flash_attn_with_kvcache(q, k, v, **{name: "no"})
+    with pytest.raises(fakv.FakvError, match="`causal` must be a bool"):
+        fakv.flash_attn_with_kvcache(q, k, v, causal=np.array([True, False]))
+    out, lse = fakv.flash_attn_with_kvcache(q, k, v, causal=np.bool_(True), return_softmax_lse=np.True_)
+    assert out.shape == q.shape and lse.shape == (2, 8, 1)
+
+
+def test_with_kernels_takes_kernels():
+    with pytest.raises(fakv.FakvError, match="with_kernels: `decode` must be a @fakv.jit kernel"):
+        fakv.with_kernels(decode="nope")
+    with pytest.raises(fakv.FakvError, match="with_kernels: `combine` must be a @fakv.jit kernel"):
+        fakv.with_kernels(combine=len)
+
+
+def test_grids_stay_within_cudas_axes():
+    """combine's grid is (heads, seqlen_q, batch): CUDA takes at most 65535 on y and z, so a call with more
+    query rows or sequences than that runs unsplit (no combine), whatever num_splits asks."""
+    from fakv import interface
+    for batch, seqlen_q, splits in ((1, 70000, 0), (1, 66000, 8), (70000, 1, 4)):
+        p = interface.plan(batch, seqlen_q, 8, 8, 128, "bf16", False, 0, 262144, False, splits)
+        assert p["num_splits"] == 1 and all(n <= 65535 for n in p["decode_grid"][1:]), p["decode_grid"]
+    p = interface.plan(1, 60000, 8, 8, 128, "bf16", False, 0, 262144, False, 8)
+    assert p["num_splits"] == 8 and p["combine_grid"][1:] == (60000, 1)
