@@ -111,9 +111,10 @@ bool mlir::fakv::isKernel(func::FuncOp func) {
 
 LogicalResult PtrType::verify(function_ref<InFlightDiagnostic()> emitError,
                               Type elementType) {
-  if (!isa<IntegerType, FloatType>(elementType))
-    return emitError() << "!fakv.ptr element type must be an integer or float "
-                          "type, got "
+  if (!elementType.isSignlessInteger() &&
+      !isa<Float16Type, BFloat16Type, Float32Type, Float64Type, Float80Type, Float128Type>(elementType))
+    return emitError() << "!fakv.ptr element type must be a signless integer or an f16, bf16, "
+                          "f32, f64, f80 or f128 float (what memory holds), got "
                        << elementType;
   return success();
 }

@@ -5,8 +5,10 @@
 
 include "dialect/FakvGPUDialect.td"
 include "dialect/FakvInterfaces.td"
+include "mlir/IR/TensorEncoding.td"
 
-def FakvGPU_LinearAttr : FakvGPU_Attr<"Linear", "linear"> {
+def FakvGPU_LinearAttr : FakvGPU_Attr<"Linear", "linear",
+                                      [DeclareAttrInterfaceMethods<VerifiableTensorEncoding>]> {
   let summary = "a register layout: element coordinates as a linear function of register, lane and warp bits";
   let description = [{
     For a tile of rank r, `regs`, `lanes` and `warps` each list bases:
@@ -15,7 +17,9 @@ def FakvGPU_LinearAttr : FakvGPU_Attr<"Linear", "linear"> {
     l and w (bit k of the lane selects `lanes[k]`). There are 5 lane bases
     (32 lanes) and log2(number of warps) warp bases; a zero basis means the
     lanes or warps that differ in that bit hold the same element
-    (replication). Every tile dimension is a power of two.
+    (replication). Every tile dimension is a power of two. On a tile, the
+    layout has the tile's rank, its bases stay inside the tile, and their
+    span covers every element (each is held somewhere).
 
     Example, the f32 accumulator of `wgmma m64n16k16` in one warpgroup:
     ```mlir

@@ -145,8 +145,49 @@ LogicalResult LinearAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
+LogicalResult LinearAttr::verifyEncoding(ArrayRef<int64_t> shape, Type,
+                                         function_ref<InFlightDiagnostic()> emitError) const {
+  unsigned rank = getRank();
+  if (shape.size() != rank)
+    return emitError() << "a rank-" << rank << " layout on a tile of rank " << shape.size();
+  if (getRegs().size() / rank > 16)
+    return emitError() << "a layout of at most 16 register bases (65536 registers), got "
+                       << getRegs().size() / rank;
+  // Each basis inside the tile; the bases' span (over GF(2), one bit a power
+  // of two of each dimension) the whole tile: every element held somewhere.
+  SmallVector<unsigned> offset;
+  unsigned bits = 0;
+  for (int64_t n : shape) {
+    if (n < 1 || (n & (n - 1)))
+      return emitError() << "a linear layout's tile has power-of-two dimensions, got " << n;
+    offset.push_back(bits);
+    bits += llvm::Log2_64(n);
+  }
+  SmallVector<uint64_t> span;
+  for (auto [kind, all] : {std::pair<const char *, ArrayRef<int64_t>>{"regs", getRegs()},
+                           {"lanes", getLanes()}, {"warps", getWarps()}})
+    for (size_t i = 0; i + rank <= all.size(); i += rank) {
+      uint64_t v = 0;
+      for (unsigned d = 0; d < rank; ++d) {
+        if (all[i + d] >= shape[d])
+          return emitError() << kind << " basis #" << i / rank << " reaches " << all[i + d]
+                             << " in dimension " << d << " of a tile of " << shape[d];
+        if (all[i + d] && bits < 64)
+          v |= uint64_t(1) << (offset[d] + llvm::Log2_64(all[i + d]));
+      }
+      for (uint64_t b : span)                     // (reduced against the span so far)
+        v = std::min(v, v ^ b);
+      if (v)
+        span.push_back(v);
+    }
+  if (bits < 64 && span.size() < bits)
+    return emitError() << "the layout holds " << (uint64_t(1) << span.size()) << " of the tile's "
+                       << (uint64_t(1) << bits) << " elements";
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
-// #fakvgpu.shared, !fakvgpu.ring
+// #fakvgpu.shared, !fakvgpu.ring, !fakvgpu.barriers
 //===----------------------------------------------------------------------===//
 
 LogicalResult SharedAttr::verify(function_ref<InFlightDiagnostic()> emitError,
@@ -164,6 +205,29 @@ LogicalResult RingType::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "ring tiles live in shared memory "
                           "(#fakvgpu.shared encoding), got "
                        << tile;
+  if (tile.getRank() != 2 || !isa<Float16Type, BFloat16Type>(tile.getElementType()) ||
+      tile.getDimSize(0) < 1 || tile.getDimSize(1) < 64 || tile.getDimSize(1) % 64)
+    return emitError() << "ring tiles are 2-D f16 or bf16 tiles of whole 64-column panels "
+                          "(#fakvgpu.shared), got "
+                       << tile;
+  return success();
+}
+
+LogicalResult BarriersType::verify(function_ref<InFlightDiagnostic()> emitError, int64_t count) {
+  if (count < 1)
+    return emitError() << "an array of at least one mbarrier, got " << count;
+  return success();
+}
+
+LogicalResult FakvGPUDialect::verifyOperationAttribute(Operation *op, NamedAttribute attr) {
+  if (attr.getName() == kNumWarpsAttr) {
+    auto warps = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!warps || !warps.getType().isInteger(32) || warps.getInt() < 1 || warps.getInt() > 32)
+      return op->emitError() << "'" << kNumWarpsAttr << "' must be an i32 in [1, 32] (warps a "
+                             << "program: at most 1024 threads)";
+    if (!isa<FunctionOpInterface>(op))
+      return op->emitError() << "'" << kNumWarpsAttr << "' applies to kernels";
+  }
   return success();
 }
 
@@ -266,8 +330,16 @@ bool AsyncPagedLoadOp::rowBoxes(Operation *op) {
 }
 
 LogicalResult WarpSpecializeOp::verify() {
-  if (getProducerWarps() % 4 || getConsumerWarps() % 4)
-    return emitOpError() << "roles are whole warpgroups (multiples of 4 warps)";
+  int64_t producers = int32_t(getProducerWarps()), consumers = int32_t(getConsumerWarps());
+  if (producers < 4 || consumers < 4 || producers % 4 || consumers % 4)
+    return emitOpError() << "roles are whole warpgroups (positive multiples of 4 warps), got "
+                         << producers << " and " << consumers;
+  if (auto func = (*this)->getParentOfType<FunctionOpInterface>())
+    if (auto warps = func->getAttrOfType<IntegerAttr>(kNumWarpsAttr))
+      if (producers + consumers != warps.getInt())
+        return emitOpError() << "the roles' " << producers + consumers
+                             << " warps must be the kernel's " << kNumWarpsAttr << " ("
+                             << warps.getInt() << ")";
   int32_t p = getProducerRegisters(), c = getConsumerRegisters();
   if (p == 0 && c == 0)
     return success(); // both roles keep the launch allocation

@@ -36,6 +36,7 @@ def FakvGPU_Dialect : Dialect {
     copies and the math to different warps.
   }];
   let useDefaultAttributePrinterParser = 1;
+  let hasOperationAttrVerify = 1;
   let useDefaultTypePrinterParser = 1;
   let dependentDialects = ["::mlir::fakv::FakvDialect"];
 }

@@ -29,6 +29,7 @@ def FakvGPU_BarriersType : FakvGPU_Type<"Barriers", "barriers"> {
   }];
   let parameters = (ins "int64_t":$count);
   let assemblyFormat = "`<` $count `>`";
+  let genVerifyDecl = 1;
 }
 
 #endif // FAKV_GPU_TYPES_TD

@@ -225,11 +225,18 @@ LogicalResult ReshapeOp::verify() {
     return emitOpError() << "source has " << src.getNumElements()
                          << " elements but the result has "
                          << dst.getNumElements();
+  if (src.getRank() == 0 || dst.getRank() == 0)
+    return emitOpError() << "reshapes tiles of one dimension or more (expand_dims "
+                            "and a reduction make and take 0-d tiles), got "
+                         << src << " -> " << dst;
   return success();
 }
 
 LogicalResult CastOp::verify() {
   RankedTensorType src = getSrc().getType(), dst = getType();
+  if (src.getEncoding() != dst.getEncoding())
+    return emitOpError() << "converts elements in place: the tile's layout stays, got " << src
+                         << " -> " << dst;
   if (!isa<FloatType>(src.getElementType()) ||
       !isa<FloatType>(dst.getElementType()))
     return emitOpError() << "converts between float tiles, got "
@@ -359,7 +366,7 @@ LogicalResult ClusterGatherOp::verify() {
                          << getScatter()->size();
   for (auto [i, x, res] : llvm::enumerate(getXs(), getResults())) {
     auto xt = cast<RankedTensorType>(x.getType()), rt = cast<RankedTensorType>(res.getType());
-    if (xt.getElementType().getIntOrFloatBitWidth() != 32)
+    if (!xt.getElementType().isIntOrFloat() || xt.getElementType().getIntOrFloatBitWidth() != 32)
       return emitOpError() << "gathers tiles of 32-bit elements, got " << xt.getElementType();
     SmallVector<int64_t> shape(xt.getShape());
     if (isScattered(i)) {
@@ -467,8 +474,8 @@ LogicalResult AlibiOp::verify() {
 
 LogicalResult RotaryOp::verify() {
   RankedTensorType x = getX().getType(), c = getCos().getType();
-  if (x.getRank() != 2 || !isa<FloatType>(x.getElementType()))
-    return emitOpError() << "x must be a 2-D float tile, got " << x;
+  if (x.getRank() != 2 || !isa<Float16Type, BFloat16Type, Float32Type>(x.getElementType()))
+    return emitOpError() << "x must be a 2-D f16, bf16 or f32 tile, got " << x;
   if (c.getRank() != 2 || !c.getElementType().isF32() ||
       c.getDimSize(0) != x.getDimSize(0))
     return emitOpError() << "cos and sin must be f32 tiles with "
@@ -498,6 +505,8 @@ LogicalResult LaunchOp::verify() {
   if (getGrid().size() != 3)
     return emitOpError() << "expects a 3-D grid, got " << getGrid().size()
                          << " extents";
+  if (auto func = (*this)->getParentOfType<func::FuncOp>(); func && isKernel(func))
+    return emitOpError() << "is host code: a kernel does not launch kernels";
   return success();
 }
 

@@ -69,6 +69,35 @@ struct ConvertFakvGPUToNVVMPass
         func.emitError() << "is not prepared for the conversion: run " << missing << " first";
         return signalPassFailure();
       }
+      // Every tile has its place: registers (#fakvgpu.linear), or shared memory where a fakvgpu op put it.
+      auto placed = [](Value v, Operation *where) {
+        auto t = dyn_cast<RankedTensorType>(v.getType());
+        if (!t || isa_and_present<fakvgpu::LinearAttr>(t.getEncoding()))
+          return true;
+        if (isa_and_present<fakvgpu::SharedAttr>(t.getEncoding())) {
+          if (isa_and_present<fakvgpu::FakvGPUDialect>(where->getDialect()))
+            return true;
+          where->emitOpError() << "makes a tile in shared memory (" << t
+                               << "): only fakvgpu ops (ring_view, convert_layout) do";
+          return false;
+        }
+        where->emitOpError() << "has a tile without a register layout (" << t
+                             << "): run fakv-assign-layouts first";
+        return false;
+      };
+      WalkResult r = func.walk([&](Operation *op) {
+        for (Value v : op->getResults())
+          if (!placed(v, op))
+            return WalkResult::interrupt();
+        for (Region &region : op->getRegions())
+          for (Block &block : region)
+            for (Value v : block.getArguments())
+              if (!placed(v, op))
+                return WalkResult::interrupt();
+        return WalkResult::advance();
+      });
+      if (r.wasInterrupted())
+        return signalPassFailure();
     }
 
     TypeConverter converter;

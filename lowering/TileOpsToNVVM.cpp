@@ -125,6 +125,25 @@ struct IdentityLowering : OpConversionPattern<OpT> {
     if (src.getType() != want)
       return op.emitOpError() << "layouts of source and result do not match "
                                  "register for register";
+    // The registers pass through: each must hold, in the result's layout, the
+    // element (row-major index) it holds in the source's.
+    auto from = cast<RankedTensorType>(op.getSrc().getType());
+    auto to = cast<RankedTensorType>(op.getType());
+    LinearLayout ls = layoutOf(from), ld = layoutOf(to);
+    auto index = [](const fakvgpu::Coord &c, ArrayRef<int64_t> shape) {
+      int64_t i = 0;
+      for (auto [x, n] : llvm::zip(c, shape))
+        i = i * n + x;
+      return i;
+    };
+    unsigned warps = std::max(ls.numWarps(), ld.numWarps());
+    for (int64_t r = 0; r < ls.numRegs(); ++r)
+      for (int64_t lane = 0; lane < 32; ++lane)
+        for (int64_t w = 0; w < warps; ++w)
+          if (index(ls.coord(r, lane, w), from.getShape()) != index(ld.coord(r, lane, w), to.getShape()))
+            return op.emitOpError() << "the result's layout must hold each register's element where the "
+                                       "source's does (the source's layout, reshaped); register "
+                                    << r << " of lane " << lane << " of warp " << w << " differs";
     rewriter.replaceOp(op, src);
     return success();
   }

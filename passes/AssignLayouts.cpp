@@ -122,6 +122,11 @@ private:
 LogicalResult LayoutAssigner::checkShapes() {
   WalkResult r = func.walk([&](Operation *op) {
     for (Value v : op->getResults()) {
+      if (isTile(v) && !tileType(v).getElementType().isIntOrFloat()) {
+        op->emitOpError() << "the GPU lowering holds tiles of integers or floats, got "
+                          << v.getType();
+        return WalkResult::interrupt();
+      }
       if (isTile(v) && tileType(v).getRank() == 0) {
         op->emitOpError() << "the GPU lowering has no 0-d tiles (a reduction of "
                              "every dimension); keep a dimension of 1, e.g. "

@@ -1,4 +1,5 @@
-// Verifier rules of fakvgpu.warp_specialize's register counts.
+// Verifier rules of the fakvgpu dialect: warp_specialize's roles and register counts, layouts on their
+// tiles, rings, barriers, the kernel's warps.
 // RUN: fakv-opt %s -split-input-file -verify-diagnostics
 
 func.func @registers_not_multiple_of_8() {
@@ -32,7 +33,7 @@ func.func @producer_above_consumer() {
 // -----
 
 func.func @partial_warpgroup() {
-  // expected-error @+1 {{roles are whole warpgroups (multiples of 4 warps)}}
+  // expected-error @+1 {{roles are whole warpgroups (positive multiples of 4 warps), got 1 and 4}}
   fakvgpu.warp_specialize producer_warps 1 consumer_warps 4 registers 0, 0 {
   }, {
   }
@@ -47,6 +48,121 @@ func.func @valid() {
   }, {
   }
   fakvgpu.warp_specialize producer_warps 4 consumer_warps 8 registers 24, 240 {
+  }, {
+  }
+  return
+}
+
+// -----
+
+func.func @no_producer() {
+  // expected-error @+1 {{roles are whole warpgroups (positive multiples of 4 warps), got 0 and 4}}
+  fakvgpu.warp_specialize producer_warps 0 consumer_warps 4 registers 0, 0 {
+  }, {
+  }
+  return
+}
+
+// -----
+
+func.func @roles_past_the_kernel() attributes {fakvgpu.num_warps = 4 : i32} {
+  // expected-error @+1 {{the roles' 12 warps must be the kernel's fakvgpu.num_warps (4)}}
+  fakvgpu.warp_specialize producer_warps 4 consumer_warps 8 registers 0, 0 {
+  }, {
+  }
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'fakvgpu.num_warps' must be an i32 in [1, 32] (warps a program: at most 1024 threads)}}
+func.func @num_warps_text() attributes {fakvgpu.num_warps = "x"} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'fakvgpu.num_warps' must be an i32 in [1, 32]}}
+func.func @num_warps_zero() attributes {fakvgpu.num_warps = 0 : i32} {
+  return
+}
+
+// -----
+
+// Layouts checked against their tiles (they crashed the lowering, hung it, or lowered to loads outside the tile).
+// A 16 x 16 tile: registers along the columns, 16 lanes along the rows (the fifth lane bit replicates), no warps.
+
+// expected-error @+1 {{a rank-1 layout on a tile of rank 2}}
+func.func @layout_rank(%t: tensor<16x16xf32, #fakvgpu.linear<regs = [[1], [2]], lanes = [[4], [8], [0], [0], [0]], warps = []>>) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{warps basis #0 reaches 64 in dimension 0 of a tile of 16}}
+func.func @layout_outside(%t: tensor<16x16xf32, #fakvgpu.linear<regs = [[0, 1], [0, 2], [0, 4], [0, 8]], lanes = [[1, 0], [2, 0], [4, 0], [8, 0], [0, 0]], warps = [[64, 0]]>>) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{the layout holds 128 of the tile's 256 elements}}
+func.func @layout_short(%t: tensor<16x16xf32, #fakvgpu.linear<regs = [[0, 1], [0, 1], [0, 4], [0, 8]], lanes = [[1, 0], [2, 0], [4, 0], [8, 0], [0, 0]], warps = []>>) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{a layout of at most 16 register bases (65536 registers), got 17}}
+func.func @layout_registers(%t: tensor<16x16xf32, #fakvgpu.linear<regs = [[0, 1], [0, 2], [0, 4], [0, 8], [1, 0], [2, 0], [4, 0], [8, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0]], lanes = [[0, 0], [0, 0], [0, 0], [0, 0], [0, 0]], warps = []>>) {
+  return
+}
+
+// -----
+
+#layout = #fakvgpu.linear<regs = [[0, 1], [0, 2], [0, 4], [0, 8]], lanes = [[1, 0], [2, 0], [4, 0], [8, 0], [0, 0]], warps = []>
+#transposed = #fakvgpu.linear<regs = [[1, 0], [2, 0], [4, 0], [8, 0]], lanes = [[0, 1], [0, 2], [0, 4], [0, 8], [0, 0]], warps = []>
+func.func @cast_keeps_the_layout(%t: tensor<16x16xf32, #layout>) {
+  // expected-error @+1 {{converts elements in place: the tile's layout stays}}
+  %c = fakv.cast %t : tensor<16x16xf32, #layout> -> tensor<16x16xbf16, #transposed>
+  %ok = fakv.cast %t : tensor<16x16xf32, #layout> -> tensor<16x16xbf16, #layout>
+  return
+}
+
+// -----
+
+// expected-error @+1 {{ring tiles are 2-D f16 or bf16 tiles of whole 64-column panels (#fakvgpu.shared), got 'tensor<32x64xf32, #fakvgpu.shared<swizzle = 128>>'}}
+func.func @ring_f32(%r: !fakvgpu.ring<2, tensor<32x64xf32, #fakvgpu.shared<swizzle = 128>>>) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{ring tiles are 2-D f16 or bf16 tiles of whole 64-column panels}}
+func.func @ring_columns(%r: !fakvgpu.ring<2, tensor<32x48xbf16, #fakvgpu.shared<swizzle = 128>>>) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{ring tiles are 2-D f16 or bf16 tiles of whole 64-column panels}}
+func.func @ring_1d(%r: !fakvgpu.ring<2, tensor<64xbf16, #fakvgpu.shared<swizzle = 128>>>) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{an array of at least one mbarrier, got 0}}
+func.func @no_barriers(%b: !fakvgpu.barriers<0>) {
+  return
+}
+
+// -----
+
+// Valid: a layout that replicates across a lane bit and two warps, on a tile it covers.
+func.func @layout_valid(%t: tensor<16x16xf32, #fakvgpu.linear<regs = [[0, 1], [0, 2], [0, 4], [0, 8]], lanes = [[1, 0], [2, 0], [4, 0], [8, 0], [0, 0]], warps = [[0, 0]]>>,
+                        %r: !fakvgpu.ring<3, tensor<64x128xf16, #fakvgpu.shared<swizzle = 128>>>, %b: !fakvgpu.barriers<3>) attributes {fakvgpu.num_warps = 8 : i32} {
+  fakvgpu.warp_specialize producer_warps 4 consumer_warps 4 registers 0, 0 {
   }, {
   }
   return

@@ -137,7 +137,7 @@ func.func @cast_shape(%t: tensor<4xf32>) {
 
 // -----
 
-// expected-error @+1 {{!fakv.ptr element type must be an integer or float type, got 'index'}}
+// expected-error @+1 {{!fakv.ptr element type must be a signless integer or an f16, bf16, f32, f64, f80 or f128 float (what memory holds), got 'index'}}
 func.func @ptr_elem(%p: !fakv.ptr<index>) {
   return
 }
@@ -502,7 +502,7 @@ func.func @alibi_slopes(%s: tensor<4x8xf32>, %r: tensor<4xi32>, %c: tensor<8xi32
 // -----
 
 func.func @rotary_rank(%x: tensor<4xbf16>, %c: tensor<4x2xf32>) {
-  // expected-error @+1 {{x must be a 2-D float tile, got 'tensor<4xbf16>'}}
+  // expected-error @+1 {{x must be a 2-D f16, bf16 or f32 tile, got 'tensor<4xbf16>'}}
   %r = fakv.rotary %x, %c, %c : tensor<4xbf16>, tensor<4x2xf32>
   return
 }
@@ -785,5 +785,58 @@ func.func @cluster_gather_scatter_shape(%v: f32) attributes {fakv.kernel} {
   %t = fakv.splat %v : f32 -> tensor<4x8xf32>
   // expected-error @+1 {{result must be 'f32' of shape [4, 2, 4] (the tile's, then the cluster's size), got 'tensor<4x8x4xf32>'}}
   %a = fakv.cluster_gather(%t) size 4 {scatter = array<i1: true>} : tensor<4x8xf32> -> tensor<4x8x4xf32>
+  return
+}
+
+// -----
+
+// (the verifier asked an index element for its bit width: a crash)
+func.func @cluster_gather_index(%n: i32) attributes {fakv.kernel} {
+  %i = arith.index_cast %n : i32 to index
+  %t = fakv.splat %i : index -> tensor<4xindex>
+  // expected-error @+1 {{gathers tiles of 32-bit elements, got 'index'}}
+  %a = fakv.cluster_gather(%t) size 4 : tensor<4xindex> -> tensor<4x4xindex>
+  return
+}
+
+// -----
+
+// (the CPU lowering crashed on a collapse of no dimensions)
+func.func @reshape_rank0(%t: tensor<f32>) {
+  // expected-error @+1 {{reshapes tiles of one dimension or more (expand_dims and a reduction make and take 0-d tiles), got 'tensor<f32>' -> 'tensor<1xf32>'}}
+  %r = fakv.reshape %t : tensor<f32> -> tensor<1xf32>
+  return
+}
+
+// -----
+
+// (an f64 tile made invalid IR in the CPU lowering)
+func.func @rotary_f64(%x: tensor<4x8xf64>, %c: tensor<4x2xf32>) {
+  // expected-error @+1 {{x must be a 2-D f16, bf16 or f32 tile, got 'tensor<4x8xf64>'}}
+  %r = fakv.rotary %x, %c, %c : tensor<4x8xf64>, tensor<4x2xf32>
+  return
+}
+
+// -----
+
+// (loads of signed or 8-bit float elements made invalid LLVM IR)
+// expected-error @+1 {{!fakv.ptr element type must be a signless integer or an f16, bf16, f32, f64, f80 or f128 float (what memory holds), got 'si32'}}
+func.func @ptr_signed(%p: !fakv.ptr<si32>) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{got 'f8E5M2'}}
+func.func @ptr_f8(%p: !fakv.ptr<f8E5M2>) {
+  return
+}
+
+// -----
+
+func.func @kernel_in_kernel(%n: i32) attributes {fakv.kernel} {
+  %c1 = arith.constant 1 : i32
+  // expected-error @+1 {{'fakv.launch' op is host code: a kernel does not launch kernels}}
+  fakv.launch @kernel_in_kernel[%c1, %c1, %c1](%n) : (i32)
   return
 }
