@@ -10,6 +10,7 @@ line.
 """
 import ast
 import inspect
+import re
 import textwrap
 
 from . import language as fl
@@ -27,6 +28,13 @@ class _Method:
 
     def __call__(self, *args, _b=None, **kwargs):
         return self.fn(self.value, *args, _b=_b, **kwargs)
+
+
+class _AfterLoop:
+    """The scope's entry for a fl.range loop's variable after its loop (read: an error saying so)."""
+
+    def __init__(self, name):
+        self.name = name
 
 
 class _Return(Exception):
@@ -148,7 +156,7 @@ class CodeGen:
                 self.scope[p] = constexprs[p]
                 continue
             t = arg_types[p]
-            v = Value(f"%{p}", t)
+            v = Value(f"%{p}.p" if re.fullmatch(r"[a-z]+[0-9]+", p) else f"%{p}", t)   # (not a fresh name: c1)
             self.scope[p] = v
             attr = " {fakv.divisibility = 16 : i64}" if divisibility and p in divisibility else ""
             header.append(f"{v.name}: {t.mlir()}{attr}")
@@ -193,6 +201,13 @@ class CodeGen:
             method(node)
         except (FakvTypeError, ValueError) as e:
             raise self.error(node, str(e)) from None
+        except (CompilationError, _Return):
+            raise
+        except RecursionError:
+            raise self.error(node, "a @fakv.jit function calls itself without end (calls are inlined: "
+                                   "recursion must stop on a compile-time condition)") from None
+        except Exception as e:  # noqa: BLE001  (Python's own errors on kernel code: at the line, with their text)
+            raise self.error(node, f"{type(e).__name__}: {e}") from None
 
     def stmt_Expr(self, node):
         if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
@@ -271,12 +286,13 @@ class CodeGen:
         else_lines, else_scope, else_returned = branch(node.orelse)
         if then_returned or else_returned:
             names = []                    # nothing follows this `if` in its function: no results
-        results = []
+        results, same = [], {}
         for n in names:
             a, c = then_scope.get(n), else_scope.get(n)
             if a is None or c is None or (a is before.get(n) and c is before.get(n)):
                 continue
-            if not sem.is_value(a) and not sem.is_value(c) and a == c:
+            if not sem.is_value(a) and not sem.is_value(c) and type(a) is type(c) and a == c:
+                same[n] = a               # one Python value whichever branch runs: it holds after the `if`
                 continue
             results.append(n)
         # Yields: make both sides kernel values of one type.
@@ -318,6 +334,7 @@ class CodeGen:
         self.b.emit("} " + self.b.location())
         for n, r in zip(results, res):
             self.scope[n] = r
+        self.scope.update(same)
 
     def stmt_For(self, node):
         it = node.iter
@@ -346,22 +363,47 @@ class CodeGen:
             args = [0] + args
         if len(args) == 2:
             args = args + [1]
-        lb, ub, step = (sem.convert(self.b, sem.to_value(self.b, a, "i32"), "i32") for a in args)
+        if len(args) != 3:
+            raise self.error(node, f"fl.range takes 1 to 3 bounds, got {len(args)}")
+        for a in args:
+            if not (sem.is_value(a) and isinstance(a.type, ScalarType) and a.type.dtype in ("i32", "i64")) and \
+                    not (isinstance(a, int) and not isinstance(a, bool)):
+                raise self.error(node, f"fl.range's bounds are i32 or i64 scalars, got {a!r}")
+        if not sem.is_value(args[2]) and args[2] <= 0:
+            raise self.error(node, f"fl.range's step must be positive, got {args[2]} (count down with an "
+                                   f"expression of the loop variable)")
+        dtype = "i64" if any(sem.is_value(a) and a.type.dtype == "i64" for a in args) or \
+            any(not sem.is_value(a) and not -2**31 <= a < 2**31 for a in args) else "i32"
+        lb, ub, step = (sem.convert(self.b, sem.to_value(self.b, a, dtype), dtype) for a in args)
+        counted = sem.is_value(args[2])
+        if counted:      # a run-time step, of either sign (scf.for's must be positive): k in [0, trips), lb + k * step
+            b, first, by = self.b, lb, step
+            up = sem.compare(b, "gt", step, 0)
+            span = sem.select(b, up, sem.binary(b, "sub", ub, lb), sem.binary(b, "sub", lb, ub))
+            stride = sem.select(b, up, step, sem.negate(b, step))
+            zero = sem.compare(b, "eq", step, 0)            # (Python refuses a step of 0: no iteration here)
+            stride = sem.select(b, zero, 1, stride)
+            trips = sem.binary(b, "floordiv", sem.binary(b, "sub", sem.binary(b, "add", span, stride), 1), stride)
+            trips = sem.select(b, sem.binary(b, "or", zero, sem.compare(b, "le", span, 0)), 0, trips)
+            lb, ub, step = sem.to_value(b, 0, dtype), trips, sem.to_value(b, 1, dtype)
         before = dict(self.scope)
-        carried = [n for n in assigned_names(node.body) if n in before and n != node.target.id]
+        carried = [n for n in assigned_names(node.body)
+                   if n in before and n != node.target.id and not isinstance(before[n], _AfterLoop)]
         inits = []
         for n in carried:
             v = before[n]
             if not sem.is_value(v):
                 v = sem.to_value(self.b, v)
             inits.append(v)
-        iv = Value(self.b.fresh("iv"), ScalarType("i32"))
+        iv = Value(self.b.fresh("iv"), ScalarType(dtype))
         iters = [Value(self.b.fresh("it"), v.type) for v in inits]
         self.scope = dict(before)
         for n, a in zip(carried, iters):
             self.scope[n] = a
         self.scope[node.target.id] = iv
         with self.b.capture() as lines, self.b.nested():
+            if counted:
+                self.scope[node.target.id] = sem.binary(self.b, "add", first, sem.binary(self.b, "mul", iv, by))
             self.loops += 1
             try:
                 self.block(node.body)
@@ -388,17 +430,22 @@ class CodeGen:
         if inits:
             head += " iter_args(" + ", ".join(f"{a.name} = {v.name}" for a, v in zip(iters, inits)) + ")"
             head += f" -> ({', '.join(v.type.mlir() for v in inits)})"
-        self.b.emit(head + " : i32 {")
+        self.b.emit(head + f" : {dtype} {{")
         self.b.lines.extend(lines)
         self.b.emit("} " + self.b.location())
         self.scope = dict(before)
         for n, r in zip(carried, res):
             self.scope[n] = r
+        # Python leaves the variable at its last value, which an scf.for does not give back: not visible after.
+        self.scope[node.target.id] = _AfterLoop(node.target.id)
 
     # ---- expressions --------------------------------------------------------------------------
 
     def lookup(self, name, node):
         if name in self.scope:
+            if isinstance(self.scope[name], _AfterLoop):
+                raise self.error(node, f"`{name}` is a fl.range loop's variable: after the loop it has no value "
+                                       f"(Python's last value is not kept); compute it from the bounds")
             return self.scope[name]
         if name in self.f.globals:
             return self.f.globals[name]
@@ -417,6 +464,13 @@ class CodeGen:
             return method(node)
         except (FakvTypeError, ValueError) as e:
             raise self.error(node, str(e)) from None
+        except (CompilationError, _Return):
+            raise
+        except RecursionError:
+            raise self.error(node, "a @fakv.jit function calls itself without end (calls are inlined: "
+                                   "recursion must stop on a compile-time condition)") from None
+        except Exception as e:  # noqa: BLE001
+            raise self.error(node, f"{type(e).__name__}: {e}") from None
 
     def expr_Constant(self, node):
         return node.value
@@ -486,20 +540,42 @@ class CodeGen:
         return sem.compare(self.b, name, x, y)
 
     def expr_BoolOp(self, node):
-        values = []
-        for v in node.values:     # Python's short circuit while the operands are Python values (constexprs)
-            values.append(self.expr(v))
-            if not any(sem.is_value(x) for x in values) and bool(values[-1]) != isinstance(node.op, ast.And):
-                return values[-1]
-        if not any(sem.is_value(v) for v in values):
-            out = values[0]
-            for v in values[1:]:
-                out = (out and v) if isinstance(node.op, ast.And) else (out or v)
-            return out
-        op = "and" if isinstance(node.op, ast.And) else "or"
-        out = sem.convert(self.b, sem.to_value(self.b, values[0], "i1"), "i1")
-        for v in values[1:]:
-            out = sem.binary(self.b, op, out, sem.convert(self.b, sem.to_value(self.b, v, "i1"), "i1"))
+        """`a and b`, `a or b`: Python's short circuit, at compile time on Python values, and at run time on
+        scalars (the right side runs in an scf.if only where the left does not decide: `i < n and X[i] > 0`
+        reads X[i] only when i < n); the result is the operand that decided, as in Python (in the two
+        operands' promoted type). On tiles, both sides elementwise as truth values (as `&` and `|`)."""
+        is_and = isinstance(node.op, ast.And)
+        first = self.expr(node.values[0])
+        rest = node.values[1:]
+        if not rest:
+            return first
+        tail = rest[0] if len(rest) == 1 else ast.copy_location(ast.BoolOp(op=node.op, values=rest), rest[0])
+        if not sem.is_value(first):
+            return first if bool(first) != is_and else self.expr(tail)
+        cond = sem.convert(self.b, first, "i1")
+        if sem.is_tile(cond):
+            other = self.expr(tail)
+            if not sem.is_value(other):
+                other = bool(other)
+            other = sem.convert(self.b, sem.to_value(self.b, other, "i1"), "i1")
+            return sem.binary(self.b, "and" if is_and else "or", cond, other)
+        with self.b.capture() as decide, self.b.nested():     # the right side, where the left does not decide
+            other = self.expr(tail)
+            if sem.is_tile(other) or (sem.is_value(other) and not isinstance(other.type, ScalarType)):
+                raise self.error(node, "`and` / `or` of a scalar and a tile: use `&` / `|` (elementwise)")
+            other = sem.to_value(self.b, other, sem.literal_dtype(other, sem.dtype_of(first)))
+            t = sem.promote(sem.dtype_of(first), sem.dtype_of(other))
+            other = sem.convert(self.b, other, t)
+            self.b.emit(f"scf.yield {other.name} : {t}")
+        with self.b.capture() as decided, self.b.nested():    # the left decides: the left is the result
+            left = sem.convert(self.b, first, t)
+            self.b.emit(f"scf.yield {left.name} : {t}")
+        out = Value(self.b.fresh("if"), ScalarType(t))
+        self.b.emit(f"{out.name} = scf.if {cond.name} -> ({t}) {{")
+        self.b.lines.extend(decide if is_and else decided)
+        self.b.emit("} else {")
+        self.b.lines.extend(decided if is_and else decide)
+        self.b.emit("} " + self.b.location())
         return out
 
     def expr_IfExp(self, node):

@@ -92,6 +92,7 @@ class Builder:
         self.loc = (0, 0)
 
     def fresh(self, hint="v"):
+        """A new SSA name, `%hintN` (codegen names a kernel parameter of that form `%name.p`)."""
         self.counter += 1
         return f"%{hint}{self.counter}"
 

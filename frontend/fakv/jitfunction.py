@@ -9,6 +9,7 @@ types and constexprs, cached in memory and on disk, launched on the GPU
 import hashlib
 import inspect
 import json
+import numbers
 import linecache
 import os
 import sys
@@ -334,7 +335,12 @@ class JITFunction:
             values = [args[i] for i in positions]
         if callable(grid):
             grid = grid(dict(zip(self.params, args), **kwargs))
-        grid = (tuple(grid) + (1, 1, 1))[:3]
+        if type(grid) is not tuple or len(grid) > 3 or not all(type(g) is int for g in grid):
+            grid = _grid(self.__name__, grid)
+        grid = (grid + (1, 1, 1))[:3]
+        if max(grid) >= 2 ** 31 or (c.device == "cuda" and max(grid[1:]) > 65535):
+            raise ValueError(f"{self.__name__}[{grid}]: CUDA's grid holds up to 2**31 - 1 programs on axis 0 and "
+                             f"65535 on axes 1 and 2")
         if c.device == "cuda":
             if compiling:
                 return c
@@ -361,6 +367,17 @@ def _names(code):
         if isinstance(const, _types.CodeType):
             names |= _names(const)
     return names
+
+
+def _grid(name, grid):
+    """A launch grid as a tuple of 1 to 3 ints (an int is a 1-D grid)."""
+    if isinstance(grid, numbers.Integral) and not isinstance(grid, bool):
+        return (int(grid),)
+    if not isinstance(grid, (tuple, list)) or not 1 <= len(grid) <= 3 or \
+            not all(isinstance(g, numbers.Integral) and not isinstance(g, bool) for g in grid):
+        raise ValueError(f"{name}[grid]: the grid is 1 to 3 ints (or a function of the arguments giving them), "
+                         f"got {grid!r}")
+    return tuple(int(g) for g in grid)
 
 
 class _Normalize(Exception):

@@ -44,6 +44,13 @@ def builtin(fn):
 
 
 def _i32(b, x):
+    """An i32 operand (offsets, indices, lengths): i1 and i8 widen; an i64 value or a number past int32 is
+    refused (cut to 32 bits it would address other elements): convert it with `.to(fl.int32)` where it fits."""
+    if sem.is_tile(x):
+        raise FakvTypeError(f"an i32 scalar operand (an offset, index or length) got a tile {x.type!r}")
+    if sem.is_value(x) and sem.dtype_of(x) == "i64" or (isinstance(x, int) and not -2**31 <= x < 2**31):
+        raise FakvTypeError(f"an i32 operand (an offset, index or length) got {'an i64 value' if sem.is_value(x) else x}"
+                            f"; convert it with .to(fl.int32) where it fits")
     return sem.convert(b, sem.to_value(b, x, "i32"), "i32")
 
 
@@ -124,8 +131,17 @@ def arange(b, start, end):
     return b.op1(f"fakv.arange {start} to {end} : tensor<{n}xi32>", TileType((n,), "i32"), "r")
 
 
+def _dtype(dtype):
+    """A dtype name the kernels have (fl.float32, "bf16", ...)."""
+    if dtype not in (int1, int8, int32, int64, float16, bfloat16, float32):
+        raise FakvTypeError(f"dtype must be one of fl.int1, int8, int32, int64, float16, bfloat16, float32 "
+                            f"(or their names), got {dtype!r}")
+    return dtype
+
+
 @builtin
 def full(b, shape, value, dtype=float32):
+    dtype = _dtype(dtype)
     v = sem.convert(b, sem.to_value(b, value, dtype), dtype)
     return sem.broadcast_to(b, v, _shape(shape))
 
@@ -154,7 +170,7 @@ def reshape(b, x, shape):
 
 @builtin
 def cast(b, x, dtype):
-    return sem.convert(b, sem.to_value(b, x), dtype)
+    return sem.convert(b, sem.to_value(b, x), _dtype(dtype))
 
 
 @builtin
@@ -212,7 +228,7 @@ def load(b, ptr, shape, offsets, strides, bounds=None, mask=None, other=None):
     t = TileType(_shape(shape, "load's shape"), ptr.type.dtype)
     text = f"fakv.load {ptr.name}" + _strided(b, offsets, strides, bounds)
     if mask is not None:
-        mask = sem.broadcast_to(b, sem.to_value(b, mask, "i1"), t.shape)
+        mask = sem.broadcast_to(b, sem.convert(b, sem.to_value(b, mask, "i1"), "i1"), t.shape)
         text += f" mask {mask.name}"
     if other is not None:
         other = sem.convert(b, sem.to_value(b, other, t.dtype), t.dtype)
@@ -226,7 +242,7 @@ def store(b, ptr, value, offsets, strides, bounds=None, mask=None):
     value = sem.convert(b, _tile(value, "the stored value"), ptr.type.dtype)
     text = f"fakv.store {value.name}, {ptr.name}" + _strided(b, offsets, strides, bounds)
     if mask is not None:
-        mask = sem.broadcast_to(b, sem.to_value(b, mask, "i1"), value.type.shape)
+        mask = sem.broadcast_to(b, sem.convert(b, sem.to_value(b, mask, "i1"), "i1"), value.type.shape)
         text += f" mask {mask.name}"
     b.op(text + f" : {value.type.mlir()}, {ptr.type.mlir()}")
 
@@ -392,7 +408,11 @@ def _reduce(kind):
         x = _tile(x, f"{kind}'s operand")
         if x.type.dtype not in ("f32", "f16", "bf16", "i32"):
             raise FakvTypeError(f"{kind} reduces float or i32 tiles, got {x.type.dtype}")
-        axis = int(axis) % len(x.type.shape)
+        rank = len(x.type.shape)
+        if not isinstance(axis, int) or isinstance(axis, bool) or not -rank <= axis < rank:
+            raise FakvTypeError(f"{kind}'s axis must be a compile-time int in [{-rank}, {rank}) for a tile of "
+                                f"rank {rank}, got {axis!r}")
+        axis %= rank
         scalar = len(x.type.shape) == 1
         if scalar:                                       # (1, n) along 1 -> (1,) -> its element
             x, axis = sem.expand_dims(b, x, 0), 1

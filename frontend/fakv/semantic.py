@@ -9,7 +9,12 @@ Rules (docs/frontend.md):
 - tiles broadcast like numpy (align on the right, size-1 dimensions stretch),
   a scalar meeting a tile is splat;
 - `//` and `%` on integers are C division and remainder (truncating), `/` is
-  float division.
+  float division, `%` on floats C's fmod; on Python numbers (constexprs)
+  the same operators are Python's, evaluated at compile time;
+- a truth value is "nonzero"; arithmetic on truth values (i1) counts them
+  (True + True is 2), `&`, `|`, `^` keep them truth values;
+- `<<` / `>>` by the width or more (or a negative amount) shift every bit
+  out: 0, or -1 for `>>` of a negative value.
 """
 import numbers
 
@@ -41,6 +46,9 @@ def constant(b, value, dtype):
                    ("bf16", True): "0x7F80", ("bf16", False): "0xFF80"}[(dtype, v > 0)]
         else:
             lit = repr(v)
+            mantissa, e, exponent = lit.partition("e")
+            if e and "." not in mantissa:                 # (MLIR's float literals have a point: 1e-06 -> 1.0e-06)
+                lit = f"{mantissa}.0e{exponent}"
         return b.op1(f"arith.constant {lit} : {dtype}", ScalarType(dtype), "c")
     if dtype == "i1":
         return b.op1(f"arith.constant {'true' if value else 'false'}", ScalarType("i1"), "c")
@@ -64,6 +72,25 @@ def to_value(b, x, dtype=None):
     return constant(b, x, dtype or python_dtype(x))
 
 
+RANGE = {"i8": (-2**7, 2**7), "i32": (-2**31, 2**31), "i64": (-2**63, 2**63)}
+
+
+def literal_dtype(x, other):
+    """The type a Python number takes beside a kernel value of dtype `other`: that dtype, unless it cannot
+    hold the number (a float beside an integer: f32; an int beside a bool: i32; an int past the integer's
+    range: i32 or i64, which then widens the operation)."""
+    if isinstance(x, bool) or other in FLOATS:
+        return other
+    if isinstance(x, float):
+        return "f32" if other in INTS else other
+    if isinstance(x, numbers.Integral):
+        if not -2**63 <= x < 2**63:
+            raise FakvTypeError(f"the integer {x} does not fit in 64 bits")
+        lo, hi = RANGE.get(other, (0, 2))
+        return other if lo <= x < hi else python_dtype(int(x))
+    return other
+
+
 def promote(da, db):
     if da == db:
         return da
@@ -84,6 +111,8 @@ def convert(b, v, dtype):
     src = dtype_of(v)
     if src == dtype:
         return v
+    if dtype == "i1":                                  # a truth value: nonzero, as in Python, C and numpy
+        return compare(b, "ne", v, 0.0 if src in FLOATS else 0)
     t = TileType(v.type.shape, dtype) if is_tile(v) else ScalarType(dtype)
     if src in FLOATS and dtype in FLOATS:
         if is_tile(v):
@@ -146,9 +175,9 @@ def unify(b, x, y):
     if not is_value(x) and not is_value(y):
         raise FakvTypeError("an operation needs at least one kernel value")
     if is_value(x) and not is_value(y):
-        y = to_value(b, y, dtype_of(x) if not (isinstance(y, float) and dtype_of(x) in INTS) else "f32")
+        y = to_value(b, y, literal_dtype(y, dtype_of(x)))
     elif is_value(y) and not is_value(x):
-        x = to_value(b, x, dtype_of(y) if not (isinstance(x, float) and dtype_of(y) in INTS) else "f32")
+        x = to_value(b, x, literal_dtype(x, dtype_of(y)))
     for v in (x, y):
         if isinstance(v.type, PtrType):
             raise FakvTypeError("pointer arithmetic is `ptr + offset` only")
@@ -195,6 +224,9 @@ def binary(b, op, x, y):
             zero = to_value(b, 0, "i64")
             off = b.op1(f"arith.subi {zero.name}, {off.name} : i64", off.type)
         return b.op1(f"fakv.addptr {x.name}, {off.name} : {x.type.mlir()}", x.type)
+    if op not in ("and", "or", "xor"):                # arithmetic on truth values counts them, as Python does
+        x, y = (convert(b, v, "i32") if is_value(v) and dtype_of(v) == "i1" else int(v) if isinstance(v, bool)
+                else v for v in (x, y))
     if op == "truediv":
         x, y = unify(b, x, y)
         if dtype_of(x) in INTS:
@@ -205,7 +237,29 @@ def binary(b, op, x, y):
     name = ARITH[op][1 if is_float else 0]
     if name is None:
         raise FakvTypeError(f"`{op}` is not defined for {'float' if is_float else 'integer'} values")
-    return b.op1(f"{name} {x.name}, {y.name} : {x.type.mlir()}", x.type)
+    out = b.op1(f"{name} {x.name}, {y.name} : {x.type.mlir()}", x.type)
+    if op in ("lshift", "rshift"):                   # (a shift by the width or more, or negative: defined below)
+        return _shift_guard(b, op, x, y, out)
+    return out
+
+
+def _shift_guard(b, op, x, y, out):
+    """A shift by at least the width, or by a negative amount, shifts every bit out (0; -1 for a right shift
+    of a negative value), as Python's arbitrary-width integers would end up within the type, instead of
+    the host's or the GPU's own rule (x86 masks the amount, PTX clamps it)."""
+    width = WIDTH[dtype_of(x)]
+    amount = b.op1(f"arith.constant {width} : {dtype_of(y)}", ScalarType(dtype_of(y)), "c")
+    if is_tile(y):
+        amount = broadcast_to(b, amount, y.type.shape)
+    t = TileType(y.type.shape, "i1") if is_tile(y) else ScalarType("i1")
+    out_of_range = b.op1(f"arith.cmpi uge, {y.name}, {amount.name} : {y.type.mlir()}", t)
+    if op == "lshift":
+        fill = broadcast_to(b, to_value(b, 0, dtype_of(x)), x.type.shape) if is_tile(x) else to_value(b, 0, dtype_of(x))
+    else:
+        last = broadcast_to(b, to_value(b, width - 1, dtype_of(x)), x.type.shape) if is_tile(x) else \
+            to_value(b, width - 1, dtype_of(x))
+        fill = b.op1(f"arith.shrsi {x.name}, {last.name} : {x.type.mlir()}", x.type)
+    return select(b, out_of_range, fill, out)
 
 
 def compare(b, op, x, y):
@@ -218,7 +272,7 @@ def compare(b, op, x, y):
 
 
 def select(b, cond, x, y):
-    cond = to_value(b, cond, "i1")
+    cond = convert(b, to_value(b, cond, "i1"), "i1")
     if not is_value(x) and not is_value(y):     # two Python numbers: their promoted type (i32, i64, f32, i1)
         x = to_value(b, x, promote(python_dtype(x), python_dtype(y)))
     x, y = unify(b, x, y)

@@ -1,0 +1,211 @@
+"""What kernel code means where Python and C part ways, on the CPU path against Python / numpy (docs/frontend.md):
+truth values are "nonzero", `and` / `or` short-circuit at run time and give the deciding operand, arithmetic on
+truth values counts them, Python numbers widen what they meet when they do not fit it, fl.range counts with a
+run-time step of either sign, shifts past the width shift everything out, float literals of any form compile;
+and the mistakes found by session 33's review name their line instead of leaking Python's or MLIR's errors."""
+import inspect
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import fakv
+import fakv.language as fl
+
+
+def line_of(fn, text):
+    lines, first = inspect.getsourcelines(fn)
+    return first + next(i for i, l in enumerate(lines) if text in l)
+
+
+@fakv.jit
+def truth(Y, n, a):
+    r = fl.zeros((4,))
+    if n:                                   # nonzero, not the lowest bit
+        r = r + fl.where(fl.arange(0, 4) == 0, 1.0, 0.0)
+    if a:
+        r = r + fl.where(fl.arange(0, 4) == 1, 1.0, 0.0)
+    r = r + fl.where(fl.arange(0, 4) == 2, n or a, 0.0)      # the deciding operand, as Python's `or`
+    r = r + fl.where(fl.arange(0, 4) == 3, n.to(fl.int1) * 5, 0)   # True * 5 = 5
+    fl.store(Y, r, (0,), (1,))
+
+
+@pytest.mark.parametrize("n,a", [(2, 2.0), (-2, 0.5), (0, 0.0), (3, 0.0), (0, 0.25)])
+def test_truth_values_are_nonzero(n, a):
+    y = np.zeros(4, np.float32)
+    truth[(1,)](y, n, a)
+    assert y.tolist() == [float(bool(n)), float(bool(a)), float(n or a), 5.0 * bool(n)]
+
+
+@fakv.jit
+def counts(Y, X):
+    m = fl.load(X, (4,), (0,), (1,)) > 0.0
+    fl.store(Y, (m + m) * 3 + m.to(fl.int32) - (m & m), (0,), (1,))
+
+
+def test_arithmetic_on_truth_values_counts_them():
+    x = np.array([1.0, -1.0, 2.0, 0.0], np.float32)
+    y = np.zeros(4, np.int32)
+    counts[(1,)](y, x)
+    m = (x > 0).astype(np.int64)
+    assert y.tolist() == ((m + m) * 3 + m - m).tolist()
+
+
+def test_a_guard_reads_only_where_it_holds(tmp_path):
+    """`i < n and X[i] > 0`: X[i] is read only when i < n (it was read anyway: SIGSEGV at i = 10**9); in a
+    process of its own, so that a regression fails this test only."""
+    script = tmp_path / "guard.py"
+    script.write_text("""
+import numpy as np, fakv, fakv.language as fl
+@fakv.jit
+def k(Y, X, i, n):
+    r = fl.zeros((1,))
+    if i < n and X[i] > 0.0:
+        r = r + 1.0
+    if i >= n or X[i] > 0.0:
+        r = r + 2.0
+    fl.store(Y, r, (0,), (1,))
+y, x = np.zeros(1, np.float32), np.ones(4, np.float32)
+for i in (1, 10 ** 9):
+    k[(1,)](y, x, i, 4)
+    print(int(y[0]))
+""")
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(fakv.__file__))))
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, env=env)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["3", "2"]
+
+
+@fakv.jit
+def literals(Y, n):
+    big = n < 3000000000                     # past int32: widens to i64 (it wrapped)
+    fl.store(Y, fl.full((1,), (n + 2147483648).to(fl.float32) * 0.0 + big.to(fl.float32) + 1e-6 + 2.5e20 * 0.0),
+             (0,), (1,))
+
+
+def test_numbers_widen_what_they_meet_and_float_literals_compile():
+    y = np.zeros(1, np.float32)
+    literals[(1,)](y, 5)
+    assert y[0] == np.float32(1.0 + 1e-6)
+
+
+@fakv.jit
+def steps(Y, start, stop, step):
+    total = 0
+    n = 0
+    for i in fl.range(start, stop, step):
+        total += i
+        n += 1
+    fl.store(Y, fl.full((2,), 0) + fl.where(fl.arange(0, 2) == 0, total, n), (0,), (1,))
+
+
+@pytest.mark.parametrize("start,stop,step", [(10, 0, -1), (0, 10, 3), (0, 5, -1), (10, 0, -3), (3, 3, 1), (0, 5, 0)])
+def test_run_time_steps_count_as_python(start, stop, step):
+    y = np.zeros(2, np.int32)
+    steps[(1,)](y, start, stop, step)
+    want = list(range(start, stop, step)) if step else []       # (a step of 0: no iteration; Python raises)
+    assert y.tolist() == [sum(want), len(want)]
+
+
+@fakv.jit
+def shifts(Y, x, k):
+    fl.store(Y, fl.full((3,), 0) + fl.where(fl.arange(0, 3) == 0, x << k, fl.where(fl.arange(0, 3) == 1, x >> k,
+                                                                                      (-x) >> k)), (0,), (1,))
+
+
+@pytest.mark.parametrize("k", [0, 5, 31, 32, 40, -1])
+def test_shifts_past_the_width_shift_everything_out(k):
+    y = np.zeros(3, np.int32)
+    shifts[(1,)](y, 12345, k)
+    inside = 0 <= k < 32
+    assert y.tolist() == [np.int32(np.int64(12345) << k) if inside else 0,
+                          12345 >> k if inside else 0, -12345 >> k if inside else -1]
+
+
+@fakv.jit
+def same_in_both(Y, n):
+    v = n
+    if n > 0:
+        v = 2
+    else:
+        v = 2
+    fl.store(Y, fl.full((1,), v), (0,), (1,))
+
+
+def test_one_python_value_in_both_branches_holds_after():
+    y = np.zeros(1, np.int32)
+    same_in_both[(1,)](y, -1)
+    assert y[0] == 2
+
+
+@fakv.jit
+def after_loop(Y):
+    i = 7
+    for i in fl.range(0, 5):
+        pass
+    fl.store(Y, fl.full((1,), i), (0,), (1,))
+
+
+@fakv.jit
+def axis_past(Y):
+    fl.store(Y, fl.sum(fl.zeros((2, 4)), 2), (0,), (1,))
+
+
+@fakv.jit
+def i64_offset(Y, X, o):
+    fl.store(Y, fl.load(X, (1,), (o,), (1,)), (0,), (1,))
+
+
+@fakv.jit
+def negative_step(Y):
+    for i in fl.range(10, 0, -1):
+        pass
+
+
+@fakv.jit
+def tuple_past(Y):
+    t = (1, 2)
+    fl.store(Y, fl.full((1,), t[2]), (0,), (1,))
+
+
+@fakv.jit
+def bad_dtype(Y):
+    fl.store(Y, fl.zeros((4,), "float64"), (0,), (1,))
+
+
+@pytest.mark.parametrize("kernel,args,text,message", [
+    (after_loop, (np.zeros(1, np.int32),), "fl.full((1,), i)", "`i` is a fl.range loop's variable: after the loop"),
+    (axis_past, (np.zeros(2, np.float32),), "fl.sum", r"sum's axis must be a compile-time int in \[-2, 2\)"),
+    (i64_offset, (np.zeros(1, np.float32), np.zeros(4, np.float32), 2 ** 32 + 3), "fl.load",
+     r"an i32 operand .* got an i64 value; convert it with .to\(fl.int32\)"),
+    (negative_step, (np.zeros(1, np.float32),), "fl.range", "fl.range's step must be positive, got -1"),
+    (tuple_past, (np.zeros(1, np.float32),), "t[2]", "IndexError: tuple index out of range"),
+    (bad_dtype, (np.zeros(4, np.float32),), "float64", "dtype must be one of fl.int1"),
+])
+def test_mistakes_name_their_line(kernel, args, text, message):
+    with pytest.raises(fakv.CompilationError, match=message) as e:
+        kernel[(1,)](*args)
+    assert e.value.line == line_of(kernel.fn, text)
+
+
+@fakv.jit
+def one(Y, c1, v2):
+    fl.store(Y, fl.full((1,), c1 + v2), (0,), (1,))
+
+
+def test_parameters_named_like_generated_values():
+    y = np.zeros(1, np.int32)
+    one[(1,)](y, 3, 4)
+    assert y[0] == 7
+
+
+def test_grids_are_one_to_three_ints():
+    y = np.zeros(1, np.int32)
+    one[2](y, 3, 4)                                    # an int: one axis
+    for grid in ((2, 2, 2, 2), (2.7,), "x"):
+        with pytest.raises(ValueError, match=r"the grid is 1 to 3 ints"):
+            one[grid](y, 3, 4)
+    with pytest.raises(ValueError, match=r"CUDA's grid holds up to 2\*\*31 - 1 programs"):
+        one[(2 ** 31,)](y, 3, 4)
