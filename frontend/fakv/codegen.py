@@ -500,9 +500,12 @@ class CodeGen:
             raise self.error(node, f"`{ast.unparse(node.value)}` has no attribute `{node.attr}`") from None
 
     def binop(self, op, x, y, node):
+        if op is ast.Pow and not sem.is_value(x) and not sem.is_value(y):
+            return x ** y                                   # (Python numbers: at compile time)
         name = BINOPS.get(op)
         if name is None:
-            raise self.error(node, f"operator {op.__name__} is not supported")
+            raise self.error(node, f"operator {op.__name__} is not supported on kernel values"
+                                   + (" (fl.exp / fl.log, or a product)" if op is ast.Pow else ""))
         if not sem.is_value(x) and not sem.is_value(y):
             return {"add": lambda: x + y, "sub": lambda: x - y, "mul": lambda: x * y,
                     "floordiv": lambda: x // y, "mod": lambda: x % y, "truediv": lambda: x / y,
@@ -523,11 +526,32 @@ class CodeGen:
             return not v
         if isinstance(node.op, ast.UAdd):
             return v
+        if isinstance(node.op, ast.Invert):
+            if not sem.is_value(v):
+                return ~v
+            if sem.dtype_of(v) in ("i1", "f16", "bf16", "f32"):
+                raise self.error(node, f"`~` inverts the bits of an integer, got {v.type!r} (`not` for a truth "
+                                       f"value)")
+            return sem.binary(self.b, "xor", v, -1)
         raise self.error(node, "unsupported unary operator")
 
     def expr_Compare(self, node):
         if len(node.ops) != 1:
-            raise self.error(node, "chained comparisons are not supported")
+            # a < b < c: (a < b) and (b < c), b evaluated once, with `and`'s short circuit (at run time too)
+            values = [self.expr(node.left)] + [self.expr(c) for c in node.comparators]
+            names = [f"_cmp{i}" for i in range(len(values))]
+            saved = dict(self.scope)
+            self.scope.update(zip(names, values))
+            try:
+                pairs = [ast.Compare(left=ast.Name(id=a, ctx=ast.Load()), ops=[op],
+                                     comparators=[ast.Name(id=b, ctx=ast.Load())])
+                         for a, op, b in zip(names, node.ops, names[1:])]
+                chain = ast.BoolOp(op=ast.And(), values=pairs)
+                for n in [chain] + pairs + [x for p in pairs for x in (p.left, p.comparators[0])]:
+                    ast.copy_location(n, node)
+                return self.expr(chain)
+            finally:
+                self.scope = saved
         x, y = self.expr(node.left), self.expr(node.comparators[0])
         op = type(node.ops[0])
         if op in (ast.Is, ast.IsNot):

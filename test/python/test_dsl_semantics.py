@@ -209,3 +209,20 @@ def test_grids_are_one_to_three_ints():
             one[grid](y, 3, 4)
     with pytest.raises(ValueError, match=r"CUDA's grid holds up to 2\*\*31 - 1 programs"):
         one[(2 ** 31,)](y, 3, 4)
+
+
+@fakv.jit
+def python_operators(Y, n, B: fl.constexpr):
+    r = fl.full((4,), 0)
+    r = r + fl.where(fl.arange(0, 4) == 0, B ** 2, 0)           # ** of Python numbers, at compile time
+    r = r + fl.where(fl.arange(0, 4) == 1, ~n, 0)                # ~ of an integer
+    r = r + fl.where(fl.arange(0, 4) == 2, 0 <= n < 10, 0)       # a chained comparison
+    r = r + fl.where(fl.arange(0, 4) == 3, 1 < B < 3, 0)
+    fl.store(Y, r, (0,), (1,))
+
+
+@pytest.mark.parametrize("n", [5, 12, -1])
+def test_power_invert_and_chained_comparisons(n):
+    y = np.zeros(4, np.int32)
+    python_operators[(1,)](y, n, B=2)
+    assert y.tolist() == [4, ~n, int(0 <= n < 10), 1]
