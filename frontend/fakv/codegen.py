@@ -447,6 +447,12 @@ class CodeGen:
                 raise self.error(node, f"`{name}` is a fl.range loop's variable: after the loop it has no value "
                                        f"(Python's last value is not kept); compute it from the bounds")
             return self.scope[name]
+        code = self.f.fn.__code__
+        if name in code.co_freevars:                      # a closure's variable, before a global of that name
+            try:
+                return self.f.fn.__closure__[code.co_freevars.index(name)].cell_contents
+            except ValueError:
+                raise self.error(node, f"`{name}` (a closure's variable) has no value yet") from None
         if name in self.f.globals:
             return self.f.globals[name]
         import builtins

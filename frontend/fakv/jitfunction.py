@@ -48,6 +48,7 @@ class JITFunction:
         self._variants = {}
         self._function = None
         self._source_key = None
+        self._watched, self._cells, self._watch_values = None, [], None
         # The kernel's file, read now (it may be a temporary file, gone by
         # the first launch); parsed at the first code generation. Python's
         # line cache first checked against the file (it keeps what it read
@@ -101,9 +102,11 @@ class JITFunction:
         its source, the kernels it calls (their keys, recursively) and the
         values of the plain globals it names, with the frontend's and the
         compiler's versions. A disk-cache hit needs no code generation.
-        Computed once: a global changed after the first launch is not seen
-        (as in the in-memory cache)."""
+        Recomputed when a global (or closure variable) it names changed
+        (`watch`): a later launch compiles with the new value, under a new key."""
+        self.watch()
         if self._source_key is None:
+            self._source_key = f"computing:{self.fn.__qualname__}"     # (mutually recursive kernels: no loop)
             h = hashlib.sha256(cache.frontend_version().encode())
             if self._file_lines:      # the function's file (cheaper than cutting the function out)
                 h.update(f"{self.fn.__qualname__}:{self.fn.__code__.co_firstlineno}:".encode())
@@ -129,16 +132,62 @@ class JITFunction:
                                 h.update(part.encode())
                 else:
                     h.update(self._key_part(name, value).encode())
+            for name, cell in zip(self.fn.__code__.co_freevars, self.fn.__closure__ or ()):
+                try:
+                    h.update(self._key_part(f"closure {name}", cell.cell_contents).encode())
+                except ValueError:                 # (an empty cell)
+                    pass
             self._source_key = h.hexdigest()
         return self._source_key
+
+    def watch(self):
+        """Forget what this process compiled when a global or closure variable the kernel names now has
+        another value than when it was keyed (Python's rule: a function sees the current globals), so the
+        next launch generates and keys its code again. One look at each such name a launch."""
+        if self._watched is None:
+            names, g, watched = sorted(_names(self.fn.__code__)), self.fn.__globals__, []
+            for name in names:
+                value = g.get(name)
+                if isinstance(value, _types.ModuleType):
+                    if value is not fl and value.__name__ != "fakv":
+                        watched += [(value.__dict__, attr) for attr in names if attr in value.__dict__]
+                elif name in g:
+                    watched.append((g, name))
+            self._watched = watched
+            self._cells = [(name, cell) for name, cell in zip(self.fn.__code__.co_freevars, self.fn.__closure__ or ())]
+        now = [space.get(name) for space, name in self._watched]
+        for _, cell in self._cells:
+            try:
+                now.append(cell.cell_contents)
+            except ValueError:
+                now.append(None)
+        now = [repr(v) if type(v) in (list, dict, set) else v for v in now]   # (changed in place too)
+        seen = self._watch_values
+        if seen is not None and (len(seen) != len(now) or any(
+                a is not b and not (type(a) in _PLAIN and type(a) is type(b) and a == b) for a, b in zip(seen, now))):
+            self._source_key = None
+            self._compiled.clear()
+            self._fast.clear()
+        self._watch_values = now
 
     def _key_part(self, name, value):
         """What a global (or a module's attribute) the kernel names adds to
         its key: a kernel's key, a plain value's repr, else nothing."""
         if isinstance(value, JITFunction):
-            return "" if value is self else f"{name}=jit:{value.source_key()}"
+            part = "" if value is self else f"{name}=jit:{value.source_key()}"
+            defaults = value.fn.__defaults__ or ()         # (evaluated where it was defined: not in its file)
+            return part + "".join(self._key_part(f"{name} default {i}", d) for i, d in enumerate(defaults))
         if isinstance(value, (bool, int, float, str, bytes, type(None), tuple, fl.constexpr)):
             return f"{name}={value!r}"
+        if type(value).__module__ == "numpy" and getattr(value, "shape", None) == ():
+            return f"{name}={value.item()!r}"
+        if isinstance(value, (list, dict, set, frozenset)):
+            try:
+                return f"{name}={sorted(value.items()) if isinstance(value, dict) else sorted(value) if isinstance(value, (set, frozenset)) else value!r}"
+            except TypeError:
+                return f"{name}={value!r}"
+        if isinstance(value, _types.FunctionType):      # a plain function: its code and constants
+            return f"{name}=fn:{hashlib.sha256(value.__code__.co_code + repr(value.__code__.co_consts).encode() + repr(value.__defaults__).encode()).hexdigest()}"
         return ""
 
     @property
@@ -204,7 +253,10 @@ class JITFunction:
         constexprs, types, runtime, on_gpu = {}, {}, [], set()
         for name, value in self._bound(args, kwargs).items():
             if name in self.constexprs:
-                constexprs[name] = value.value if isinstance(value, fl.constexpr) else value
+                value = value.value if isinstance(value, fl.constexpr) else value
+                if type(value).__module__ == "numpy" and getattr(value, "shape", None) == ():
+                    value = value.item()          # (a numpy scalar: Python's arithmetic at compile time, one key)
+                constexprs[name] = value
                 continue
             t, gpu = arg_type(value, name)
             types[name] = t
@@ -242,7 +294,7 @@ class JITFunction:
         """The specialisation for these constexprs, argument types and
         divisibility on `device`: from memory, the disk cache (GPU) or
         compiled (None instead with compile=False)."""
-        key = (device, tuple(sorted((k, repr(v)) for k, v in constexprs.items())),
+        key = (device, tuple(sorted((k, _constexpr_text(v)) for k, v in constexprs.items())),
                tuple((k, repr(t)) for k, t in types.items()), tuple(divisibility))
         c = self._compiled.get(key)
         if c is None:
@@ -312,6 +364,7 @@ class JITFunction:
         # values) skips binding and specialising: the host cost of a cached
         # launch.
         compiling = compile_only()
+        self.watch()
         try:
             key = self._key(args, kwargs, compiling)
         except _Normalize:          # numpy scalars, int subclasses, DLPack arrays of other libraries
@@ -357,6 +410,21 @@ class JITFunction:
                 raise DataError(f"kernel `{self.__name__}` divided an integer by zero (or INT_MIN by -1) on "
                                 f"the CPU path; the GPU gives an unspecified value there")
         return c
+
+
+_PLAIN = (bool, int, float, str, bytes, type(None), tuple, frozenset)
+
+
+def _constexpr_text(value):
+    """A constexpr's part of a specialisation's key: its repr, or for a kernel (a score_mod passed as a
+    constexpr, say) its source key and for a plain function its code, not an address another process may
+    reuse for another function."""
+    if isinstance(value, JITFunction):
+        return f"jit:{value.source_key()}"
+    if isinstance(value, _types.FunctionType):
+        code = value.__code__
+        return f"fn:{hashlib.sha256(code.co_code + repr(code.co_consts).encode()).hexdigest()}"
+    return repr(value)
 
 
 def _names(code):
