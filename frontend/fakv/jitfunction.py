@@ -66,9 +66,12 @@ class JITFunction:
         defaults = fn.__defaults__ or ()
         self._defaults = dict(zip(self.params[len(self.params) - len(defaults):], defaults))
         annotations = getattr(fn, "__annotations__", {})
+        # (under `from __future__ import annotations` an annotation is its text: fl.constexpr, tl.constexpr or
+        # constexpr, however the module named fakv.language)
         self.constexprs = [p for p in self.params
                            if annotations.get(p) is fl.constexpr or isinstance(annotations.get(p), fl.constexpr)
-                           or annotations.get(p) == "fl.constexpr"]
+                           or (isinstance(annotations.get(p), str)
+                               and annotations[p].replace(" ", "").rpartition(".")[2] == "constexpr")]
         self.options = {"stages": stages, "warp_specialize": warp_specialize}
         if tuple(registers) != (0, 0):      # setmaxnreg: (producer, consumer) registers per thread
             self.options["registers"] = list(registers)

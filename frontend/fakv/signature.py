@@ -33,6 +33,8 @@ def arg_kind(value, name):
     if isinstance(value, bool):
         return "i1", None
     if isinstance(value, int):
+        if not -2**63 <= value < 2**63:
+            raise TypeError(f"argument `{name}`: {value} does not fit in 64 bits (a kernel's ints are i32 or i64)")
         return "i32" if -2**31 <= value < 2**31 else "i64", None
     if isinstance(value, float):
         return "f32", None

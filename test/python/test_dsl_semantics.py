@@ -226,3 +226,25 @@ def test_power_invert_and_chained_comparisons(n):
     y = np.zeros(4, np.int32)
     python_operators[(1,)](y, n, B=2)
     assert y.tolist() == [4, ~n, int(0 <= n < 10), 1]
+
+
+def test_string_annotations_and_ints_past_64_bits(tmp_path):
+    """Under `from __future__ import annotations` any `<module>.constexpr` or bare `constexpr` annotation is a
+    constexpr (only the text `fl.constexpr` was: the others became run-time parameters); an int past 64 bits
+    is refused by name (pybind's "Unable to cast" before)."""
+    src = tmp_path / "annotated.py"
+    src.write_text("from __future__ import annotations\n"
+                   "import fakv\nimport fakv.language as tl\nfrom fakv.language import constexpr\n"
+                   "@fakv.jit\ndef k(Y, A: tl.constexpr, B: constexpr):\n"
+                   "    fl_full = tl.full((A,), B)\n    tl.store(Y, fl_full, (0,), (1,))\n")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        import annotated
+    finally:
+        sys.path.pop(0)
+    assert annotated.k.constexprs == ["A", "B"]
+    y = np.zeros(4, np.float32)
+    annotated.k[(1,)](y, 4, 2.5)
+    assert (y == 2.5).all()
+    with pytest.raises(TypeError, match=r"argument `c1`: 9223372036854775808 does not fit in 64 bits"):
+        one[(1,)](np.zeros(1, np.int32), 2 ** 63, 4)
