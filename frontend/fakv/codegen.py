@@ -291,6 +291,9 @@ class CodeGen:
             a, c = then_scope.get(n), else_scope.get(n)
             if a is None or c is None or (a is before.get(n) and c is before.get(n)):
                 continue
+            if isinstance(a, _AfterLoop) or isinstance(c, _AfterLoop):
+                same[n] = _AfterLoop(n)   # a loop's variable in a branch: no value after the `if` either
+                continue
             if not sem.is_value(a) and not sem.is_value(c) and type(a) is type(c) and a == c:
                 same[n] = a               # one Python value whichever branch runs: it holds after the `if`
                 continue
@@ -366,24 +369,27 @@ class CodeGen:
         if len(args) != 3:
             raise self.error(node, f"fl.range takes 1 to 3 bounds, got {len(args)}")
         for a in args:
-            if not (sem.is_value(a) and isinstance(a.type, ScalarType) and a.type.dtype in ("i32", "i64")) and \
-                    not (isinstance(a, int) and not isinstance(a, bool)):
-                raise self.error(node, f"fl.range's bounds are i32 or i64 scalars, got {a!r}")
-        if not sem.is_value(args[2]) and args[2] <= 0:
-            raise self.error(node, f"fl.range's step must be positive, got {args[2]} (count down with an "
-                                   f"expression of the loop variable)")
+            if not (sem.is_value(a) and isinstance(a.type, ScalarType) and a.type.dtype in ("i1", "i8", "i32", "i64")) \
+                    and not isinstance(a, int):
+                raise self.error(node, f"fl.range's bounds are integer scalars, got {a!r}")
+        if not sem.is_value(args[2]) and args[2] == 0:
+            raise self.error(node, "fl.range's step must not be 0")
         dtype = "i64" if any(sem.is_value(a) and a.type.dtype == "i64" for a in args) or \
             any(not sem.is_value(a) and not -2**31 <= a < 2**31 for a in args) else "i32"
-        lb, ub, step = (sem.convert(self.b, sem.to_value(self.b, a, dtype), dtype) for a in args)
-        counted = sem.is_value(args[2])
-        if counted:      # a run-time step, of either sign (scf.for's must be positive): k in [0, trips), lb + k * step
-            b, first, by = self.b, lb, step
-            up = sem.compare(b, "gt", step, 0)
-            span = sem.select(b, up, sem.binary(b, "sub", ub, lb), sem.binary(b, "sub", lb, ub))
-            stride = sem.select(b, up, step, sem.negate(b, step))
-            zero = sem.compare(b, "eq", step, 0)            # (Python refuses a step of 0: no iteration here)
+        lb, ub, step = (sem.convert(self.b, sem.to_value(self.b, int(a) if isinstance(a, bool) else a, dtype), dtype)
+                        for a in args)
+        counted = sem.is_value(args[2]) or args[2] < 0
+        var_dtype = dtype
+        if counted:      # a run-time or negative step (scf.for's must be positive): k in [0, trips), lb + k * step,
+            b, dtype = self.b, "i64"          # counted in i64 (an i32 range's span needs 33 bits)
+            first, last, by = (sem.convert(b, v, "i64") for v in (lb, ub, step))
+            up = sem.compare(b, "gt", by, 0)
+            span = sem.select(b, up, sem.binary(b, "sub", last, first), sem.binary(b, "sub", first, last))
+            stride = sem.select(b, up, by, sem.negate(b, by))
+            zero = sem.compare(b, "eq", by, 0)              # (Python refuses a step of 0: no iteration here)
             stride = sem.select(b, zero, 1, stride)
-            trips = sem.binary(b, "floordiv", sem.binary(b, "sub", sem.binary(b, "add", span, stride), 1), stride)
+            # (span - 1) // stride + 1 for a positive span: no overflow past the span itself
+            trips = sem.binary(b, "add", sem.binary(b, "floordiv", sem.binary(b, "sub", span, 1), stride), 1)
             trips = sem.select(b, sem.binary(b, "or", zero, sem.compare(b, "le", span, 0)), 0, trips)
             lb, ub, step = sem.to_value(b, 0, dtype), trips, sem.to_value(b, 1, dtype)
         before = dict(self.scope)
@@ -403,7 +409,8 @@ class CodeGen:
         self.scope[node.target.id] = iv
         with self.b.capture() as lines, self.b.nested():
             if counted:
-                self.scope[node.target.id] = sem.binary(self.b, "add", first, sem.binary(self.b, "mul", iv, by))
+                self.scope[node.target.id] = sem.convert(
+                    self.b, sem.binary(self.b, "add", first, sem.binary(self.b, "mul", iv, by)), var_dtype)
             self.loops += 1
             try:
                 self.block(node.body)

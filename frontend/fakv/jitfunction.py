@@ -48,7 +48,7 @@ class JITFunction:
         self._variants = {}
         self._function = None
         self._source_key = None
-        self._watched, self._cells, self._watch_values = None, [], None
+        self._watched, self._cells, self._callees, self._watch_values = None, [], [], None
         # The kernel's file, read now (it may be a temporary file, gone by
         # the first launch); parsed at the first code generation. Python's
         # line cache first checked against the file (it keeps what it read
@@ -110,67 +110,94 @@ class JITFunction:
         self.watch()
         if self._source_key is None:
             self._source_key = f"computing:{self.fn.__qualname__}"     # (mutually recursive kernels: no loop)
-            h = hashlib.sha256(cache.frontend_version().encode())
-            if self._file_lines:      # the function's file (cheaper than cutting the function out)
-                h.update(f"{self.fn.__qualname__}:{self.fn.__code__.co_firstlineno}:".encode())
-                h.update("".join(self._file_lines).encode())
-            else:
-                h.update("".join(self.function_source()).encode())
-            names = sorted(_names(self.fn.__code__))
-            for name in names:
-                if name not in self.fn.__globals__:
-                    continue
-                value = self.fn.__globals__[name]
-                if isinstance(value, _types.ModuleType):
-                    h.update(f"{name}=module:{value.__name__}".encode())
-                    if value is not fl and value.__name__ != "fakv":   # (the frontend's version keys those)
-                        # What the kernel may name of it (`module.attr`: codegen resolves those too).
-                        for attr in names:
-                            try:
-                                member = getattr(value, attr, None)
-                            except Exception:  # noqa: BLE001  (a module's own __getattr__ failing)
-                                member = None
-                            part = self._key_part(f"{name}.{attr}", member)
-                            if part:
-                                h.update(part.encode())
-                else:
-                    h.update(self._key_part(name, value).encode())
-            for name, cell in zip(self.fn.__code__.co_freevars, self.fn.__closure__ or ()):
-                try:
-                    h.update(self._key_part(f"closure {name}", cell.cell_contents).encode())
-                except ValueError:                 # (an empty cell)
-                    pass
-            self._source_key = h.hexdigest()
+            try:
+                self._source_key = self._compute_source_key()
+            except BaseException:
+                self._source_key = None
+                raise
         return self._source_key
 
-    def watch(self):
-        """Forget what this process compiled when a global or closure variable the kernel names now has
-        another value than when it was keyed (Python's rule: a function sees the current globals), so the
-        next launch generates and keys its code again. One look at each such name a launch."""
-        if self._watched is None:
-            names, g, watched = sorted(_names(self.fn.__code__)), self.fn.__globals__, []
-            for name in names:
-                value = g.get(name)
-                if isinstance(value, _types.ModuleType):
-                    if value is not fl and value.__name__ != "fakv":
-                        watched += [(value.__dict__, attr) for attr in names if attr in value.__dict__]
-                elif name in g:
-                    watched.append((g, name))
-            self._watched = watched
-            self._cells = [(name, cell) for name, cell in zip(self.fn.__code__.co_freevars, self.fn.__closure__ or ())]
-        now = [space.get(name) for space, name in self._watched]
-        for _, cell in self._cells:
+    def _compute_source_key(self):
+        """source_key's hash, computed."""
+        h = hashlib.sha256(cache.frontend_version().encode())
+        if self._file_lines:      # the function's file (cheaper than cutting the function out)
+            h.update(f"{self.fn.__qualname__}:{self.fn.__code__.co_firstlineno}:".encode())
+            h.update("".join(self._file_lines).encode())
+        else:
+            h.update("".join(self.function_source()).encode())
+        names = sorted(_names(self.fn.__code__))
+        for name in names:
+            if name not in self.fn.__globals__:
+                continue
+            value = self.fn.__globals__[name]
+            if isinstance(value, _types.ModuleType):
+                h.update(f"{name}=module:{value.__name__}".encode())
+                if value is not fl and value.__name__ != "fakv":   # (the frontend's version keys those)
+                    # What the kernel may name of it (`module.attr`: codegen resolves those too).
+                    for attr in names:
+                        try:
+                            member = getattr(value, attr, None)
+                        except Exception:  # noqa: BLE001  (a module's own __getattr__ failing)
+                            member = None
+                        part = self._key_part(f"{name}.{attr}", member)
+                        if part:
+                            h.update(part.encode())
+            else:
+                h.update(self._key_part(name, value).encode())
+        for name, cell in zip(self.fn.__code__.co_freevars, self.fn.__closure__ or ()):
             try:
-                now.append(cell.cell_contents)
-            except ValueError:
-                now.append(None)
-        now = [repr(v) if type(v) in (list, dict, set) else v for v in now]   # (changed in place too)
+                h.update(self._key_part(f"closure {name}", cell.cell_contents).encode())
+            except ValueError:                 # (an empty cell)
+                pass
+        return h.hexdigest()
+
+    def watch(self):
+        """Forget what this process compiled when a global or closure variable the kernel, or a kernel it
+        calls, names now has another value than when it was keyed (Python's rule: a function sees the
+        current globals), so that the next launch generates and keys its code again. One flat look at all
+        such names a launch: identity first; small lists, dicts and sets by their text (changed in place)."""
+        if self._watched is None:
+            self._watched, self._cells, self._callees = [], [], []
+            todo, seen = [self], set()
+            while todo:                       # this kernel and the kernels it calls, each once
+                k = todo.pop()
+                if id(k) in seen:
+                    continue
+                seen.add(id(k))
+                if k is not self:
+                    self._callees.append(k)
+                g, attrs = k.fn.__globals__, _names(k.fn.__code__)
+                for name in sorted(_global_names(k.fn.__code__)):
+                    value = g.get(name)
+                    if isinstance(value, _types.ModuleType):
+                        if value is not fl and value.__name__ != "fakv":
+                            for attr in sorted(attrs):
+                                if attr in value.__dict__:
+                                    self._watched.append((value.__dict__, attr))
+                                    if isinstance(value.__dict__[attr], JITFunction):
+                                        todo.append(value.__dict__[attr])
+                    elif name in g:
+                        self._watched.append((g, name))
+                        if isinstance(value, JITFunction):
+                            todo.append(value)
+                self._cells += list(k.fn.__closure__ or ())
+            self._watch_values = None
+        now = [space.get(name) for space, name in self._watched]
+        for cell in self._cells:
+            now.append(cell.cell_contents if _filled(cell) else None)
+        for i, v in enumerate(now):
+            if type(v) in (list, dict, set) and len(v) <= 1000:
+                now[i] = repr(v)
         seen = self._watch_values
         if seen is not None and (len(seen) != len(now) or any(
-                a is not b and not (type(a) in _PLAIN and type(a) is type(b) and a == b) for a, b in zip(seen, now))):
-            self._source_key = None
+                a is not b and _changed(a, b) for a, b in zip(seen, now))):
+            for k in [self] + self._callees:
+                k._source_key = None
+                k._watched = None if k is not self else k._watched
             self._compiled.clear()
             self._fast.clear()
+            self._watched = None              # (the kernels it calls may be others now)
+            return self.watch()
         self._watch_values = now
 
     def _key_part(self, name, value):
@@ -189,8 +216,8 @@ class JITFunction:
                 return f"{name}={sorted(value.items()) if isinstance(value, dict) else sorted(value) if isinstance(value, (set, frozenset)) else value!r}"
             except TypeError:
                 return f"{name}={value!r}"
-        if isinstance(value, _types.FunctionType):      # a plain function: its code and constants
-            return f"{name}=fn:{hashlib.sha256(value.__code__.co_code + repr(value.__code__.co_consts).encode() + repr(value.__defaults__).encode()).hexdigest()}"
+        if isinstance(value, _types.FunctionType):      # a plain function: _function_text
+            return f"{name}=fn:{_function_text(value)}"
         return ""
 
     @property
@@ -391,7 +418,7 @@ class JITFunction:
             values = [args[i] for i in positions]
         if callable(grid):
             grid = grid(dict(zip(self.params, args), **kwargs))
-        if type(grid) is not tuple or len(grid) > 3 or not all(type(g) is int for g in grid):
+        if type(grid) is not tuple or not 1 <= len(grid) <= 3 or not all(type(g) is int for g in grid):
             grid = _grid(self.__name__, grid)
         grid = (grid + (1, 1, 1))[:3]
         if max(grid) >= 2 ** 31 or (c.device == "cuda" and max(grid[1:]) > 65535):
@@ -425,9 +452,51 @@ def _constexpr_text(value):
     if isinstance(value, JITFunction):
         return f"jit:{value.source_key()}"
     if isinstance(value, _types.FunctionType):
-        code = value.__code__
-        return f"fn:{hashlib.sha256(code.co_code + repr(code.co_consts).encode()).hexdigest()}"
+        return f"fn:{_function_text(value)}:{id(value)}"     # (and the object: two closures never share one)
     return repr(value)
+
+
+def _function_text(fn):
+    """What a plain function's result may depend on, as a hash: its code, constants and names, its defaults
+    and closure values, and the plain values of the globals it names (one level)."""
+    code, parts = fn.__code__, []
+    for v in list(fn.__defaults__ or ()) + [c.cell_contents for c in fn.__closure__ or () if _filled(c)] + \
+            [fn.__globals__.get(n) for n in sorted(_global_names(code))]:
+        parts.append(repr(v) if isinstance(v, _PLAIN) else type(v).__name__)
+    text = repr((fn.__qualname__, code.co_code, code.co_consts, code.co_names, parts))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _filled(cell):
+    try:
+        cell.cell_contents
+        return True
+    except ValueError:
+        return False
+
+
+def _changed(a, b):
+    """Whether a watched value changed: not the same object and not an equal plain value (a comparison that
+    fails counts as a change)."""
+    if a is b:
+        return False
+    try:
+        return not (type(a) in _PLAIN and type(a) is type(b) and bool(a == b))
+    except Exception:  # noqa: BLE001
+        return True
+
+
+def _global_names(code):
+    """The names a function's code (and the code nested in it) loads as globals."""
+    import dis
+    names = set()
+    for ins in dis.get_instructions(code):
+        if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME"):
+            names.add(ins.argval)
+    for const in code.co_consts:
+        if isinstance(const, _types.CodeType):
+            names |= _global_names(const)
+    return names
 
 
 def _names(code):

@@ -69,3 +69,79 @@ def test_numpy_scalar_constexprs_are_python_numbers():
     _wrapped[(1,)](y, N=np.int32(3))
     assert y[0] == 3 * 1000000000 // 7
     assert _wrapped.specialize_for((y,), {"N": np.int32(3)}) is _wrapped.specialize_for((y,), {"N": 3})
+
+
+A_VAL, B_VAL = 2.0, 3.0
+
+
+def _get_a():
+    return A_VAL
+
+
+def _get_b():
+    return B_VAL
+
+
+@fakv.jit
+def _calls(Y, GET: fl.constexpr):
+    fl.store(Y, fl.full((1,), GET()), (0,), (1,))
+
+
+def test_functions_passed_as_constexprs_are_told_apart():
+    """Two plain functions of the same code naming other globals, or two closures: each its own kernel (one
+    key for code alone gave both the first one's value)."""
+    y = np.zeros(1, np.float32)
+    for get, want in ((_get_a, 2.0), (_get_b, 3.0), (_closure_value(5.0), 5.0), (_closure_value(7.0), 7.0)):
+        _calls[(1,)](y, GET=get)
+        assert y[0] == want
+
+
+def _closure_value(v):
+    return lambda: v
+
+
+CALLEE_SCALE = 2.0
+
+
+@fakv.jit
+def _callee(x):
+    return x * CALLEE_SCALE
+
+
+@fakv.jit
+def _caller(Y):
+    fl.store(Y, _callee(fl.full((1,), 1.0)), (0,), (1,))
+
+
+def test_a_callees_global_changed_is_seen_too():
+    global CALLEE_SCALE
+    y = np.zeros(1, np.float32)
+    _caller[(1,)](y)
+    assert y[0] == 2.0
+    CALLEE_SCALE = 5.0
+    try:
+        _caller[(1,)](y)
+        assert y[0] == 5.0
+    finally:
+        CALLEE_SCALE = 2.0
+
+
+PAIR = (np.zeros(2), 1.0)
+
+
+@fakv.jit
+def _pair(Y):
+    fl.store(Y, fl.full((1,), PAIR[1]), (0,), (1,))
+
+
+def test_a_global_that_does_not_compare_plainly():
+    """A tuple holding an array, rebound: the comparison raised from the launch; now it counts as changed."""
+    global PAIR
+    y = np.zeros(1, np.float32)
+    _pair[(1,)](y)
+    PAIR = (np.zeros(2), 3.0)
+    try:
+        _pair[(1,)](y)
+        assert y[0] == 3.0
+    finally:
+        PAIR = (np.zeros(2), 1.0)
