@@ -126,24 +126,28 @@ struct IdentityLowering : OpConversionPattern<OpT> {
       return op.emitOpError() << "layouts of source and result do not match "
                                  "register for register";
     // The registers pass through: each must hold, in the result's layout, the
-    // element (row-major index) it holds in the source's.
+    // element (row-major index) it holds in the source's. With power-of-two
+    // dimensions the index of an element is its coordinates' bits side by
+    // side, so it is linear in the register, lane and warp bits: the bases'
+    // indices agreeing is enough.
     auto from = cast<RankedTensorType>(op.getSrc().getType());
     auto to = cast<RankedTensorType>(op.getType());
     LinearLayout ls = layoutOf(from), ld = layoutOf(to);
-    auto index = [](const fakvgpu::Coord &c, ArrayRef<int64_t> shape) {
-      int64_t i = 0;
-      for (auto [x, n] : llvm::zip(c, shape))
-        i = i * n + x;
-      return i;
+    auto index = [](ArrayRef<fakvgpu::Coord> bases, size_t i, ArrayRef<int64_t> shape) {
+      int64_t at = 0;
+      if (i < bases.size())
+        for (auto [x, n] : llvm::zip(bases[i], shape))
+          at = at * n + x;
+      return at;
     };
-    unsigned warps = std::max(ls.numWarps(), ld.numWarps());
-    for (int64_t r = 0; r < ls.numRegs(); ++r)
-      for (int64_t lane = 0; lane < 32; ++lane)
-        for (int64_t w = 0; w < warps; ++w)
-          if (index(ls.coord(r, lane, w), from.getShape()) != index(ld.coord(r, lane, w), to.getShape()))
-            return op.emitOpError() << "the result's layout must hold each register's element where the "
-                                       "source's does (the source's layout, reshaped); register "
-                                    << r << " of lane " << lane << " of warp " << w << " differs";
+    for (auto [kind, s, d] : {std::tuple<const char *, ArrayRef<fakvgpu::Coord>, ArrayRef<fakvgpu::Coord>>{
+                                  "regs", ls.regs, ld.regs},
+                              {"lanes", ls.lanes, ld.lanes}, {"warps", ls.warps, ld.warps}})
+      for (size_t i = 0; i < std::max(s.size(), d.size()); ++i)
+        if (index(s, i, from.getShape()) != index(d, i, to.getShape()))
+          return op.emitOpError() << "the result's layout must hold each register's element where the "
+                                     "source's does (the source's layout, reshaped); its "
+                                  << kind << " basis #" << i << " differs";
     rewriter.replaceOp(op, src);
     return success();
   }

@@ -16,7 +16,7 @@ import textwrap
 from . import language as fl
 from .errors import CompilationError  # noqa: F401  (raised here; fakv.CompilationError)
 from . import semantic as sem
-from .ir import Builder, FakvTypeError, PtrType, ScalarType, TileType, Value
+from .ir import Builder, FakvTypeError, PtrType, ScalarType, Value
 
 
 class _Method:
@@ -138,6 +138,17 @@ class CodeGen:
         src = self.f.lines[line - 1] if 0 < line <= len(self.f.lines) else None
         return CompilationError(message, self.f.filename, line + self.f.first_line - 1, src)
 
+    def error_from(self, node, e):
+        """The CompilationError at node's line for an exception its code raised: a type or value mistake
+        with its message, Python's own errors (an index past a tuple, a helper's missing argument) with
+        their type too."""
+        if isinstance(e, (FakvTypeError, ValueError)):
+            return self.error(node, str(e))
+        if isinstance(e, RecursionError):
+            return self.error(node, "a @fakv.jit function calls itself without end (calls are inlined: "
+                                    "recursion must stop on a compile-time condition)")
+        return self.error(node, f"{type(e).__name__}: {e}")
+
     def at(self, node):
         if hasattr(node, "lineno"):
             self.b.loc = (node.lineno + self.f.first_line - 1, node.col_offset + 1)
@@ -199,15 +210,10 @@ class CodeGen:
             if method is None:
                 raise self.error(node, f"`{type(node).__name__}` statements are not supported in kernels")
             method(node)
-        except (FakvTypeError, ValueError) as e:
-            raise self.error(node, str(e)) from None
         except (CompilationError, _Return):
             raise
-        except RecursionError:
-            raise self.error(node, "a @fakv.jit function calls itself without end (calls are inlined: "
-                                   "recursion must stop on a compile-time condition)") from None
-        except Exception as e:  # noqa: BLE001  (Python's own errors on kernel code: at the line, with their text)
-            raise self.error(node, f"{type(e).__name__}: {e}") from None
+        except Exception as e:  # noqa: BLE001  (at the kernel's line: error_from)
+            raise self.error_from(node, e) from None
 
     def stmt_Expr(self, node):
         if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
@@ -299,7 +305,7 @@ class CodeGen:
                 continue
             results.append(n)
         # Yields: make both sides kernel values of one type.
-        yields_then, yields_else, types = [], [], []
+        types = []
         for n in results:
             a, c = then_scope[n], else_scope[n]
             t = (a if sem.is_value(a) else c).type if (sem.is_value(a) or sem.is_value(c)) else None
@@ -475,15 +481,10 @@ class CodeGen:
             raise self.error(node, f"`{type(node).__name__}` expressions are not supported in kernels")
         try:
             return method(node)
-        except (FakvTypeError, ValueError) as e:
-            raise self.error(node, str(e)) from None
         except (CompilationError, _Return):
             raise
-        except RecursionError:
-            raise self.error(node, "a @fakv.jit function calls itself without end (calls are inlined: "
-                                   "recursion must stop on a compile-time condition)") from None
         except Exception as e:  # noqa: BLE001
-            raise self.error(node, f"{type(e).__name__}: {e}") from None
+            raise self.error_from(node, e) from None
 
     def expr_Constant(self, node):
         return node.value
@@ -549,24 +550,20 @@ class CodeGen:
         raise self.error(node, "unsupported unary operator")
 
     def expr_Compare(self, node):
-        if len(node.ops) != 1:
-            # a < b < c: (a < b) and (b < c), b evaluated once, with `and`'s short circuit (at run time too)
-            values = [self.expr(node.left)] + [self.expr(c) for c in node.comparators]
-            names = [f"_cmp{i}" for i in range(len(values))]
-            saved = dict(self.scope)
-            self.scope.update(zip(names, values))
-            try:
-                pairs = [ast.Compare(left=ast.Name(id=a, ctx=ast.Load()), ops=[op],
-                                     comparators=[ast.Name(id=b, ctx=ast.Load())])
-                         for a, op, b in zip(names, node.ops, names[1:])]
-                chain = ast.BoolOp(op=ast.And(), values=pairs)
-                for n in [chain] + pairs + [x for p in pairs for x in (p.left, p.comparators[0])]:
-                    ast.copy_location(n, node)
-                return self.expr(chain)
-            finally:
-                self.scope = saved
-        x, y = self.expr(node.left), self.expr(node.comparators[0])
-        op = type(node.ops[0])
+        """`a < b`, and a chain `a < b < c` as (a < b) and (b < c), each operand evaluated once, first."""
+        values = [self.expr(node.left)] + [self.expr(c) for c in node.comparators]
+        out = True
+        for op, x, y in zip(node.ops, values, values[1:]):
+            r = self.compare(type(op), x, y, node)
+            if not sem.is_value(out):
+                out = r if out else out
+            elif not sem.is_value(r):
+                out = out if r else False
+            else:
+                out = sem.binary(self.b, "and", out, r)
+        return out
+
+    def compare(self, op, x, y, node):
         if op in (ast.Is, ast.IsNot):
             return (x is y) if op is ast.Is else (x is not y)
         name = CMPOPS.get(op)

@@ -48,7 +48,7 @@ class JITFunction:
         self._variants = {}
         self._function = None
         self._source_key = None
-        self._watched, self._cells, self._callees, self._watch_values = None, [], [], None
+        self._watched, self._cells, self._callees, self._containers, self._watch_values = None, [], [], [], None
         # The kernel's file, read now (it may be a temporary file, gone by
         # the first launch); parsed at the first code generation. Python's
         # line cache first checked against the file (it keeps what it read
@@ -185,18 +185,17 @@ class JITFunction:
         now = [space.get(name) for space, name in self._watched]
         for cell in self._cells:
             now.append(cell.cell_contents if _filled(cell) else None)
-        for i, v in enumerate(now):
-            if type(v) in (list, dict, set) and len(v) <= 1000:
-                now[i] = repr(v)
+        if self._watch_values is None:        # (the small containers, looked at by their text: found once)
+            self._containers = [i for i, v in enumerate(now) if type(v) in (list, dict, set) and len(v) <= 1000]
+        for i in self._containers:
+            now[i] = repr(now[i])
         seen = self._watch_values
         if seen is not None and (len(seen) != len(now) or any(
                 a is not b and _changed(a, b) for a, b in zip(seen, now))):
-            for k in [self] + self._callees:
-                k._source_key = None
-                k._watched = None if k is not self else k._watched
+            for k in [self] + self._callees:  # (the kernels it calls may be others now: found again)
+                k._source_key, k._watched = None, None
             self._compiled.clear()
             self._fast.clear()
-            self._watched = None              # (the kernels it calls may be others now)
             return self.watch()
         self._watch_values = now
 
@@ -207,13 +206,13 @@ class JITFunction:
             part = "" if value is self else f"{name}=jit:{value.source_key()}"
             defaults = value.fn.__defaults__ or ()         # (evaluated where it was defined: not in its file)
             return part + "".join(self._key_part(f"{name} default {i}", d) for i, d in enumerate(defaults))
-        if isinstance(value, (bool, int, float, str, bytes, type(None), tuple, fl.constexpr)):
+        if isinstance(value, numbers.Number):
+            value = _normalized(value)                  # (numpy scalars as Python numbers)
+        if isinstance(value, (bool, int, float, str, bytes, type(None), tuple, list, fl.constexpr)):
             return f"{name}={value!r}"
-        if type(value).__module__ == "numpy" and getattr(value, "shape", None) == ():
-            return f"{name}={value.item()!r}"
-        if isinstance(value, (list, dict, set, frozenset)):
+        if isinstance(value, (dict, set, frozenset)):   # (in a fixed order where it has one)
             try:
-                return f"{name}={sorted(value.items()) if isinstance(value, dict) else sorted(value) if isinstance(value, (set, frozenset)) else value!r}"
+                return f"{name}={sorted(value.items() if isinstance(value, dict) else value)!r}"
             except TypeError:
                 return f"{name}={value!r}"
         if isinstance(value, _types.FunctionType):      # a plain function: _function_text
@@ -284,8 +283,8 @@ class JITFunction:
         for name, value in self._bound(args, kwargs).items():
             if name in self.constexprs:
                 value = value.value if isinstance(value, fl.constexpr) else value
-                if type(value).__module__ == "numpy" and getattr(value, "shape", None) == ():
-                    value = value.item()          # (a numpy scalar: Python's arithmetic at compile time, one key)
+                if isinstance(value, numbers.Number):
+                    value = _normalized(value)    # (a numpy scalar: Python's arithmetic at compile time, one key)
                 constexprs[name] = value
                 continue
             t, gpu = arg_type(value, name)

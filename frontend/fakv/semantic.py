@@ -77,8 +77,8 @@ RANGE = {"i8": (-2**7, 2**7), "i32": (-2**31, 2**31), "i64": (-2**63, 2**63)}
 
 def literal_dtype(x, other):
     """The type a Python number takes beside a kernel value of dtype `other`: that dtype, unless it cannot
-    hold the number (a float beside an integer: f32; an int beside a bool: i32; an int past the integer's
-    range: i32 or i64, which then widens the operation)."""
+    hold the number (a float beside an integer: f32; an int other than 0 and 1 beside a truth value, or past
+    the integer's range: i32 or i64, which then widens the operation)."""
     if isinstance(x, bool) or other in FLOATS:
         return other
     if isinstance(x, float):
@@ -246,18 +246,14 @@ def binary(b, op, x, y):
 def _shift_guard(b, op, x, y, out):
     """A shift by at least the width, or by a negative amount, shifts every bit out (0; -1 for a right shift
     of a negative value), as Python's arbitrary-width integers would end up within the type, instead of
-    the host's or the GPU's own rule (x86 masks the amount, PTX clamps it)."""
+    the host's or the GPU's own rule (x86 masks the amount, PTX clamps it). x and y are unified."""
     width = WIDTH[dtype_of(x)]
-    amount = b.op1(f"arith.constant {width} : {dtype_of(y)}", ScalarType(dtype_of(y)), "c")
-    if is_tile(y):
-        amount = broadcast_to(b, amount, y.type.shape)
+    _, limit = unify(b, y, width)
     t = TileType(y.type.shape, "i1") if is_tile(y) else ScalarType("i1")
-    out_of_range = b.op1(f"arith.cmpi uge, {y.name}, {amount.name} : {y.type.mlir()}", t)
-    if op == "lshift":
-        fill = broadcast_to(b, to_value(b, 0, dtype_of(x)), x.type.shape) if is_tile(x) else to_value(b, 0, dtype_of(x))
-    else:
-        last = broadcast_to(b, to_value(b, width - 1, dtype_of(x)), x.type.shape) if is_tile(x) else \
-            to_value(b, width - 1, dtype_of(x))
+    out_of_range = b.op1(f"arith.cmpi uge, {y.name}, {limit.name} : {y.type.mlir()}", t)   # (negatives too)
+    fill = 0
+    if op == "rshift":
+        _, last = unify(b, x, width - 1)
         fill = b.op1(f"arith.shrsi {x.name}, {last.name} : {x.type.mlir()}", x.type)
     return select(b, out_of_range, fill, out)
 

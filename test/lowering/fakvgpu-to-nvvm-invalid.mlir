@@ -35,7 +35,7 @@ func.func @reshape_moves_elements(%p: !fakv.ptr<f32>) attributes {fakv.kernel, f
   %s1 = arith.constant 1 : i64
   %s16 = arith.constant 16 : i64
   %t = fakv.load %p[%c0, %c0] strides [%s16, %s1] : !fakv.ptr<f32> -> tensor<16x16xf32, #a>
-  // expected-error @+2 {{the result's layout must hold each register's element where the source's does (the source's layout, reshaped); register 0 of lane 0 of warp 1 differs}}
+  // expected-error @+2 {{the result's layout must hold each register's element where the source's does (the source's layout, reshaped); its regs basis #0 differs}}
   // expected-error @+1 {{failed to legalize operation 'fakv.reshape'}}
   %u = fakv.reshape %t : tensor<16x16xf32, #a> -> tensor<16x16xf32, #b>
   fakv.store %u, %p[%c0, %c0] strides [%s16, %s1] : tensor<16x16xf32, #b>, !fakv.ptr<f32>
