@@ -48,8 +48,10 @@ of one wave from an earlier call's lengths: fakv/lengths_hint.py):
   says how to carry FlashInfer to the H200.
 - `bare` (not a peer; only when asked for): on caches of 1 GiB or more, a
   read of the cell's bytes that does nothing else (stream_balance.py's
-  `tma2kv static`, as many blocks as sequences x kv heads, over two
-  buffers of that size; checked by the XOR of every word), interleaved
+  `tma2kv static`, as many blocks as sequences x kv heads but at least
+  256 (fakv's programs on such a cell: 64 blocks would read at two thirds
+  of copy), over two buffers of that size; checked by the XOR of every
+  word), interleaved
   with the rest: what the lease lets a one-pass read reach, beside issue
   11's 105 % of copy.
 
@@ -95,6 +97,12 @@ ROTATE_BYTES = 512 << 20
 TOLERANCE = 2e-2
 
 
+def tolerance(size):
+    """The largest error an output whose values reach `size` may have: TOLERANCE, tighter for small outputs
+    (long sequences average to ~0.03: an all-zero output must not pass)."""
+    return min(TOLERANCE, 1e-3 + 5e-2 * size)
+
+
 def copy_bandwidth(sustain=0.0):
     """A 2 GiB device-to-device copy's bandwidth (bytes read + written), TB/s: median of 10, after
     `sustain` seconds of copies."""
@@ -109,6 +117,12 @@ def copy_bandwidth(sustain=0.0):
         torch.cuda.synchronize()
     t = statistics.median(event_ms(lambda: dst.copy_(src), 10))
     return 2 * src.numel() * 2 / (t * 1e-3) / 1e12
+
+
+def bare_way(batch, kv_heads):
+    """The bare read of a cell (stream_balance.py's way): a block a sequence's kv head, at least 256 (as many
+    as fakv's programs on a cell of 1 GiB or more; 64 blocks read at two thirds of copy, s31k)."""
+    return f"tma2kv static {max(batch * kv_heads, 256)}"
 
 
 class Cell:
@@ -255,14 +269,16 @@ def measure(shape, page, peers, copy_bw, sustain=0.0, rounds=1):
             out = run(0).float()
             torch.cuda.synchronize()
             if name == "fakv":
-                errs = [(out[i, 0] - cell.reference(i)).abs().max().item() for i in (0, cell.b - 1)]
-                entry["err_vs_reference"] = max(errs)
+                refs = [(i, cell.reference(i)) for i in (0, cell.b - 1)]
+                entry["err_vs_reference"] = max((out[i, 0] - ref).abs().max().item() for i, ref in refs)
+                size = max(ref.abs().max().item() for _, ref in refs)
                 result["fakv_out"] = out
             else:
                 entry["err_vs_fakv"] = (out - result["fakv_out"]).abs().max().item()
+                size = result["fakv_out"].abs().max().item()
             err = entry.get("err_vs_reference", entry.get("err_vs_fakv"))
-            if not err <= TOLERANCE:
-                entry["failed"] = f"output differs by {err:.3g}"
+            if not err <= tolerance(size):
+                entry["failed"] = f"output differs by {err:.3g} (outputs up to {size:.3g})"
             else:
                 runs[name] = run
         except Exception as e:  # noqa: BLE001  (a peer that cannot run this cell)
@@ -272,7 +288,7 @@ def measure(shape, page, peers, copy_bw, sustain=0.0, rounds=1):
     if "bare" in peers and cell.kv_bytes >= 1 << 30:
         from stream_balance import Reader
         try:
-            way, calls = Reader(cell.kv_bytes).cell_calls("tma2kv static", cell)
+            way, calls = Reader(cell.kv_bytes).cell_calls(bare_way(cell.b, cell.hk), cell)
             result["impls"]["bare"] = {"note": way}
             runs["bare"] = lambda i: calls[i % 2]()
         except Exception as e:  # noqa: BLE001
@@ -333,7 +349,7 @@ def markdown(run):
              + (f"; median of {run['rounds']} rounds, the implementations interleaved" if run.get("rounds", 1) > 1
                 else "")
              + ". Each cell: fakv, then the best peer of that layout; "
-             f"**win** when fakv is at most 1 % slower.", "",
+             "**win** when fakv is at most 1 % slower.", "",
              "| shape | " + " | ".join("contiguous" if p == 0 else f"pages of {p}" for p in run["layouts"]) + " |",
              "|---|" + "---|" * len(run["layouts"])]
     wins = total = 0

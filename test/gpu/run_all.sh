@@ -3,7 +3,8 @@
 # them: fakv installed from its wheel (dist/, scripts/wheel.sh), kernels
 # compiled there on the spot into a fresh, empty cache; the CUDA toolkit
 # hidden from the tests (only the driver and torch's CUDA wheels remain).
-# Logs go to LOGDIR; a summary line per step to stdout.
+# Logs go to LOGDIR; a summary line per step to stdout. Exits 1 when a step
+# failed (its rc printed on its line), after running the rest.
 #
 #   test/gpu/run_all.sh LOGDIR [STEP...]
 #   STEP: install hide ir frontend grid kvcache demo restore sanitize bench host (default: all, in this
@@ -20,11 +21,14 @@ LOGS="$(cd "$LOGS" && pwd)"
 export FAKV_CACHE_DIR="${FAKV_CACHE_DIR:-$(mktemp -d /tmp/fakv-cache.XXXXXX)}"
 export PYTHONUNBUFFERED=1
 cd "$ROOT"
+FAILED=""
 run() {  # name timeout command...
   local name=$1 limit=$2; shift 2
   local t0=$SECONDS
   timeout "$limit" "$@" > "$LOGS/$name.log" 2>&1
-  echo "[$name] rc=$? in $((SECONDS - t0)) s: $(grep -E 'passed|failed|SUMMARY|error|PASS|FAIL' "$LOGS/$name.log" | tail -2 | tr '\n' ' ')"
+  local rc=$?
+  [ $rc -eq 0 ] || FAILED="$FAILED $name"
+  echo "[$name] rc=$rc in $((SECONDS - t0)) s: $(grep -E 'passed|failed|SUMMARY|error|PASS|FAIL' "$LOGS/$name.log" | tail -2 | tr '\n' ' ')"
 }
 hide_cuda() {  # the toolkit out of sight: /usr/local/cuda* moved aside, PATH and CUDA_HOME cleared
   for d in /usr/local/cuda /usr/local/cuda-*; do
@@ -46,7 +50,8 @@ for step in $STEPS; do
     install)
       wheel=$(ls "$ROOT"/dist/fakv-*-cp312-*.whl)
       python3 -m pip install -q --no-deps --no-index --force-reinstall "$wheel" > "$LOGS/install.log" 2>&1
-      echo "[install] rc=$? $(basename "$wheel"): $(cd /tmp && python3 -c 'import fakv, os; print(os.path.dirname(fakv.__file__))')" ;;
+      rc=$?; [ $rc -eq 0 ] || FAILED="$FAILED install"
+      echo "[install] rc=$rc $(basename "$wheel"): $(cd /tmp && python3 -c 'import fakv, os; print(os.path.dirname(fakv.__file__))')" ;;
     hide)
       hide_cuda
       echo "[hide] ptxas: $(command -v ptxas || echo none); /usr/local: $(ls /usr/local | tr '\n' ' ')"
@@ -86,3 +91,4 @@ for step in $STEPS; do
     *) echo "unknown step $step"; exit 2 ;;
   esac
 done
+[ -z "$FAILED" ] || { echo "failed:$FAILED"; exit 1; }

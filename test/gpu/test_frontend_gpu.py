@@ -131,6 +131,9 @@ def test_cluster_splits(page, splits):
         assert interface.plan(3, 1, 16, 4, 128, "bf16", page is not None, page or k.shape[1], k.shape[1] if page
                               is None else table.shape[1] * page, False, splits, cluster=True)["cluster"] > 1
         c_out, c_lse = call()
+        for o in (out, c_out):                                          # both against the float64 reference
+            ok, msg = _reference_check(o, q, k, v, lens, table, page)
+            assert ok, msg
         assert (c_out.float() - out.float()).abs().max().item() <= 1e-2
         assert torch.allclose(c_lse, lse, atol=1e-4, rtol=0) and torch.equal(torch.isinf(c_lse), torch.isinf(lse))
         torch.cuda.synchronize()

@@ -12,4 +12,5 @@ def _has_assembler():
         return False
 
 
-needs_assembler = pytest.mark.skipif(not _has_assembler(), reason="needs nvJitLink or ptxas (the CUDA toolkit)")
+HAS_ASSEMBLER = _has_assembler()
+needs_assembler = pytest.mark.skipif(not HAS_ASSEMBLER, reason="needs nvJitLink or ptxas (the CUDA toolkit)")

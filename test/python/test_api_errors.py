@@ -59,11 +59,16 @@ def test_new_arguments_are_checked(kwargs, message):
 def test_window_size_as_any_pair():
     """window_size as a tuple, a list or a numpy array of two ints (a tensor
     works the same way: FlashAttention's tests pass one)."""
-    q, k, v = tensors()
+    rng = np.random.default_rng(0)
+    q, k, v = (rng.standard_normal(t.shape).astype(t.dtype) for t in tensors())
     outs = [fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=40, window_size=w)
             for w in ((5, 0), [5, 0], np.array([5, 0]), (np.int64(5), np.int32(0)))]
     for out in outs[1:]:
         assert np.array_equal(out, outs[0])
+    # the window is applied: keys 34..39 only, not all 40
+    assert not np.allclose(outs[0], fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=40), atol=1e-2)
+    window = fakv.flash_attn_with_kvcache(q, k[:, 34:40], v[:, 34:40], cache_seqlens=6)
+    np.testing.assert_allclose(outs[0].astype(np.float32), window.astype(np.float32), atol=1e-2)
 
 
 def test_append_past_the_capacity_is_refused():

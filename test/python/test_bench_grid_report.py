@@ -50,3 +50,18 @@ def test_report_best_peer_wins_and_the_bare_read():
         cell["impls"].pop("bare")
     md = g.markdown(run)
     assert "below: b32 s8K @16 (102.1%)" in md and "bare read" not in md
+
+
+def test_outputs_are_checked_against_their_size():
+    """A long sequence's outputs average to ~0.03: an all-zero output must fail the check, a bf16 rounding
+    (2 ulps) pass; large outputs keep the absolute TOLERANCE."""
+    g = _bench_grid()
+    assert not 0.03 <= g.tolerance(0.03)
+    assert 2.4e-4 <= g.tolerance(0.03)
+    assert g.tolerance(4.0) == g.TOLERANCE
+
+
+def test_the_bare_read_has_blocks_for_every_sm():
+    g = _bench_grid()
+    assert g.bare_way(8, 8) == "tma2kv static 256"          # b8 s32K: not 64 blocks
+    assert g.bare_way(128, 8) == "tma2kv static 1024"

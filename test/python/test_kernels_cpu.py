@@ -511,9 +511,10 @@ def test_decode_merges_its_own_splits(monkeypatch, case, splits):
         def __getitem__(self, grid):
             raise AssertionError("combine launched")
     monkeypatch.setattr(interface, "_lazy_kernels", lambda: (decode, NoCombine()))   # (what the API takes)
-    counters = []
-    real_counters = interface._counters
+    counters, plans = [], []
+    real_counters, real_plan = interface._counters, interface._plan
     monkeypatch.setattr(interface, "_counters", lambda *a: counters.append(real_counters(*a)) or counters[-1])
+    monkeypatch.setattr(interface, "_plan", lambda *a, **kw: plans.append(real_plan(*a, **kw)) or plans[-1])
     dtype, heads, page, query = case
     q, k, v, seqlens, table, causal = make(dtype, heads, page, query, seed=zlib.crc32(repr(case).encode()))
     keys, values = gather(k, table, seqlens, page), gather(v, table, seqlens, page)
@@ -526,7 +527,9 @@ def test_decode_merges_its_own_splits(monkeypatch, case, splits):
     finite = np.isfinite(lse_ref)
     assert np.array_equal(np.isposinf(lse), ~finite)
     assert np.abs(lse[finite] - lse_ref[finite]).max() <= 1e-4
-    assert len(counters) == (splits > 0) or len(counters) <= 1     # (num_splits=0 may plan one split)
+    planned = plans[-1]["num_splits"]
+    assert planned == splits or (splits == 0 and planned >= 1)
+    assert len(counters) == (planned > 1)                          # (num_splits=0 may plan one split)
     assert not any(c.any() for c in counters)
 
 

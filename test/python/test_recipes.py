@@ -241,7 +241,8 @@ def test_arguments_of_other_kinds_get_no_recipe_and_the_slow_paths_error(gpu, mo
     lens = {"bool": True, "float": 100.0, "numpy": np.full(8, 100, np.int32), "list": [100] * 8}[bad]
     assert recipes.key_of((q, k, v, lens, None, None, None, None, None, None, None, None),
                           (None, False, (-1, -1), 0.0, True, 0, False), None) is None
-    with pytest.raises(FakvError):
+    with pytest.raises(FakvError, match="`cache_seqlens` must be " + ("on q's device" if bad == "numpy" else
+                                                                   "an int or a contiguous int32 tensor")):
         api.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens)
 
 
