@@ -719,8 +719,10 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
         _check(_on_device_of(q, cache_batch_idx), "`cache_batch_idx` must be on q's device")
         batch_idx = cache_batch_idx
     cap = _float32(softcap) if isinstance(softcap, numbers.Real) and not isinstance(softcap, bool) else None
-    _check(cap is not None and math.isfinite(cap) and cap >= 0 and (cap > 0) == (softcap > 0),
-           f"`softcap` must be a finite number >= 0 that float32 holds (0, or 1.4e-45 to 3.4e38), got {softcap!r}")
+    # (decode divides by it in float32: a cap whose reciprocal is past float32's range made 0 * inf = NaN)
+    _check(cap is not None and math.isfinite(cap) and cap >= 0 and (cap > 0) == (softcap > 0)
+           and (cap == 0 or math.isfinite(_float32(1 / cap))),
+           f"`softcap` must be a finite number >= 0 that float32 holds (0, or 2.9e-39 to 3.4e38), got {softcap!r}")
     # (cap: as the kernel gets it, in float32; the key keeps the value given)
     # FlashAttention 2's normalisation: causal is the window (left, 0); a
     # bound of at least the cache's capacity is no bound; "causal" is then

@@ -476,7 +476,8 @@ def test_strides_of_partial_elements_are_refused():
 def test_scales_and_caps_as_float32_takes_them():
     """The kernels take softmax_scale and softcap as float32: a scale that rounds to 0 there weighs the keys
     as a scale of 0 does (it gave NaN everywhere); one past float32's range, an int too large for a float, or a
-    softcap that float32 cannot hold is refused by name (NaN, or an OverflowError from inside)."""
+    softcap that float32 cannot hold, or whose reciprocal it cannot (a score of 0 gave 0 * inf = NaN), is refused
+    by name (NaN, or an OverflowError from inside)."""
     rng = np.random.default_rng(0)
     q, k, v = (rng.standard_normal(t.shape).astype(bf16) for t in tensors(s=32))
     tiny = fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=20, softmax_scale=1e-46)
@@ -485,9 +486,13 @@ def test_scales_and_caps_as_float32_takes_them():
     for scale in (3.5e38, -4e38, 10 ** 400):
         with pytest.raises(fakv.FakvError, match=r"`softmax_scale` must be finite in float32"):
             fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=20, softmax_scale=scale)
-    for cap in (4e38, 10 ** 400, 1e-46):
+    for cap in (4e38, 10 ** 400, 1e-46, 1e-39, 2.9e-39):
         with pytest.raises(fakv.FakvError, match="`softcap` must be a finite number >= 0 that float32 holds"):
             fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=20, softcap=cap)
+    q[0, 0, 0] = 0                                      # scores of 0 (and tiny ones): cap * tanh(0) = 0
+    small = fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=20, softcap=2.95e-39)
+    assert np.isfinite(small.astype(np.float32)).all()
+    assert np.allclose(small[0, 0, 0].astype(np.float32), v[0, :20, 0].astype(np.float32).mean(0), atol=1e-2)
 
 
 def test_a_capacity_past_int32_is_refused():
