@@ -22,7 +22,9 @@
 
 #include "mlir/Dialect/Func/Transforms/FuncConversions.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/Transforms/Patterns.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Transforms/DialectConversion.h"
@@ -53,6 +55,11 @@ struct ConvertFakvGPUToNVVMPass
         func.emitError() << "has no layouts yet: run fakv-assign-layouts first";
         return signalPassFailure();
       }
+      if (func.getName() == kSmemSymbol) {
+        func.emitOpError() << "is named like the kernels' shared memory (@" << kSmemSymbol
+                           << "); rename it";
+        return signalPassFailure();
+      }
       kernels.push_back(func);
     }
     // What the preparing passes leave (fakvgpu-to-llvm runs them first).
@@ -77,6 +84,11 @@ struct ConvertFakvGPUToNVVMPass
         if (isa_and_present<fakvgpu::SharedAttr>(t.getEncoding())) {
           if (isa_and_present<fakvgpu::FakvGPUDialect>(where->getDialect()))
             return true;
+          if (isa<PagedLoadOp>(where)) {
+            where->emitOpError() << "feeds a dot from shared memory, which fakv-pipeline arranges "
+                                    "only inside an scf.for (a loop of one iteration is folded away)";
+            return false;
+          }
           where->emitOpError() << "makes a tile in shared memory (" << t
                                << "): only fakvgpu ops (ring_view, convert_layout) do";
           return false;
@@ -89,6 +101,28 @@ struct ConvertFakvGPUToNVVMPass
         for (Value v : op->getResults())
           if (!placed(v, op))
             return WalkResult::interrupt();
+        // (host functions are gone: a kernel calls none; the DSL inlines its helpers)
+        if (auto call = dyn_cast<func::CallOp>(op)) {
+          call.emitOpError() << "calls @" << call.getCallee()
+                             << ": a kernel calls no function on the GPU (inline it)";
+          return WalkResult::interrupt();
+        }
+        // One value everywhere: a tile constant in registers is a splat.
+        if (auto cst = dyn_cast<arith::ConstantOp>(op))
+          if (isa<RankedTensorType>(cst.getType()) && !isa<SplatElementsAttr>(cst.getValue())) {
+            cst.emitOpError() << "is a tile constant of several values: the GPU lowering takes "
+                                 "splat tile constants only (build others with fakv.arange and arith)";
+            return WalkResult::interrupt();
+          }
+        // Only dots and fakvgpu ops read a tile in shared memory.
+        if (!isa<DotOp>(op) && !isa_and_present<fakvgpu::FakvGPUDialect>(op->getDialect()))
+          for (Value v : op->getOperands())
+            if (auto t = dyn_cast<RankedTensorType>(v.getType());
+                t && isa_and_present<fakvgpu::SharedAttr>(t.getEncoding())) {
+              op->emitOpError() << "reads a tile in shared memory (" << t
+                                << "): only fakv.dot and fakvgpu ops do";
+              return WalkResult::interrupt();
+            }
         for (Region &region : op->getRegions())
           for (Block &block : region)
             for (Value v : block.getArguments())
@@ -116,6 +150,9 @@ struct ConvertFakvGPUToNVVMPass
 
     ConversionTarget target(*ctx);
     target.addIllegalDialect<FakvDialect, fakvgpu::FakvGPUDialect>();
+    // (no lowering after this pass takes them: MathIntrinsicLowering)
+    target.addIllegalOp<math::CountLeadingZerosOp, math::CountTrailingZerosOp, math::CtPopOp,
+                        math::TruncOp>();
     target.addLegalDialect<LLVM::LLVMDialect, NVVM::NVVMDialect,
                            gpu::GPUDialect, vector::VectorDialect>();
     target.markUnknownOpDynamicallyLegal(

@@ -16,7 +16,9 @@
 #include "dialect/FakvGPUDialect.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/Matchers.h"
@@ -213,14 +215,34 @@ struct ElementwiseLowering : ConversionPattern {
         llvm::none_of(op->getResultTypes(), isLinearTile))
       return failure();
     if (isa<math::Exp2Op, math::ExpOp, math::Log2Op, math::LogOp,
-            math::TanhOp>(op))
-      return failure(); // MathApproxLowering
+            math::TanhOp, math::CountLeadingZerosOp, math::CountTrailingZerosOp,
+            math::CtPopOp, math::TruncOp>(op))
+      return failure(); // MathApproxLowering, MathIntrinsicLowering
     SmallVector<Type> types;
     if (failed(getTypeConverter()->convertTypes(op->getResultTypes(), types)))
       return failure();
     OperationState state(op->getLoc(), op->getName().getStringRef(), operands,
                          types, op->getAttrs());
     rewriter.replaceOp(op, rewriter.create(state)->getResults());
+    return success();
+  }
+};
+
+/// The math ops convert-gpu-to-nvvm leaves alone (it lowers the float
+/// functions itself, through libdevice, and skips math-to-llvm): the LLVM
+/// intrinsics, on tiles' vectors and on scalars alike.
+template <typename MathOp, typename LLVMOp>
+struct MathIntrinsicLowering : OpConversionPattern<MathOp> {
+  using OpConversionPattern<MathOp>::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(MathOp op, typename MathOp::Adaptor a,
+                  ConversionPatternRewriter &rewriter) const override {
+    Type type = this->getTypeConverter()->convertType(op.getType());
+    if constexpr (std::is_same_v<LLVMOp, LLVM::CountLeadingZerosOp> ||
+                  std::is_same_v<LLVMOp, LLVM::CountTrailingZerosOp>)
+      rewriter.replaceOpWithNewOp<LLVMOp>(op, type, a.getOperand(), /*is_zero_poison=*/false);
+    else
+      rewriter.replaceOpWithNewOp<LLVMOp>(op, type, a.getOperand());
     return success();
   }
 };
@@ -704,5 +726,5 @@ struct ClusterGatherLowering : OpConversionPattern<ClusterGatherOp> {
 
 void codegen::populateTileOpsToNVVMPatterns(const TypeConverter &converter,
                                             RewritePatternSet &patterns) {
-  patterns.add<ProgramIdLowering, NumProgramsLowering, ArangeLowering, SplatLowering, TileConstantLowering, IdentityLowering<ExpandDimsOp>, IdentityLowering<ReshapeOp>, BroadcastLowering, CastLowering, ElementwiseLowering, MathApproxLowering, ReduceLowering, ItemLowering, ConvertLayoutLowering, ClusterGatherLowering>(converter, patterns.getContext());
+  patterns.add<ProgramIdLowering, NumProgramsLowering, ArangeLowering, SplatLowering, TileConstantLowering, IdentityLowering<ExpandDimsOp>, IdentityLowering<ReshapeOp>, BroadcastLowering, CastLowering, ElementwiseLowering, MathApproxLowering, MathIntrinsicLowering<math::CountLeadingZerosOp, LLVM::CountLeadingZerosOp>, MathIntrinsicLowering<math::CountTrailingZerosOp, LLVM::CountTrailingZerosOp>, MathIntrinsicLowering<math::CtPopOp, LLVM::CtPopOp>, MathIntrinsicLowering<math::TruncOp, LLVM::FTruncOp>, ReduceLowering, ItemLowering, ConvertLayoutLowering, ClusterGatherLowering>(converter, patterns.getContext());
 }

@@ -110,7 +110,7 @@ private:
   }
 
   LogicalResult checkShapes();
-  void anchor();
+  LogicalResult anchor();
   void propagate(Operation *op);
   void propagateAll();
   LogicalResult materialize();
@@ -173,7 +173,7 @@ LogicalResult LayoutAssigner::checkShapes() {
   return failure(r.wasInterrupted());
 }
 
-void LayoutAssigner::anchor() {
+LogicalResult LayoutAssigner::anchor() {
   func.walk([&](DotOp dot) {
     Attribute acc = accumulator(dot);
     assign(dot.getResult(), acc);
@@ -184,12 +184,28 @@ void LayoutAssigner::anchor() {
   // memory before the dot (materialize: `required`). (Giving every B the
   // shared layout made a fakv.load produce shared memory, which its
   // lowering cannot: a crash.)
-  func.walk([&](PagedLoadOp load) {
+  // Only dots read such a tile (the lowering has no shared-to-register
+  // copy): any other use is refused here (a store of it crashed the
+  // lowering; math on it, or a loop carrying it, failed later, obscurely).
+  WalkResult r = func.walk([&](PagedLoadOp load) {
+    if (!llvm::any_of(load->getUses(), [](OpOperand &use) {
+          return isa<DotOp>(use.getOwner()) && use.getOperandNumber() == 1;
+        }))
+      return WalkResult::advance();
+    assign(load.getResult(), shared());
     for (OpOperand &use : load->getUses())
-      if (auto dot = dyn_cast<DotOp>(use.getOwner()))
-        if (use.getOperandNumber() == 1)
-          assign(load.getResult(), shared());
+      if (!isa<DotOp>(use.getOwner()) || use.getOperandNumber() > 1) {
+        InFlightDiagnostic d = load.emitOpError()
+            << "feeds a dot's B operand, so it is loaded into shared memory, "
+               "where only dots read it; its use by '"
+            << use.getOwner()->getName() << "' is not supported on the GPU "
+            << "(load the tile a second time for it)";
+        d.attachNote(use.getOwner()->getLoc()) << "used here";
+        return WalkResult::interrupt();
+      }
+    return WalkResult::advance();
   });
+  return failure(r.wasInterrupted());
 }
 
 void LayoutAssigner::propagate(Operation *op) {
@@ -422,7 +438,8 @@ LogicalResult LayoutAssigner::run() {
     return failure();
   splitSharedConstants(func);
   swapDots = allDotsSwap();
-  anchor();
+  if (failed(anchor()))
+    return failure();
   propagateAll();
   // Tiles nobody constrained: blocked (16-byte vectors along the last
   // dimension), the largest first (program order among equals), so that

@@ -349,6 +349,12 @@ Value Packer::recompute(Value old, ImplicitLocOpBuilder &b) {
 }
 
 LogicalResult Packer::run() {
+  // (scf regions only: the rewrite copies the entry block, whose values the
+  // other blocks of a cf-branching body would still use)
+  if (!func.getBody().hasOneBlock())
+    return func.emitError() << "fakv-pack-gqa: kernel @" << func.getName()
+                            << " has several blocks (cf branches); write its "
+                               "control flow with scf.if / scf.for";
   if (failed(findGroup()))
     return failure();
   if (group == 0)

@@ -70,6 +70,17 @@ LogicalResult specialize(func::FuncOp func, scf::ForOp loop, scf::IfOp refill,
     anchor = guard;
   }
 
+  // A fakv.dependency_wait stays where every warp passes it before the roles
+  // split (below): only at the top level.
+  WalkResult nestedWait = func.walk([&](fakv::DependencyWaitOp w) {
+    return w->getBlock() == &body ? WalkResult::advance() : WalkResult::interrupt();
+  });
+  if (nestedWait.wasInterrupted())
+    return func.emitOpError()
+           << "has a fakv.dependency_wait inside a region; with warp "
+              "specialization it must be at the kernel's top level (the "
+              "producer warps' copies wait there too)";
+
   // The ring size and the slot of each consumer iteration (the waits' index).
   WaitOp anyWait;
   loop.getBody()->walk([&](WaitOp w) {
@@ -212,7 +223,9 @@ LogicalResult specialize(func::FuncOp func, scf::ForOp loop, scf::IfOp refill,
     op->erase();
 
   // What the producer needs stays before the warp_specialize op; everything
-  // else moves into the consumer.
+  // else moves into the consumer. So does a fakv.dependency_wait: the
+  // producer's copies may read what the kernel before wrote (in the consumer
+  // alone, the copies went ahead of it).
   llvm::SmallPtrSet<Operation *, 32> keep;
   SmallVector<Operation *> worklist = {producerRoot};
   while (!worklist.empty()) {
@@ -227,7 +240,7 @@ LogicalResult specialize(func::FuncOp func, scf::ForOp loop, scf::IfOp refill,
     });
   }
   for (Operation &op : body)
-    if (isa<AllocRingOp, AllocBarriersOp>(op))
+    if (isa<AllocRingOp, AllocBarriersOp, fakv::DependencyWaitOp>(op))
       keep.insert(&op);
 
   b.setInsertionPoint(body.getTerminator());

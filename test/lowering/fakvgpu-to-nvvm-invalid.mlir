@@ -41,3 +41,19 @@ func.func @reshape_moves_elements(%p: !fakv.ptr<f32>) attributes {fakv.kernel, f
   fakv.store %u, %p[%c0, %c0] strides [%s16, %s1] : tensor<16x16xf32, #b>, !fakv.ptr<f32>
   return
 }
+
+// -----
+
+// A tile in shared memory read by an op other than a dot or a fakvgpu op (a
+// store of a ring's tile crashed the lowering).
+#sh = #fakvgpu.shared<swizzle = 128>
+func.func @store_of_shared(%p: !fakv.ptr<bf16>) attributes {fakv.kernel, fakvgpu.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : i32
+  %s1 = arith.constant 1 : i64
+  %s64 = arith.constant 64 : i64
+  %r = fakvgpu.alloc_ring : !fakvgpu.ring<2, tensor<32x64xbf16, #sh>>
+  %v = fakvgpu.ring_view %r[%c0] : !fakvgpu.ring<2, tensor<32x64xbf16, #sh>>
+  // expected-error @+1 {{'fakv.store' op reads a tile in shared memory ('tensor<32x64xbf16, #fakvgpu.shared<swizzle = 128>>'): only fakv.dot and fakvgpu ops do}}
+  fakv.store %v, %p[%c0, %c0] strides [%s64, %s1] : tensor<32x64xbf16, #sh>, !fakv.ptr<bf16>
+  return
+}

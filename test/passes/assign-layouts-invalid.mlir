@@ -30,3 +30,27 @@ func.func @zero_d_tile(%p: !fakv.ptr<f32>, %i: i32, %s: i64) attributes {fakv.ke
   fakv.store %y, %p[%i] strides [%s] : tensor<1xf32>, !fakv.ptr<f32>
   return
 }
+
+// -----
+
+// A paged load feeding a dot's B is loaded into shared memory, which only
+// dots read: another use is refused (a store of it crashed the lowering;
+// math on it or a loop carrying it failed later with internal messages).
+func.func @paged_tile_also_stored(%q: !fakv.ptr<bf16>, %kc: !fakv.ptr<bf16>, %bt: !fakv.ptr<i32>,
+                                  %o: !fakv.ptr<f32>, %n: i32, %np: i32) attributes {fakv.kernel} {
+  %c0 = arith.constant 0 : i32
+  %ps = arith.constant 64 : i32
+  %s1 = arith.constant 1 : i64
+  %s64 = arith.constant 64 : i64
+  %sp = arith.constant 4096 : i64
+  %qt = fakv.load %q[%c0, %c0] strides [%s64, %s1] : !fakv.ptr<bf16> -> tensor<16x64xbf16>
+  %a = arith.constant dense<0.0> : tensor<16x32xf32>
+  // expected-error @+1 {{'fakv.paged_load' op feeds a dot's B operand, so it is loaded into shared memory, where only dots read it; its use by 'fakv.store' is not supported on the GPU (load the tile a second time for it)}}
+  %k = fakv.paged_load %kc[%c0, %c0] table %bt valid %n page_size %ps num_pages %np
+         strides [%sp, %s64, %s64] : !fakv.ptr<bf16> -> tensor<32x64xbf16>
+  // expected-note @+1 {{used here}}
+  fakv.store %k, %q[%c0, %c0] strides [%s64, %s1] : tensor<32x64xbf16>, !fakv.ptr<bf16>
+  %s = fakv.dot %qt, %k, %a {transpose_b} : tensor<16x64xbf16>, tensor<32x64xbf16> -> tensor<16x32xf32>
+  fakv.store %s, %o[%c0, %c0] strides [%s64, %s1] : tensor<16x32xf32>, !fakv.ptr<f32>
+  return
+}

@@ -141,3 +141,29 @@ func.func @shared_counter(%c: !fakv.ptr<i32>) attributes {fakv.kernel, fakv.pack
   %old = fakv.atomic_add %c[%kvh], %one : !fakv.ptr<i32>
   return
 }
+
+// -----
+
+// A body of several blocks (cf branches): the rewrite copies one block (it
+// left the others using erased values: invalid IR).
+// expected-error @+1 {{fakv-pack-gqa: kernel @branches has several blocks (cf branches); write its control flow with scf.if / scf.for}}
+func.func @branches(%x: !fakv.ptr<f32>, %o: !fakv.ptr<f32>, %n: i32) attributes {fakv.kernel, fakv.pack_gqa = 0 : i32} {
+  %h = fakv.program_id 0
+  %c0 = arith.constant 0 : i32
+  %c2 = arith.constant 2 : i32
+  %s1 = arith.constant 1 : i64
+  %s128 = arith.constant 128 : i64
+  %kvh = arith.divsi %h, %c2 : i32
+  %h64 = arith.extsi %h : i32 to i64
+  %off = arith.muli %h64, %s128 : i64
+  %xp = fakv.addptr %x, %off : !fakv.ptr<f32>
+  %a = fakv.load %xp[%c0] strides [%s1] bounds [%n] : !fakv.ptr<f32> -> tensor<128xf32>
+  %c = arith.cmpi sgt, %n, %c0 : i32
+  cf.cond_br %c, ^bb1, ^bb2
+^bb1:
+  %op = fakv.addptr %o, %off : !fakv.ptr<f32>
+  fakv.store %a, %op[%c0] strides [%s1] bounds [%n] : tensor<128xf32>, !fakv.ptr<f32>
+  cf.br ^bb2
+^bb2:
+  return
+}
