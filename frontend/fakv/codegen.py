@@ -355,7 +355,8 @@ class CodeGen:
             raise self.error(node, "for ... else is not supported")
         if fn in (fl.static_range, range):
             if any(sem.is_value(a) for a in args):
-                raise self.error(node, "static_range needs compile-time bounds")
+                raise self.error(node, f"`{ast.unparse(it.func)}` is unrolled when the kernel compiles and needs "
+                                       "compile-time bounds; loop over run-time bounds with fl.range(...)")
             self.loops += 1
             try:
                 for i in range(*args):
@@ -660,6 +661,8 @@ class CodeGen:
             if any(sem.is_value(a) for a in args):
                 if fn in (min, max) and len(args) == 2:
                     return sem.binary(self.b, "min" if fn is min else "max", *args)
+                if fn is abs and len(args) == 1 and not kwargs:
+                    return fl.abs(*args, _b=self.b)
                 raise self.error(node, f"{fn.__name__}() of kernel values: use the fl.* functions")
             return fn(*args, **kwargs)
         if isinstance(fn, type) and issubclass(fn, (fl.range, fl.static_range)):

@@ -23,6 +23,7 @@ import json
 import os
 import sys
 
+from .errors import CompilationError
 from .ir import PtrType, ScalarType
 from .jitfunction import JITFunction
 
@@ -126,13 +127,46 @@ def main(argv=None):
         for item in args.arg:
             key, _, value = item.partition("=")
             types[key] = parse_type(value)
-        constexprs = {k: ast.literal_eval(v) for k, _, v in (c.partition("=") for c in args.const)}
+        constexprs = {}
+        for item in args.const:
+            key, _, value = item.partition("=")
+            try:
+                constexprs[key] = ast.literal_eval(value)
+            except (ValueError, SyntaxError):
+                raise SystemExit(f"fakv.compile: --const {item}: the value must be a Python literal") from None
+        for key in types:
+            if key not in fn.params or key in fn.constexprs:
+                raise SystemExit(f"fakv.compile: --arg {key}: {name} has no run-time parameter {key!r} "
+                                 f"(run-time: {', '.join(p for p in fn.params if p not in fn.constexprs)})")
+        for key in constexprs:
+            if key not in fn.constexprs:
+                raise SystemExit(f"fakv.compile: --const {key}: {name} has no constexpr parameter {key!r} "
+                                 f"(constexprs: {', '.join(fn.constexprs) or 'none'}; give run-time ones with --arg)")
         missing = [p for p in fn.params if p not in types and p not in constexprs]
         if missing:
             raise SystemExit(f"fakv.compile: give --arg NAME=TYPE or --const NAME=VALUE for: {', '.join(missing)}")
         ordered = {p: types[p] for p in fn.params if p in types}
-        ir, _ = fn._ir({k: v for k, v in constexprs.items() if k in fn.constexprs}, ordered)
+        try:
+            ir, _ = fn._ir(constexprs, ordered)
+        except CompilationError as e:
+            raise SystemExit(f"fakv.compile: {e}") from None
 
+    try:
+        compiled = _compile(ir, args, options)
+    except (RuntimeError, ValueError) as e:       # the compiler's diagnostics, as the JIT shows them
+        from .compiler import _with_source
+        raise SystemExit(f"fakv.compile: {name} does not compile:\n{_with_source(e)}") from None
+    if compiled is None:
+        return
+    payload = compiled
+    if args.output:
+        open(args.output, "w").write(payload)
+    else:
+        sys.stdout.write(payload)
+
+
+def _compile(ir, args, options):
+    """The text --emit asks for (None when a cubin was written to -o)."""
     if args.emit == "fakv":
         from . import _fakv
         _fakv.compile(ir, "fakv")          # verifies; print the IR as the DSL wrote it
@@ -157,11 +191,8 @@ def main(argv=None):
         json.dump(with_occupancy(json.loads(facts), opts.get("ctas_per_sm", 0), opts["chip"]),
                   open(os.path.splitext(args.output)[0] + ".json", "w"), indent=2)
         print(f"wrote {args.output} and {os.path.splitext(args.output)[0]}.json")
-        return
-    if args.output:
-        open(args.output, "w").write(payload)
-    else:
-        sys.stdout.write(payload)
+        return None
+    return payload
 
 
 if __name__ == "__main__":

@@ -9,6 +9,21 @@ import sys
 from .errors import CompilationError
 
 
+def _with_source(diagnostics):
+    """The compiler's diagnostics (file:line:col: error: ...) each followed by
+    the kernel's source line it names, as Python shows a traceback's."""
+    import linecache
+    import re
+    out = []
+    for line in str(diagnostics).splitlines():
+        out.append(line)
+        m = re.match(r"(.+?):(\d+):(\d+): (error|note): ", line)
+        text = m and linecache.getline(m.group(1), int(m.group(2))).rstrip()
+        if text:
+            out.append(f"    {text}\n    {' ' * (int(m.group(3)) - 1)}^")
+    return "\n".join(out)
+
+
 def ext():
     """The C++ compiler (fakv._fakv), imported when first needed."""
     from . import _fakv
@@ -58,7 +73,7 @@ def compile_gpu(name, ir, options):
         ptx_text, facts = compiler.compile(ir, "ptx", *args)
         binary = ptx.assemble(ptx_text, options["chip"])
     except (RuntimeError, ValueError) as e:
-        raise CompilationError(f"{name} does not compile for the GPU:\n{e}") from None
+        raise CompilationError(f"{name} does not compile for the GPU:\n{_with_source(e)}") from None
     return binary, with_occupancy(json.loads(facts), options.get("ctas_per_sm", 0), options["chip"])
 
 
@@ -76,4 +91,4 @@ def compile_cpu(name, ir, params, types):
     try:
         return ext().CpuModule(module)     # self-contained: no MLIR runtime library needed
     except RuntimeError as e:
-        raise CompilationError(f"{name} does not compile for the CPU:\n{e}") from None
+        raise CompilationError(f"{name} does not compile for the CPU:\n{_with_source(e)}") from None

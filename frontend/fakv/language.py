@@ -51,10 +51,19 @@ def _i32(b, x):
     if sem.is_value(x) and sem.dtype_of(x) == "i64" or (isinstance(x, int) and not -2**31 <= x < 2**31):
         raise FakvTypeError(f"an i32 operand (an offset, index or length) got {'an i64 value' if sem.is_value(x) else x}"
                             f"; convert it with .to(fl.int32) where it fits")
+    _no_float(x, "an i32 operand (an offset, index or length)")
     return sem.convert(b, sem.to_value(b, x, "i32"), "i32")
 
 
+def _no_float(x, what):
+    """Offsets, indices, lengths and strides are integers: a float is refused (it was truncated silently)."""
+    if isinstance(x, float) or sem.is_value(x) and sem.dtype_of(x) in sem.FLOATS:
+        raise FakvTypeError(f"{what} got a float ({f'an {sem.dtype_of(x)} value' if sem.is_value(x) else x}); "
+                            f"convert it with .to(fl.int32) if truncating is meant")
+
+
 def _i64(b, x):
+    _no_float(x, "an i64 operand (a stride)")
     return sem.convert(b, sem.to_value(b, x, "i64"), "i64")
 
 
@@ -206,6 +215,17 @@ exp, exp2, log, log2, sqrt, rsqrt, tanh, abs_f = (
     _math("tanh"), _math("absf"))
 
 
+@builtin
+def abs(b, x):  # noqa: A001  (fl.abs; Python's abs() of a kernel value comes here too)
+    """|x| of a scalar or tile, in its own type (integers too; abs_f: in float)."""
+    if not sem.is_value(x):
+        return builtins.abs(x)
+    if sem.dtype_of(x) in sem.FLOATS:
+        return sem.math_unary(b, "absf", x)
+    x = sem.convert(b, x, "i32") if sem.dtype_of(x) == "i1" else x
+    return b.op1(f"math.absi {x.name} : {x.type.mlir()}", x.type)
+
+
 # ---- memory ------------------------------------------------------------------------
 
 def _strided(b, offsets, strides, bounds):
@@ -337,7 +357,10 @@ def paged_load(b, cache, head, row, rows, head_dim, valid, page_size, num_pages,
 
 @builtin
 def dot(b, x, y, acc=None, trans_a=False, trans_b=False):
+    """x @ y (x.T / y.T with trans_a / trans_b) plus acc (default 0), in f32: 2-D tiles (M, K) and (K, N)."""
     x, y = _tile(x, "dot's a"), _tile(y, "dot's b")
+    if len(x.type.shape) != 2 or len(y.type.shape) != 2:
+        raise FakvTypeError(f"fl.dot takes 2-D tiles, (M, K) and (K, N), got {x.type!r} and {y.type!r}")
     m = x.type.shape[1] if trans_a else x.type.shape[0]
     n = y.type.shape[0] if trans_b else y.type.shape[1]
     acc = sem.broadcast_to(b, sem.to_value(b, 0.0 if acc is None else acc, "f32"), (m, n))

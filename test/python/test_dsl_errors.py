@@ -77,3 +77,70 @@ def test_integer_division_by_zero_is_reported_on_the_cpu_path():
     assert (x == 4.0).all()
     divide_tiles[(1,)](x, 2)
     assert x.tolist() == [0.0, 0.0, 1.0, 1.0]
+
+
+@fakv.jit
+def float_offset(X, off):
+    fl.store(X, fl.full((4,), 1.0), (off,), (1,))
+
+
+@fakv.jit
+def float_stride(X):
+    fl.store(X, fl.full((4,), 1.0), (0,), (1.5,))
+
+
+@fakv.jit
+def runtime_range(X, n):
+    for j in range(0, n, 4):
+        fl.store(X, fl.full((4,), 1.0), (j,), (1,))
+
+
+@fakv.jit
+def dot_of_vectors(X, Y):
+    a = fl.load(X, (16,), (0,), (1,))
+    fl.store(Y, fl.dot(a, a), (0,), (1,))
+
+
+@fakv.jit
+def contraction_mismatch(X, Y):
+    a = fl.load(X, (16, 32), (0, 0), (32, 1))
+    fl.store(Y, fl.dot(a, a), (0, 0), (16, 1))
+
+
+def test_more_mistakes_point_at_the_line():
+    """A float offset or stride (truncated silently before), Python's range over run-time bounds (the message
+    named static_range), fl.dot of 1-D tiles (an IndexError); a verifier's error (a dot's K mismatch) is shown
+    with the kernel's source line under it."""
+    x, h = np.zeros(64, np.float32), np.zeros(512, np.float16)
+    for kernel, args, text, message in [
+            (float_offset, (x, 2.7), "(off,)", r"an i32 operand \(an offset, index or length\) got a float "
+                                               r"\(an f32 value\); convert it with .to\(fl.int32\)"),
+            (float_stride, (x,), "(1.5,)", r"an i64 operand \(a stride\) got a float \(1.5\)"),
+            (runtime_range, (x, 8), "range(0, n, 4)", "`range` is unrolled when the kernel compiles and needs "
+                                                      r"compile-time bounds; loop over run-time bounds with fl.range"),
+            (dot_of_vectors, (h, x), "fl.dot(a, a)", r"fl.dot takes 2-D tiles, \(M, K\) and \(K, N\)"),
+            (contraction_mismatch, (h, x), "fl.dot(a, a)", "contraction sizes differ: a gives K = 32, b gives K = 16")]:
+        with pytest.raises(fakv.CompilationError, match=message) as e:
+            kernel[(1,)](*args)
+        assert f"{__file__}:{line_of(kernel.fn, text)}:" in str(e.value)
+        if kernel is contraction_mismatch:                  # the source line under the diagnostic
+            assert "\n        fl.store(Y, fl.dot(a, a), (0, 0), (16, 1))\n" in str(e.value)
+
+
+@fakv.jit
+def absolute(X, Y, I, J, n, BLOCK: fl.constexpr):
+    x = fl.load(X, (BLOCK,), (0,), (1,))
+    i = fl.load(I, (BLOCK,), (0,), (1,))
+    fl.store(Y, abs(x) + fl.abs(n - 20), (0,), (1,))
+    fl.store(J, fl.abs(i) + abs(n - 20) + abs(-3), (0,), (1,))
+
+
+def test_abs_of_kernel_values():
+    """abs() and fl.abs of float and integer tiles and scalars, in their own type (abs() of a kernel value was an
+    error naming no function that works)."""
+    x = np.linspace(-3, 3, 16).astype(np.float32)
+    i = np.arange(-8, 8, dtype=np.int32)
+    y, j = np.zeros(16, np.float32), np.zeros(16, np.int32)
+    absolute[(1,)](x, y, i, j, 5, BLOCK=16)
+    assert np.array_equal(y, np.abs(x) + 15)
+    assert np.array_equal(j, np.abs(i) + 18)

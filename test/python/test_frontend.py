@@ -355,6 +355,28 @@ def test_cli_generic_kernel(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "fakv.compile", str(src), "--emit", "fakv"], env=env,
                          capture_output=True, text=True)
     assert bad.returncode != 0 and "give --arg NAME=TYPE or --const NAME=VALUE for: X, n, B" in bad.stderr
+    # A parameter given as the wrong kind or misspelt (a KeyError traceback, or ignored), a value that is no
+    # literal, and the compiler's own error (a traceback) are one-line messages, the source line under the last.
+    for flags, message in [
+            (["--arg", "X=*f32", "--const", "n=8", "--const", "B=128"],
+             "--const n: double has no constexpr parameter 'n' (constexprs: B; give run-time ones with --arg)"),
+            (["--arg", "X=*f32", "--arg", "n=i32", "--arg", "B=i32"],
+             "--arg B: double has no run-time parameter 'B' (run-time: X, n)"),
+            (["--arg", "X=*f32", "--arg", "n=i32", "--const", "B=128", "--const", "BB=3"],
+             "--const BB: double has no constexpr parameter 'BB' (constexprs: B; give run-time ones with --arg)"),
+            (["--arg", "X=*f32", "--arg", "n=i32", "--const", "B=oops"],
+             "--const B=oops: the value must be a Python literal"),
+            (["--arg", "X=*f32", "--arg", "n=i32", "--const", "B=100", "--emit", "ptx"],
+             "double does not compile:\n" + f"{src}:")]:
+        bad = subprocess.run([sys.executable, "-m", "fakv.compile", str(src), "--emit", "fakv", *flags], env=env,
+                             capture_output=True, text=True)
+        assert bad.returncode == 1 and bad.stderr.startswith("fakv.compile: " + message), bad.stderr
+        if "--emit" in flags:                               # the diagnostic, then the kernel's line it names
+            lines = bad.stderr.splitlines()
+            assert "the GPU lowering needs tiles whose dimensions are powers of two, got 'tensor<100xf32>'" in lines[1]
+            assert lines[2].strip().startswith("fl.") and lines[3].strip() == "^" and "Traceback" not in bad.stderr
+        else:
+            assert bad.stderr.strip() == "fakv.compile: " + message
 
 
 @needs_assembler
