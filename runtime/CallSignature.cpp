@@ -80,8 +80,10 @@ bool putTensor(std::string &key, PyObject *t, int64_t &address) {
   return true;
 }
 
-/// A scalar option into the key; false for a kind it does not know.
-bool putScalar(std::string &key, PyObject *v) {
+/// A scalar option into the key; false for a kind it does not know, or a
+/// sequence nested deeper than an option's pair (a list holding itself
+/// recursed until the stack overflowed).
+bool putScalar(std::string &key, PyObject *v, int depth = 0) {
   if (v == Py_None) {
     putTag(key, None);
   } else if (PyBool_Check(v)) {
@@ -94,7 +96,7 @@ bool putScalar(std::string &key, PyObject *v) {
       return false;
     putTag(key, Int);
     putI64(key, x);
-  } else if (PyFloat_CheckExact(v)) {
+  } else if (PyFloat_Check(v)) {        // (numpy's float64 too: a float subclass)
     putTag(key, Float);
     double x = PyFloat_AS_DOUBLE(v);
     put(key, &x, sizeof x);
@@ -106,14 +108,14 @@ bool putScalar(std::string &key, PyObject *v) {
     putTag(key, Str);
     putI64(key, n);
     put(key, s, n);
-  } else if (PyTuple_CheckExact(v) || PyList_CheckExact(v)) {
+  } else if ((PyTuple_CheckExact(v) || PyList_CheckExact(v)) && depth < 2) {
     PyObject *fast = PySequence_Fast(v, "");
     Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
     putTag(key, Tuple);
     putI64(key, n);
     bool ok = true;
     for (Py_ssize_t i = 0; ok && i < n; ++i)
-      ok = putScalar(key, PySequence_Fast_GET_ITEM(fast, i));
+      ok = putScalar(key, PySequence_Fast_GET_ITEM(fast, i), depth + 1);
     Py_DECREF(fast);
     return ok;
   } else {

@@ -172,6 +172,10 @@ int PreparedCall_init(PreparedCallObject *self, PyObject *args, PyObject *kwargs
     raiseRuntime();
     return -1;
   }
+  if (!self->context) {      // (prepare.call binds one first: never keep a call of no context)
+    PyErr_SetString(PyExc_RuntimeError, "PreparedCall: no current CUDA context in this thread");
+    return -1;
+  }
   return self->kernels ? 0 : -1;
 }
 
@@ -317,6 +321,13 @@ PyObject *run(PreparedCallObject *self, uint64_t *a, PyObject *q, PyObject *seql
   void *context = nullptr;
   if (fakv_current_context(&context))
     return raiseRuntime();
+  // A thread whose first CUDA work is this call has no current context yet
+  // (the runtime binds one lazily): the call's own, as torch would bind.
+  if (!context && self->context) {
+    if (fakv_set_current_context(self->context))
+      return raiseRuntime();
+    context = self->context;
+  }
   if (context != self->context) {
     PyErr_SetString(PyExc_ValueError,
                     "flash_attn_with_kvcache: the tensors are not on the current CUDA device; "

@@ -161,10 +161,8 @@ PyObject *takeWord(PyObject *, PyObject *arg) {
   void *p = PyLong_AsVoidPtr(arg);
   if (PyErr_Occurred())
     return nullptr;
-  auto *word = static_cast<volatile int32_t *>(p);
-  int32_t v = *word;
-  if (v)
-    *word = 0;
+  // (read and cleared at once: a code a kernel stores in between is not lost)
+  int32_t v = __atomic_exchange_n(static_cast<int32_t *>(p), 0, __ATOMIC_SEQ_CST);
   return PyLong_FromLong(v);
 }
 

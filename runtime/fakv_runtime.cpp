@@ -53,6 +53,15 @@ int fakv_current_context(void **context) {
   return 0;
 }
 
+int fakv_set_current_context(void *context) {
+  auto *d = cuda("fakv_set_current_context");
+  if (!d)
+    return 1;
+  if (CUresult r = d->ctxSetCurrent(static_cast<CUcontext>(context)); r != CUDA_SUCCESS)
+    return fail("fakv_set_current_context", r);
+  return 0;
+}
+
 int fakv_device_properties(int ordinal, int *sms, int *l2Bytes) {
   auto *d = cuda("fakv_device_properties");
   if (!d)

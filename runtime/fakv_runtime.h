@@ -27,6 +27,9 @@ const char *fakv_last_error(void);
 /* The current CUDA context (null when there is none). */
 int fakv_current_context(void **context);
 
+/* Makes `context` this thread's current CUDA context. */
+int fakv_set_current_context(void *context);
+
 /* The SM count and the L2 cache's bytes of CUDA device `ordinal`. */
 int fakv_device_properties(int ordinal, int *sms, int *l2_bytes);
 

@@ -232,7 +232,10 @@ def call(decode, decode_args, decode_consts, decode_grid, combine, combine_args,
     part_out, part_lse = 4 * up(part_out), 4 * up(part_lse)
     lse_bytes = 0 if return_lse else 4 * lse_shape[0] * lse_shape[1] * lse_shape[2]
     raw_alloc, raw_delete = raw_allocator(torch)
+    device = q.device                      # (the kept call holds no tensor of the call that prepared it)
     from . import _runtime
+    if not _runtime.current_context():    # a thread whose first CUDA work this is: its context bound
+        torch.cuda.synchronize(device)
     return _runtime.PreparedCall(
         decode=kernels_[0], decode_grid=tuple(decode_grid), decode_args=template(decode_args),
         decode_slots=DECODE_SLOTS, combine=kernels_[1] if combine is not None else None,
@@ -243,7 +246,7 @@ def call(decode, decode_args, decode_consts, decode_grid, combine, combine_args,
         empty_lse=functools.partial(torch.empty, lse_shape, dtype=torch.float32, device=q.device),
         raw_alloc=raw_alloc, raw_delete=raw_delete, stream=runtime.stream_getter(dev),
         seqlens_address=SeqlensTensors(q.shape[0], capacity, q.device, seqlen_new, paged),
-        empty_workspace=lambda n: torch.empty(n // 4, dtype=torch.float32, device=q.device),
+        empty_workspace=lambda n: torch.empty(n // 4, dtype=torch.float32, device=device),
         early_decode=bool(early_decode), combine_slots=combine_slots)
 
 

@@ -574,6 +574,41 @@ def test_second_call_is_prepared(page, seqlens, monkeypatch):
 
 
 @pytest.mark.parametrize("page", [None, 256])
+def test_prepared_call_in_a_fresh_thread(page):
+    """A thread whose first CUDA work is a call another thread prepared (it has no current CUDA context: the
+    fast path raised "not on the current CUDA device"), and a kept prepared call holds no tensor of the call
+    that prepared it (its workspace allocator held q)."""
+    import gc
+    import threading
+    import weakref
+    from fakv import prepare
+    q, k, v, lens, table = _inputs(page)
+    call = lambda q: fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table)  # noqa: E731
+    if COMPILE_ONLY:
+        return call(q)
+    prepare.CALLS.clear()
+    first = q.clone()
+    gone = weakref.ref(first)
+    want = call(first)
+    del first
+    gc.collect()
+    assert gone() is None, "the prepared call keeps the q that prepared it"
+    done = {}
+
+    def worker():
+        try:
+            done["out"] = call(q)
+        except Exception as e:  # noqa: BLE001
+            done["error"] = e
+    t = threading.Thread(target=worker)
+    t.start()
+    t.join()
+    assert "error" not in done, done.get("error")
+    torch.cuda.synchronize()
+    assert torch.equal(done["out"], want)
+
+
+@pytest.mark.parametrize("page", [None, 256])
 def test_appending_call_is_prepared(page, monkeypatch):
     """A call with new keys, rotary and left padding is prepared too: the
     second such call (other caches, other new keys) runs the prepared call,
@@ -698,6 +733,7 @@ def run_all():
     cases += [(test_call_does_not_wait_for_the_gpu, c) for c in [(256, "tensor"), (None, "int")]]
     cases += [(second_call_is_prepared, c) for c in [(256, "tensor"), (None, "int")]]
     cases += [(appending_call_is_prepared, (p,)) for p in (None, 256)]
+    cases += [(test_prepared_call_in_a_fresh_thread, (p,)) for p in (None, 256)]
     cases += [(test_new_process_prepares_from_the_recipe, c) for c in [(256, "tensor"), (None, "int")]]
     fails = 0
     for fn, args in cases:

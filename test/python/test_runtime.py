@@ -67,6 +67,22 @@ def test_signature_addresses_and_unknown_kinds():
     assert _runtime.signature((t,), (2 ** 70,), ()) is None
 
 
+def test_signature_of_nested_and_numpy_options():
+    """A list holding itself, or tuples nested deeper than an option's pair, are no key (the recursion crashed
+    the process); numpy's float64 (a float subclass: softmax_scale=1 / np.sqrt(d)) is keyed as the float of
+    its value (it had no key: every such call took the slow path and prepared its call again)."""
+    import numpy as np
+    t = FakeTensor((4,), (1,))
+    loop = [-1]
+    loop.append(loop)
+    deep = ()
+    for _ in range(100000):
+        deep = (deep,)
+    assert key(t, scalars=(loop,)) is None and key(t, scalars=(deep,)) is None
+    assert key(t, scalars=(((1, 2), 3),)) is not None                   # (two levels: still keyed)
+    assert key(t, scalars=(np.float64(0.125),)) == key(t, scalars=(0.125,)) != key(t, scalars=(0.25,))
+
+
 def test_the_fast_path_finds_what_the_signature_keyed():
     """run_prepared (the API's fast path: key, lookup and call in one C
     call) builds signature()'s key for the same arguments, runs the entry
