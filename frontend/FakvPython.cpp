@@ -32,6 +32,8 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <variant>
 
 namespace py = pybind11;
@@ -238,9 +240,13 @@ public:
   }
 
   /// Calls `name` with (kind, value) arguments: ptr (an address), i1, i32,
-  /// i64, f32. Returns whether the kernel divided an integer by zero (or
-  /// INT_MIN by -1): fakv-guard-cpu-division's fault flag, then cleared.
-  bool call(const std::string &name, const std::vector<std::pair<std::string, py::object>> &args) {
+  /// i64, f32; `extents`: the [lo, hi) byte ranges of the arrays the kernel
+  /// may access (fakv-guard-cpu-memory; none, or more than it holds: not
+  /// checked). Returns the fault bits, then cleared: 1 an integer divided by
+  /// zero (or INT_MIN by -1, fakv-guard-cpu-division), 2 an access outside
+  /// the extents (skipped).
+  int call(const std::string &name, const std::vector<std::pair<std::string, py::object>> &args,
+           const std::vector<std::pair<uint64_t, uint64_t>> &extents) {
     std::vector<std::unique_ptr<uint64_t>> storage;
     std::vector<void *> packed;
     for (auto &[kind, value] : args) {
@@ -259,19 +265,26 @@ public:
       storage.push_back(std::move(slot));
     }
     py::gil_scoped_release release;
+    std::lock_guard<std::mutex> lock(callMutex);  // (one call at a time: the globals are the module's)
+    uint64_t *table = global<uint64_t>("fakv_cpu_extents", extentsTable);
+    if (table) {
+      bool fits = extents.size() <= kMaxExtents;
+      table[0] = fits ? extents.size() : 0;
+      for (size_t i = 0; fits && i < extents.size(); ++i) {
+        table[1 + 2 * i] = extents[i].first;
+        table[2 + 2 * i] = extents[i].second;
+      }
+    }
     if (llvm::Error e = engine->invokePacked(name, packed))
       throw std::runtime_error("cannot call " + name + ": " + llvm::toString(std::move(e)));
-    if (!fault) {
-      auto found = engine->lookup("fakv_cpu_fault");
-      if (!found) {
-        llvm::consumeError(found.takeError());   // no division that may trap
-        return false;
-      }
-      fault = static_cast<int32_t *>(*found);
-    }
-    bool faulted = *fault != 0;
-    *fault = 0;
-    return faulted;
+    if (table)
+      table[0] = 0;
+    int32_t *flags = global<int32_t>("fakv_cpu_fault", fault);
+    if (!flags)
+      return 0;           // no division that may trap, no memory access
+    int faults = *flags;
+    *flags = 0;
+    return faults;
   }
 
   /// Kernel name -> programs of the written grid per program, per axis
@@ -279,9 +292,28 @@ public:
   std::map<std::string, std::vector<int>> gridPacking;
 
 private:
+  /// The JIT-ed module's global `name` (looked up once into `cached`), or
+  /// null where the module has none.
+  template <typename T>
+  T *global(const char *name, std::optional<T *> &cached) {
+    if (!cached) {
+      auto found = engine->lookup(name);
+      if (!found) {
+        llvm::consumeError(found.takeError());
+        cached = nullptr;
+      } else {
+        cached = static_cast<T *>(*found);
+      }
+    }
+    return *cached;
+  }
+
+  static constexpr size_t kMaxExtents = 64;     // (fakv-guard-cpu-memory's table)
   OwningOpRef<ModuleOp> module;
   std::unique_ptr<ExecutionEngine> engine;
-  int32_t *fault = nullptr;      // fakv_cpu_fault in the JIT-ed module, once looked up
+  std::optional<int32_t *> fault;               // fakv_cpu_fault
+  std::optional<uint64_t *> extentsTable;       // fakv_cpu_extents
+  std::mutex callMutex;
 };
 
 } // namespace
@@ -295,7 +327,8 @@ PYBIND11_MODULE(_fakv, m) {
   py::class_<CpuModule>(m, "CpuModule")
       .def(py::init<const std::string &, const std::vector<std::string> &>(),
            py::arg("ir"), py::arg("shared_libs") = std::vector<std::string>())
-      .def("call", &CpuModule::call)
+      .def("call", &CpuModule::call, py::arg("name"), py::arg("args"),
+           py::arg("extents") = std::vector<std::pair<uint64_t, uint64_t>>())
       .def_readonly("grid_packing", &CpuModule::gridPacking);
   m.attr("version") = "0.1.0";
 }

@@ -31,6 +31,23 @@ def ConvertFakvToCPU : Pass<"convert-fakv-to-cpu", "::mlir::ModuleOp"> {
   ];
 }
 
+def FakvGuardCPUMemory : Pass<"fakv-guard-cpu-memory", "::mlir::ModuleOp"> {
+  let summary = "Check every memory access of the kernels on the host against the launch's arrays";
+  let description = [{
+    On the CPU path a kernel addresses the host's memory directly: a load
+    or store outside the arrays it was given (no `bounds=` / `mask=`) would
+    read garbage or corrupt the process. Right after convert-fakv-to-cpu
+    (every `llvm.load` / `llvm.store` is then a kernel's) each access runs
+    only when its bytes lie in one of the ranges the launcher wrote to the
+    global `fakv_cpu_extents` (an i64 count, then that many [lo, hi) pairs,
+    at most 64); otherwise a load gives 0, a store is dropped, and bit 2 of
+    the i32 global `fakv_cpu_fault` is set, which the host reads after
+    each launch (fakv.DataError). A count of 0 checks nothing.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::func::FuncDialect",
+                           "::mlir::LLVM::LLVMDialect", "::mlir::scf::SCFDialect"];
+}
+
 def FakvGuardCPUDivision : Pass<"fakv-guard-cpu-division", "::mlir::ModuleOp"> {
   let summary = "Make integer division by zero (and INT_MIN / -1) a reported fault on the host";
   let description = [{
@@ -38,8 +55,8 @@ def FakvGuardCPUDivision : Pass<"fakv-guard-cpu-division", "::mlir::ModuleOp"> {
     unspecified value. In the CPU path (after the tiles are loops, before
     arith is lowered to LLVM) every `arith.divsi/divui/remsi/remui` whose
     divisor is not a safe constant divides by 1 instead when the divisor is
-    0 (or the signed division overflows) and sets the i32 global
-    `fakv_cpu_fault` to 1; the host reads it after each launch and raises
+    0 (or the signed division overflows) and sets bit 1 of the i32 global
+    `fakv_cpu_fault`; the host reads it after each launch and raises
     (fakv.DataError).
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::LLVM::LLVMDialect"];

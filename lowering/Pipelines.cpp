@@ -25,6 +25,7 @@ using namespace mlir;
 void fakv::buildFakvToLLVMCPUPipeline(OpPassManager &pm) {
   pm.addPass(createFakvPackGQA());
   pm.addPass(createConvertFakvToCPU());
+  pm.addPass(createFakvGuardCPUMemory());    // (no access outside the launch's arrays: a fault)
   pm.addPass(createCanonicalizerPass());
   // Tiles: arith/math on tensors -> linalg, then one-shot bufferization with
   // ownership-based deallocation (loops over KV tiles would otherwise leak).

@@ -22,7 +22,7 @@ from .errors import DataError
 from .ir import PtrType
 from .runtime import GPUKernel, Pointer, check_cluster, check_packing
 from .compiled import Compiled
-from .signature import address, arg_type, divisible
+from .signature import address, arg_type, divisible, extent
 
 compile_only = cache.compile_only
 cache_dir = cache.cache_dir
@@ -430,12 +430,19 @@ class JITFunction:
             check_cluster(self.__name__, grid, kernel.facts.get("cluster", (1, 1, 1)))
             kernel.launch(grid, values, stream)
         else:
-            call = []
+            call, extents = [], []
             for v, kind in zip(values, c.kinds):
                 call.append(("ptr", address(v)) if kind == "ptr" else (kind, v))
+                if kind == "ptr":
+                    extents.append(extent(v))
             check_packing(self.__name__, grid, c.cpu.grid_packing.get(self.__name__, (1, 1, 1)))
             call += [("i32", int(g)) for g in grid]
-            if c.cpu.call("__fakv_launch", call):
+            faults = c.cpu.call("__fakv_launch", call, extents)
+            if faults & 2:
+                raise DataError(f"kernel `{self.__name__}` read or wrote outside the arrays it was given (a load or "
+                                f"store without bounds= or mask=?) on the CPU path; those accesses were skipped "
+                                f"(loads gave 0). On the GPU they read or corrupt other memory")
+            if faults & 1:
                 raise DataError(f"kernel `{self.__name__}` divided an integer by zero (or INT_MIN by -1) on "
                                 f"the CPU path; the GPU gives an unspecified value there")
         return c

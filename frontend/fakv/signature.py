@@ -55,6 +55,23 @@ def address(value):
     return value.ctypes.data
 
 
+def extent(value):
+    """The bytes [lo, hi) a CPU kernel may access through an array argument: those its elements span (a view's,
+    not its base's; reversed or strided ones included). Anything else (a Pointer): all memory."""
+    if type(value) is Pointer or not hasattr(value, "shape"):
+        return 0, 2 ** 64 - 1
+    start = address(value)
+    if hasattr(value, "element_size"):                                  # a torch tensor
+        size, steps = value.element_size(), [s * value.element_size() for s in value.stride()]
+    else:
+        size, steps = value.itemsize, list(value.strides)
+    if any(n == 0 for n in value.shape):
+        return start, start
+    low = start + sum((n - 1) * s for n, s in zip(value.shape, steps) if s < 0)
+    high = start + sum((n - 1) * s for n, s in zip(value.shape, steps) if s > 0) + size
+    return low, high
+
+
 def divisible(runtime):
     """The runtime arguments ((name, value, type) triples) that are
     multiples of 16 (integers) or 16-byte aligned (arrays), in parameter

@@ -80,6 +80,45 @@ def test_integer_division_by_zero_is_reported_on_the_cpu_path():
 
 
 @fakv.jit
+def unmasked_add(X, Y, BLOCK: fl.constexpr):
+    i = fl.program_id(0) * BLOCK
+    fl.store(Y, fl.load(X, (BLOCK,), (i,), (1,)) + 1.0, (i,), (1,))      # no bounds=: past the arrays' ends
+
+
+@fakv.jit
+def scalar_past_the_end(X, Y, n):
+    fl.store(Y, fl.full((1,), 1.0) * fl.load_scalar(X, n), (0,), (1,))
+
+
+def test_accesses_outside_the_arrays_are_reported_on_the_cpu_path():
+    """A load or store outside the arrays a kernel was given (here: no bounds= on the last block) is a
+    DataError, not a corrupted process: the store is dropped (the memory around the array keeps its bytes),
+    the load gives 0; what lies inside is done. An array's extent is what its elements span: a strided,
+    reversed or offset view of a bigger buffer may be read and written where it spans, not past it."""
+    base = np.full(1100, 7.0, np.float32)
+    x, y = np.arange(1000, dtype=np.float32), base[50:1050]           # y: a view with 50 floats each side
+    with pytest.raises(fakv.DataError, match="`unmasked_add` read or wrote outside the arrays it was given"):
+        unmasked_add[(8,)](x, y, BLOCK=128)                              # 1024 elements of 1000
+    assert np.array_equal(y, x + 1.0)                                  # inside: done
+    assert (base[:50] == 7.0).all() and (base[1050:] == 7.0).all()     # outside: untouched
+    unmasked_add[(2,)](x, y, BLOCK=500)                                # the flag was cleared; in bounds: fine
+    out = np.zeros(1, np.float32)
+    with pytest.raises(fakv.DataError, match="`scalar_past_the_end` read or wrote outside"):
+        scalar_past_the_end[(1,)](x, out, 1000)
+    assert out[0] == 0.0                                               # the load gave 0
+    scalar_past_the_end[(1,)](x[::-1], out, 0)                         # a reversed view: its first element
+    assert out[0] == 999.0
+    scalar_past_the_end[(1,)](x[::-1], out, -999)                      # (its elements lie below it)
+    assert out[0] == 0.0
+    with pytest.raises(fakv.DataError, match="read or wrote outside"):
+        scalar_past_the_end[(1,)](x[::-1], out, 1)
+    wide = np.zeros((4, 8), np.float32)[:, :2]                         # rows of 2 of 8: spans 3 * 8 + 2
+    unmasked_add[(1,)](np.zeros(26, np.float32), wide, BLOCK=26)       # (written as if contiguous: inside)
+    with pytest.raises(fakv.DataError, match="read or wrote outside"):
+        unmasked_add[(1,)](np.zeros(27, np.float32), wide, BLOCK=27)
+
+
+@fakv.jit
 def float_offset(X, off):
     fl.store(X, fl.full((4,), 1.0), (off,), (1,))
 

@@ -1,0 +1,140 @@
+//===- GuardCPUMemory.cpp - kernels' memory accesses checked on the host --===//
+//
+// fakv-guard-cpu-memory (Passes.td): on the CPU path a kernel reads and
+// writes the host's memory through raw addresses, so an access outside the
+// arrays it was given (a load or store without `bounds=` / `mask=`) would
+// read garbage or corrupt the Python process. Right after
+// convert-fakv-to-cpu every llvm.load / llvm.store is the kernel's (the
+// lowering's own buffers come later): each runs only when its bytes lie in
+// one of the ranges the launcher wrote to the global `fakv_cpu_extents`
+// (i64 count, then count pairs [lo, hi)); otherwise a load gives 0, a store
+// does nothing, and bit 2 of `fakv_cpu_fault` is set, which the launcher
+// reads after the kernel (fakv.DataError). A count of 0 checks nothing
+// (mlir-runner's tests, and calls whose arrays have no known extent).
+//
+//===----------------------------------------------------------------------===//
+
+#include "lowering/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+namespace mlir::fakv {
+#define GEN_PASS_DEF_FAKVGUARDCPUMEMORY
+#include "lowering/Passes.h.inc"
+} // namespace mlir::fakv
+
+using namespace mlir;
+
+namespace {
+constexpr llvm::StringLiteral kExtentsGlobal = "fakv_cpu_extents";
+constexpr llvm::StringLiteral kFaultGlobal = "fakv_cpu_fault";
+constexpr llvm::StringLiteral kCheckFunc = "fakv_cpu_in_extents";
+constexpr int64_t kMaxExtents = 64;     // (the launcher checks nothing past this many arrays)
+constexpr int32_t kMemoryFault = 2;     // fakv_cpu_fault's bit (1: an integer division)
+
+/// func.func @fakv_cpu_in_extents(%addr: !llvm.ptr, %bytes: i64) -> i1:
+/// whether [addr, addr + bytes) lies in one of the extents (or none are set).
+func::FuncOp buildCheck(OpBuilder &b, Location loc, LLVM::GlobalOp extents) {
+  MLIRContext *ctx = b.getContext();
+  Type i64 = b.getI64Type(), i1 = b.getI1Type(), ptr = LLVM::LLVMPointerType::get(ctx);
+  auto func = func::FuncOp::create(b, loc, kCheckFunc, b.getFunctionType({ptr, i64}, {i1}));
+  func.setPrivate();
+  Block *entry = func.addEntryBlock();
+  OpBuilder fb = OpBuilder::atBlockBegin(entry);
+  auto cst = [&](int64_t v) -> Value { return arith::ConstantIntOp::create(fb, loc, v, 64); };
+  Value base = LLVM::AddressOfOp::create(fb, loc, extents);
+  auto word = [&](OpBuilder &ob, Value index) -> Value {
+    Value at = LLVM::GEPOp::create(ob, loc, ptr, i64, base, ValueRange{index});
+    return LLVM::LoadOp::create(ob, loc, i64, at);
+  };
+  Value count = word(fb, cst(0));
+  Value lo = LLVM::PtrToIntOp::create(fb, loc, i64, entry->getArgument(0));
+  Value hi = arith::AddIOp::create(fb, loc, lo, entry->getArgument(1));
+  Value none = arith::CmpIOp::create(fb, loc, arith::CmpIPredicate::eq, count, cst(0));
+  auto loop = scf::ForOp::create(
+      fb, loc, cst(0), count, cst(1), ValueRange{none},
+      [&](OpBuilder &lb, Location, Value i, ValueRange found) {
+        Value at = arith::AddIOp::create(lb, loc, arith::MulIOp::create(lb, loc, i, cst(2)), cst(1));
+        Value from = word(lb, at);
+        Value to = word(lb, arith::AddIOp::create(lb, loc, at, cst(1)));
+        Value fromLo = arith::CmpIOp::create(lb, loc, arith::CmpIPredicate::uge, lo, from);
+        Value toHi = arith::CmpIOp::create(lb, loc, arith::CmpIPredicate::ule, hi, to);
+        Value inside = arith::AndIOp::create(lb, loc, fromLo, toHi);
+        scf::YieldOp::create(lb, loc, ValueRange{arith::OrIOp::create(lb, loc, found[0], inside)});
+      });
+  func::ReturnOp::create(fb, loc, loop.getResult(0));
+  return func;
+}
+
+/// `op` (an llvm.load or llvm.store of `type` at `addr`) only where the
+/// check passes; else the fault bit set (and a load's value 0).
+void guard(Operation *op, Value addr, Type type, func::FuncOp check, LLVM::GlobalOp fault) {
+  OpBuilder b(op);
+  Location loc = op->getLoc();
+  int64_t bytes = (type.getIntOrFloatBitWidth() + 7) / 8;
+  Value ok = func::CallOp::create(b, loc, check,
+                                  ValueRange{addr, arith::ConstantIntOp::create(b, loc, bytes, 64)})
+                 .getResult(0);
+  auto record = [&](OpBuilder &eb) {
+    Value at = LLVM::AddressOfOp::create(eb, loc, fault);
+    Value old = LLVM::LoadOp::create(eb, loc, eb.getI32Type(), at);
+    Value bit = arith::ConstantIntOp::create(eb, loc, kMemoryFault, 32);
+    LLVM::StoreOp::create(eb, loc, arith::OrIOp::create(eb, loc, old, bit), at);
+  };
+  if (auto load = dyn_cast<LLVM::LoadOp>(op)) {
+    auto ifOp = scf::IfOp::create(b, loc, TypeRange{type}, ok, /*withElseRegion=*/true);
+    OpBuilder tb = OpBuilder::atBlockBegin(&ifOp.getThenRegion().front());
+    Operation *moved = tb.clone(*load);
+    scf::YieldOp::create(tb, loc, moved->getResults());
+    OpBuilder eb = OpBuilder::atBlockBegin(&ifOp.getElseRegion().front());
+    record(eb);
+    Value zero = arith::ConstantOp::create(eb, loc, cast<TypedAttr>(eb.getZeroAttr(type)));
+    scf::YieldOp::create(eb, loc, zero);
+    load.getResult().replaceAllUsesWith(ifOp.getResult(0));
+    load.erase();
+    return;
+  }
+  auto ifOp = scf::IfOp::create(b, loc, TypeRange{}, ok, /*withElseRegion=*/true);
+  op->moveBefore(ifOp.getThenRegion().front().getTerminator());
+  OpBuilder eb(ifOp.getElseRegion().front().getTerminator());
+  record(eb);
+}
+
+struct FakvGuardCPUMemoryPass
+    : public fakv::impl::FakvGuardCPUMemoryBase<FakvGuardCPUMemoryPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<std::tuple<Operation *, Value, Type>> accesses;
+    module.walk([&](Operation *op) {
+      if (auto load = dyn_cast<LLVM::LoadOp>(op))
+        accesses.push_back({op, load.getAddr(), load.getType()});
+      else if (auto store = dyn_cast<LLVM::StoreOp>(op))
+        accesses.push_back({op, store.getAddr(), store.getValue().getType()});
+    });
+    // (only what the kernels address: not a global's own word)
+    llvm::erase_if(accesses, [](auto &a) {
+      return std::get<1>(a).template getDefiningOp<LLVM::AddressOfOp>() != nullptr ||
+             !std::get<2>(a).isIntOrFloat();
+    });
+    if (accesses.empty())
+      return;
+    OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
+    Location loc = module.getLoc();
+    auto extentsType = LLVM::LLVMArrayType::get(b.getI64Type(), 1 + 2 * kMaxExtents);
+    auto extents = LLVM::GlobalOp::create(b, loc, extentsType, /*isConstant=*/false,
+                                          LLVM::Linkage::External, kExtentsGlobal,
+                                          b.getZeroAttr(RankedTensorType::get(
+                                              {1 + 2 * kMaxExtents}, b.getI64Type())));
+    auto fault = module.lookupSymbol<LLVM::GlobalOp>(kFaultGlobal);
+    if (!fault)
+      fault = LLVM::GlobalOp::create(b, loc, b.getI32Type(), /*isConstant=*/false,
+                                     LLVM::Linkage::External, kFaultGlobal, b.getI32IntegerAttr(0));
+    func::FuncOp check = buildCheck(b, loc, extents);
+    for (auto [op, addr, type] : accesses)
+      guard(op, addr, type, check, fault);
+  }
+};
+} // namespace

@@ -1,0 +1,43 @@
+// fakv-guard-cpu-memory: each llvm.load / llvm.store of a kernel (after
+// convert-fakv-to-cpu) runs only when @fakv_cpu_in_extents finds its bytes
+// in the launch's arrays (@fakv_cpu_extents: a count, then [lo, hi) pairs;
+// a count of 0 checks nothing); else a load gives 0, a store is dropped,
+// and bit 2 of @fakv_cpu_fault is set. A global's own word is not checked.
+// RUN: fakv-opt %s --fakv-guard-cpu-memory | FileCheck %s
+
+// CHECK-DAG: llvm.mlir.global external @fakv_cpu_extents(dense<0> : tensor<129xi64>)
+// CHECK-DAG: llvm.mlir.global external @fakv_cpu_fault(0 : i32)
+// CHECK-LABEL: func.func private @fakv_cpu_in_extents(
+// CHECK-SAME: %[[P:.*]]: !llvm.ptr, %[[N:.*]]: i64) -> i1
+// CHECK: %[[LO:.*]] = llvm.ptrtoint %[[P]]
+// CHECK: %[[HI:.*]] = arith.addi %[[LO]], %[[N]]
+// CHECK: scf.for
+// CHECK-DAG: arith.cmpi uge, %[[LO]]
+// CHECK-DAG: arith.cmpi ule, %[[HI]]
+
+// CHECK-LABEL: func.func @copy(
+// CHECK: %[[LOADOK:.*]] = call @fakv_cpu_in_extents(%{{.*}}, %c2_i64)
+// CHECK: %[[V:.*]] = scf.if %[[LOADOK]] -> (bf16) {
+// CHECK:   %[[L:.*]] = llvm.load
+// CHECK:   scf.yield %[[L]]
+// CHECK: } else {
+// CHECK:   llvm.mlir.addressof @fakv_cpu_fault
+// CHECK:   arith.ori %{{.*}}, %c2_i32
+// CHECK:   scf.yield %{{.*}} : bf16
+// CHECK: %[[STOREOK:.*]] = call @fakv_cpu_in_extents(%{{.*}}, %c2_i64
+// CHECK: scf.if %[[STOREOK]] {
+// CHECK:   llvm.store %[[V]]
+// CHECK: } else {
+// CHECK:   arith.ori %{{.*}}, %c2_i32
+// CHECK: llvm.mlir.addressof @counter
+// CHECK-NEXT: llvm.load
+// CHECK-NOT: call @fakv_cpu_in_extents
+// CHECK: return
+llvm.mlir.global external @counter(0 : i32) : i32
+func.func @copy(%src: !llvm.ptr, %dst: !llvm.ptr) {
+  %v = llvm.load %src : !llvm.ptr -> bf16
+  llvm.store %v, %dst : bf16, !llvm.ptr
+  %g = llvm.mlir.addressof @counter : !llvm.ptr
+  %c = llvm.load %g : !llvm.ptr -> i32
+  return
+}
