@@ -7,8 +7,9 @@
 // convert-fakv-to-cpu every llvm.load / llvm.store is the kernel's (the
 // lowering's own buffers come later): each runs only when its bytes lie in
 // one of the ranges the launcher wrote to the global `fakv_cpu_extents`
-// (i64 count, then count pairs [lo, hi)); otherwise a load gives 0, a store
-// does nothing, and bit 2 of `fakv_cpu_fault` is set, which the launcher
+// (i64 count, then count pairs [lo, hi); bit 63 of lo marks a range that is
+// read only: no store there); otherwise a load gives 0, a store does
+// nothing, and bit 2 of `fakv_cpu_fault` is set, which the launcher
 // reads after the kernel (fakv.DataError). A count of 0 checks nothing
 // (mlir-runner's tests, and calls whose arrays have no known extent).
 //
@@ -35,12 +36,13 @@ constexpr llvm::StringLiteral kCheckFunc = "fakv_cpu_in_extents";
 constexpr int64_t kMaxExtents = 64;     // (the launcher checks nothing past this many arrays)
 constexpr int32_t kMemoryFault = 2;     // fakv_cpu_fault's bit (1: an integer division)
 
-/// func.func @fakv_cpu_in_extents(%addr: !llvm.ptr, %bytes: i64) -> i1:
-/// whether [addr, addr + bytes) lies in one of the extents (or none are set).
+/// func.func @fakv_cpu_in_extents(%addr: !llvm.ptr, %bytes: i64, %store: i1)
+/// -> i1: whether [addr, addr + bytes) lies in one of the extents, one that
+/// may be written for a store (or none are set).
 func::FuncOp buildCheck(OpBuilder &b, Location loc, LLVM::GlobalOp extents) {
   MLIRContext *ctx = b.getContext();
   Type i64 = b.getI64Type(), i1 = b.getI1Type(), ptr = LLVM::LLVMPointerType::get(ctx);
-  auto func = func::FuncOp::create(b, loc, kCheckFunc, b.getFunctionType({ptr, i64}, {i1}));
+  auto func = func::FuncOp::create(b, loc, kCheckFunc, b.getFunctionType({ptr, i64, i1}, {i1}));
   func.setPrivate();
   Block *entry = func.addEntryBlock();
   OpBuilder fb = OpBuilder::atBlockBegin(entry);
@@ -58,11 +60,16 @@ func::FuncOp buildCheck(OpBuilder &b, Location loc, LLVM::GlobalOp extents) {
       fb, loc, cst(0), count, cst(1), ValueRange{none},
       [&](OpBuilder &lb, Location, Value i, ValueRange found) {
         Value at = arith::AddIOp::create(lb, loc, arith::MulIOp::create(lb, loc, i, cst(2)), cst(1));
-        Value from = word(lb, at);
+        Value tagged = word(lb, at);
+        Value from = arith::AndIOp::create(lb, loc, tagged, cst(INT64_MAX));
+        Value readOnly = arith::CmpIOp::create(lb, loc, arith::CmpIPredicate::slt, tagged, cst(0));
         Value to = word(lb, arith::AddIOp::create(lb, loc, at, cst(1)));
         Value fromLo = arith::CmpIOp::create(lb, loc, arith::CmpIPredicate::uge, lo, from);
         Value toHi = arith::CmpIOp::create(lb, loc, arith::CmpIPredicate::ule, hi, to);
-        Value inside = arith::AndIOp::create(lb, loc, fromLo, toHi);
+        Value refused = arith::AndIOp::create(lb, loc, readOnly, entry->getArgument(2));
+        Value inside = arith::AndIOp::create(
+            lb, loc, arith::AndIOp::create(lb, loc, fromLo, toHi),
+            arith::XOrIOp::create(lb, loc, refused, arith::ConstantIntOp::create(lb, loc, 1, 1)));
         scf::YieldOp::create(lb, loc, ValueRange{arith::OrIOp::create(lb, loc, found[0], inside)});
       });
   func::ReturnOp::create(fb, loc, loop.getResult(0));
@@ -75,8 +82,9 @@ void guard(Operation *op, Value addr, Type type, func::FuncOp check, LLVM::Globa
   OpBuilder b(op);
   Location loc = op->getLoc();
   int64_t bytes = (type.getIntOrFloatBitWidth() + 7) / 8;
+  Value store = arith::ConstantIntOp::create(b, loc, isa<LLVM::StoreOp>(op), 1);
   Value ok = func::CallOp::create(b, loc, check,
-                                  ValueRange{addr, arith::ConstantIntOp::create(b, loc, bytes, 64)})
+                                  ValueRange{addr, arith::ConstantIntOp::create(b, loc, bytes, 64), store})
                  .getResult(0);
   auto record = [&](OpBuilder &eb) {
     Value at = LLVM::AddressOfOp::create(eb, loc, fault);

@@ -40,7 +40,8 @@ def FakvGuardCPUMemory : Pass<"fakv-guard-cpu-memory", "::mlir::ModuleOp"> {
     (every `llvm.load` / `llvm.store` is then a kernel's) each access runs
     only when its bytes lie in one of the ranges the launcher wrote to the
     global `fakv_cpu_extents` (an i64 count, then that many [lo, hi) pairs,
-    at most 64); otherwise a load gives 0, a store is dropped, and bit 2 of
+    at most 64; bit 63 of lo: read only, no store) and otherwise a load
+    gives 0, a store is dropped, and bit 2 of
     the i32 global `fakv_cpu_fault` is set, which the host reads after
     each launch (fakv.DataError). A count of 0 checks nothing.
   }];

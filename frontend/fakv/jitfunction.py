@@ -440,8 +440,8 @@ class JITFunction:
             faults = c.cpu.call("__fakv_launch", call, extents)
             if faults & 2:
                 raise DataError(f"kernel `{self.__name__}` read or wrote outside the arrays it was given (a load or "
-                                f"store without bounds= or mask=?) on the CPU path; those accesses were skipped "
-                                f"(loads gave 0). On the GPU they read or corrupt other memory")
+                                f"store without bounds= or mask=?), or wrote a read-only one, on the CPU path; those "
+                                f"accesses were skipped (loads gave 0). On the GPU they read or corrupt other memory")
             if faults & 1:
                 raise DataError(f"kernel `{self.__name__}` divided an integer by zero (or INT_MIN by -1) on "
                                 f"the CPU path; the GPU gives an unspecified value there")

@@ -57,7 +57,8 @@ def address(value):
 
 def extent(value):
     """The bytes [lo, hi) a CPU kernel may access through an array argument: those its elements span (a view's,
-    not its base's; reversed or strided ones included). Anything else (a Pointer): all memory."""
+    not its base's; reversed or strided ones included), bit 63 of lo set when the array is read only (no store
+    there: fakv-guard-cpu-memory). Anything else (a Pointer): all memory."""
     if type(value) is Pointer or not hasattr(value, "shape"):
         return 0, 2 ** 64 - 1
     start = address(value)
@@ -66,10 +67,11 @@ def extent(value):
     else:
         size, steps = value.itemsize, list(value.strides)
     if any(n == 0 for n in value.shape):
-        return start, start
+        return start, start                 # (nothing)
     low = start + sum((n - 1) * s for n, s in zip(value.shape, steps) if s < 0)
     high = start + sum((n - 1) * s for n, s in zip(value.shape, steps) if s > 0) + size
-    return low, high
+    flags = getattr(value, "flags", None)
+    return low | (1 << 63 if flags is not None and not flags.writeable else 0), high
 
 
 def divisible(runtime):

@@ -1,22 +1,25 @@
 // fakv-guard-cpu-memory: each llvm.load / llvm.store of a kernel (after
 // convert-fakv-to-cpu) runs only when @fakv_cpu_in_extents finds its bytes
 // in the launch's arrays (@fakv_cpu_extents: a count, then [lo, hi) pairs;
-// a count of 0 checks nothing); else a load gives 0, a store is dropped,
+// a count of 0 checks nothing; bit 63 of lo: read only, no store there);
+// else a load gives 0, a store is dropped,
 // and bit 2 of @fakv_cpu_fault is set. A global's own word is not checked.
 // RUN: fakv-opt %s --fakv-guard-cpu-memory | FileCheck %s
 
 // CHECK-DAG: llvm.mlir.global external @fakv_cpu_extents(dense<0> : tensor<129xi64>)
 // CHECK-DAG: llvm.mlir.global external @fakv_cpu_fault(0 : i32)
 // CHECK-LABEL: func.func private @fakv_cpu_in_extents(
-// CHECK-SAME: %[[P:.*]]: !llvm.ptr, %[[N:.*]]: i64) -> i1
+// CHECK-SAME: %[[P:.*]]: !llvm.ptr, %[[N:.*]]: i64, %[[W:.*]]: i1) -> i1
 // CHECK: %[[LO:.*]] = llvm.ptrtoint %[[P]]
 // CHECK: %[[HI:.*]] = arith.addi %[[LO]], %[[N]]
 // CHECK: scf.for
+// CHECK-DAG: %[[RO:.*]] = arith.cmpi slt, %{{.*}}, %c0
 // CHECK-DAG: arith.cmpi uge, %[[LO]]
 // CHECK-DAG: arith.cmpi ule, %[[HI]]
+// CHECK-DAG: arith.andi %[[RO]], %[[W]]
 
 // CHECK-LABEL: func.func @copy(
-// CHECK: %[[LOADOK:.*]] = call @fakv_cpu_in_extents(%{{.*}}, %c2_i64)
+// CHECK: %[[LOADOK:.*]] = call @fakv_cpu_in_extents(%{{.*}}, %c2_i64, %false)
 // CHECK: %[[V:.*]] = scf.if %[[LOADOK]] -> (bf16) {
 // CHECK:   %[[L:.*]] = llvm.load
 // CHECK:   scf.yield %[[L]]
@@ -24,7 +27,7 @@
 // CHECK:   llvm.mlir.addressof @fakv_cpu_fault
 // CHECK:   arith.ori %{{.*}}, %c2_i32
 // CHECK:   scf.yield %{{.*}} : bf16
-// CHECK: %[[STOREOK:.*]] = call @fakv_cpu_in_extents(%{{.*}}, %c2_i64
+// CHECK: %[[STOREOK:.*]] = call @fakv_cpu_in_extents(%{{.*}}, %c2_i64{{.*}}, %true)
 // CHECK: scf.if %[[STOREOK]] {
 // CHECK:   llvm.store %[[V]]
 // CHECK: } else {

@@ -94,7 +94,8 @@ def test_accesses_outside_the_arrays_are_reported_on_the_cpu_path():
     """A load or store outside the arrays a kernel was given (here: no bounds= on the last block) is a
     DataError, not a corrupted process: the store is dropped (the memory around the array keeps its bytes),
     the load gives 0; what lies inside is done. An array's extent is what its elements span: a strided,
-    reversed or offset view of a bigger buffer may be read and written where it spans, not past it."""
+    reversed or offset view of a bigger buffer may be read and written where it spans, not past it; a read-only
+    array may be read, not written."""
     base = np.full(1100, 7.0, np.float32)
     x, y = np.arange(1000, dtype=np.float32), base[50:1050]           # y: a view with 50 floats each side
     with pytest.raises(fakv.DataError, match="`unmasked_add` read or wrote outside the arrays it was given"):
@@ -112,6 +113,13 @@ def test_accesses_outside_the_arrays_are_reported_on_the_cpu_path():
     assert out[0] == 0.0
     with pytest.raises(fakv.DataError, match="read or wrote outside"):
         scalar_past_the_end[(1,)](x[::-1], out, 1)
+    frozen = np.zeros(1000, np.float32)
+    frozen.flags.writeable = False                                     # (a read-only memory map, a broadcast)
+    with pytest.raises(fakv.DataError, match="read or wrote outside"):
+        unmasked_add[(2,)](x, frozen, BLOCK=500)                       # stores into a read-only array: refused
+    assert not frozen.any()
+    unmasked_add[(2,)](frozen, y, BLOCK=500)                           # reads from one: fine
+    assert (y == 1.0).all()
     wide = np.zeros((4, 8), np.float32)[:, :2]                         # rows of 2 of 8: spans 3 * 8 + 2
     unmasked_add[(1,)](np.zeros(26, np.float32), wide, BLOCK=26)       # (written as if contiguous: inside)
     with pytest.raises(fakv.DataError, match="read or wrote outside"):
