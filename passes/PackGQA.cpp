@@ -516,7 +516,9 @@ LogicalResult Packer::rewriteScalar(Operation *op, ImplicitLocOpBuilder &b) {
   if (!isa<IntegerType, IndexType, PtrType>(t) || t.isInteger(1))
     return fail(op, "a scalar of type ")
            << t << " depends on the query head; only integers and pointers "
-                   "affine in the head can be packed";
+                   "affine in the head can be packed (make a per-head float or "
+                   "condition a tile with a row per query head, as decode.py's "
+                   "ALiBi slopes, or compute it from the head index inside tile math)";
   auto operand = [&](unsigned i) { return affineOf(op->getOperand(i)); };
   auto apply = [&](Value x, Value y) -> Value {
     // The same op on new operands (x, y or x alone).
