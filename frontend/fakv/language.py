@@ -123,11 +123,13 @@ def _axis(axis):
 
 @builtin
 def program_id(b, axis):
+    """This program's index along grid axis 0, 1 or 2 (an i32 scalar)."""
     return b.op1(f"fakv.program_id {_axis(axis)}", ScalarType("i32"), "pid")
 
 
 @builtin
 def num_programs(b, axis):
+    """The grid's extent along axis 0, 1 or 2 (an i32 scalar)."""
     return b.op1(f"fakv.num_programs {_axis(axis)}", ScalarType("i32"), "np")
 
 
@@ -135,6 +137,7 @@ def num_programs(b, axis):
 
 @builtin
 def arange(b, start, end):
+    """The i32 tile [start, start + 1, ..., end - 1]; start and end compile-time ints, end > start."""
     start, end = _const(start, "arange's start"), _const(end, "arange's end")
     (n,) = _shape((end - start,), f"arange({start}, {end})")
     return b.op1(f"fakv.arange {start} to {end} : tensor<{n}xi32>", TileType((n,), "i32"), "r")
@@ -150,6 +153,7 @@ def _dtype(dtype):
 
 @builtin
 def full(b, shape, value, dtype=float32):
+    """A tile of `shape` (compile-time) holding `value` (a number or a run-time scalar) everywhere, of `dtype`."""
     dtype = _dtype(dtype)
     v = sem.convert(b, sem.to_value(b, value, dtype), dtype)
     return sem.broadcast_to(b, v, _shape(shape))
@@ -157,21 +161,25 @@ def full(b, shape, value, dtype=float32):
 
 @builtin
 def zeros(b, shape, dtype=float32):
+    """full(shape, 0, dtype)."""
     return full(shape, 0, dtype, _b=b)
 
 
 @builtin
 def broadcast_to(b, x, shape):
+    """x (a scalar or tile) broadcast to `shape`, numpy's rules."""
     return sem.broadcast_to(b, sem.to_value(b, x), _shape(shape))
 
 
 @builtin
 def expand_dims(b, x, axis):
+    """x with a dimension of 1 inserted at `axis` (x[:, None] is expand_dims(x, 1))."""
     return sem.expand_dims(b, _tile(x, "expand_dims' operand"), int(axis))
 
 
 @builtin
 def reshape(b, x, shape):
+    """x's elements, in row-major order, as a tile of `shape` (the same number of elements)."""
     x = _tile(x, "reshape's operand")
     t = TileType(_shape(shape), x.type.dtype)
     return b.op1(f"fakv.reshape {x.name} : {x.type.mlir()} -> {t.mlir()}", t)
@@ -179,16 +187,20 @@ def reshape(b, x, shape):
 
 @builtin
 def cast(b, x, dtype):
+    """x converted to `dtype` (x.to(dtype)): floats round to nearest even, floats to ints truncate, a truth
+    value is x != 0."""
     return sem.convert(b, sem.to_value(b, x), _dtype(dtype))
 
 
 @builtin
 def where(b, cond, x, y):
+    """x where cond (a truth value, nonzero) else y, elementwise; scalars and tiles broadcast."""
     return sem.select(b, cond, x, y)
 
 
 @builtin
 def maximum(b, x, y):
+    """The elementwise larger of x and y (of two Python numbers: folded)."""
     if not sem.is_value(x) and not sem.is_value(y):      # two Python numbers: folded
         return builtins.max(x, y)
     return sem.binary(b, "max", x, y)
@@ -196,6 +208,7 @@ def maximum(b, x, y):
 
 @builtin
 def minimum(b, x, y):
+    """The elementwise smaller of x and y (of two Python numbers: folded)."""
     if not sem.is_value(x) and not sem.is_value(y):
         return builtins.min(x, y)
     return sem.binary(b, "min", x, y)
@@ -207,6 +220,7 @@ def _math(name):
         return sem.math_unary(b, name, x)
 
     op.__name__ = name
+    op.__doc__ = f"math.{name} of a float scalar or tile, elementwise (integers are converted to f32 first)."
     return op
 
 
@@ -258,6 +272,8 @@ def load(b, ptr, shape, offsets, strides, bounds=None, mask=None, other=None):
 
 @builtin
 def store(b, ptr, value, offsets, strides, bounds=None, mask=None):
+    """Writes the tile `value` (converted to ptr's element type) to ptr[sum((offsets[d] + i_d) * strides[d])];
+    elements outside `bounds` (per dimension, from 0) or where `mask` is false are not written."""
     ptr = _ptr(ptr, "store's pointer")
     value = sem.convert(b, _tile(value, "the stored value"), ptr.type.dtype)
     text = f"fakv.store {value.name}, {ptr.name}" + _strided(b, offsets, strides, bounds)
@@ -269,6 +285,7 @@ def store(b, ptr, value, offsets, strides, bounds=None, mask=None):
 
 @builtin
 def load_scalar(b, ptr, index):
+    """ptr[index] as a scalar (an i32 index)."""
     ptr = _ptr(ptr, "load_scalar's pointer")
     i = _i32(b, index)
     return b.op1(f"fakv.load_scalar {ptr.name}[{i.name}] : {ptr.type.mlir()} -> {ptr.type.dtype}",
@@ -384,6 +401,8 @@ def online_softmax(b, scores, row_max, row_sum, scale=None):
 
 @builtin
 def lse_combine(b, partials, lses):
+    """Merges split-KV partial outputs (S, R, D) by their log-sum-exps (S, R): returns (out (R, D), lse (R,)),
+    a split of LSE -inf weighing nothing, a row whose every split has LSE -inf giving 0 and LSE -inf."""
     partials, lses = _tile(partials, "partials"), _tile(lses, "lses")
     s, r, d = partials.type.shape
     out, lse = TileType((r, d), "f32"), TileType((r,), "f32")
@@ -465,6 +484,7 @@ def _positions(x, what):
 
 @builtin
 def length_mask(b, scores, cols, valid):
+    """scores with -inf in the columns whose key position (`cols`, i32 tile) is >= valid."""
     scores, cols = _tile(scores, "scores"), _positions(cols, "cols")
     return b.op1(f"fakv.length_mask {scores.name}, {cols.name}, {_i32(b, valid).name} : "
                  f"{scores.type.mlir()}, {cols.type.mlir()}", scores.type)
@@ -472,6 +492,8 @@ def length_mask(b, scores, cols, valid):
 
 @builtin
 def causal_mask(b, scores, rows, cols, offset):
+    """scores with -inf where key position col > query position row + offset (bottom-right aligned when
+    offset = seqlen_k - seqlen_q)."""
     scores, rows, cols = _tile(scores, "scores"), _positions(rows, "rows"), _positions(cols, "cols")
     return b.op1(f"fakv.causal_mask {scores.name}, {rows.name}, {cols.name}, {_i32(b, offset).name} : "
                  f"{scores.type.mlir()}, {rows.type.mlir()}, {cols.type.mlir()}", scores.type)
@@ -479,6 +501,8 @@ def causal_mask(b, scores, rows, cols, offset):
 
 @builtin
 def window_mask(b, scores, rows, cols, offset, left, right):
+    """scores with -inf outside the window [row + offset - left, row + offset + right] (a negative bound:
+    unbounded on that side)."""
     scores, rows, cols = _tile(scores, "scores"), _positions(rows, "rows"), _positions(cols, "cols")
     vals = _names([_i32(b, offset), _i32(b, left), _i32(b, right)])
     return b.op1(f"fakv.window_mask {scores.name}, {rows.name}, {cols.name}, {vals} : "
@@ -487,12 +511,14 @@ def window_mask(b, scores, rows, cols, offset, left, right):
 
 @builtin
 def softcap(b, scores, cap):
+    """cap * tanh(scores / cap), -inf kept at -inf (so masks and softcap commute)."""
     scores = _tile(scores, "scores")
     return b.op1(f"fakv.softcap {scores.name}, {_f32(b, cap).name} : {scores.type.mlir()}", scores.type)
 
 
 @builtin
 def alibi(b, scores, rows, cols, offset, slopes):
+    """scores - slopes[row] * |row + offset - col| (ALiBi; `slopes` a tile with one slope per row)."""
     scores, rows, cols = _tile(scores, "scores"), _positions(rows, "rows"), _positions(cols, "cols")
     slopes = _tile(slopes, "slopes")
     return b.op1(f"fakv.alibi {scores.name}, {rows.name}, {cols.name}, {_i32(b, offset).name}, "
@@ -502,6 +528,8 @@ def alibi(b, scores, rows, cols, offset, slopes):
 
 @builtin
 def rotary(b, x, cos, sin, interleaved=False):
+    """x rotated by (cos, sin) pairs of its channels: halves (x_i, x_{i+d/2}) or, `interleaved`, neighbours
+    (x_2i, x_2i+1); cos / sin hold one angle per pair."""
     x, cos, sin = _tile(x, "x"), _tile(cos, "cos"), _tile(sin, "sin")
     attr = " {interleaved}" if interleaved else ""
     return b.op1(f"fakv.rotary {x.name}, {cos.name}, {sin.name}{attr} : {x.type.mlir()}, {cos.type.mlir()}",
