@@ -889,9 +889,11 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
         found = (None, tuple(t.data_ptr() if T.is_torch(t) else 0 for t in (
             q, k_cache, v_cache, given_seqlens, block_table, cache_batch_idx, alibi_slopes, k, v, rotary_cos,
             rotary_sin, cache_leftpad)))
-    # Kept for the fast path, unless FAKV_CHECK_DATA=1 (every call checked) or a merging call captured into
-    # a CUDA graph (it holds the graph's counters, which an eager call must not use).
-    elif not host_checks and prepared and not (merge and capturing):
+    # Kept for the fast path, unless FAKV_CHECK_DATA=1 (every call checked) or a merging call: it holds its
+    # stream's counters, or a captured graph's, and the fast path's key does not tell a capture from an eager
+    # call (a graph captured after an eager call took the eager counters: replayed beside eager calls, the two
+    # raced on them).
+    elif not host_checks and prepared and not merge:
         if by_lengths:                                   # the call of this hint, beside the other's
             switch = prepare.CALLS.get(found[0])
             if not isinstance(switch, _ByLengths):

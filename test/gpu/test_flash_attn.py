@@ -173,8 +173,8 @@ def test_int_seqlens_and_scale(extra, splits):
 
 # FAKV_MERGE_SPLITS: decode merges its own splits (one launch; fl.atomic_add
 # counts a row's finished splits). A sample of the grid and an all-options
-# case, each call twice (the second through the prepared call: the counters
-# must have been left at 0).
+# case, each call twice (the second on the stream's same counters: they must
+# have been left at 0; merging calls are not kept for the fast path).
 MERGE_CASES = [(c, None) for c in CASES[::7]] + [(("bf16", 128, (32, 8), 256, (1, False)), "all"),
                                                   (("f16", 64, (32, 1), 16, (3, True)), "all")]
 
