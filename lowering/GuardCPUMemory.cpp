@@ -9,7 +9,7 @@
 // one of the ranges the launcher wrote to the global `fakv_cpu_extents`
 // (i64 count, then count pairs [lo, hi); bit 63 of lo marks a range that is
 // read only: no store there); otherwise a load gives 0, a store does
-// nothing, and bit 2 of `fakv_cpu_fault` is set, which the launcher
+// nothing, and 2 is or-ed into `fakv_cpu_fault`, which the launcher
 // reads after the kernel (fakv.DataError). A count of 0 checks nothing
 // (mlir-runner's tests, and calls whose arrays have no known extent).
 //
@@ -115,6 +115,8 @@ struct FakvGuardCPUMemoryPass
     : public fakv::impl::FakvGuardCPUMemoryBase<FakvGuardCPUMemoryPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    if (module.lookupSymbol(kExtentsGlobal))   // (guarded already)
+      return;
     SmallVector<std::tuple<Operation *, Value, Type>> accesses;
     module.walk([&](Operation *op) {
       if (auto load = dyn_cast<LLVM::LoadOp>(op))

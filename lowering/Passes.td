@@ -41,8 +41,8 @@ def FakvGuardCPUMemory : Pass<"fakv-guard-cpu-memory", "::mlir::ModuleOp"> {
     only when its bytes lie in one of the ranges the launcher wrote to the
     global `fakv_cpu_extents` (an i64 count, then that many [lo, hi) pairs,
     at most 64; bit 63 of lo: read only, no store) and otherwise a load
-    gives 0, a store is dropped, and bit 2 of
-    the i32 global `fakv_cpu_fault` is set, which the host reads after
+    gives 0, a store is dropped, and 2 is
+    or-ed into the i32 global `fakv_cpu_fault`, which the host reads after
     each launch (fakv.DataError). A count of 0 checks nothing.
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::func::FuncDialect",
@@ -56,7 +56,7 @@ def FakvGuardCPUDivision : Pass<"fakv-guard-cpu-division", "::mlir::ModuleOp"> {
     unspecified value. In the CPU path (after the tiles are loops, before
     arith is lowered to LLVM) every `arith.divsi/divui/remsi/remui` whose
     divisor is not a safe constant divides by 1 instead when the divisor is
-    0 (or the signed division overflows) and sets bit 1 of the i32 global
+    0 (or the signed division overflows) and ors 1 into the i32 global
     `fakv_cpu_fault`; the host reads it after each launch and raises
     (fakv.DataError).
   }];

@@ -349,12 +349,6 @@ Value Packer::recompute(Value old, ImplicitLocOpBuilder &b) {
 }
 
 LogicalResult Packer::run() {
-  // (scf regions only: the rewrite copies the entry block, whose values the
-  // other blocks of a cf-branching body would still use)
-  if (!func.getBody().hasOneBlock())
-    return func.emitError() << "fakv-pack-gqa: kernel @" << func.getName()
-                            << " has several blocks (cf branches); write its "
-                               "control flow with scf.if / scf.for";
   if (failed(findGroup()))
     return failure();
   if (group == 0)
@@ -366,6 +360,12 @@ LogicalResult Packer::run() {
   padded = llvm::PowerOf2Ceil(group);
   if (group == 1)
     return success();
+  // (scf regions only: the rewrite copies the entry block, whose values the
+  // other blocks of a cf-branching body would still use)
+  if (!func.getBody().hasOneBlock())
+    return func.emitError() << "fakv-pack-gqa: kernel @" << func.getName()
+                            << " has several blocks (cf branches); write its "
+                               "control flow with scf.if / scf.for";
   analyse();
 
   Block &old = func.getBody().front();

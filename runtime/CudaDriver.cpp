@@ -38,6 +38,7 @@ bool resolve(void *lib, Driver &d, std::string &why) {
   FAKV_RESOLVE(memHostAlloc, cuMemHostAlloc);
   FAKV_RESOLVE(memHostRegister, cuMemHostRegister);
   FAKV_RESOLVE(deviceGet, cuDeviceGet);
+  FAKV_RESOLVE(devicePrimaryCtxRetain, cuDevicePrimaryCtxRetain);
   FAKV_RESOLVE(deviceGetAttribute, cuDeviceGetAttribute);
   FAKV_RESOLVE(streamIsCapturing, cuStreamIsCapturing);
   FAKV_RESOLVE(linkCreate, cuLinkCreate);

@@ -22,6 +22,7 @@ struct Driver {
   decltype(&::cuCtxGetCurrent) ctxGetCurrent;
   decltype(&::cuCtxSetCurrent) ctxSetCurrent;
   decltype(&::cuDeviceGet) deviceGet;
+  decltype(&::cuDevicePrimaryCtxRetain) devicePrimaryCtxRetain;
   decltype(&::cuDeviceGetAttribute) deviceGetAttribute;
   decltype(&::cuModuleLoadData) moduleLoadData;
   decltype(&::cuModuleGetFunction) moduleGetFunction;

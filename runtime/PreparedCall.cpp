@@ -322,11 +322,20 @@ PyObject *run(PreparedCallObject *self, uint64_t *a, PyObject *q, PyObject *seql
   if (fakv_current_context(&context))
     return raiseRuntime();
   // A thread whose first CUDA work is this call has no current context yet
-  // (the runtime binds one lazily): the call's own, as torch would bind.
+  // (the runtime binds one lazily): the call's own, for the call only (the
+  // thread is left as it was, on no device).
+  struct Unbind {
+    bool on = false;
+    ~Unbind() {
+      if (on)
+        fakv_set_current_context(nullptr);
+    }
+  } unbind;
   if (!context && self->context) {
     if (fakv_set_current_context(self->context))
       return raiseRuntime();
     context = self->context;
+    unbind.on = true;
   }
   if (context != self->context) {
     PyErr_SetString(PyExc_ValueError,

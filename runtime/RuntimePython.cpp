@@ -142,6 +142,17 @@ PyObject *currentContext(PyObject *, PyObject *) {
   return PyLong_FromVoidPtr(context);
 }
 
+/// bind_primary_context(ordinal): device `ordinal`'s primary context made the
+/// calling thread's current one (a thread's first CUDA work binds it so).
+PyObject *bindPrimaryContext(PyObject *, PyObject *arg) {
+  int ordinal = 0;
+  if (!PyArg_Parse(arg, "i", &ordinal))
+    return nullptr;
+  if (fakv_bind_primary_context(ordinal))
+    return raiseRuntime();
+  Py_RETURN_NONE;
+}
+
 /// device_properties(ordinal) -> (SM count, L2 bytes) of a CUDA device
 /// (the driver's attributes: torch.cuda.get_device_properties costs ~0.2 ms
 /// on a new process's first call).
@@ -192,6 +203,8 @@ PyMethodDef moduleMethods[] = {
      "wait_host_mapped() -> start_host_mapped's address once done, or None (none pending, or it failed)"},
     {"current_context", currentContext, METH_NOARGS,
      "current_context() -> this thread's current CUDA context, or 0"},
+    {"bind_primary_context", bindPrimaryContext, METH_O,
+     "bind_primary_context(ordinal): that device's primary context made this thread's current one"},
     {"device_properties", deviceProperties, METH_O,
      "device_properties(ordinal) -> (SM count, L2 bytes) of that CUDA device"},
     {"take_word", takeWord, METH_O, "take_word(address) -> the int32 there, which is then zeroed"},

@@ -62,6 +62,22 @@ int fakv_set_current_context(void *context) {
   return 0;
 }
 
+int fakv_bind_primary_context(int ordinal) {
+  auto *d = cuda("fakv_bind_primary_context");
+  if (!d)
+    return 1;
+  CUdevice dev = 0;
+  CUcontext ctx = nullptr;
+  if (CUresult r = d->deviceGet(&dev, ordinal); r != CUDA_SUCCESS)
+    return fail("fakv_bind_primary_context", r);
+  // (retained for the process's life, as the runtime's own retain is)
+  if (CUresult r = d->devicePrimaryCtxRetain(&ctx, dev); r != CUDA_SUCCESS)
+    return fail("fakv_bind_primary_context", r);
+  if (CUresult r = d->ctxSetCurrent(ctx); r != CUDA_SUCCESS)
+    return fail("fakv_bind_primary_context", r);
+  return 0;
+}
+
 int fakv_device_properties(int ordinal, int *sms, int *l2Bytes) {
   auto *d = cuda("fakv_device_properties");
   if (!d)

@@ -27,8 +27,13 @@ const char *fakv_last_error(void);
 /* The current CUDA context (null when there is none). */
 int fakv_current_context(void **context);
 
-/* Makes `context` this thread's current CUDA context. */
+/* Makes `context` this thread's current CUDA context (null: none). */
 int fakv_set_current_context(void *context);
+
+/* Makes device `ordinal`'s primary context (the one the CUDA runtime and
+ * torch use) this thread's current context, as the runtime does lazily on
+ * a thread's first call. */
+int fakv_bind_primary_context(int ordinal);
 
 /* The SM count and the L2 cache's bytes of CUDA device `ordinal`. */
 int fakv_device_properties(int ordinal, int *sms, int *l2_bytes);

@@ -106,6 +106,11 @@ def main(argv=None):
                     "with --attention the call's)")
     ap.add_argument("-o", "--output", help="output file (required for cubin)")
     args = ap.parse_args(argv)
+    if args.registers:
+        counts = args.registers.split(",")
+        if len(counts) != 2 or not all(c.strip().isdigit() for c in counts):
+            ap.error(f"--registers takes P,C (two ints), got {args.registers!r}")
+        args.registers = tuple(int(c) for c in counts)
 
     kernels = load_kernels(args.file)
     if not kernels:
@@ -176,8 +181,7 @@ def _compile(ir, args, options):
         from .compiler import gpu_args, with_occupancy
         # The kernel's options: the defaults, then the --attention call's, then the flags given.
         opts = {"stages": 2, "warp_specialize": True, **options, "chip": "sm_90a"}
-        given = dict(stages=args.stages, ctas_per_sm=args.ctas_per_sm,
-                     registers=args.registers and tuple(int(x) for x in args.registers.split(",")),
+        given = dict(stages=args.stages, ctas_per_sm=args.ctas_per_sm, registers=args.registers,
                      warp_specialize=False if args.no_warp_specialize else None)
         opts.update((k, v) for k, v in given.items() if v is not None)
         payload, facts = _fakv.compile(ir, "ptx" if args.emit == "cubin" else args.emit, *gpu_args(opts))

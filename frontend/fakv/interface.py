@@ -722,7 +722,7 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
     # (decode divides by it in float32: a cap whose reciprocal is past float32's range made 0 * inf = NaN)
     _check(cap is not None and math.isfinite(cap) and cap >= 0 and (cap > 0) == (softcap > 0)
            and (cap == 0 or math.isfinite(_float32(1 / cap))),
-           f"`softcap` must be a finite number >= 0 that float32 holds (0, or 2.9e-39 to 3.4e38), got {softcap!r}")
+           f"`softcap` must be a finite number >= 0 that float32 holds (0, or 2.94e-39 to 3.4e38), got {softcap!r}")
     # (cap: as the kernel gets it, in float32; the key keeps the value given)
     # FlashAttention 2's normalisation: causal is the window (left, 0); a
     # bound of at least the cache's capacity is no bound; "causal" is then

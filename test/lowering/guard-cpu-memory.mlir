@@ -3,7 +3,7 @@
 // in the launch's arrays (@fakv_cpu_extents: a count, then [lo, hi) pairs;
 // a count of 0 checks nothing; bit 63 of lo: read only, no store there);
 // else a load gives 0, a store is dropped,
-// and bit 2 of @fakv_cpu_fault is set. A global's own word is not checked.
+// and 2 is or-ed into @fakv_cpu_fault. A global's own word is not checked.
 // RUN: fakv-opt %s --fakv-guard-cpu-memory | FileCheck %s
 
 // CHECK-DAG: llvm.mlir.global external @fakv_cpu_extents(dense<0> : tensor<129xi64>)

@@ -377,6 +377,10 @@ def test_cli_generic_kernel(tmp_path):
             assert lines[2].strip().startswith("fl.") and lines[3].strip() == "^" and "Traceback" not in bad.stderr
         else:
             assert bad.stderr.strip() == "fakv.compile: " + message
+    bad = subprocess.run([sys.executable, "-m", "fakv.compile", str(src), "--emit", "ptx", "--arg", "X=*f32",
+                          "--arg", "n=i32", "--const", "B=128", "--registers", "1,x"], env=env, capture_output=True,
+                         text=True)                              # (a bad flag is not the kernel's error)
+    assert bad.returncode == 2 and "--registers takes P,C (two ints), got '1,x'" in bad.stderr
 
 
 @needs_assembler
