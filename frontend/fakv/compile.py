@@ -5,6 +5,8 @@
     python -m fakv.compile kernels/decode.py --emit ptx \\
         --attention batch=32,heads=32,kv_heads=8,head_dim=128,page_size=256
 
+FILE is imported to find its @fakv.jit functions (its top-level code runs:
+keep a test's prints under `if __name__ == "__main__":`).
 STAGE: fakv (the IR the DSL emits, verified), fakvgpu (layouts, pipeline,
 warp roles), llvm (the gpu.module of LLVM/NVVM), ptx, cubin (written to -o).
 TYPE: *bf16 / *f16 / *f32 / *i32 for a pointer (a tensor argument), or i1,
