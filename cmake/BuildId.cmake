@@ -5,8 +5,9 @@
 # writes other PTX); rewritten only when it changes.
 file(GLOB_RECURSE sources LIST_DIRECTORIES false
      ${SRC}/dialect/* ${SRC}/passes/* ${SRC}/lowering/* ${SRC}/tools/init/*
-     ${SRC}/frontend/FakvPython.cpp ${SRC}/runtime/*)
-list(FILTER sources INCLUDE REGEX "\\.(cpp|h|td|txt)$")
+     ${SRC}/frontend/FakvPython.cpp ${SRC}/runtime/* ${SRC}/cmake/*)
+list(FILTER sources INCLUDE REGEX "\\.(cpp|h|td|txt|cmake)$")
+list(APPEND sources ${SRC}/CMakeLists.txt)
 list(SORT sources)
 set(all "LLVM ${LLVM}\n")
 foreach(f ${sources})

@@ -37,9 +37,10 @@ COMPILER_VERSION = "0.1.0+" + BUILD_ID
 # The frontend files whose code shapes the IR a kernel compiles to: their
 # contents are part of every cache key (with BUILD_ID, the C++ compiler's).
 _FRONTEND_SOURCES = ("codegen.py", "language.py", "semantic.py", "ir.py", "jitfunction.py", "signature.py",
-                     "compiler.py")
+                     "compiler.py", "ptx.py")
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _versions = {}
+_kernel_versions = {}   # kernel_dirs() -> kernels_version() (FAKV_KERNELS may change within a process)
 
 
 def compile_only():
@@ -60,7 +61,7 @@ def _hash_files(h, paths):
 def frontend_version():
     """The compiler's build and the frontend's sources, hashed (once)."""
     if "frontend" not in _versions:
-        h = hashlib.sha256(COMPILER_VERSION.encode())
+        h = hashlib.sha256((COMPILER_VERSION + _assembler_switches()).encode())
         _versions["frontend"] = _hash_files(h, [os.path.join(_HERE, n) for n in _FRONTEND_SOURCES])
     return _versions["frontend"]
 
@@ -89,15 +90,58 @@ def kernels_version():
     $FAKV_KERNELS or the checkout puts them) by size, inode, modification
     and change times: a warm start neither reads nor imports them (the
     JIT's own keys hash their contents)."""
-    if "kernels" not in _versions:
-        h = hashlib.sha256(COMPILER_VERSION.encode())
-        _stat_files(h, _HERE, _FRONTEND_SOURCES)
-        for d in kernel_dirs():
-            names = sorted(n for n in os.listdir(d) if n.endswith(".py")) if os.path.isdir(d) else []
-            h.update(f"{d}:{len(names)} files;".encode())
-            _stat_files(h, d, names)
-        _versions["kernels"] = h.hexdigest()
-    return _versions["kernels"]
+    dirs = tuple(kernel_dirs())
+    if dirs not in _kernel_versions:
+        _kernel_versions[dirs] = _kernels_version_of(dirs)
+    return _kernel_versions[dirs]
+
+
+def _kernels_version_of(dirs):
+    h = hashlib.sha256((COMPILER_VERSION + _assembler_switches()).encode())
+    _stat_files(h, _HERE, _FRONTEND_SOURCES)
+    for d in dirs:
+        names = sorted(n for n in os.listdir(d) if n.endswith(".py")) if os.path.isdir(d) else []
+        h.update(f"{d}:{len(names)} files;".encode())
+        _stat_files(h, d, names)
+    return h.hexdigest()
+
+
+def _assembler_switches():
+    """The switches that pick the PTX assembler (fakv.ptx): a binary is keyed by who assembled it."""
+    return "".join(f";{k}={os.environ.get(k, '')}" for k in ("FAKV_ASSEMBLER", "FAKV_PTXAS", "FAKV_NVJITLINK"))
+
+
+def compiled_as_keyed():
+    """Whether the kernels this process compiled are what kernels_version() says: their folders' files
+    unchanged since it was taken, each fakv.kernels module loaded from the folder it names now (not one of
+    before a change of $FAKV_KERNELS), and the text its kernels were read from (at import) the file's text
+    now. Else a binary or plan must not be stored under the key: a later process would run it for other
+    code (the index and recipes are keyed by the files, not by what was imported)."""
+    import sys
+    import tokenize
+    dirs = tuple(kernel_dirs())
+    if _kernel_versions.get(dirs) != _kernels_version_of(dirs):
+        return False
+    for name, module in list(sys.modules.items()):
+        if not name.startswith("fakv.kernels.") or module is None:
+            continue
+        short = name.rpartition(".")[2]
+        where = next((os.path.join(d, short + ".py") for d in dirs if os.path.exists(os.path.join(d, short + ".py"))),
+                     None)
+        path = getattr(module, "__file__", None)
+        if where is None or path is None or os.path.realpath(path) != os.path.realpath(where):
+            return False
+        read = next((v._file_lines for v in list(vars(module).values())          # (a kernel of this file, not one
+                     if isinstance(getattr(v, "_file_lines", None), list)             # it imported from another)
+                     and os.path.realpath(v.fn.__code__.co_filename) == os.path.realpath(path)), None)
+        if read is not None:
+            try:
+                with tokenize.open(path) as f:
+                    if f.readlines() != read:
+                        return False
+            except (OSError, SyntaxError, UnicodeDecodeError):
+                return False
+    return True
 
 
 def index_key(parts):

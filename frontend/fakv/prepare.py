@@ -134,7 +134,8 @@ def specialise_all(jobs, index=None):
             _POOL = ThreadPoolExecutor(4, thread_name_prefix="fakv-compile")
         for i, c in zip(missing, _POOL.map(lambda i: jobs[i][0].specialize_for(jobs[i][1], jobs[i][2]), missing)):
             found[i] = c
-    if index is not None and all(c.device == "cuda" and getattr(c, "entry", None) for c in found):
+    if index is not None and all(c.device == "cuda" and getattr(c, "entry", None) for c in found) \
+            and cache.compiled_as_keyed():
         cache.store_index(index, [(c.entry, c.name, c.params, c.binary, c.facts) for c in found])
         INDEXED[index] = found          # (this process's next prepare: these, their kernels loaded once)
     return found

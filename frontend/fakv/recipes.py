@@ -114,7 +114,12 @@ def options_of(ref):
 
 
 def store(k, recipe):
-    """Writes a recipe (quietly nothing when the cache cannot be written)."""
+    """Writes a recipe (quietly nothing when the cache cannot be written, or when the code it was planned by
+    changed since its key was taken: cache.compiled_as_keyed)."""
+    h = hashlib.sha256(cache.kernels_version().encode())
+    cache._stat_files(h, _HERE, _SOURCES)
+    if h.hexdigest() != _code_version() or not cache.compiled_as_keyed():
+        return
     try:
         data = json.dumps(recipe).encode()
     except (TypeError, ValueError):
@@ -128,7 +133,7 @@ def load(k):
         with open(_path(k)) as f:
             recipe = json.load(f)
         return recipe if isinstance(recipe, dict) else None
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
 
 

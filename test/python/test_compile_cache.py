@@ -251,3 +251,46 @@ def test_malformed_index_entries_are_misses(tmp_path, monkeypatch):
         body = cubin + (b"left over" if i == len(heads) - 1 else b"")
         (tmp_path / "index" / f"bad{i}.bin").write_bytes(head + b"\n" + body)
         assert cache.load_index(f"bad{i}") is None, head[:40]
+
+
+_EDIT_SCRIPT = """
+import os, sys, numpy as np, ml_dtypes, fakv
+from fakv import cache, prepare
+q = np.zeros((1, 1, 8, 64), ml_dtypes.bfloat16); k = np.zeros((1, 256, 2, 64), ml_dtypes.bfloat16)
+if sys.argv[1] == "edit":
+    import fakv.kernels.decode                       # read now (a variant's module importing it at start)
+    with open(os.path.join(os.environ["FAKV_KERNELS"], "decode.py"), "a") as f:
+        f.write("# edited\\n")                       # then the file changes (an editor, a pull) before a call
+elif sys.argv[1] == "switch":
+    fakv.flash_attn_with_kvcache(q, k, k, cache_seqlens=200, num_splits=1)   # indexed
+    os.environ["FAKV_KERNELS"] = sys.argv[2]         # then another folder of kernels, in the same process
+    k = np.zeros((1, 512, 2, 64), ml_dtypes.bfloat16)
+fakv.flash_attn_with_kvcache(q, k, k, cache_seqlens=200, num_splits=1)
+print(len(prepare.INDEXED), cache.compiled_as_keyed())
+"""
+
+
+@needs_assembler
+def test_the_index_holds_what_the_kernel_files_say(tmp_path):
+    """The cache's index is keyed by the kernels' files (a warm start reads no kernel), so a process stores
+    an entry only when what it compiled is what those files say: not after a kernel file changed since it was
+    read, nor after $FAKV_KERNELS changed (each stored the old code's binary under the new files' key, and
+    every later process ran it)."""
+    import shutil
+    kernels = tmp_path / "kernels"
+    shutil.copytree(os.path.join(ROOT, "kernels"), kernels)
+
+    def run(*args, cache_dir, kernels_dir=None):
+        env = {k: v for k, v in os.environ.items() if k != "FAKV_KERNELS"}
+        env.update(FAKV_CACHE_DIR=str(cache_dir), FAKV_COMPILE_ONLY="1", PYTHONPATH=os.path.join(ROOT, "frontend"))
+        if kernels_dir:
+            env["FAKV_KERNELS"] = str(kernels_dir)
+        p = subprocess.run([sys.executable, "-c", _EDIT_SCRIPT, *args], capture_output=True, text=True, timeout=600,
+                           env=env)
+        assert p.returncode == 0, p.stderr
+        index = cache_dir / "index"
+        return p.stdout.split() + [str(len(os.listdir(index)) if index.exists() else 0)]
+
+    assert run("edit", cache_dir=tmp_path / "a", kernels_dir=kernels) == ["0", "False", "0"]
+    assert run("plain", cache_dir=tmp_path / "a", kernels_dir=kernels) == ["1", "True", "1"]   # the files now
+    assert run("switch", str(kernels), cache_dir=tmp_path / "b") == ["1", "False", "1"]       # the first call's
