@@ -223,9 +223,10 @@ LogicalResult specialize(func::FuncOp func, scf::ForOp loop, scf::IfOp refill,
     op->erase();
 
   // What the producer needs stays before the warp_specialize op; everything
-  // else moves into the consumer. So does a fakv.dependency_wait: the
-  // producer's copies may read what the kernel before wrote (in the consumer
-  // alone, the copies went ahead of it).
+  // else moves into the consumer. So does a fakv.dependency_wait before the
+  // loop: the producer's copies may read what the kernel before wrote (in
+  // the consumer alone, the copies went ahead of it); one after the loop
+  // goes with the consumer (the copies came before it anyway).
   llvm::SmallPtrSet<Operation *, 32> keep;
   SmallVector<Operation *> worklist = {producerRoot};
   while (!worklist.empty()) {
@@ -240,7 +241,8 @@ LogicalResult specialize(func::FuncOp func, scf::ForOp loop, scf::IfOp refill,
     });
   }
   for (Operation &op : body)
-    if (isa<AllocRingOp, AllocBarriersOp, fakv::DependencyWaitOp>(op))
+    if (isa<AllocRingOp, AllocBarriersOp>(op) ||
+        (isa<fakv::DependencyWaitOp>(op) && op.isBeforeInBlock(anchor)))
       keep.insert(&op);
 
   b.setInsertionPoint(body.getTerminator());

@@ -254,3 +254,29 @@ func.func @counter_per_head(%c: !fakv.ptr<i32>) attributes {fakv.kernel, fakv.pa
   %old = fakv.atomic_add %c[%h], %one : !fakv.ptr<i32>
   return
 }
+
+// -----
+
+// One query head per kv head (MQA's transpose, GROUP 1): nothing to pack, so
+// a body of several blocks (cf branches) passes as it is (refused only
+// where the heads are packed: pack-gqa-invalid.mlir).
+// CHECK-LABEL: func.func @one_head_per_kv_head
+// CHECK: cf.cond_br
+// CHECK: fakv.store
+// CHECK: return
+func.func @one_head_per_kv_head(%x: !fakv.ptr<f32>, %n: i32) attributes {fakv.kernel, fakv.pack_gqa = 0 : i32} {
+  %h = fakv.program_id 0
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %s1 = arith.constant 1 : i64
+  %kvh = arith.divsi %h, %c1 : i32
+  %c = arith.cmpi sgt, %n, %c0 : i32
+  cf.cond_br %c, ^bb1, ^bb2
+^bb1:
+  %t = fakv.splat %c1 : i32 -> tensor<4xi32>
+  %f = arith.sitofp %t : tensor<4xi32> to tensor<4xf32>
+  fakv.store %f, %x[%kvh] strides [%s1] : tensor<4xf32>, !fakv.ptr<f32>
+  cf.br ^bb2
+^bb2:
+  return
+}

@@ -3,7 +3,8 @@
 // dependent launch): it stays before the roles split, so the producer's K/V
 // copies wait too (moved into the consumer, they read the cache before the
 // kernel before had written it); in the PTX, griddepcontrol.wait comes before
-// the first TMA copy. Inside a region it is refused.
+// the first TMA copy. After the loop it goes with the consumer; inside a
+// region it is refused.
 // RUN: sed -e 's/^  %blocks = /  fakv.dependency_wait\n  %blocks = /' %S/Inputs/attention.mlir \
 // RUN:   | fakv-opt --fakv-decompose --canonicalize --fakv-assign-layouts --loop-invariant-code-motion \
 // RUN:   --fakv-pipeline --fakv-warp-specialize | FileCheck %s
@@ -27,3 +28,16 @@
 // PTX: cp.async.bulk.tensor
 
 // NESTED: has a fakv.dependency_wait inside a region; with warp specialization it must be at the kernel's top level
+
+// After the loop, the wait goes with the consumer (the copies precede it in
+// the kernel as written): the roles split first.
+// RUN: sed -e 's/^  fakv.store %acc/  fakv.dependency_wait\n  fakv.store %acc/' %S/Inputs/attention.mlir \
+// RUN:   | fakv-opt --fakv-decompose --canonicalize --fakv-assign-layouts --loop-invariant-code-motion \
+// RUN:   --fakv-pipeline --fakv-warp-specialize | FileCheck %s --check-prefix=AFTER
+// AFTER-LABEL: func.func @attention(
+// AFTER-NOT: fakv.dependency_wait
+// AFTER: fakvgpu.warp_specialize
+// AFTER: }, {
+// AFTER: scf.for
+// AFTER: fakv.dependency_wait
+// AFTER-NEXT: fakv.store
