@@ -48,10 +48,11 @@ of one wave from an earlier call's lengths: fakv/lengths_hint.py):
   says how to carry FlashInfer to the H200.
 - `bare` (not a peer; only when asked for): on caches of 1 GiB or more, a
   read of the cell's bytes that does nothing else (stream_balance.py's
-  `tma2kv static`, as many blocks as sequences x kv heads but at least
-  256 (fakv's programs on such a cell: 64 blocks would read at two thirds
-  of copy), over two buffers of that size; checked by the XOR of every
-  word), interleaved
+  `tma2kvmap` at head dim 128: 4-D tensor maps as fakv's, pages of the
+  cell's size through a random block table; `tma2kv` otherwise), as many
+  blocks as sequences x kv heads but at least 256 (fakv's programs on such
+  a cell: 64 blocks would read at two thirds of copy), over two buffers of
+  that size; checked by the XOR of every word), interleaved
   with the rest: what the lease lets a one-pass read reach, beside issue
   11's 105 % of copy.
 
@@ -119,10 +120,16 @@ def copy_bandwidth(sustain=0.0):
     return 2 * src.numel() * 2 / (t * 1e-3) / 1e12
 
 
-def bare_way(batch, kv_heads):
+def bare_way(batch, kv_heads, head_dim=128, page=0):
     """The bare read of a cell (stream_balance.py's way): a block a sequence's kv head, at least 256 (as many
-    as fakv's programs on a cell of 1 GiB or more; 64 blocks read at two thirds of copy, s31k)."""
-    return f"tma2kv static {max(batch * kv_heads, 256)}"
+    as fakv's programs on a cell of 1 GiB or more; 64 blocks read at two thirds of copy, s31k). At head dim
+    128 through 4-D tensor maps as fakv reads its caches (16-row boxes of 64 channels), in pages of the
+    cell's size through a block table of random pages (what pages of 16 cost even a bare read, sessions
+    32-33); other head dims as 1-D bulk copies."""
+    blocks = max(batch * kv_heads, 256)
+    if head_dim != 128:
+        return f"tma2kv static {blocks}"
+    return f"tma2kvmap static {blocks} heads={kv_heads}" + (f" page={page}" if page else "")
 
 
 class Cell:
@@ -288,7 +295,7 @@ def measure(shape, page, peers, copy_bw, sustain=0.0, rounds=1):
     if "bare" in peers and cell.kv_bytes >= 1 << 30:
         from stream_balance import Reader
         try:
-            way, calls = Reader(cell.kv_bytes).cell_calls(bare_way(cell.b, cell.hk), cell)
+            way, calls = Reader(cell.kv_bytes).cell_calls(bare_way(cell.b, cell.hk, cell.d, cell.page), cell)
             result["impls"]["bare"] = {"note": way}
             runs["bare"] = lambda i: calls[i % 2]()
         except Exception as e:  # noqa: BLE001
@@ -389,8 +396,8 @@ def markdown(run):
               + (f"; below: {', '.join(below)} (@0: contiguous, @N: pages of N)." if below else "."), ""]
     bares = [c["impls"]["bare"]["copy_fraction"] for c in large if "us" in c["impls"].get("bare", {})]
     if bares:
-        lines += [f"The bare read of the same bytes (no attention; stream_balance.py's tma2kv) in this run: "
-                  f"{min(bares):.1%} to {max(bares):.1%} of copy over those {len(bares)} cells, "
+        lines += ["The bare read of the same bytes (no attention; stream_balance.py's tma2kvmap, in the cell's pages, "
+                  f"at head dim 128, else tma2kv) in this run: {min(bares):.1%} to {max(bares):.1%} of copy over those {len(bares)} cells, "
                   f"{sum(b >= 1.05 for b in bares)} of them at 105 % or more.", ""]
     failures = [f"- {c['shape']}, layout {c['layout']}: {n}: {e['failed']}" for c in run["cells"]
                 for n, e in c["impls"].items() if "failed" in e]

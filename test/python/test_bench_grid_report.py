@@ -44,7 +44,7 @@ def test_report_best_peer_wins_and_the_bare_read():
     assert "fakv at or ahead of the best peer (within 1 %): 2 of 3 cells." in md
     assert "Caches of 1 GiB or more at 105 % of copy or more: 1 of 2; below: b32 s8K @16 (102.1%, the bare " \
            "read 104.6%)" in md
-    assert "The bare read of the same bytes (no attention; stream_balance.py's tma2kv) in this run: 104.6% to " \
+    assert "The bare read of the same bytes (no attention; stream_balance.py's tma2kvmap, in the cell's pages, at head dim 128, else tma2kv) in this run: 104.6% to " \
            "120.0% of copy over those 2 cells, 1 of them at 105 % or more." in md
     for cell in run["cells"]:                                        # no bare read timed: no bare line
         cell["impls"].pop("bare")
@@ -63,5 +63,7 @@ def test_outputs_are_checked_against_their_size():
 
 def test_the_bare_read_has_blocks_for_every_sm():
     g = _bench_grid()
-    assert g.bare_way(8, 8) == "tma2kv static 256"          # b8 s32K: not 64 blocks
-    assert g.bare_way(128, 8) == "tma2kv static 1024"
+    assert g.bare_way(8, 8) == "tma2kvmap static 256 heads=8"            # b8 s32K: not 64 blocks
+    assert g.bare_way(128, 8, 128, 16) == "tma2kvmap static 1024 heads=8 page=16"
+    assert g.bare_way(8, 32, 128, 256) == "tma2kvmap static 256 heads=32 page=256"
+    assert g.bare_way(32, 8, 64, 16) == "tma2kv static 256"                # (maps of 128 channels only)
