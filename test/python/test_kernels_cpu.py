@@ -324,6 +324,26 @@ def test_score_mod_variant(tmp_path, page, splits):
     assert np.abs(out.astype(np.float64) - plain).max() > 0.1
 
 
+@pytest.mark.parametrize("page,splits", [(None, 1), (16, 3), (64, 0)])
+def test_per_head_score_mod_variant(tmp_path, page, splits):
+    """kernels/README.md: a score modifier that depends on the query head (a temperature 1 + 0.25 h) written
+    as tile math, decode's h passed down to score_mod: fakv-pack-gqa packs it (a scalar float of h is
+    refused), and each head's output follows attention at its own scale."""
+    import variant
+    attn = fakv.with_kernels(decode=variant.load_per_head(str(tmp_path)).decode)
+    q, k, v, seqlens, table, causal = make("bf16", (8, 2), page, (3, True), seed=11)
+    d, group = q.shape[-1], q.shape[2] // k.shape[2]
+    keys, values = gather(k, table, seqlens, page), gather(v, table, seqlens, page)
+    out = attn(q, k, v, cache_seqlens=seqlens, block_table=table, causal=causal, num_splits=splits)
+    for h in range(q.shape[2]):
+        one = [x[:, h // group:h // group + 1] for x in keys], [x[:, h // group:h // group + 1] for x in values]
+        scale = (1 + variant.TEMP * h) / math.sqrt(d)
+        ref, _ = attention(q[:, :, h:h + 1], *one, seqlens, causal, scale)
+        pt, _ = attention(q[:, :, h:h + 1], *one, seqlens, causal, scale, NP_DTYPES["bf16"])
+        ok, msg = check(out[:, :, h:h + 1], ref, pt)
+        assert ok, f"head {h}: {msg}"
+
+
 OPTION_CASES = [((8, 2), 16, (3, True), 1), ((4, 1), None, (1, False), 3), ((6, 3), 64, (2, False), 0)]
 OPTIONS = ["softcap", "window", "causal_window", "alibi", "alibi_causal", "alibi_batch", "batch_idx", "all"]
 
