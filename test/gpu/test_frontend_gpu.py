@@ -215,6 +215,28 @@ def test_readme_variant(page, splits):
     assert (out.float() - plain).abs().max().item() > 0.1      # the variant is not plain attention
 
 
+@pytest.mark.parametrize("page,splits", [(None, 1), (256, 3), (16, 0)])
+def test_per_head_variant(page, splits):
+    """kernels/README.md's per-head score modifier (a temperature 1 + 0.25 h, as tile math) on the GPU: each
+    head's output follows attention at its own scale."""
+    with tempfile.TemporaryDirectory() as d:
+        attn = fakv.with_kernels(decode=variant.load_per_head(d).decode)
+    q, k, v, lens, table = _inputs(page)
+    if COMPILE_ONLY:
+        return attn(q, k, v, cache_seqlens=lens, block_table=table, num_splits=splits)
+    from reference import attention_ref, check, gather_cache
+    out = attn(q, k, v, cache_seqlens=lens, block_table=table, num_splits=splits)
+    ks, vs = (k, v) if table is None else (gather_cache(k, table, lens, page), gather_cache(v, table, lens, page))
+    group = q.shape[2] // k.shape[2]
+    for h in range(q.shape[2]):
+        kh, vh = ks[:, :, h // group:h // group + 1], vs[:, :, h // group:h // group + 1]
+        scale = (1 + variant.TEMP * h) / math.sqrt(q.shape[-1])
+        ref, _ = attention_ref(q[:, :, h:h + 1], kh, vh, lens, False, scale, upcast=True)
+        pt, _ = attention_ref(q[:, :, h:h + 1], kh, vh, lens, False, scale, upcast=False)
+        ok, msg = check(out[:, :, h:h + 1], ref, pt, f"head {h}")
+        assert ok, msg
+
+
 @pytest.mark.parametrize("page,splits", [(256, 1), (16, 3)])
 def test_cuda_graph_capture(page, splits):
     q, k, v, lens, table = _inputs(page)
@@ -723,6 +745,7 @@ def run_all():
     cases += [(test_longest_first_batch, (p,)) for p in (None, 16, 256)]
     cases += [(test_ragged_batch_planned_from_earlier_lengths, (p,)) for p in (None, 256)]
     cases += [(test_readme_variant, c) for c in [(None, 1), (256, 3), (16, 0)]]
+    cases += [(test_per_head_variant, c) for c in [(None, 1), (256, 3), (16, 0)]]
     cases += [(test_cuda_graph_capture, c) for c in [(256, 1), (16, 3)]]
     cases += [(test_bad_block_table_is_reported, (p,)) for p in (16, 256)]
     cases += [(test_streams_keep_their_own_workspace, (p,)) for p in (16, 256)]
