@@ -176,3 +176,18 @@ Value cpu::reduceTile(ImplicitLocOpBuilder &b, Value src, int64_t axis,
       });
   return op.getResult(0);
 }
+
+LLVM::GlobalOp cpu::faultGlobal(ModuleOp module) {
+  constexpr llvm::StringLiteral name = "fakv_cpu_fault";
+  if (auto fault = module.lookupSymbol<LLVM::GlobalOp>(name))
+    return fault;
+  OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
+  return LLVM::GlobalOp::create(b, module.getLoc(), b.getI32Type(), /*isConstant=*/false,
+                                LLVM::Linkage::External, name, b.getI32IntegerAttr(0));
+}
+
+void cpu::orIntoFault(OpBuilder &b, Location loc, LLVM::GlobalOp fault, function_ref<Value()> bits) {
+  Value addr = LLVM::AddressOfOp::create(b, loc, fault);
+  Value old = LLVM::LoadOp::create(b, loc, b.getI32Type(), addr);
+  LLVM::StoreOp::create(b, loc, arith::OrIOp::create(b, loc, old, bits()), addr);
+}

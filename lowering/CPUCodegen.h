@@ -54,6 +54,13 @@ Value mapTiles(ImplicitLocOpBuilder &b, RankedTensorType type,
 Value reduceTile(ImplicitLocOpBuilder &b, Value src, int64_t axis,
                  ReduceKind kind);
 
+/// The i32 global `fakv_cpu_fault` the launcher reads and clears after each
+/// call (found, or made at the module's top): fakv-guard-cpu-division ors 1
+/// into it, fakv-guard-cpu-memory 2.
+LLVM::GlobalOp faultGlobal(ModuleOp module);
+/// `fault |= bits()` (i32; built after the fault's load) at `b`'s insertion point.
+void orIntoFault(OpBuilder &b, Location loc, LLVM::GlobalOp fault, function_ref<Value()> bits);
+
 /// The memory patterns of convert-fakv-to-cpu (MemoryToCPU.cpp): guarded
 /// loads, stores and paged loads.
 void populateMemoryToCPUPatterns(const TypeConverter &converter, RewritePatternSet &patterns);

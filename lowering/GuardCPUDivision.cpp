@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "lowering/CPUCodegen.h"
 #include "lowering/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -22,7 +23,6 @@ namespace mlir::fakv {
 using namespace mlir;
 
 namespace {
-constexpr llvm::StringLiteral kFaultGlobal = "fakv_cpu_fault";
 
 /// Whether dividing by `divisor` can trap: unless it is a constant other
 /// than 0 (and, for a signed division, other than -1).
@@ -55,10 +55,7 @@ void guard(Operation *op, bool isSigned, LLVM::GlobalOp fault) {
   }
   op->setOperand(1, arith::SelectOp::create(b, loc, bad, cst(1), rhs));
   // fakv_cpu_fault |= bad
-  Value addr = LLVM::AddressOfOp::create(b, loc, fault);
-  Value old = LLVM::LoadOp::create(b, loc, b.getI32Type(), addr);
-  Value flag = arith::ExtUIOp::create(b, loc, b.getI32Type(), bad);
-  LLVM::StoreOp::create(b, loc, arith::OrIOp::create(b, loc, old, flag), addr);
+  fakv::cpu::orIntoFault(b, loc, fault, [&] { return arith::ExtUIOp::create(b, loc, b.getI32Type(), bad); });
 }
 
 struct FakvGuardCPUDivisionPass
@@ -74,13 +71,7 @@ struct FakvGuardCPUDivisionPass
     });
     if (divisions.empty())
       return;
-    auto fault = module.lookupSymbol<LLVM::GlobalOp>(kFaultGlobal);
-    if (!fault) {
-      OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
-      fault = LLVM::GlobalOp::create(b, module.getLoc(), b.getI32Type(), /*isConstant=*/false,
-                                     LLVM::Linkage::External, kFaultGlobal,
-                                     b.getI32IntegerAttr(0));
-    }
+    LLVM::GlobalOp fault = fakv::cpu::faultGlobal(module);
     for (auto [op, isSigned] : divisions)
       guard(op, isSigned, fault);
   }

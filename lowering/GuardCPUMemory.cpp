@@ -15,6 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "lowering/CPUCodegen.h"
 #include "lowering/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -31,7 +32,6 @@ using namespace mlir;
 
 namespace {
 constexpr llvm::StringLiteral kExtentsGlobal = "fakv_cpu_extents";
-constexpr llvm::StringLiteral kFaultGlobal = "fakv_cpu_fault";
 constexpr llvm::StringLiteral kCheckFunc = "fakv_cpu_in_extents";
 constexpr int64_t kMaxExtents = 64;     // (the launcher checks nothing past this many arrays)
 constexpr int32_t kMemoryFault = 2;     // fakv_cpu_fault's bit (1: an integer division)
@@ -87,10 +87,7 @@ void guard(Operation *op, Value addr, Type type, func::FuncOp check, LLVM::Globa
                                   ValueRange{addr, arith::ConstantIntOp::create(b, loc, bytes, 64), store})
                  .getResult(0);
   auto record = [&](OpBuilder &eb) {
-    Value at = LLVM::AddressOfOp::create(eb, loc, fault);
-    Value old = LLVM::LoadOp::create(eb, loc, eb.getI32Type(), at);
-    Value bit = arith::ConstantIntOp::create(eb, loc, kMemoryFault, 32);
-    LLVM::StoreOp::create(eb, loc, arith::OrIOp::create(eb, loc, old, bit), at);
+    fakv::cpu::orIntoFault(eb, loc, fault, [&] { return arith::ConstantIntOp::create(eb, loc, kMemoryFault, 32); });
   };
   if (auto load = dyn_cast<LLVM::LoadOp>(op)) {
     auto ifOp = scf::IfOp::create(b, loc, TypeRange{type}, ok, /*withElseRegion=*/true);
@@ -138,10 +135,7 @@ struct FakvGuardCPUMemoryPass
                                           LLVM::Linkage::External, kExtentsGlobal,
                                           b.getZeroAttr(RankedTensorType::get(
                                               {1 + 2 * kMaxExtents}, b.getI64Type())));
-    auto fault = module.lookupSymbol<LLVM::GlobalOp>(kFaultGlobal);
-    if (!fault)
-      fault = LLVM::GlobalOp::create(b, loc, b.getI32Type(), /*isConstant=*/false,
-                                     LLVM::Linkage::External, kFaultGlobal, b.getI32IntegerAttr(0));
+    LLVM::GlobalOp fault = fakv::cpu::faultGlobal(module);
     func::FuncOp check = buildCheck(b, loc, extents);
     for (auto [op, addr, type] : accesses)
       guard(op, addr, type, check, fault);
