@@ -31,7 +31,9 @@ the next tile's pages before it waits for a free slot, `ahead=0`: a tile's
 after the wait, as fakv's TMA producer does; `across=1`: a block reads
 every head of its sequence over a 1/H share of the rows, a 64-row tile of
 each head in turn, so a page's heads are read back to back by one block
-instead of by H blocks, contiguous or in pages of 16 or 64): fakv's box
+instead of by H blocks, contiguous or in pages of 16 or 64; `hint=first`,
+`last`, `normal` or `unchanged`: its copies carry that L2 eviction
+priority, `.L2::cache_hint` with a createpolicy): fakv's box
 pattern without its attention. A static TMA way's `delay=NS` (`tma2 static 256
 delay=3000`) holds each block's first copy back NS nanoseconds (what a
 program's start costs before its first copy). Each
@@ -229,8 +231,8 @@ TMA(tma3kv2k, 3, 32768, true, 2048)
 // share of the rows, a 64-row tile of each head in turn (a page's heads back to back), instead of one head's
 // rows. Box, page and order are constants: the producer's code is straight.
 template <int BOX, int PAGE, bool ACROSS>
-__device__ void kvmap_read(const char* maps, int heads, int rows, const int* table, int ahead, unsigned* out,
-                           u64* times) {
+__device__ void kvmap_read(const char* maps, int heads, int rows, const int* table, int ahead, int hint,
+                           unsigned* out, u64* times) {
   extern __shared__ __align__(128) char map_ring[];
   __shared__ __align__(8) u64 full[2], empty[2];
   __shared__ long long len[2];
@@ -255,6 +257,11 @@ __device__ void kvmap_read(const char* maps, int heads, int rows, const int* tab
     auto lookup = [&](int t, int b) {              // box b of tile t: its page
       return PAGE ? __ldg(row + (tile_of(t) * 64 + b * BOX) / (PAGE ? PAGE : 1)) : seq;
     };
+    u64 policy = 0;                                // (hint: the copies' L2 eviction priority, by createpolicy)
+    if (hint == 1) asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+    if (hint == 2) asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
+    if (hint == 3) asm volatile("createpolicy.fractional.L2::evict_normal.b64 %0, 1.0;" : "=l"(policy));
+    if (hint == 4) asm volatile("createpolicy.fractional.L2::evict_unchanged.b64 %0, 1.0;" : "=l"(policy));
     int next[BOXES];
 #pragma unroll
     for (int b = 0; b < BOXES; ++b) next[b] = ahead ? lookup(0, b) : seq;
@@ -280,14 +287,20 @@ __device__ void kvmap_read(const char* maps, int heads, int rows, const int* tab
 #pragma unroll
         for (int b = 0; b < BOXES; ++b)
 #pragma unroll
-          for (int half = 0; half < 2; ++half)
-            asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes"
-                         " [%0], [%1, {%2, %3, %4, %5}], [%6];"
-                         :: "r"(smem_u32(slots + s * 32768 + m * 16384 + b * BOX * 256 + half * BOX * 128)),
-                            "l"((u64)(maps + m * 128)), "r"(half * 64), "r"(head_of(t)),
-                            "r"(PAGE ? (tile_of(t) * 64 + b * BOX) % (PAGE ? PAGE : 1) : tile_of(t) * 64 + b * BOX),
-                            "r"(at[b]),
-                            "r"(smem_u32(&full[s])) : "memory");
+          for (int half = 0; half < 2; ++half) {
+            unsigned dst = smem_u32(slots + s * 32768 + m * 16384 + b * BOX * 256 + half * BOX * 128);
+            int row = PAGE ? (tile_of(t) * 64 + b * BOX) % (PAGE ? PAGE : 1) : tile_of(t) * 64 + b * BOX;
+            if (hint)
+              asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint"
+                           " [%0], [%1, {%2, %3, %4, %5}], [%6], %7;"
+                           :: "r"(dst), "l"((u64)(maps + m * 128)), "r"(half * 64), "r"(head_of(t)), "r"(row),
+                              "r"(at[b]), "r"(smem_u32(&full[s])), "l"(policy) : "memory");
+            else
+              asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes"
+                           " [%0], [%1, {%2, %3, %4, %5}], [%6];"
+                           :: "r"(dst), "l"((u64)(maps + m * 128)), "r"(half * 64), "r"(head_of(t)), "r"(row),
+                              "r"(at[b]), "r"(smem_u32(&full[s])) : "memory");
+          }
     }
   } else if (threadIdx.x >= 32) {
     consume_ring<2, 32768, 32768>(slots, 1, full, empty, len, acc, times, first, last);
@@ -298,8 +311,8 @@ __device__ void kvmap_read(const char* maps, int heads, int rows, const int* tab
   if (times && threadIdx.x == 0) { times[4 * blockIdx.x] = t0; times[4 * blockIdx.x + 3] = now(); }
 }
 #define KVMAP(NAME, BOX, PAGE, ACROSS) extern "C" __global__ void __launch_bounds__(160) NAME(const char* maps, \
-  int heads, int rows, const int* table, int ahead, unsigned* o, u64* t) { \
-  kvmap_read<BOX, PAGE, ACROSS>(maps, heads, rows, table, ahead, o, t); }
+  int heads, int rows, const int* table, int ahead, int hint, unsigned* o, u64* t) { \
+  kvmap_read<BOX, PAGE, ACROSS>(maps, heads, rows, table, ahead, hint, o, t); }
 KVMAP(tma2kvmap, 16, 0, false)
 KVMAP(tma2kvmap_b8, 8, 0, false)
 KVMAP(tma2kvmap_b64, 64, 0, false)
@@ -317,6 +330,7 @@ extern "C" __global__ void __launch_bounds__(256) dynamic8(const uint4* s, size_
 """
 
 SMS = 132
+HINTS = ("none", "first", "last", "normal", "unchanged")    # tma2kvmap's hint=: its copies' L2 eviction priority
 
 
 KERNELS = ("static4", "static8", "static16", "dynamic8", "tma2", "tma4", "tma6", "tma8", "tma16", "tma32", "tma2kv",
@@ -361,14 +375,17 @@ class Reader:
             if kind == "tma2kvmap":
                 assert arg[0] == "static", f"{way}: a static way"
                 unknown = [a for a in arg[2:]
-                           if a.partition("=")[0] not in ("heads", "box", "page", "order", "ahead", "across")]
-                assert not unknown, f"{way}: unknown options {unknown} (heads=, box=, page=, order=, ahead=, across=)"
+                           if a.partition("=")[0] not in ("heads", "box", "page", "order", "ahead", "across", "hint")]
+                assert not unknown, \
+                    f"{way}: unknown options {unknown} (heads=, box=, page=, order=, ahead=, across=, hint=)"
                 blocks, heads = int(arg[1]), int(next(a[6:] for a in arg[2:] if a.startswith("heads=")))
                 box = int(next((a[4:] for a in arg[2:] if a.startswith("box=")), 16))
                 page = int(next((a[5:] for a in arg[2:] if a.startswith("page=")), 0))
                 order = next((a[6:] for a in arg[2:] if a.startswith("order=")), "random")
                 ahead = int(next((a[6:] for a in arg[2:] if a.startswith("ahead=")), 1))
                 across = int(next((a[7:] for a in arg[2:] if a.startswith("across=")), 0))
+                hint = next((a[5:] for a in arg[2:] if a.startswith("hint=")), "none")
+                assert hint in HINTS, f"{way}: hint= one of {', '.join(HINTS)}"
                 name = kind + (f"_p{page}" if page else f"_b{box}" if box != 16 else "") + ("x" if across else "")
                 name = name.replace("kvmapx", "kvmap_x")
                 assert name in self.kern and (box == 16 or not page), \
@@ -380,7 +397,7 @@ class Reader:
                 assert not across or rows // 64 % heads == 0, f"{way}: {rows // 64} tiles a sequence, not H shares"
                 self.kern[name]((blocks,), (160,), (np.uint64(maps.data_ptr()), np.int32(heads), np.int32(rows),
                                                     np.uint64(table.data_ptr() if page else 0), np.int32(ahead),
-                                                    out, stamp), shared_mem=100 * 1024)
+                                                    np.int32(HINTS.index(hint)), out, stamp), shared_mem=100 * 1024)
             elif kind.startswith("tma"):
                 dynamic = arg[0] == "dynamic"
                 assert not (dynamic and "kv" in kind), f"{way}: the KV ways are static"

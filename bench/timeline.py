@@ -52,7 +52,8 @@ row prefetched into that cache beside its length's load; rowsL1|rowsL2: every
 sequence's row at entry, thread i the i-th's, for longest-first programs
 whose sequence is known only after the batch's lengths are reduced;
 nextL1|nextL2: after each block-table lookup of the TMA producer, the
-table's next 128-byte line). What was measured with them: docs/decisions.md,
+table's next 128-byte line), FAKV_PTX_L2HINT=first|last|normal|unchanged
+(every copy of the caches, TMA or cp.async, with that L2 eviction priority). What was measured with them: docs/decisions.md,
 "Where a one-wave decode's time goes (session 28)".
 """
 import argparse
@@ -67,7 +68,7 @@ REGION_BITS = 29                                    # a call's region: its K cac
 MIN_SLOTS, MAX_SLOTS = (0, 1, 3, 5), (2, 4, 6)       # entry, first copy, first data, exit; their maxima
 
 
-def patch(ptx, base=None, pad=0, prefetch=False, light=False, table="", first=False):
+def patch(ptx, base=None, pad=0, prefetch=False, light=False, table="", first=False, hint=""):
     """The decode kernel's PTX with the timeline's reductions into the buffer at `base` (None: none;
     `light`: only the entry, by thread 0, and the exit, by thread 128; `first`: those and the first copy
     and the first data, once a program); `pad` bytes of static shared
@@ -76,8 +77,19 @@ def patch(ptx, base=None, pad=0, prefetch=False, light=False, table="", first=Fa
     into that cache right after its length's load is issued (a kernel that loads Seqlens[b] itself);
     ("rowsL1" or "rowsL2"): the first line of every sequence's row, at entry, by thread i for sequence i;
     ("nextL1" or "nextL2"): after each scalar global load (the TMA producer's table lookups; a sequence's
-    length's), the next line."""
+    length's), the next line; `hint` ("first", "last", "normal" or "unchanged"): every copy of the caches (TMA
+    and cp.async) carries that L2 eviction priority (`.L2::cache_hint`, a createpolicy at entry)."""
     lines, out, waiting = ptx.split("\n"), [], False
+    if hint not in ("", "first", "last", "normal", "unchanged"):
+        raise SystemExit(f"timeline.py: FAKV_PTX_L2HINT={hint!r}: first, last, normal or unchanged")
+    hinted = 0
+    for i, t in enumerate(lines if hint else ()):
+        m = re.match(r"(\s*(?:@%p\d+\s+)?cp\.async\.bulk\.tensor\.\S*mbarrier::complete_tx::bytes)(\s.*);$", t) \
+            or re.match(r"(\s*(?:@%p\d+\s+)?cp\.async\.c[ag]\.shared\.global)(\s.*);$", t)
+        if m:
+            lines[i], hinted = f"{m.group(1)}.L2::cache_hint{m.group(2)}, %tlh;", hinted + 1
+    if hint and not hinted:
+        raise SystemExit("timeline.py: FAKV_PTX_L2HINT: no cp.async.bulk.tensor or cp.async copy to hint")
     mode = re.fullmatch(r"(rows|next)?(L1|L2)", table) if table else None
     if table and not mode:
         raise SystemExit(f"timeline.py: FAKV_PTX_TABLE={table!r}: L1, L2, rowsL1, rowsL2, nextL1 or nextL2")
@@ -120,6 +132,7 @@ def patch(ptx, base=None, pad=0, prefetch=False, light=False, table="", first=Fa
             out.append(f".shared .align 1024 .b8 fakv_pad[{pad}];")
         if i == regs:
             out += ["\t.reg .b64 \t%tpa, %tpo;", "\t.reg .b32 \t%tps;"] if table else []
+            out += ["\t.reg .b64 \t%tlh;", f"\tcreatepolicy.fractional.L2::evict_{hint}.b64 \t%tlh, 1.0;"] if hint else []
             if rows:            # (decode's parameters: 3 Table, 15 table_stride, 16 batch)
                 out += ["\t.reg .b32 \t%tpt;", "\t.reg .pred \t%tpp;", "\tmov.u32 \t%tpt, %tid.x;",
                         "\tld.param.b32 \t%tps, [decode_param_16];", "\tsetp.lt.u32 \t%tpp, %tpt, %tps;",
@@ -175,7 +188,8 @@ def assemble(argv):
         with open(src, "w") as f:
             f.write(patch(ptx, int(at) if at else None, int(os.environ.get("FAKV_PTX_PAD", "0")),
                           os.environ.get("FAKV_PTX_PREFETCH") == "1", os.environ.get("FAKV_TIMELINE_LIGHT") == "1",
-                          os.environ.get("FAKV_PTX_TABLE", ""), os.environ.get("FAKV_TIMELINE_FIRST") == "1"))
+                          os.environ.get("FAKV_PTX_TABLE", ""), os.environ.get("FAKV_TIMELINE_FIRST") == "1",
+                          os.environ.get("FAKV_PTX_L2HINT", "")))
     ptxas = os.environ.get("FAKV_TIMELINE_PTXAS", "/usr/local/cuda/bin/ptxas")
     sys.exit(subprocess.run([ptxas] + argv).returncode)
 
@@ -283,7 +297,7 @@ def time_cells(cells, rounds, bare="", extra="", plan="planned", check=True):
                       f" {cell.kv_bytes / statistics.median(t) / 1e6 / copy:.1%} of copy ({copy:.2f} TB/s)"
                       + ("" if not k.startswith("fakv") else "; " + " ".join(
                           f"{name} {os.environ.get('FAKV_PTX_' + name.upper(), '-')}"
-                          for name in ("pad", "prefetch", "table"))), flush=True)
+                          for name in ("pad", "prefetch", "table", "l2hint"))), flush=True)
 
 
 def main():

@@ -115,3 +115,25 @@ def test_table_rows_at_entry_and_next_lines(ptxs, tmp_path):
         _assembles(patched, tmp_path)
     with pytest.raises(SystemExit, match="FAKV_PTX_TABLE='L3'"):
         timeline.patch(ptxs["paged"], None, table="L3")
+
+
+@needs_ptxas
+def test_l2_hint_on_every_cache_copy(ptxs, tmp_path):
+    """FAKV_PTX_L2HINT=first: one createpolicy of that priority at entry, and every TMA copy of the caches
+    carries it (`.L2::cache_hint`, the policy as its last operand), nothing else changed (against the same
+    patch without a hint); ptxas takes it."""
+    ptx = ptxs["paged"]
+    copies = re.findall(r"cp\.async\.bulk\.tensor\.[^\n]*;", ptx)
+    assert copies and not any("cache_hint" in c for c in copies)
+    for hint in ("first", "last", "normal", "unchanged"):
+        patched = timeline.patch(ptx, None, hint=hint)
+        assert patched.count("createpolicy") == 1
+        assert f"createpolicy.fractional.L2::evict_{hint}.b64 \t%tlh, 1.0;" in patched
+        hinted = re.findall(r"cp\.async\.bulk\.tensor\.[^\n]*;", patched)
+        assert hinted == [c.replace("::bytes ", "::bytes.L2::cache_hint ")[:-1] + ", %tlh;" for c in copies]
+        assert patched.replace("\n\t.reg .b64 \t%tlh;", "").replace(
+            f"\n\tcreatepolicy.fractional.L2::evict_{hint}.b64 \t%tlh, 1.0;", "").replace(
+            ".L2::cache_hint", "").replace(", %tlh;", ";") == timeline.patch(ptx, None)
+        _assembles(patched, tmp_path)
+    with pytest.raises(SystemExit, match="FAKV_PTX_L2HINT='no_allocate'"):
+        timeline.patch(ptx, None, hint="no_allocate")
