@@ -33,7 +33,10 @@ every head of its sequence over a 1/H share of the rows, a 64-row tile of
 each head in turn, so a page's heads are read back to back by one block
 instead of by H blocks, contiguous or in pages of 16 or 64; `hint=first`,
 `last`, `normal` or `unchanged`: its copies carry that L2 eviction
-priority, `.L2::cache_hint` with a createpolicy): fakv's box
+priority, `.L2::cache_hint` with a createpolicy; `warm=N`: after a tile's
+copies, the first line of each box N tiles ahead prefetched into L2,
+K's and V's, as a way to have its translation and its DRAM row asked
+for early): fakv's box
 pattern without its attention. A static TMA way's `delay=NS` (`tma2 static 256
 delay=3000`) holds each block's first copy back NS nanoseconds (what a
 program's start costs before its first copy). Each
@@ -232,7 +235,7 @@ TMA(tma3kv2k, 3, 32768, true, 2048)
 // rows. Box, page and order are constants: the producer's code is straight.
 template <int BOX, int PAGE, bool ACROSS>
 __device__ void kvmap_read(const char* maps, int heads, int rows, const int* table, int ahead, int hint,
-                           unsigned* out, u64* times) {
+                           int warm, const char* base, size_t half_bytes, unsigned* out, u64* times) {
   extern __shared__ __align__(128) char map_ring[];
   __shared__ __align__(8) u64 full[2], empty[2];
   __shared__ long long len[2];
@@ -301,6 +304,15 @@ __device__ void kvmap_read(const char* maps, int heads, int rows, const int* tab
                            :: "r"(dst), "l"((u64)(maps + m * 128)), "r"(half * 64), "r"(head_of(t)), "r"(row),
                               "r"(at[b]), "r"(smem_u32(&full[s])) : "memory");
           }
+      if (warm && t + warm < tiles) {             // (warm: each box's first line `warm` tiles ahead, into L2)
+#pragma unroll
+        for (int b = 0; b < BOXES; ++b) {
+          int row = (tile_of(t + warm) * 64 + b * BOX) % (PAGE ? PAGE : rows);
+          size_t at_row = ((size_t)lookup(t + warm, b) * (PAGE ? PAGE : rows) + row) * heads + head_of(t + warm);
+          for (int m = 0; m < 2; ++m)
+            asm volatile("prefetch.global.L2 [%0];" :: "l"(base + m * half_bytes + at_row * 256) : "memory");
+        }
+      }
     }
   } else if (threadIdx.x >= 32) {
     consume_ring<2, 32768, 32768>(slots, 1, full, empty, len, acc, times, first, last);
@@ -311,8 +323,8 @@ __device__ void kvmap_read(const char* maps, int heads, int rows, const int* tab
   if (times && threadIdx.x == 0) { times[4 * blockIdx.x] = t0; times[4 * blockIdx.x + 3] = now(); }
 }
 #define KVMAP(NAME, BOX, PAGE, ACROSS) extern "C" __global__ void __launch_bounds__(160) NAME(const char* maps, \
-  int heads, int rows, const int* table, int ahead, int hint, unsigned* o, u64* t) { \
-  kvmap_read<BOX, PAGE, ACROSS>(maps, heads, rows, table, ahead, hint, o, t); }
+  int heads, int rows, const int* table, int ahead, int hint, int warm, const char* base, size_t half, unsigned* o, \
+  u64* t) { kvmap_read<BOX, PAGE, ACROSS>(maps, heads, rows, table, ahead, hint, warm, base, half, o, t); }
 KVMAP(tma2kvmap, 16, 0, false)
 KVMAP(tma2kvmap_b8, 8, 0, false)
 KVMAP(tma2kvmap_b64, 64, 0, false)
@@ -375,9 +387,9 @@ class Reader:
             if kind == "tma2kvmap":
                 assert arg[0] == "static", f"{way}: a static way"
                 unknown = [a for a in arg[2:]
-                           if a.partition("=")[0] not in ("heads", "box", "page", "order", "ahead", "across", "hint")]
+                           if a.partition("=")[0] not in ("heads", "box", "page", "order", "ahead", "across", "hint", "warm")]
                 assert not unknown, \
-                    f"{way}: unknown options {unknown} (heads=, box=, page=, order=, ahead=, across=, hint=)"
+                    f"{way}: unknown options {unknown} (heads=, box=, page=, order=, ahead=, across=, hint=, warm=)"
                 blocks, heads = int(arg[1]), int(next(a[6:] for a in arg[2:] if a.startswith("heads=")))
                 box = int(next((a[4:] for a in arg[2:] if a.startswith("box=")), 16))
                 page = int(next((a[5:] for a in arg[2:] if a.startswith("page=")), 0))
@@ -386,6 +398,7 @@ class Reader:
                 across = int(next((a[7:] for a in arg[2:] if a.startswith("across=")), 0))
                 hint = next((a[5:] for a in arg[2:] if a.startswith("hint=")), "none")
                 assert hint in HINTS, f"{way}: hint= one of {', '.join(HINTS)}"
+                warm = int(next((a[5:] for a in arg[2:] if a.startswith("warm=")), 0))
                 name = kind + (f"_p{page}" if page else f"_b{box}" if box != 16 else "") + ("x" if across else "")
                 name = name.replace("kvmapx", "kvmap_x")
                 assert name in self.kern and (box == 16 or not page), \
@@ -397,7 +410,8 @@ class Reader:
                 assert not across or rows // 64 % heads == 0, f"{way}: {rows // 64} tiles a sequence, not H shares"
                 self.kern[name]((blocks,), (160,), (np.uint64(maps.data_ptr()), np.int32(heads), np.int32(rows),
                                                     np.uint64(table.data_ptr() if page else 0), np.int32(ahead),
-                                                    np.int32(HINTS.index(hint)), out, stamp), shared_mem=100 * 1024)
+                                                    np.int32(HINTS.index(hint)), np.int32(warm), buf.data_ptr(),
+                                                    np.uint64(self.nbytes // 2), out, stamp), shared_mem=100 * 1024)
             elif kind.startswith("tma"):
                 dynamic = arg[0] == "dynamic"
                 assert not (dynamic and "kv" in kind), f"{way}: the KV ways are static"

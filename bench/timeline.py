@@ -53,7 +53,9 @@ sequence's row at entry, thread i the i-th's, for longest-first programs
 whose sequence is known only after the batch's lengths are reduced;
 nextL1|nextL2: after each block-table lookup of the TMA producer, the
 table's next 128-byte line), FAKV_PTX_L2HINT=first|last|normal|unchanged
-(every copy of the caches, TMA or cp.async, with that L2 eviction priority). What was measured with them: docs/decisions.md,
+(every TMA copy of the caches with that L2 eviction priority),
+FAKV_PTX_SOLO=1 (only thread 0 of the TMA producer's warp group in its loop),
+FAKV_PTX_NOSUSPEND=1 (mbarrier.try_wait without a suspend-time hint). What was measured with them: docs/decisions.md,
 "Where a one-wave decode's time goes (session 28)".
 """
 import argparse
@@ -68,7 +70,7 @@ REGION_BITS = 29                                    # a call's region: its K cac
 MIN_SLOTS, MAX_SLOTS = (0, 1, 3, 5), (2, 4, 6)       # entry, first copy, first data, exit; their maxima
 
 
-def patch(ptx, base=None, pad=0, prefetch=False, light=False, table="", first=False, hint=""):
+def patch(ptx, base=None, pad=0, prefetch=False, light=False, table="", first=False, hint="", solo=False, nosuspend=False):
     """The decode kernel's PTX with the timeline's reductions into the buffer at `base` (None: none;
     `light`: only the entry, by thread 0, and the exit, by thread 128; `first`: those and the first copy
     and the first data, once a program); `pad` bytes of static shared
@@ -77,19 +79,30 @@ def patch(ptx, base=None, pad=0, prefetch=False, light=False, table="", first=Fa
     into that cache right after its length's load is issued (a kernel that loads Seqlens[b] itself);
     ("rowsL1" or "rowsL2"): the first line of every sequence's row, at entry, by thread i for sequence i;
     ("nextL1" or "nextL2"): after each scalar global load (the TMA producer's table lookups; a sequence's
-    length's), the next line; `hint` ("first", "last", "normal" or "unchanged"): every copy of the caches (TMA
-    and cp.async) carries that L2 eviction priority (`.L2::cache_hint`, a createpolicy at entry)."""
+    length's), the next line; `hint` ("first", "last", "normal" or "unchanged"): every TMA copy of the caches
+    carries that L2 eviction priority (`.L2::cache_hint`, a createpolicy at entry; the gather's cp.async with
+    it assembled but stopped the H200 on an illegal instruction, session 35: not patched); `solo`: only
+    thread 0 of the TMA producer's warp group enters its loop (the others return at once instead of waiting
+    on every free slot with it; a kernel that copies by TMA only); `nosuspend`: every mbarrier.try_wait
+    without its suspend-time hint (the bare ring's wait)."""
     lines, out, waiting = ptx.split("\n"), [], False
     if hint not in ("", "first", "last", "normal", "unchanged"):
         raise SystemExit(f"timeline.py: FAKV_PTX_L2HINT={hint!r}: first, last, normal or unchanged")
     hinted = 0
     for i, t in enumerate(lines if hint else ()):
-        m = re.match(r"(\s*(?:@%p\d+\s+)?cp\.async\.bulk\.tensor\.\S*mbarrier::complete_tx::bytes)(\s.*);$", t) \
-            or re.match(r"(\s*(?:@%p\d+\s+)?cp\.async\.c[ag]\.shared\.global)(\s.*);$", t)
+        m = re.match(r"(\s*(?:@%p\d+\s+)?cp\.async\.bulk\.tensor\.\S*mbarrier::complete_tx::bytes)(\s.*);$", t)
         if m:
             lines[i], hinted = f"{m.group(1)}.L2::cache_hint{m.group(2)}, %tlh;", hinted + 1
     if hint and not hinted:
-        raise SystemExit("timeline.py: FAKV_PTX_L2HINT: no cp.async.bulk.tensor or cp.async copy to hint")
+        raise SystemExit("timeline.py: FAKV_PTX_L2HINT: no TMA copy (cp.async.bulk.tensor) to hint")
+    if solo:                # the producer's loop guard, tid > 127 (the consumers) or no block: tid > 0
+        tid = re.search(r"mov\.u32 \t(%r\d+), %tid\.x;", ptx)
+        guard = [i for i, t in enumerate(lines) if tid and re.fullmatch(rf"\tsetp\.gt\.u32 \t%p\d+, {tid.group(1)}, 127;", t)]
+        if len(guard) != 1 or "cp.async.c" in ptx or "cp.async.bulk.tensor" not in ptx:
+            raise SystemExit("timeline.py: FAKV_PTX_SOLO: not one TMA producer loop guarded by tid > 127")
+        lines[guard[0]] = lines[guard[0]].replace(", 127;", ", 0;")
+    for i, t in enumerate(lines if nosuspend else ()):
+        lines[i] = re.sub(r"(mbarrier\.try_wait\.parity\S* P1, \[%r\d+\], %r\d+), %r\d+;", r"\1;", t)
     mode = re.fullmatch(r"(rows|next)?(L1|L2)", table) if table else None
     if table and not mode:
         raise SystemExit(f"timeline.py: FAKV_PTX_TABLE={table!r}: L1, L2, rowsL1, rowsL2, nextL1 or nextL2")
@@ -189,7 +202,8 @@ def assemble(argv):
             f.write(patch(ptx, int(at) if at else None, int(os.environ.get("FAKV_PTX_PAD", "0")),
                           os.environ.get("FAKV_PTX_PREFETCH") == "1", os.environ.get("FAKV_TIMELINE_LIGHT") == "1",
                           os.environ.get("FAKV_PTX_TABLE", ""), os.environ.get("FAKV_TIMELINE_FIRST") == "1",
-                          os.environ.get("FAKV_PTX_L2HINT", "")))
+                          os.environ.get("FAKV_PTX_L2HINT", ""), os.environ.get("FAKV_PTX_SOLO") == "1",
+                          os.environ.get("FAKV_PTX_NOSUSPEND") == "1"))
     ptxas = os.environ.get("FAKV_TIMELINE_PTXAS", "/usr/local/cuda/bin/ptxas")
     sys.exit(subprocess.run([ptxas] + argv).returncode)
 
@@ -297,7 +311,7 @@ def time_cells(cells, rounds, bare="", extra="", plan="planned", check=True):
                       f" {cell.kv_bytes / statistics.median(t) / 1e6 / copy:.1%} of copy ({copy:.2f} TB/s)"
                       + ("" if not k.startswith("fakv") else "; " + " ".join(
                           f"{name} {os.environ.get('FAKV_PTX_' + name.upper(), '-')}"
-                          for name in ("pad", "prefetch", "table", "l2hint"))), flush=True)
+                          for name in ("pad", "prefetch", "table", "l2hint", "solo", "nosuspend"))), flush=True)
 
 
 def main():

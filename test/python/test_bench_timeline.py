@@ -137,3 +137,28 @@ def test_l2_hint_on_every_cache_copy(ptxs, tmp_path):
         _assembles(patched, tmp_path)
     with pytest.raises(SystemExit, match="FAKV_PTX_L2HINT='no_allocate'"):
         timeline.patch(ptx, None, hint="no_allocate")
+
+
+@needs_ptxas
+def test_solo_producer(ptxs, tmp_path):
+    """FAKV_PTX_SOLO: the one guard of the TMA producer's loop (tid > 127) becomes tid > 0, nothing else
+    changes; ptxas takes it."""
+    ptx = ptxs["paged"]
+    solo = timeline.patch(ptx, None, solo=True)
+    plain = timeline.patch(ptx, None)
+    changed = [(a, b) for a, b in zip(plain.split("\n"), solo.split("\n")) if a != b]
+    assert len(changed) == 1 and re.fullmatch(r"\tsetp\.gt\.u32 \t%p\d+, %r\d+, 127;", changed[0][0])
+    assert changed[0][1] == changed[0][0].replace("127;", "0;")
+    _assembles(solo, tmp_path)
+
+
+@needs_ptxas
+def test_waits_without_suspend_hint(ptxs, tmp_path):
+    """FAKV_PTX_NOSUSPEND: every mbarrier.try_wait loses its suspend-time operand, nothing else changes."""
+    ptx = ptxs["paged"]
+    waits = re.findall(r"mbarrier\.try_wait[^\n]*;", ptx)
+    assert waits and all(w.count(",") == 3 for w in waits)
+    patched = timeline.patch(ptx, None, nosuspend=True)
+    assert re.findall(r"mbarrier\.try_wait[^\n]*;", patched) == [w.rsplit(",", 1)[0] + ";" for w in waits]
+    assert len(timeline.patch(ptx, None)) - len(patched) == sum(len(w.rsplit(",", 1)[1]) for w in waits)
+    _assembles(patched, tmp_path)
