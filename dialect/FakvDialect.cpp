@@ -57,6 +57,12 @@ LogicalResult FakvDialect::verifyOperationAttribute(Operation *op,
                                 "of 3 positive counts";
     return success();
   }
+  if (attr.getName() == getWarmPagesAttrName()) {
+    auto lead = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!lead || !lead.getType().isInteger(32) || lead.getInt() < 1 || lead.getInt() > 8)
+      return op->emitError() << "'fakv.warm_pages' must be a number of tiles ahead: an i32 in [1, 8]";
+    return success();
+  }
   if (attr.getName() == getSwapABAttrName() || attr.getName() == getGatherPagesAttrName() ||
       attr.getName() == getRowBoxesAttrName()) {
     if (!isa<UnitAttr>(attr.getValue()))

@@ -57,6 +57,13 @@ def Fakv_Dialect : Dialect {
     decode carries it at head dims up to 128 (docs/decisions.md, "Row boxes
     by default").
 
+    A kernel may carry `fakv.warm_pages = N` (an i32 in [1, 8]; an
+    experiment, docs/decisions.md): on the GPU, each asynchronous paged copy
+    also looks up the pages of the tile N tiles ahead and prefetches the
+    first line of each of its boxes (a TMA copy's) or 16-row pieces (a
+    gather's) into L2, so that their address translations and DRAM rows are
+    asked for early.
+
     A kernel argument may carry `{fakv.divisibility = N}` (N a power of two):
     an integer argument is a multiple of N, a pointer argument N-byte
     aligned. The Python frontend specialises kernels on N = 16, and the GPU
@@ -96,6 +103,11 @@ def Fakv_Dialect : Dialect {
     /// Asks the GPU lowering to copy TMA tiles in boxes of at most 16 rows, row chunk by row chunk.
     static constexpr ::llvm::StringLiteral getRowBoxesAttrName() {
       return ::llvm::StringLiteral("fakv.row_boxes");
+    }
+    /// Asks the GPU lowering to prefetch into L2 the first lines of the tile N tiles ahead of each paged
+    /// copy (i32 N in [1, 8]; an experiment).
+    static constexpr ::llvm::StringLiteral getWarmPagesAttrName() {
+      return ::llvm::StringLiteral("fakv.warm_pages");
     }
     /// The argument attribute: a multiple of N / N-byte aligned.
     static constexpr ::llvm::StringLiteral getDivisibilityAttrName() {

@@ -184,6 +184,61 @@ static fakvgpu::AsyncPagedLoadOp tmaTwin(fakvgpu::AsyncPagedLoadOp op) {
   return same ? twin : fakvgpu::AsyncPagedLoadOp();
 }
 
+// fakv.warm_pages = N (an experiment, off unless asked for): the tile N
+// tiles ahead of the one copied has its pages looked up and the first line
+// of each of its `step`-row pieces prefetched into L2, in every cache of
+// `caches` (the load's, and its twin's), so that the line's address
+// translation and DRAM row are asked for before its copy. Rows past those
+// read and pages outside [0, num_pages) are not touched.
+static int64_t warmLead(Operation *op) {
+  auto func = op->getParentOfType<FunctionOpInterface>();
+  auto lead = func ? func->getAttrOfType<IntegerAttr>(FakvDialect::getWarmPagesAttrName()) : IntegerAttr();
+  return lead ? lead.getInt() : 0;
+}
+
+struct WarmTarget {
+  Value cache, pageStride, rowStride, headStride;
+};
+
+/// The prefetch of the piece at unpadded row `row` (see warmLead), under
+/// the load's table, page, padding and head; `contiguousPages`: a cache
+/// without a table counts its pages from the load's page, as the gather
+/// does (else the page is the load's and the row its offset).
+static void warmPiece(OpBuilder &b, Location loc, fakvgpu::AsyncPagedLoadOp::Adaptor a, Value row,
+                      Value rowsRead, ArrayRef<WarmTarget> caches, Type et, bool contiguousPages) {
+  Value live = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, row, rowsRead);
+  auto ifLive = scf::IfOp::create(b, loc, live, false);
+  OpBuilder lb = OpBuilder::atBlockBegin(&ifLive.getThenRegion().front());
+  Value p = a.getLeftpad() ? Value(arith::AddIOp::create(lb, loc, row, a.getLeftpad())) : row;
+  Value page, offset = p;
+  if (a.getTable() || contiguousPages) {
+    Value pageIdx = arith::DivSIOp::create(lb, loc, p, a.getPageSize());
+    offset = arith::RemSIOp::create(lb, loc, p, a.getPageSize());
+    page = a.getTable() ? Value(LLVM::LoadOp::create(
+                              lb, loc, lb.getI32Type(),
+                              elementAddress(lb, loc, a.getTable(),
+                                             arith::ExtSIOp::create(lb, loc, lb.getI64Type(), pageIdx),
+                                             lb.getI32Type())))
+                        : Value(arith::AddIOp::create(lb, loc, a.getPage(), pageIdx));
+  } else {
+    page = a.getPage();
+  }
+  Value inside = arith::CmpIOp::create(lb, loc, arith::CmpIPredicate::ult, page, a.getNumPages());
+  auto ifInside = scf::IfOp::create(lb, loc, inside, false);
+  OpBuilder pb = OpBuilder::atBlockBegin(&ifInside.getThenRegion().front());
+  auto ext = [&](Value v) { return arith::ExtSIOp::create(pb, loc, pb.getI64Type(), v); };
+  for (const WarmTarget &t : caches) {
+    Value elem = arith::AddIOp::create(
+        pb, loc,
+        arith::AddIOp::create(pb, loc, arith::MulIOp::create(pb, loc, ext(page), t.pageStride),
+                              arith::MulIOp::create(pb, loc, ext(offset), t.rowStride)),
+        arith::MulIOp::create(pb, loc, ext(a.getHead()), t.headStride));
+    NVVM::PrefetchOp::create(pb, loc, NVVM::PrefetchCacheLevelAttr::get(pb.getContext(), NVVM::PrefetchCacheLevel::L2),
+                             NVVM::CacheEvictionPriorityAttr(), elementAddress(pb, loc, t.cache, elem, et),
+                             Value(), UnitAttr(), UnitAttr(), UnitAttr());
+  }
+}
+
 struct AsyncPagedLoadLowering : OpConversionPattern<fakvgpu::AsyncPagedLoadOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -303,6 +358,17 @@ struct AsyncPagedLoadLowering : OpConversionPattern<fakvgpu::AsyncPagedLoadOp> {
             rowBoxes ? copy(inner, outer) : copy(outer, inner);
       };
       copyTile(map, slot, bar);
+      if (int64_t lead = warmLead(op)) {
+        SmallVector<WarmTarget> caches{{a.getCache(), a.getPageStride(), a.getRowStride(), a.getHeadStride()}};
+        if (twin)
+          caches.push_back({rewriter.getRemappedValue(twin.getCache()), twin.getPageStride(),
+                            twin.getRowStride(), twin.getHeadStride()});
+        Value read = fakv::PagedLoadOp::rowsRead(tb, loc, a.getValid(), a.getPage(), a.getLeftpad(),
+                                                 a.getPageSize());
+        for (int64_t j = 0; j < rows / boxRows; ++j)
+          warmPiece(tb, loc, a, arith::AddIOp::create(tb, loc, a.getRow(), i32(tb, loc, lead * rows + j * boxRows)),
+                    read, caches, tile.getElementType(), /*contiguousPages=*/false);
+      }
       // A twin (decode's V after its K, tmaTwin): its tile copied right after
       // this one, under the same lookups and report (not looked up again).
       if (twin) {
@@ -448,6 +514,20 @@ struct AsyncPagedLoadLowering : OpConversionPattern<fakvgpu::AsyncPagedLoadOp> {
             });
         LLVM::StoreOp::create(eb, loc, x, addBytes(eb, loc, dst, i32(eb, loc, e * elemBytes)));
       }
+    }
+    // (fakv.warm_pages: a thread a 16-row piece of the tile that far ahead.)
+    if (int64_t lead = warmLead(op); lead && rows % 16 == 0 && rows / 16 <= threads) {
+      Value mine = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ult, tid,
+                                         i32(rewriter, loc, rows / 16));
+      auto ifMine = scf::IfOp::create(rewriter, loc, mine, false);
+      OpBuilder wb = OpBuilder::atBlockBegin(&ifMine.getThenRegion().front());
+      Value row = arith::AddIOp::create(
+          wb, loc, a.getRow(),
+          arith::AddIOp::create(wb, loc, arith::MulIOp::create(wb, loc, tid, i32(wb, loc, 16)),
+                                i32(wb, loc, lead * rows)));
+      warmPiece(wb, loc, a, row, rowsRead,
+                {WarmTarget{a.getCache(), a.getPageStride(), a.getRowStride(), a.getHeadStride()}}, et,
+                /*contiguousPages=*/true);
     }
     if (!wholeChunks)
       NVVM::FenceProxyOp::create(

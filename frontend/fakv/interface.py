@@ -139,6 +139,9 @@ _GATHER_PAGES = {"1": True, "0": False}.get(os.environ.get("FAKV_GATHER_PAGES", 
 # 128 (d256 b8 s32K pages of 256 +4.0 % with them: 16 copies a tile). FAKV_ROW_BOXES=0 (and above 128): boxes of a
 # tile's (or a page's) rows, every box's first 64 channels, then the rest.
 _ROW_BOXES = os.environ.get("FAKV_ROW_BOXES") != "0"
+# FAKV_WARM_PAGES=N (1-8; an experiment, off by default): decode compiled with @fakv.jit(warm_pages=N), each K / V
+# copy prefetching into L2 the first lines of the tile N tiles ahead (docs/decisions.md).
+_WARM_PAGES = int(os.environ["FAKV_WARM_PAGES"]) if os.environ.get("FAKV_WARM_PAGES", "").isdigit() else 0
 _GATHER_BYTES = 512 << 20
 _RING_BYTES = 96 * 1024       # a K/V ring that still lets two programs share an SM
 
@@ -345,7 +348,8 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
                 head_tile > 128 or (stages + 1) * ring_stage <= _RING_BYTES) else 0),
             **({} if heads_first else dict(pack_gqa=1)), **(dict(swap_ab=True) if swap else {}),
             **(dict(gather_pages=True) if gathered else dict(row_boxes=True) if _ROW_BOXES and head_tile <= 128
-               else {}), **(dict(ctas_per_sm=2) if waves_two else {})),
+               else {}), **(dict(ctas_per_sm=2) if waves_two else {}),
+            **(dict(warm_pages=_WARM_PAGES) if _WARM_PAGES else {})),
         "combine": dict(HEAD_DIM=head_tile, HEAD_BLOCK=head_block, MAX_SPLITS=_pow2(num_splits)),
         "combine_grid": (math.ceil(heads / head_block), seqlen_q, batch),
         "num_splits": num_splits,

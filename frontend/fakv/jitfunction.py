@@ -35,16 +35,19 @@ class JITFunction:
     __fakv_inline__ = True     # called from a kernel, codegen inlines it (codegen needs no import of jit)
 
     def __init__(self, fn, stages=2, warp_specialize=True, registers=(0, 0), pack_gqa=None, swap_ab=False,
-                 gather_pages=False, row_boxes=False, ctas_per_sm=0):
+                 gather_pages=False, row_boxes=False, ctas_per_sm=0, warm_pages=0):
         self.fn = fn
         if pack_gqa not in (None, 0, 1, 2):
             raise ValueError(f"{fn.__name__}: pack_gqa is a grid axis (0, 1 or 2) or None, got {pack_gqa!r}")
         if type(ctas_per_sm) is not int or not 0 <= ctas_per_sm <= 32:
             raise ValueError(f"{fn.__name__}: ctas_per_sm is a number of blocks an SM (0: as many as fit), "
                              f"got {ctas_per_sm!r}")
+        if type(warm_pages) is not int or not 0 <= warm_pages <= 8:
+            raise ValueError(f"{fn.__name__}: warm_pages is a number of tiles ahead in [0, 8] (0: none), "
+                             f"got {warm_pages!r}")
         self._jit_options = dict(stages=stages, warp_specialize=warp_specialize, registers=tuple(registers),
                                  pack_gqa=pack_gqa, swap_ab=bool(swap_ab), gather_pages=bool(gather_pages),
-                                 row_boxes=bool(row_boxes), ctas_per_sm=ctas_per_sm)
+                                 row_boxes=bool(row_boxes), ctas_per_sm=ctas_per_sm, warm_pages=warm_pages)
         self._variants = {}
         self._function = None
         self._source_key = None
@@ -77,6 +80,8 @@ class JITFunction:
             self.options["registers"] = list(registers)
         if ctas_per_sm:                     # the launch's shared memory (compiler.with_occupancy)
             self.options["ctas_per_sm"] = ctas_per_sm
+        if warm_pages:                      # the kernel's fakv.warm_pages
+            self.options["warm_pages"] = warm_pages
         # The GPU lowering's switches (jit's docstring), each a unit attribute `fakv.<name>` on the kernel.
         self.options.update((name, True) for name in _UNIT_OPTIONS if self._jit_options[name])
         names = self.params
@@ -315,7 +320,8 @@ class JITFunction:
         from . import codegen
         cg = codegen.CodeGen(self.function)
         attrs = (() if self.pack_gqa is None else (f"fakv.pack_gqa = {self.pack_gqa} : i32",)) + tuple(
-            f"fakv.{name}" for name in _UNIT_OPTIONS if self._jit_options[name])
+            f"fakv.{name}" for name in _UNIT_OPTIONS if self._jit_options[name]) + (
+            (f"fakv.warm_pages = {self._jit_options['warm_pages']} : i32",) if self._jit_options["warm_pages"] else ())
         func, params = cg.kernel(self.__name__, types, constexprs, divisibility, attrs)
         return "module {\n  " + func + "\n}\n", params
 
@@ -584,7 +590,7 @@ def _kind(value):
 
 
 def jit(fn=None, *, stages=2, warp_specialize=True, registers=(0, 0), pack_gqa=None, swap_ab=False,
-        gather_pages=False, row_boxes=False, ctas_per_sm=0):
+        gather_pages=False, row_boxes=False, ctas_per_sm=0, warm_pages=0):
     """Make `fn` a fakv kernel (see the module docstring). `pack_gqa=axis`:
     the kernel is written per query head h = program_id(axis) with kv head
     h // GROUP (GROUP a constexpr); fakv-pack-gqa packs the GROUP heads of a
@@ -599,8 +605,11 @@ def jit(fn=None, *, stages=2, warp_specialize=True, registers=(0, 0), pack_gqa=N
     TMA-copied tile goes in boxes of at most 16 rows, each box's 64-channel
     parts asked for together: an experiment, docs/decisions.md), `ctas_per_sm`
     (at most that many of its blocks an SM: each launched with the shared
-    memory that leaves room for no more; 0: as many as fit)."""
+    memory that leaves room for no more; 0: as many as fit), `warm_pages` (N
+    in [1, 8]: each asynchronous paged copy also prefetches into L2 the first
+    lines of the tile N tiles ahead, its pages looked up: an experiment,
+    docs/decisions.md; 0: none)."""
     def make(f):
         return JITFunction(f, stages, warp_specialize, registers, pack_gqa, swap_ab, gather_pages, row_boxes,
-                           ctas_per_sm)
+                           ctas_per_sm, warm_pages)
     return make if fn is None else make(fn)

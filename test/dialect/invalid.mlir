@@ -649,6 +649,20 @@ func.func @row_boxes_not_unit() attributes {fakv.kernel, fakv.row_boxes = 16 : i
 
 // -----
 
+// expected-error @+1 {{'fakv.warm_pages' must be a number of tiles ahead: an i32 in [1, 8]}}
+func.func @warm_pages_zero() attributes {fakv.kernel, fakv.warm_pages = 0 : i32} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'fakv.warm_pages' must be a number of tiles ahead: an i32 in [1, 8]}}
+func.func @warm_pages_unit() attributes {fakv.kernel, fakv.warm_pages} {
+  return
+}
+
+// -----
+
 func.func @addptr_types(%p: !fakv.ptr<i32>, %o: i64) {
   // expected-error @+1 {{failed to verify that all of {ptr, result} have same type}}
   %q = "fakv.addptr"(%p, %o) : (!fakv.ptr<i32>, i64) -> !fakv.ptr<f32>

@@ -479,6 +479,35 @@ def test_ctas_per_sm_option(monkeypatch, tmp_path):
             fakv.jit(ctas_per_sm=bad)(decode.fn)
 
 
+@needs_assembler
+def test_warm_pages_option(monkeypatch, tmp_path):
+    """@fakv.jit(warm_pages=N) reaches the lowering: the kernel carries fakv.warm_pages = N, its PTX prefetches
+    into L2 beside its copies (the default's does not), from a cache entry of its own; bad values are refused."""
+    from fakv.interface import _kernels
+    monkeypatch.setenv("FAKV_COMPILE_ONLY", "1")
+    monkeypatch.setenv("FAKV_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("PATH", "/usr/local/cuda/bin:" + os.environ.get("PATH", ""))
+    decode = _kernels()[0]
+    warm = decode.with_options(warm_pages=2)
+    launched = dict(stages=3, swap_ab=True, row_boxes=True)     # (what the plan launches here)
+    for fn in (decode, warm):
+        fn.with_options(**launched).clear()
+    q = np.zeros((1, 1, 8, 128), NP_BF16)
+    k = np.zeros((4, 64, 2, 128), NP_BF16)
+    table = np.arange(4, dtype=np.int32).reshape(1, 4)
+    for fn in (decode, warm):
+        fakv.with_kernels(decode=fn)(q, k, k, cache_seqlens=200, block_table=table, num_splits=1)
+    a, b = (next(iter(fn.with_options(**launched)._compiled.values())) for fn in (decode, warm))
+    assert "fakv.warm_pages = 2 : i32" in b.ir and "warm_pages" not in a.ir and a.path != b.path
+    from fakv import _fakv
+    ptxs = [_fakv.compile(c.ir, "ptx", 3, True, "sm_90a", 0, 0)[0] for c in (a, b)]
+    assert "prefetch.global.L2" not in ptxs[0]
+    assert ptxs[1].count("prefetch.global.L2") >= 2              # (K's and V's, a box of the tile two ahead)
+    for bad in (-1, 9, True, 2.0):
+        with pytest.raises(ValueError, match="warm_pages is a number of tiles ahead"):
+            fakv.jit(warm_pages=bad)(decode.fn)
+
+
 def test_cli_cubin(tmp_path):
     """--emit cubin: the PTX assembled in process (fakv.ptx), with the
     launch facts beside it."""
