@@ -433,6 +433,22 @@ def test_register_split_option(monkeypatch, tmp_path):
     decode.with_options(stages=3, swap_ab=True).clear()
 
 
+_LAUNCHED = dict(stages=3, swap_ab=True, row_boxes=True)     # (what the plan launches for _SMALL_PAGED's call)
+_SMALL_PAGED = (np.zeros((1, 1, 8, 128), NP_BF16), np.zeros((4, 64, 2, 128), NP_BF16),
+                np.arange(4, dtype=np.int32).reshape(1, 4))
+
+
+def _launched_decodes(*kernels):
+    """Each decode kernel's specialisation of one small paged call (q, k, table of _SMALL_PAGED), compiled
+    afresh in this process, as the API launches it (its plan's options, _LAUNCHED, added)."""
+    q, k, table = _SMALL_PAGED
+    for fn in kernels:
+        fn.with_options(**_LAUNCHED).clear()
+    for fn in kernels:
+        fakv.with_kernels(decode=fn)(q, k, k, cache_seqlens=200, block_table=table, num_splits=1)
+    return [next(iter(fn.with_options(**_LAUNCHED)._compiled.values())) for fn in kernels]
+
+
 @needs_assembler
 def test_ctas_per_sm_option(monkeypatch, tmp_path):
     """@fakv.jit(ctas_per_sm=N) launches each block with the shared memory
@@ -445,15 +461,8 @@ def test_ctas_per_sm_option(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", "/usr/local/cuda/bin:" + os.environ.get("PATH", ""))
     decode = _kernels()[0]
     two = decode.with_options(ctas_per_sm=2)
-    launched = dict(stages=3, swap_ab=True, row_boxes=True)     # (what the plan launches here)
-    for fn in (decode, two):
-        fn.with_options(**launched).clear()
-    q = np.zeros((1, 1, 8, 128), NP_BF16)
-    k = np.zeros((4, 64, 2, 128), NP_BF16)
-    table = np.arange(4, dtype=np.int32).reshape(1, 4)
-    for fn in (decode, two):
-        fakv.with_kernels(decode=fn)(q, k, k, cache_seqlens=200, block_table=table, num_splits=1)
-    a, b = (next(iter(fn.with_options(**launched)._compiled.values())) for fn in (decode, two))
+    a, b = _launched_decodes(decode, two)
+    q, k, table, launched = *_SMALL_PAGED, _LAUNCHED
     needs = a.facts["kernels"][0]["smem_bytes"]
     assert 3 * 2 * 64 * 128 * 2 <= needs < 228 * 1024 // 2 - 1024        # (three stages of K and V: two fit)
     assert b.facts["kernels"][0]["smem_bytes"] == 228 * 1024 // 2 - 1024 > 228 * 1024 // 3
@@ -488,16 +497,7 @@ def test_warm_pages_option(monkeypatch, tmp_path):
     monkeypatch.setenv("FAKV_CACHE_DIR", str(tmp_path))
     monkeypatch.setenv("PATH", "/usr/local/cuda/bin:" + os.environ.get("PATH", ""))
     decode = _kernels()[0]
-    warm = decode.with_options(warm_pages=2)
-    launched = dict(stages=3, swap_ab=True, row_boxes=True)     # (what the plan launches here)
-    for fn in (decode, warm):
-        fn.with_options(**launched).clear()
-    q = np.zeros((1, 1, 8, 128), NP_BF16)
-    k = np.zeros((4, 64, 2, 128), NP_BF16)
-    table = np.arange(4, dtype=np.int32).reshape(1, 4)
-    for fn in (decode, warm):
-        fakv.with_kernels(decode=fn)(q, k, k, cache_seqlens=200, block_table=table, num_splits=1)
-    a, b = (next(iter(fn.with_options(**launched)._compiled.values())) for fn in (decode, warm))
+    a, b = _launched_decodes(decode, decode.with_options(warm_pages=2))
     assert "fakv.warm_pages = 2 : i32" in b.ir and "warm_pages" not in a.ir and a.path != b.path
     from fakv import _fakv
     ptxs = [_fakv.compile(c.ir, "ptx", 3, True, "sm_90a", 0, 0)[0] for c in (a, b)]

@@ -622,36 +622,20 @@ def test_rotated_rows(interleaved, head_dim, rotary_dim, rows, pos_step):
     assert errors[0] == 0                           # (positions 7 + i * pos_step: all rows of cos / sin)
 
 
-@pytest.mark.parametrize("page", [None, 16])
-def test_warm_pages_kernel_on_the_cpu_path(monkeypatch, request, page):
-    """FAKV_WARM_PAGES=2's decode (the kernel carries fakv.warm_pages = 2, a GPU prefetch) computes the same
-    attention on the CPU path."""
+@pytest.mark.parametrize("switch,option,value,page", [
+    ("_ROW_BOXES", "row_boxes", True, None), ("_ROW_BOXES", "row_boxes", True, 16),
+    ("_ROW_BOXES", "row_boxes", True, 64), ("_WARM_PAGES", "warm_pages", 2, None),
+    ("_WARM_PAGES", "warm_pages", 2, 16)])
+def test_copy_option_kernels_on_the_cpu_path(monkeypatch, request, switch, option, value, page):
+    """FAKV_ROW_BOXES=1's decode (the kernel carries fakv.row_boxes, a GPU copy order) and FAKV_WARM_PAGES=2's
+    (fakv.warm_pages = 2, a GPU prefetch) compute the same attention on the CPU path."""
     from fakv import interface
-    monkeypatch.setattr(interface, "_WARM_PAGES", 2)
+    monkeypatch.setattr(interface, switch, value)
     interface._plan.cache_clear()
     request.addfinalizer(interface._plan.cache_clear)
     q, k, v, seqlens, table, causal = make("bf16", (8, 2), page, (1, False), head_dim=128)
     assert interface.plan(3, 1, 8, 2, 128, "bf16", page is not None, page or 0, 200, False, 0)["decode_options"][
-        "warm_pages"] == 2
-    keys, values = gather(k, table, seqlens, page), gather(v, table, seqlens, page)
-    ref, _ = attention(q, keys, values, seqlens, causal, 1 / math.sqrt(128))
-    pt, _ = attention(q, keys, values, seqlens, causal, 1 / math.sqrt(128), NP_DTYPES["bf16"])
-    out = fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=seqlens, block_table=table, causal=causal)
-    ok, msg = check(out, ref, pt)
-    assert ok, msg
-
-
-@pytest.mark.parametrize("page", [None, 16, 64])
-def test_row_boxes_kernel_on_the_cpu_path(monkeypatch, request, page):
-    """FAKV_ROW_BOXES=1's decode (the kernel carries fakv.row_boxes, a GPU copy order) computes the same attention
-    on the CPU path."""
-    from fakv import interface
-    monkeypatch.setattr(interface, "_ROW_BOXES", True)
-    interface._plan.cache_clear()
-    request.addfinalizer(interface._plan.cache_clear)
-    q, k, v, seqlens, table, causal = make("bf16", (8, 2), page, (1, False), head_dim=128)
-    assert interface.plan(3, 1, 8, 2, 128, "bf16", page is not None, page or 0, 200, False, 0)["decode_options"][
-        "row_boxes"]
+        option] == value
     keys, values = gather(k, table, seqlens, page), gather(v, table, seqlens, page)
     ref, _ = attention(q, keys, values, seqlens, causal, 1 / math.sqrt(128))
     pt, _ = attention(q, keys, values, seqlens, causal, 1 / math.sqrt(128), NP_DTYPES["bf16"])
