@@ -515,7 +515,15 @@ struct AsyncPagedLoadLowering : OpConversionPattern<fakvgpu::AsyncPagedLoadOp> {
         LLVM::StoreOp::create(eb, loc, x, addBytes(eb, loc, dst, i32(eb, loc, e * elemBytes)));
       }
     }
-    // (fakv.warm_pages: a thread a 16-row piece of the tile that far ahead.)
+    if (!wholeChunks)
+      NVVM::FenceProxyOp::create(
+          rewriter, loc, NVVM::ProxyKind::async_shared,
+          NVVM::SharedSpaceAttr::get(rewriter.getContext(), NVVM::SharedSpace::shared_cta));
+    NVVM::CpAsyncMBarrierArriveOp::create(rewriter, loc, bar,
+                                          rewriter.getBoolAttr(true));
+    // (fakv.warm_pages: a thread a 16-row piece of the tile that far ahead,
+    // after its arrival is registered: the table load it waits on does not
+    // hold back the barrier.)
     if (int64_t lead = warmLead(op); lead && rows % 16 == 0 && rows / 16 <= threads) {
       Value mine = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ult, tid,
                                          i32(rewriter, loc, rows / 16));
@@ -529,12 +537,6 @@ struct AsyncPagedLoadLowering : OpConversionPattern<fakvgpu::AsyncPagedLoadOp> {
                 {WarmTarget{a.getCache(), a.getPageStride(), a.getRowStride(), a.getHeadStride()}}, et,
                 /*contiguousPages=*/true);
     }
-    if (!wholeChunks)
-      NVVM::FenceProxyOp::create(
-          rewriter, loc, NVVM::ProxyKind::async_shared,
-          NVVM::SharedSpaceAttr::get(rewriter.getContext(), NVVM::SharedSpace::shared_cta));
-    NVVM::CpAsyncMBarrierArriveOp::create(rewriter, loc, bar,
-                                          rewriter.getBoolAttr(true));
     rewriter.eraseOp(op);
     return success();
   }
