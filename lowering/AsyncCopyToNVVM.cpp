@@ -200,31 +200,41 @@ struct WarmTarget {
   Value cache, pageStride, rowStride, headStride;
 };
 
-/// The prefetch of the piece at unpadded row `row` (see warmLead), under
-/// the load's table, page, padding and head; `contiguousPages`: a cache
-/// without a table counts its pages from the load's page, as the gather
-/// does (else the page is the load's and the row its offset).
-static void warmPiece(OpBuilder &b, Location loc, fakvgpu::AsyncPagedLoadOp::Adaptor a, Value row,
-                      Value rowsRead, ArrayRef<WarmTarget> caches, Type et, bool contiguousPages) {
+/// The page and the row in it of the piece at unpadded row `row` (see
+/// warmLead), under the load's table, page and padding; num_pages for a
+/// piece past the rows read (its table entry not loaded). `contiguousPages`:
+/// a cache without a table counts its pages from the load's page, as the
+/// gather does (else the page is the load's and the row its offset). Every
+/// piece's page is asked for before any is used: one table round trip.
+static std::pair<Value, Value> warmPage(OpBuilder &b, Location loc, fakvgpu::AsyncPagedLoadOp::Adaptor a,
+                                        Value row, Value rowsRead, bool contiguousPages) {
   Value live = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, row, rowsRead);
-  auto ifLive = scf::IfOp::create(b, loc, live, false);
-  OpBuilder lb = OpBuilder::atBlockBegin(&ifLive.getThenRegion().front());
-  Value p = a.getLeftpad() ? Value(arith::AddIOp::create(lb, loc, row, a.getLeftpad())) : row;
-  Value page, offset = p;
-  if (a.getTable() || contiguousPages) {
-    Value pageIdx = arith::DivSIOp::create(lb, loc, p, a.getPageSize());
-    offset = arith::RemSIOp::create(lb, loc, p, a.getPageSize());
-    page = a.getTable() ? Value(LLVM::LoadOp::create(
-                              lb, loc, lb.getI32Type(),
-                              elementAddress(lb, loc, a.getTable(),
-                                             arith::ExtSIOp::create(lb, loc, lb.getI64Type(), pageIdx),
-                                             lb.getI32Type())))
-                        : Value(arith::AddIOp::create(lb, loc, a.getPage(), pageIdx));
-  } else {
-    page = a.getPage();
-  }
-  Value inside = arith::CmpIOp::create(lb, loc, arith::CmpIPredicate::ult, page, a.getNumPages());
-  auto ifInside = scf::IfOp::create(lb, loc, inside, false);
+  Value p = a.getLeftpad() ? Value(arith::AddIOp::create(b, loc, row, a.getLeftpad())) : row;
+  if (!a.getTable() && !contiguousPages)
+    return {arith::SelectOp::create(b, loc, live, a.getPage(), a.getNumPages()), p};
+  Value pageIdx = arith::DivSIOp::create(b, loc, p, a.getPageSize());
+  Value offset = arith::RemSIOp::create(b, loc, p, a.getPageSize());
+  if (!a.getTable())
+    return {arith::SelectOp::create(b, loc, live, arith::AddIOp::create(b, loc, a.getPage(), pageIdx),
+                                    a.getNumPages()),
+            offset};
+  Value idx = arith::ExtSIOp::create(b, loc, b.getI64Type(), pageIdx);
+  Value page = ifValue(
+      b, loc, live, b.getI32Type(),
+      [&](OpBuilder &lb) -> Value {
+        return LLVM::LoadOp::create(lb, loc, lb.getI32Type(),
+                                    elementAddress(lb, loc, a.getTable(), idx, lb.getI32Type()));
+      },
+      [&](OpBuilder &) -> Value { return a.getNumPages(); });
+  return {page, offset};
+}
+
+/// The prefetch into L2 of the line at (`page`, row `offset`) of the load's
+/// head in each cache of `caches`, for a page inside the cache.
+static void warmPrefetch(OpBuilder &b, Location loc, fakvgpu::AsyncPagedLoadOp::Adaptor a, Value page,
+                         Value offset, ArrayRef<WarmTarget> caches, Type et) {
+  Value inside = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, page, a.getNumPages());
+  auto ifInside = scf::IfOp::create(b, loc, inside, false);
   OpBuilder pb = OpBuilder::atBlockBegin(&ifInside.getThenRegion().front());
   auto ext = [&](Value v) { return arith::ExtSIOp::create(pb, loc, pb.getI64Type(), v); };
   for (const WarmTarget &t : caches) {
@@ -365,9 +375,13 @@ struct AsyncPagedLoadLowering : OpConversionPattern<fakvgpu::AsyncPagedLoadOp> {
                             twin.getRowStride(), twin.getHeadStride()});
         Value read = fakv::PagedLoadOp::rowsRead(tb, loc, a.getValid(), a.getPage(), a.getLeftpad(),
                                                  a.getPageSize());
+        SmallVector<std::pair<Value, Value>> ahead;     // (page, row in it) of each box, all looked up first
         for (int64_t j = 0; j < rows / boxRows; ++j)
-          warmPiece(tb, loc, a, arith::AddIOp::create(tb, loc, a.getRow(), i32(tb, loc, lead * rows + j * boxRows)),
-                    read, caches, tile.getElementType(), /*contiguousPages=*/false);
+          ahead.push_back(warmPage(tb, loc, a,
+                                   arith::AddIOp::create(tb, loc, a.getRow(), i32(tb, loc, lead * rows + j * boxRows)),
+                                   read, /*contiguousPages=*/false));
+        for (auto [page, offset] : ahead)
+          warmPrefetch(tb, loc, a, page, offset, caches, tile.getElementType());
       }
       // A twin (decode's V after its K, tmaTwin): its tile copied right after
       // this one, under the same lookups and report (not looked up again).
@@ -533,9 +547,9 @@ struct AsyncPagedLoadLowering : OpConversionPattern<fakvgpu::AsyncPagedLoadOp> {
           wb, loc, a.getRow(),
           arith::AddIOp::create(wb, loc, arith::MulIOp::create(wb, loc, tid, i32(wb, loc, 16)),
                                 i32(wb, loc, lead * rows)));
-      warmPiece(wb, loc, a, row, rowsRead,
-                {WarmTarget{a.getCache(), a.getPageStride(), a.getRowStride(), a.getHeadStride()}}, et,
-                /*contiguousPages=*/true);
+      auto [page, offset] = warmPage(wb, loc, a, row, rowsRead, /*contiguousPages=*/true);
+      warmPrefetch(wb, loc, a, page, offset,
+                   {WarmTarget{a.getCache(), a.getPageStride(), a.getRowStride(), a.getHeadStride()}}, et);
     }
     rewriter.eraseOp(op);
     return success();

@@ -1,7 +1,8 @@
 // `fakv.warm_pages = N` (an experiment): after each tile's copies, the
 // pages of the tile N tiles ahead are looked up and the first line of each
 // of its boxes (TMA: row-boxes-to-ptx.mlir's kernel, K's and its twin V's
-// under one lookup a box) or 16-row pieces (the gather: one a thread, each
+// under one lookup a box, every box's lookup issued before any is used) or
+// 16-row pieces (the gather: one a thread, after its barrier arrival, each
 // load its own) prefetched into L2, rows past those read and pages outside
 // the cache left alone. Without the attribute, no prefetch. The PTX passes
 // ptxas for sm_90a.
@@ -11,21 +12,21 @@
 // RUN: %ptxas -arch=sm_90a %t.ptx -o %t.cubin
 
 // CHECK-LABEL: .entry warm_tma(
-// CHECK: cp.async.bulk.tensor.4d
-// CHECK: cp.async.bulk.tensor.4d
-// CHECK: cp.async.bulk.tensor.4d
-// CHECK: cp.async.bulk.tensor.4d
-// CHECK: ld.global.b32
-// CHECK: setp.ge.u32
+// CHECK-COUNT-8: cp.async.bulk.tensor.4d
+// CHECK-NOT: cp.async.bulk.tensor
+// CHECK: ld.global.b32 [[P0:%r[0-9]+]], [[[T:%rd[0-9]+]]];
+// CHECK-NOT: prefetch
+// CHECK: ld.global.b32 [[P1:%r[0-9]+]], [[[T]]+4];
+// CHECK: setp.ge.u32 {{%p[0-9]+}}, [[P0]],
 // CHECK: prefetch.global.L2
 // CHECK-NEXT: prefetch.global.L2
-// CHECK: ld.global.b32
-// CHECK: setp.ge.u32
+// CHECK: setp.ge.u32 {{%p[0-9]+}}, [[P1]],
 // CHECK: prefetch.global.L2
 // CHECK-NEXT: prefetch.global.L2
 // CHECK-NOT: prefetch
 // CHECK-LABEL: .entry warm_gathered(
 // CHECK: cp.async.cg.shared.global
+// CHECK: cp.async.mbarrier.arrive
 // CHECK: ld.global.b32
 // CHECK: prefetch.global.L2
 // CHECK-NOT: prefetch.global.L2
