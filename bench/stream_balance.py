@@ -386,8 +386,8 @@ class Reader:
         with stream:
             if kind == "tma2kvmap":
                 assert arg[0] == "static", f"{way}: a static way"
-                unknown = [a for a in arg[2:]
-                           if a.partition("=")[0] not in ("heads", "box", "page", "order", "ahead", "across", "hint", "warm")]
+                options = ("heads", "box", "page", "order", "ahead", "across", "hint", "warm")
+                unknown = [a for a in arg[2:] if a.partition("=")[0] not in options]
                 assert not unknown, \
                     f"{way}: unknown options {unknown} (heads=, box=, page=, order=, ahead=, across=, hint=, warm=)"
                 blocks, heads = int(arg[1]), int(next(a[6:] for a in arg[2:] if a.startswith("heads=")))

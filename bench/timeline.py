@@ -55,8 +55,9 @@ nextL1|nextL2: after each block-table lookup of the TMA producer, the
 table's next 128-byte line), FAKV_PTX_L2HINT=first|last|normal|unchanged
 (every TMA copy of the caches with that L2 eviction priority),
 FAKV_PTX_SOLO=1 (only thread 0 of the TMA producer's warp group in its loop),
-FAKV_PTX_NOSUSPEND=1 (mbarrier.try_wait without a suspend-time hint). What was measured with them: docs/decisions.md,
-"Where a one-wave decode's time goes (session 28)".
+FAKV_PTX_NOSUSPEND=1 (mbarrier.try_wait without a suspend-time hint). What
+was measured with them: docs/decisions.md, "Where a one-wave decode's time
+goes (session 28)" and "Pages asked for ahead (session 35)".
 """
 import argparse
 import os
@@ -70,7 +71,8 @@ REGION_BITS = 29                                    # a call's region: its K cac
 MIN_SLOTS, MAX_SLOTS = (0, 1, 3, 5), (2, 4, 6)       # entry, first copy, first data, exit; their maxima
 
 
-def patch(ptx, base=None, pad=0, prefetch=False, light=False, table="", first=False, hint="", solo=False, nosuspend=False):
+def patch(ptx, base=None, pad=0, prefetch=False, light=False, table="", first=False, hint="", solo=False,
+          nosuspend=False):
     """The decode kernel's PTX with the timeline's reductions into the buffer at `base` (None: none;
     `light`: only the entry, by thread 0, and the exit, by thread 128; `first`: those and the first copy
     and the first data, once a program); `pad` bytes of static shared
@@ -97,7 +99,8 @@ def patch(ptx, base=None, pad=0, prefetch=False, light=False, table="", first=Fa
         raise SystemExit("timeline.py: FAKV_PTX_L2HINT: no TMA copy (cp.async.bulk.tensor) to hint")
     if solo:                # the producer's loop guard, tid > 127 (the consumers) or no block: tid > 0
         tid = re.search(r"mov\.u32 \t(%r\d+), %tid\.x;", ptx)
-        guard = [i for i, t in enumerate(lines) if tid and re.fullmatch(rf"\tsetp\.gt\.u32 \t%p\d+, {tid.group(1)}, 127;", t)]
+        guard = [i for i, t in enumerate(lines)
+                 if tid and re.fullmatch(rf"\tsetp\.gt\.u32 \t%p\d+, {tid.group(1)}, 127;", t)]
         if len(guard) != 1 or "cp.async.c" in ptx or "cp.async.bulk.tensor" not in ptx:
             raise SystemExit("timeline.py: FAKV_PTX_SOLO: not one TMA producer loop guarded by tid > 127")
         lines[guard[0]] = lines[guard[0]].replace(", 127;", ", 0;")
@@ -145,7 +148,8 @@ def patch(ptx, base=None, pad=0, prefetch=False, light=False, table="", first=Fa
             out.append(f".shared .align 1024 .b8 fakv_pad[{pad}];")
         if i == regs:
             out += ["\t.reg .b64 \t%tpa, %tpo;", "\t.reg .b32 \t%tps;"] if table else []
-            out += ["\t.reg .b64 \t%tlh;", f"\tcreatepolicy.fractional.L2::evict_{hint}.b64 \t%tlh, 1.0;"] if hint else []
+            if hint:            # (the policy every hinted copy names)
+                out += ["\t.reg .b64 \t%tlh;", f"\tcreatepolicy.fractional.L2::evict_{hint}.b64 \t%tlh, 1.0;"]
             if rows:            # (decode's parameters: 3 Table, 15 table_stride, 16 batch)
                 out += ["\t.reg .b32 \t%tpt;", "\t.reg .pred \t%tpp;", "\tmov.u32 \t%tpt, %tid.x;",
                         "\tld.param.b32 \t%tps, [decode_param_16];", "\tsetp.lt.u32 \t%tpp, %tpt, %tps;",

@@ -186,10 +186,10 @@ static fakvgpu::AsyncPagedLoadOp tmaTwin(fakvgpu::AsyncPagedLoadOp op) {
 
 // fakv.warm_pages = N (an experiment, off unless asked for): the tile N
 // tiles ahead of the one copied has its pages looked up and the first line
-// of each of its `step`-row pieces prefetched into L2, in every cache of
-// `caches` (the load's, and its twin's), so that the line's address
-// translation and DRAM row are asked for before its copy. Rows past those
-// read and pages outside [0, num_pages) are not touched.
+// of each of its pieces (a TMA copy's boxes, a gather's 16-row pieces)
+// prefetched into L2, in the load's cache and its twin's, so that the
+// line's address translation and DRAM row are asked for before its copy.
+// Rows past those read and pages outside [0, num_pages) are not touched.
 static int64_t warmLead(Operation *op) {
   auto func = op->getParentOfType<FunctionOpInterface>();
   auto lead = func ? func->getAttrOfType<IntegerAttr>(FakvDialect::getWarmPagesAttrName()) : IntegerAttr();
@@ -199,6 +199,11 @@ static int64_t warmLead(Operation *op) {
 struct WarmTarget {
   Value cache, pageStride, rowStride, headStride;
 };
+
+/// The cache a load copies from, as a WarmTarget.
+static WarmTarget warmTarget(fakvgpu::AsyncPagedLoadOp::Adaptor a) {
+  return {a.getCache(), a.getPageStride(), a.getRowStride(), a.getHeadStride()};
+}
 
 /// The page and the row in it of the piece at unpadded row `row` (see
 /// warmLead), under the load's table, page and padding; num_pages for a
@@ -369,12 +374,13 @@ struct AsyncPagedLoadLowering : OpConversionPattern<fakvgpu::AsyncPagedLoadOp> {
       };
       copyTile(map, slot, bar);
       if (int64_t lead = warmLead(op)) {
-        SmallVector<WarmTarget> caches{{a.getCache(), a.getPageStride(), a.getRowStride(), a.getHeadStride()}};
+        SmallVector<WarmTarget> caches{warmTarget(a)};
         if (twin)
           caches.push_back({rewriter.getRemappedValue(twin.getCache()), twin.getPageStride(),
                             twin.getRowStride(), twin.getHeadStride()});
-        Value read = fakv::PagedLoadOp::rowsRead(tb, loc, a.getValid(), a.getPage(), a.getLeftpad(),
-                                                 a.getPageSize());
+        Value read = rowsRead ? rowsRead
+                              : fakv::PagedLoadOp::rowsRead(tb, loc, a.getValid(), a.getPage(), a.getLeftpad(),
+                                                            a.getPageSize());
         SmallVector<std::pair<Value, Value>> ahead;     // (page, row in it) of each box, all looked up first
         for (int64_t j = 0; j < rows / boxRows; ++j)
           ahead.push_back(warmPage(tb, loc, a,
@@ -548,8 +554,7 @@ struct AsyncPagedLoadLowering : OpConversionPattern<fakvgpu::AsyncPagedLoadOp> {
           arith::AddIOp::create(wb, loc, arith::MulIOp::create(wb, loc, tid, i32(wb, loc, 16)),
                                 i32(wb, loc, lead * rows)));
       auto [page, offset] = warmPage(wb, loc, a, row, rowsRead, /*contiguousPages=*/true);
-      warmPrefetch(wb, loc, a, page, offset,
-                   {WarmTarget{a.getCache(), a.getPageStride(), a.getRowStride(), a.getHeadStride()}}, et);
+      warmPrefetch(wb, loc, a, page, offset, warmTarget(a), et);
     }
     rewriter.eraseOp(op);
     return success();

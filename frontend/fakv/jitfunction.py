@@ -319,9 +319,10 @@ class JITFunction:
     def _ir(self, constexprs, types, divisibility=()):
         from . import codegen
         cg = codegen.CodeGen(self.function)
+        warm = self._jit_options["warm_pages"]
         attrs = (() if self.pack_gqa is None else (f"fakv.pack_gqa = {self.pack_gqa} : i32",)) + tuple(
             f"fakv.{name}" for name in _UNIT_OPTIONS if self._jit_options[name]) + (
-            (f"fakv.warm_pages = {self._jit_options['warm_pages']} : i32",) if self._jit_options["warm_pages"] else ())
+            (f"fakv.warm_pages = {warm} : i32",) if warm else ())
         func, params = cg.kernel(self.__name__, types, constexprs, divisibility, attrs)
         return "module {\n  " + func + "\n}\n", params
 
