@@ -705,6 +705,8 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
     for name, flag in (("rotary_interleaved", rotary_interleaved), ("causal", causal),
                        ("return_softmax_lse", return_softmax_lse)):
         _check(_is_flag(flag), f"`{name}` must be a bool, got {flag!r}")
+    # (as bools from here: a 0-d array is not hashable, and the plan is cached by its arguments)
+    rotary_interleaved, causal, return_softmax_lse = bool(rotary_interleaved), bool(causal), bool(return_softmax_lse)
     if cache_leftpad is not None:
         _check(T.is_array(cache_leftpad) and T.dtype(cache_leftpad) == "i32"
                and tuple(cache_leftpad.shape) == (batch,) and (batch <= 1 or T.strides(cache_leftpad)[0] == 1),
@@ -739,6 +741,12 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
     if left >= 0 and right < 0:
         right = capacity
     q_rows = fa_causal or (left, right) != (-1, -1)       # rotary: q at cache_seqlens + i (FlashAttention)
+    # A right bound of seqlen_q or more lets every query see its last key: the kernel gets at most seqlen_q, so
+    # that a query's position plus the bound stays within int32 (a capacity's bound wrapped past 2**31).
+    right = min(right, seqlen_q)
+    _check((left, right) == (-1, -1) or fa_causal or capacity + seqlen_q + 128 < 2 ** 31,
+           f"a window over a cache of {capacity} rows and {seqlen_q} queries: positions past int32 (at most "
+           f"{2 ** 31 - 129} rows and queries together)")
     slopes, slopes_stride = None, 0
     if alibi_slopes is not None:
         _check(T.is_array(alibi_slopes) and T.dtype(alibi_slopes) == "f32"
@@ -761,8 +769,10 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
     scale = 1.0 / math.sqrt(head_dim) if softmax_scale is None else _float32(softmax_scale)
     _check(math.isfinite(scale), f"`softmax_scale` must be finite in float32 (|scale| <= 3.4e38), got "
                                  f"{softmax_scale!r}")
-    extras["PRESCALE"] = scale <= 0          # decode.py scales the scores before the masks then (as the kernel
-    #                                          gets it: a positive scale below float32's least is 0)
+    # decode.py scales the scores before the masks for a scale <= 0 (as the kernel gets it: a positive scale below
+    # float32's least is 0), and with ALiBi: its slopes need not be divided by the scale (slope / scale past
+    # float32's range made the scores -inf or NaN).
+    extras["PRESCALE"] = scale <= 0 or slopes is not None
     num_sms, l2 = T.device_properties(q)
     # Planned on the cache's capacity, as FlashAttention does (no data needed):
     # each program stops at its sequence's length.

@@ -489,6 +489,17 @@ def test_scales_and_caps_as_float32_takes_them():
     for cap in (4e38, 10 ** 400, 1e-46, 1e-39, 2.9e-39):
         with pytest.raises(fakv.FakvError, match="`softcap` must be a finite number >= 0 that float32 holds"):
             fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=20, softcap=cap)
+    # ALiBi's slopes at a scale they cannot be divided by in float32 (slope / scale was inf: NaN or keys lost)
+    slopes = np.full(8, 0.5, np.float32)
+    w = np.exp(-0.5 * np.abs(19 - np.arange(20)))
+    want = (w / w.sum()) @ v[:, :20].astype(np.float32).repeat(4, axis=2).transpose(1, 0, 2, 3).reshape(20, -1)
+    for scale in (2e-39, 1e-39):
+        out, lse = fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=20, softmax_scale=scale, alibi_slopes=slopes,
+                                                return_softmax_lse=True)
+        assert np.allclose(lse, np.log(w.sum()), atol=1e-4), scale
+        assert np.allclose(out[:, 0].astype(np.float32).reshape(-1), want, atol=2e-2), scale
+    out = fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=20, alibi_slopes=np.full(8, 1e38, np.float32))
+    assert np.array_equal(out[:, 0], v[:, 19].repeat(4, axis=1))     # only the key at distance 0 weighs
     q[0, 0, 0] = 0                                      # scores of 0 (and tiny ones): cap * tanh(0) = 0
     small = fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=20, softcap=2.95e-39)
     assert np.isfinite(small.astype(np.float32)).all()
@@ -514,6 +525,37 @@ def test_flags_must_be_bools():
         fakv.flash_attn_with_kvcache(q, k, v, causal=np.array([True, False]))
     out, lse = fakv.flash_attn_with_kvcache(q, k, v, causal=np.bool_(True), return_softmax_lse=np.True_)
     assert out.shape == q.shape and lse.shape == (2, 8, 1)
+    # 0-d arrays too (the plan, cached by its arguments, could not hash one)
+    rng = np.random.default_rng(0)
+    q, k, v = (rng.standard_normal(t.shape).astype(bf16) for t in tensors(sq=3))
+    want = fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=40, causal=True, rotary_interleaved=False)
+    got = fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=40, causal=np.array(True),
+                                       rotary_interleaved=np.array(False), return_softmax_lse=np.array(False))
+    assert np.array_equal(got, want)
+
+
+def test_windows_over_a_cache_near_int32():
+    """A window's bounds over a cache of 2**31 - 1024 rows (a block table of 2**21 - 1 pages of 1024): a
+    left-only window's right bound (the capacity) or a right bound near it plus a query's position wrapped past
+    int32, and every key was masked (zeros, LSE +inf). The same keys through a table of two pages agree. A
+    window where the capacity and the queries pass int32 is refused."""
+    rng = np.random.default_rng(0)
+    k, v = (rng.standard_normal((2, 1024, 1, 16)).astype(bf16) for _ in range(2))
+    q = rng.standard_normal((1, 2, 1, 16)).astype(bf16)
+    big = np.zeros((1, 2 ** 21 - 1), np.int32)
+    big[0, 1] = 1
+    lens = np.array([2000], np.int32)
+    for window, same in (((100, -1), (100, -1)), ((-1, 2 ** 31 - 1025), (-1, -1)), ((30, 2 ** 30), (30, -1))):
+        out, lse = fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=big, window_size=window,
+                                                return_softmax_lse=True)
+        want, want_lse = fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=big[:, :2],
+                                                      window_size=same, return_softmax_lse=True)
+        assert np.isfinite(lse).all() and np.array_equal(out, want) and np.allclose(lse, want_lse), window
+    q = np.zeros((1, 70000, 1, 16), bf16)
+    page = np.zeros((1, 65536, 1, 16), bf16)
+    with pytest.raises(fakv.FakvError, match="a window over a cache of 2147418112 rows and 70000 queries"):
+        fakv.flash_attn_with_kvcache(q, page, page, block_table=np.zeros((1, 2 ** 15 - 1), np.int32),
+                                     cache_seqlens=10, window_size=(5, 5))
 
 
 def test_with_kernels_takes_kernels():
