@@ -36,7 +36,8 @@ def FakvGPU_LinearAttr : FakvGPU_Attr<"Linear", "linear",
   let genVerifyDecl = 1;
 }
 
-def FakvGPU_SharedAttr : FakvGPU_Attr<"Shared", "shared", [Fakv_MemoryTileEncoding]> {
+def FakvGPU_SharedAttr : FakvGPU_Attr<"Shared", "shared", [Fakv_MemoryTileEncoding,
+                                                          DeclareAttrInterfaceMethods<VerifiableTensorEncoding>]> {
   let summary = "a tile in shared memory, as TMA writes it and wgmma reads it";
   let description = [{
     A `R x C` tile of 16-bit elements stored as `C / 64` panels of 64

@@ -163,6 +163,8 @@ LogicalResult LinearAttr::verifyEncoding(ArrayRef<int64_t> shape, Type,
     offset.push_back(bits);
     bits += llvm::Log2_64(n);
   }
+  if (bits > 24)       // (fakv's kMaxTileElements: sizes past it would wrap the byte counts planned from them)
+    return emitError() << "a tile in registers holds at most 2^24 elements, got 2^" << bits;
   SmallVector<uint64_t> span;
   for (auto [kind, all] : {std::pair<const char *, ArrayRef<int64_t>>{"regs", getRegs()},
                            {"lanes", getLanes()}, {"warps", getWarps()}})
@@ -197,25 +199,38 @@ LogicalResult SharedAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
+LogicalResult SharedAttr::verifyEncoding(ArrayRef<int64_t> shape, Type elementType,
+                                         function_ref<InFlightDiagnostic()> emitError) const {
+  // (the layout above: 2-D, 16-bit, whole panels; at most 2^20 elements, a bound on shared-memory sizes that
+  // would otherwise wrap)
+  if (shape.size() != 2 || !elementType.isIntOrFloat() || elementType.getIntOrFloatBitWidth() != 16 || shape[0] < 1 || shape[1] < 64 ||
+      shape[1] % 64 || shape[0] > (int64_t(1) << 20) / shape[1])
+    return emitError() << "a #fakvgpu.shared tile is 2-D, of 16-bit elements, its columns whole 64-column "
+                          "panels and at most 2^20 elements in all";
+  return success();
+}
+
 LogicalResult RingType::verify(function_ref<InFlightDiagnostic()> emitError,
                                int64_t stages, RankedTensorType tile) {
-  if (stages < 1)
-    return emitError() << "a ring needs at least one stage, got " << stages;
+  if (stages < 1 || stages > 64)
+    return emitError() << "a ring has 1 to 64 stages, got " << stages;
   if (!isa_and_present<SharedAttr>(tile.getEncoding()))
     return emitError() << "ring tiles live in shared memory "
                           "(#fakvgpu.shared encoding), got "
                        << tile;
   if (tile.getRank() != 2 || !isa<Float16Type, BFloat16Type>(tile.getElementType()) ||
-      tile.getDimSize(0) < 1 || tile.getDimSize(1) < 64 || tile.getDimSize(1) % 64)
-    return emitError() << "ring tiles are 2-D f16 or bf16 tiles of whole 64-column panels "
-                          "(#fakvgpu.shared), got "
+      tile.getDimSize(0) < 1 || tile.getDimSize(1) < 64 || tile.getDimSize(1) % 64 ||
+      tile.getDimSize(0) > (int64_t(1) << 20) / tile.getDimSize(1))
+    return emitError() << "ring tiles are 2-D f16 or bf16 tiles of whole 64-column panels, at most "
+                          "2^20 elements (#fakvgpu.shared), got "
                        << tile;
   return success();
 }
 
 LogicalResult BarriersType::verify(function_ref<InFlightDiagnostic()> emitError, int64_t count) {
-  if (count < 1)
-    return emitError() << "an array of at least one mbarrier, got " << count;
+  if (count < 1 || count > 1024)
+    return emitError() << "an array of 1 to 1024 mbarriers (8 bytes each in shared memory), got "
+                       << count;
   return success();
 }
 
@@ -331,6 +346,8 @@ bool AsyncPagedLoadOp::rowBoxes(Operation *op) {
 
 LogicalResult WarpSpecializeOp::verify() {
   int64_t producers = int32_t(getProducerWarps()), consumers = int32_t(getConsumerWarps());
+  if (!(*this)->getParentOfType<FunctionOpInterface>())
+    return emitOpError() << "splits a kernel's warps: it must be inside a kernel function";
   if (producers < 4 || consumers < 4 || producers % 4 || consumers % 4)
     return emitOpError() << "roles are whole warpgroups (positive multiples of 4 warps), got "
                          << producers << " and " << consumers;

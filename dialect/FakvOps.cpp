@@ -8,6 +8,7 @@
 #include "dialect/FakvDialect.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/OpImplementation.h"
 #include "mlir/Interfaces/LoopLikeInterface.h"
 #include "llvm/ADT/STLExtras.h"
@@ -288,6 +289,10 @@ LogicalResult PagedLoadOp::verify() {
                             "'page' (contiguous cache)";
   if (!getError() != !getErrorCode())
     return emitOpError() << "'report' takes an error pointer and a code";
+  // (a run-time page size <= 0 divides by it on the GPU; a constant one is refused here)
+  APInt pageSize;
+  if (matchPattern(getPageSize(), m_ConstantInt(&pageSize)) && !pageSize.isStrictlyPositive())
+    return emitOpError() << "page_size must be positive, got " << pageSize.getSExtValue();
   return success();
 }
 

@@ -227,6 +227,9 @@ struct DotLowering : OpConversionPattern<DotOp> {
     LinearLayout accLayout = layoutOf(accType);
     LinearLayout full =
         LinearLayout::wgmmaAccumulator({64, n}, accLayout.numWarps());
+    if (accLayout != full.restricted(accType.getShape()))
+      return op.emitOpError() << "the accumulator and result must be in the wgmma layout "
+                                 "(fakv-assign-layouts gives it)";
     SmallVector<int64_t> accMap = restrictMap(full, accLayout, accType.getShape());
     Type f32 = rewriter.getF32Type();
     auto structType = LLVM::LLVMStructType::getLiteral(

@@ -216,6 +216,75 @@ int64_t codegen::sharedTileBytes(RankedTensorType tile, int64_t rows) {
   return rows * tile.getDimSize(1) * tile.getElementTypeBitWidth() / 8;
 }
 
+LogicalResult codegen::checkTiles(func::FuncOp func) {
+  auto numWarps = func->getAttrOfType<IntegerAttr>(fakvgpu::kNumWarpsAttr);
+  // Every tile has its place: registers (#fakvgpu.linear), or shared memory where a fakvgpu op put it.
+  // (a layout over more warps than the kernel has: the missing warps' elements never computed or stored)
+  auto placed = [&](Value v, Operation *where) {
+    auto t = dyn_cast<RankedTensorType>(v.getType());
+    if (!t)
+      return true;
+    if (auto linear = dyn_cast_or_null<fakvgpu::LinearAttr>(t.getEncoding())) {
+      unsigned warps = LinearLayout::fromAttr(linear).numWarps();
+      if (numWarps && warps > numWarps.getInt()) {
+        where->emitOpError() << "has a tile laid out over " << warps << " warps (" << t
+                             << ") in a kernel of " << numWarps.getInt();
+        return false;
+      }
+      return true;
+    }
+    if (isa_and_present<fakvgpu::SharedAttr>(t.getEncoding())) {
+      if (isa_and_present<fakvgpu::FakvGPUDialect>(where->getDialect()))
+        return true;
+      if (isa<PagedLoadOp>(where)) {
+        where->emitOpError() << "feeds a dot from shared memory, which fakv-pipeline arranges "
+                                "only inside an scf.for (a loop of one iteration is folded away)";
+        return false;
+      }
+      where->emitOpError() << "makes a tile in shared memory (" << t
+                           << "): only fakvgpu ops (ring_view, convert_layout) do";
+      return false;
+    }
+    where->emitOpError() << "has a tile without a register layout (" << t
+                         << "): run fakv-assign-layouts first";
+    return false;
+  };
+  WalkResult r = func.walk([&](Operation *op) {
+    for (Value v : op->getResults())
+      if (!placed(v, op))
+        return WalkResult::interrupt();
+    // (host functions are gone: a kernel calls none; the DSL inlines its helpers)
+    if (auto call = dyn_cast<func::CallOp>(op)) {
+      call.emitOpError() << "calls @" << call.getCallee()
+                         << ": a kernel calls no function on the GPU (inline it)";
+      return WalkResult::interrupt();
+    }
+    // One value everywhere: a tile constant in registers is a splat.
+    if (auto cst = dyn_cast<arith::ConstantOp>(op))
+      if (isa<RankedTensorType>(cst.getType()) && !isa<SplatElementsAttr>(cst.getValue())) {
+        cst.emitOpError() << "is a tile constant of several values: the GPU lowering takes "
+                             "splat tile constants only (build others with fakv.arange and arith)";
+        return WalkResult::interrupt();
+      }
+    // Only dots and fakvgpu ops read a tile in shared memory.
+    if (!isa<DotOp>(op) && !isa_and_present<fakvgpu::FakvGPUDialect>(op->getDialect()))
+      for (Value v : op->getOperands())
+        if (auto t = dyn_cast<RankedTensorType>(v.getType());
+            t && isa_and_present<fakvgpu::SharedAttr>(t.getEncoding())) {
+          op->emitOpError() << "reads a tile in shared memory (" << t
+                            << "): only fakv.dot and fakvgpu ops do";
+          return WalkResult::interrupt();
+        }
+    for (Region &region : op->getRegions())
+      for (Block &block : region)
+        for (Value v : block.getArguments())
+          if (!placed(v, op))
+            return WalkResult::interrupt();
+    return WalkResult::advance();
+  });
+  return failure(r.wasInterrupted());
+}
+
 LogicalResult codegen::forEachKernelWithLayouts(ModuleOp module,
                                                 function_ref<void(func::FuncOp)> fn) {
   for (auto func : module.getOps<func::FuncOp>()) {
@@ -223,6 +292,8 @@ LogicalResult codegen::forEachKernelWithLayouts(ModuleOp module,
       continue;
     if (!func->hasAttr(fakvgpu::kNumWarpsAttr))
       return func.emitError() << "has no layouts yet: run fakv-assign-layouts first";
+    if (failed(checkTiles(func)))
+      return failure();
     fn(func);
   }
   return success();

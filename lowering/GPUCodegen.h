@@ -133,8 +133,16 @@ Value ifValue(OpBuilder &b, Location loc, Value cond, Type t,
               function_ref<Value(OpBuilder &)> then,
               function_ref<Value(OpBuilder &)> otherwise);
 
+/// What the conversion takes of a kernel's tiles: each in registers
+/// (#fakvgpu.linear, of at most the kernel's warps) or in shared memory where
+/// a fakvgpu op put it and only dots and fakvgpu ops read it; no calls and
+/// no tile constants of several values. An error at the first op that is
+/// not (and failure).
+LogicalResult checkTiles(func::FuncOp func);
+
 /// Calls `fn` on each kernel of `module`; an error (and failure) for a
-/// kernel without layouts (fakv-assign-layouts has not run).
+/// kernel without layouts (fakv-assign-layouts has not run) or whose tiles
+/// checkTiles refuses.
 LogicalResult forEachKernelWithLayouts(ModuleOp module,
                                        function_ref<void(func::FuncOp)> fn);
 

@@ -68,7 +68,7 @@ void lowerWarpSpecialize(fakvgpu::WarpSpecializeOp ws) {
     // 8: what the producer gives up, the consumer takes.
     int64_t average = (producerRegs * producerThreads + consumerRegs * consumerThreads) /
                       (producerThreads + consumerThreads);
-    auto func = ws->getParentOfType<func::FuncOp>();
+    auto func = ws->getParentOfType<FunctionOpInterface>();   // (the verifier's: there is one)
     func->setAttr(kMaxRegistersAttr, b.getI32IntegerAttr(average / 8 * 8));
   }
   ws.erase();

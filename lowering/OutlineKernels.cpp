@@ -74,8 +74,17 @@ struct OutlineKernelsPass
     ModuleOp module = getOperation();
     SmallVector<func::FuncOp> kernels;
     for (auto func : module.getOps<func::FuncOp>())
-      if (func->hasAttr(kConvertedKernelAttr))
+      if (func->hasAttr(kConvertedKernelAttr)) {
+        // (what convert-fakvgpu-to-nvvm leaves on a kernel it converted: the launch facts)
+        for (StringRef name : {StringRef(fakvgpu::kNumWarpsAttr), StringRef(kSmemBytesAttr),
+                               StringRef(kTmaArgsAttr), StringRef(kTmaBoxesAttr)})
+          if (!func->hasAttr(name)) {
+            func.emitError() << "is marked converted but has no '" << name
+                             << "': run convert-fakvgpu-to-nvvm first";
+            return signalPassFailure();
+          }
         kernels.push_back(func);
+      }
     outlineKernels(module, kernels);    // (an empty gpu.module without kernels)
   }
 };

@@ -323,6 +323,8 @@ struct ReduceLowering : OpConversionPattern<ReduceOp> {
     unsigned axis = op.getAxis();
     LinearLayout src = layoutOf(op.getSrc().getType());
     LinearLayout dst = layoutOf(op.getType());
+    if (dst != src.sliced(axis))
+      return op.emitOpError() << "result layout is not the source's slice (fakv-assign-layouts gives it)";
     ReduceKind kind = op.getKind();
 
     // 1. Within the thread: registers that differ only along the axis.

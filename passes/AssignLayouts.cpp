@@ -370,6 +370,22 @@ LogicalResult LayoutAssigner::materialize() {
     }
   });
 
+  // A tile bound for shared memory (a dot's operand) must fit its layout: 16-bit, whole 64-column panels (a
+  // dot over a head dim of 32, say, is refused here, not as a ring the later passes cannot build).
+  auto fitsShared = [&](Value v, Operation *at) {
+    auto t = tileType(v);
+    return cast<SharedAttr>(shared()).verifyEncoding(t.getShape(), t.getElementType(), [&] {
+      return at->emitOpError() << "needs its " << t << " in shared memory, as a dot's operand: ";
+    });
+  };
+  for (auto &[v, a] : layout)
+    if (isa<SharedAttr>(a) &&
+        failed(fitsShared(v, v.getDefiningOp() ? v.getDefiningOp() : v.getParentBlock()->getParentOp())))
+      return failure();
+  for (auto &[operand, want] : fixes)
+    if (isa<SharedAttr>(want) && failed(fitsShared(operand->get(), operand->getOwner())))
+      return failure();
+
   auto withEncoding = [](Value v, Attribute enc) {
     auto t = tileType(v);
     return RankedTensorType::get(t.getShape(), t.getElementType(), enc);

@@ -142,9 +142,17 @@ LogicalResult pipelineLoop(scf::ForOp loop, unsigned stages,
   OpBuilder b(loop);
   int64_t s = stages;
   auto barriersType = BarriersType::get(ctx, s);
+  // (each tile a ring's: 16-bit, whole 64-column panels; checked before any op is made)
+  SmallVector<RingType> ringTypes;
   for (PipelinedLoad &p : loads) {
-    p.ring = AllocRingOp::create(b, loc, RingType::get(ctx, s, p.load.getType()));
+    ringTypes.push_back(RingType::getChecked(
+        [&] { return p.load.emitOpError() << "cannot be pipelined into shared memory: "; }, ctx, s,
+        p.load.getType()));
+    if (!ringTypes.back())
+      return failure();
   }
+  for (auto [p, ringType] : llvm::zip(loads, ringTypes))
+    p.ring = AllocRingOp::create(b, loc, ringType);
 
   // A TMA copy is announced by one elected thread; a gather arrives from
   // every issuing thread.

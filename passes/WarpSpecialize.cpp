@@ -294,7 +294,17 @@ struct FakvWarpSpecializePass
                          << refills.size();
         return signalPassFailure();
       }
-      auto loop = refills.front()->getParentOfType<scf::ForOp>();
+      // (the attribute is fakv-pipeline's: its refill, an scf.if on an arith.cmpi in the pipelined loop's
+      // body, of a kernel with layouts)
+      scf::IfOp refill = refills.front();
+      auto loop = dyn_cast_or_null<scf::ForOp>(refill->getParentOp());
+      if (!loop || !refill.getCondition().getDefiningOp<arith::CmpIOp>() ||
+          !func->getAttrOfType<IntegerAttr>(kNumWarpsAttr)) {
+        refill.emitOpError() << "carries '" << kPrefetchAttr
+                             << "' but is not fakv-pipeline's refill (an scf.if on an arith.cmpi in the "
+                                "body of the pipelined scf.for, in a kernel with layouts)";
+        return signalPassFailure();
+      }
       if (failed(specialize(func, loop, refills.front(), producerRegisters,
                             consumerRegisters)))
         return signalPassFailure();

@@ -131,30 +131,75 @@ func.func @cast_keeps_the_layout(%t: tensor<16x16xf32, #layout>) {
 
 // -----
 
-// expected-error @+1 {{ring tiles are 2-D f16 or bf16 tiles of whole 64-column panels (#fakvgpu.shared), got 'tensor<32x64xf32, #fakvgpu.shared<swizzle = 128>>'}}
-func.func @ring_f32(%r: !fakvgpu.ring<2, tensor<32x64xf32, #fakvgpu.shared<swizzle = 128>>>) {
+// The shared layout's tiles: 2-D, 16-bit, whole 64-column panels, at most 2^20 elements (the ring's tiles
+// among them; a 1-D tile's bytes were planned from a dimension it does not have).
+// expected-error @+1 {{a #fakvgpu.shared tile is 2-D, of 16-bit elements, its columns whole 64-column panels and at most 2^20 elements in all}}
+func.func @shared_f32(%t: tensor<32x64xf32, #fakvgpu.shared<swizzle = 128>>) {
   return
 }
 
 // -----
 
-// expected-error @+1 {{ring tiles are 2-D f16 or bf16 tiles of whole 64-column panels}}
-func.func @ring_columns(%r: !fakvgpu.ring<2, tensor<32x48xbf16, #fakvgpu.shared<swizzle = 128>>>) {
+// expected-error @+1 {{a #fakvgpu.shared tile is 2-D}}
+func.func @shared_columns(%t: tensor<32x48xbf16, #fakvgpu.shared<swizzle = 128>>) {
   return
 }
 
 // -----
 
-// expected-error @+1 {{ring tiles are 2-D f16 or bf16 tiles of whole 64-column panels}}
-func.func @ring_1d(%r: !fakvgpu.ring<2, tensor<64xbf16, #fakvgpu.shared<swizzle = 128>>>) {
+// expected-error @+1 {{a #fakvgpu.shared tile is 2-D}}
+func.func @shared_1d(%t: tensor<64xbf16, #fakvgpu.shared<swizzle = 128>>) {
   return
 }
 
 // -----
 
-// expected-error @+1 {{an array of at least one mbarrier, got 0}}
+// expected-error @+1 {{a #fakvgpu.shared tile is 2-D}}
+func.func @shared_huge(%t: tensor<32768x64xbf16, #fakvgpu.shared<swizzle = 128>>) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{ring tiles are 2-D f16 or bf16 tiles of whole 64-column panels, at most 2^20 elements (#fakvgpu.shared), got 'tensor<32x64xi16, #fakvgpu.shared<swizzle = 128>>'}}
+func.func @ring_i16(%r: !fakvgpu.ring<2, tensor<32x64xi16, #fakvgpu.shared<swizzle = 128>>>) {
+  return
+}
+
+// -----
+
+// (a ring's or a barrier array's size wrapped the shared-memory plan: 2^51 stages planned as 1024 bytes)
+// expected-error @+1 {{a ring has 1 to 64 stages, got 2251799813685248}}
+func.func @ring_stages(%r: !fakvgpu.ring<2251799813685248, tensor<64x64xbf16, #fakvgpu.shared<swizzle = 128>>>) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{an array of 1 to 1024 mbarriers (8 bytes each in shared memory), got 0}}
 func.func @no_barriers(%b: !fakvgpu.barriers<0>) {
   return
+}
+
+// -----
+
+// expected-error @+1 {{an array of 1 to 1024 mbarriers (8 bytes each in shared memory), got 2305843009213693952}}
+func.func @barriers_huge(%b: !fakvgpu.barriers<2305843009213693952>) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{a tile in registers holds at most 2^24 elements, got 2^64}}
+func.func @linear_huge(%t: tensor<4294967296x4294967296xf32, #fakvgpu.linear<regs = [], lanes = [[0, 1], [0, 2], [0, 4], [0, 8], [0, 16]], warps = []>>) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'fakvgpu.warp_specialize' op splits a kernel's warps: it must be inside a kernel function}}
+fakvgpu.warp_specialize producer_warps 4 consumer_warps 4 registers 24, 168 {
+}, {
 }
 
 // -----

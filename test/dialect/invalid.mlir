@@ -137,7 +137,7 @@ func.func @cast_shape(%t: tensor<4xf32>) {
 
 // -----
 
-// expected-error @+1 {{!fakv.ptr element type must be a signless integer or an f16, bf16, f32, f64, f80 or f128 float (what memory holds), got 'index'}}
+// expected-error @+1 {{!fakv.ptr element type must be a signless integer of whole bytes (i8, i16, i32, ...) or an f16, bf16, f32, f64, f80 or f128 float (what memory holds), got 'index'}}
 func.func @ptr_elem(%p: !fakv.ptr<index>) {
   return
 }
@@ -248,6 +248,17 @@ func.func @paged_elem(%c: !fakv.ptr<bf16>, %t: !fakv.ptr<i32>, %i: i32, %s: i64)
 func.func @paged_both(%c: !fakv.ptr<bf16>, %t: !fakv.ptr<i32>, %i: i32, %s: i64) {
   // expected-error @+1 {{expects exactly one of 'table' (paged cache) and 'page' (contiguous cache)}}
   %k = fakv.paged_load %c[%i, %i] table %t page %i valid %i page_size %i num_pages %i strides [%s, %s, %s]
+         : !fakv.ptr<bf16> -> tensor<4x4xbf16>
+  return
+}
+
+// -----
+
+// (the GPU's gather divides by the page size: a constant one of 0 or less gave garbage without a report)
+func.func @paged_page_size(%c: !fakv.ptr<bf16>, %t: !fakv.ptr<i32>, %i: i32, %s: i64) {
+  %zero = arith.constant 0 : i32
+  // expected-error @+1 {{page_size must be positive, got 0}}
+  %k = fakv.paged_load %c[%i, %i] table %t valid %i page_size %zero num_pages %i strides [%s, %s, %s]
          : !fakv.ptr<bf16> -> tensor<4x4xbf16>
   return
 }
@@ -834,8 +845,16 @@ func.func @rotary_f64(%x: tensor<4x8xf64>, %c: tensor<4x2xf32>) {
 // -----
 
 // (loads of signed or 8-bit float elements made invalid LLVM IR)
-// expected-error @+1 {{!fakv.ptr element type must be a signless integer or an f16, bf16, f32, f64, f80 or f128 float (what memory holds), got 'si32'}}
+// expected-error @+1 {{!fakv.ptr element type must be a signless integer of whole bytes (i8, i16, i32, ...) or an f16, bf16, f32, f64, f80 or f128 float (what memory holds), got 'si32'}}
 func.func @ptr_signed(%p: !fakv.ptr<si32>) {
+  return
+}
+
+// -----
+
+// (vectorised GPU loads read i1 bit-packed, the CPU path and scalar loads a byte each)
+// expected-error @+1 {{!fakv.ptr element type must be a signless integer of whole bytes (i8, i16, i32, ...) or an f16, bf16, f32, f64, f80 or f128 float (what memory holds), got 'i1'}}
+func.func @ptr_i1(%p: !fakv.ptr<i1>) {
   return
 }
 

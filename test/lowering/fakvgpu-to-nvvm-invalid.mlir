@@ -57,3 +57,66 @@ func.func @store_of_shared(%p: !fakv.ptr<bf16>) attributes {fakv.kernel, fakvgpu
   fakv.store %v, %p[%c0, %c0] strides [%s64, %s1] : tensor<32x64xbf16, #sh>, !fakv.ptr<bf16>
   return
 }
+
+// -----
+
+// A reduction of a tile without a layout: fakvgpu-plan-shared-memory, the first to read layouts, crashed.
+func.func @reduce_no_layout(%p: !fakv.ptr<f32>) attributes {fakv.kernel, fakvgpu.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : i32
+  %s1 = arith.constant 1 : i64
+  // expected-error @+1 {{'fakv.load' op has a tile without a register layout ('tensor<16x64xf32>'): run fakv-assign-layouts first}}
+  %t = fakv.load %p[%c0, %c0] strides [%s1, %s1] : !fakv.ptr<f32> -> tensor<16x64xf32>
+  %r = fakv.reduce sum %t, 1 : tensor<16x64xf32> -> tensor<16xf32>
+  return
+}
+
+// -----
+
+// A dot whose accumulator is not in wgmma's layout (its registers were looked up where it has none: a crash).
+#blk = #fakvgpu.linear<regs = [[0, 1], [0, 2]], lanes = [[0, 4], [0, 8], [0, 16], [1, 0], [2, 0]], warps = [[4, 0], [8, 0]]>
+#a = #fakvgpu.linear<regs = [[0, 1], [0, 2], [0, 4]], lanes = [[0, 8], [0, 16], [0, 32], [1, 0], [2, 0]], warps = [[4, 0], [8, 0]]>
+#b = #fakvgpu.linear<regs = [[0, 1], [0, 2], [0, 4], [16, 0]], lanes = [[0, 8], [0, 16], [0, 32], [1, 0], [2, 0]], warps = [[4, 0], [8, 0]]>
+#shared = #fakvgpu.shared<swizzle = 128>
+func.func @dot_accumulator(%p: !fakv.ptr<bf16>, %o: !fakv.ptr<f32>) attributes {fakv.kernel, fakvgpu.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : i32
+  %s1 = arith.constant 1 : i64
+  %q = fakv.load %p[%c0, %c0] strides [%s1, %s1] : !fakv.ptr<bf16> -> tensor<16x64xbf16, #a>
+  %k = fakv.load %p[%c0, %c0] strides [%s1, %s1] : !fakv.ptr<bf16> -> tensor<32x64xbf16, #b>
+  %acc = fakv.load %o[%c0, %c0] strides [%s1, %s1] : !fakv.ptr<f32> -> tensor<16x32xf32, #blk>
+  %qs = fakvgpu.convert_layout %q : tensor<16x64xbf16, #a> -> tensor<16x64xbf16, #shared>
+  %ks = fakvgpu.convert_layout %k : tensor<32x64xbf16, #b> -> tensor<32x64xbf16, #shared>
+  // expected-error @+2 {{'fakv.dot' op the accumulator and result must be in the wgmma layout (fakv-assign-layouts gives it)}}
+  // expected-error @+1 {{failed to legalize operation 'fakv.dot'}}
+  %s = fakv.dot %qs, %ks, %acc {transpose_b} : tensor<16x64xbf16, #shared>, tensor<32x64xbf16, #shared> -> tensor<16x32xf32, #blk>
+  fakv.store %s, %o[%c0, %c0] strides [%s1, %s1] : tensor<16x32xf32, #blk>, !fakv.ptr<f32>
+  return
+}
+
+// -----
+
+// A reduction whose result layout is not its source's slice (registers no source element reaches: a crash).
+#s = #fakvgpu.linear<regs = [[0, 1], [8, 0]], lanes = [[0, 2], [0, 4], [0, 8], [0, 16], [1, 0]], warps = [[2, 0], [4, 0]]>
+#d = #fakvgpu.linear<regs = [[1], [2], [4], [8]], lanes = [[0], [0], [0], [0], [0]], warps = [[0], [0]]>
+func.func @reduce_result(%p: !fakv.ptr<f32>) attributes {fakv.kernel, fakvgpu.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : i32
+  %s1 = arith.constant 1 : i64
+  %x = fakv.load %p[%c0, %c0] strides [%s1, %s1] : !fakv.ptr<f32> -> tensor<16x32xf32, #s>
+  // expected-error @+2 {{'fakv.reduce' op result layout is not the source's slice (fakv-assign-layouts gives it)}}
+  // expected-error @+1 {{failed to legalize operation 'fakv.reduce'}}
+  %r = fakv.reduce sum %x, 1 : tensor<16x32xf32, #s> -> tensor<16xf32, #d>
+  fakv.store %r, %p[%c0] strides [%s1] : tensor<16xf32, #d>, !fakv.ptr<f32>
+  return
+}
+
+// -----
+
+// A layout over more warps than the kernel has: rows 8-15 were never stored.
+#l8 = #fakvgpu.linear<regs = [[0, 1]], lanes = [[0, 2], [0, 4], [0, 8], [0, 16], [1, 0]], warps = [[2, 0], [4, 0], [8, 0]]>
+func.func @too_many_warps(%o: !fakv.ptr<f32>, %f: f32) attributes {fakv.kernel, fakvgpu.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : i32
+  %s1 = arith.constant 1 : i64
+  // expected-error @+1 {{'fakv.splat' op has a tile laid out over 8 warps}}
+  %x = fakv.splat %f : f32 -> tensor<16x32xf32, #l8>
+  fakv.store %x, %o[%c0, %c0] strides [%s1, %s1] : tensor<16x32xf32, #l8>, !fakv.ptr<f32>
+  return
+}

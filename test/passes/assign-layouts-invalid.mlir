@@ -54,3 +54,18 @@ func.func @paged_tile_also_stored(%q: !fakv.ptr<bf16>, %kc: !fakv.ptr<bf16>, %bt
   fakv.store %s, %o[%c0, %c0] strides [%s64, %s1] : tensor<16x32xf32>, !fakv.ptr<f32>
   return
 }
+
+// -----
+
+// A dot's operand in shared memory must fit its layout (16-bit, whole 64-column panels): a V of head dim 32 was
+// laid out there anyway, and fakv-pipeline built a ring the verifier refuses, or the gather wrote past its slot.
+func.func @dot_operand_of_32_columns(%p: !fakv.ptr<bf16>, %o: !fakv.ptr<f32>, %i: i32, %s: i64) attributes {fakv.kernel} {
+  %zero = arith.constant 0.0 : f32
+  %a = fakv.load %p[%i, %i] strides [%s, %s] : !fakv.ptr<bf16> -> tensor<64x64xbf16>
+  %b = fakv.load %p[%i, %i] strides [%s, %s] : !fakv.ptr<bf16> -> tensor<64x32xbf16>
+  %acc = fakv.splat %zero : f32 -> tensor<64x32xf32>
+  // expected-error @+1 {{'fakv.dot' op needs its 'tensor<64x32xbf16>' in shared memory, as a dot's operand: a #fakvgpu.shared tile is 2-D, of 16-bit elements, its columns whole 64-column panels and at most 2^20 elements in all}}
+  %d = fakv.dot %a, %b, %acc : tensor<64x64xbf16>, tensor<64x32xbf16> -> tensor<64x32xf32>
+  fakv.store %d, %o[%i, %i] strides [%s, %s] : tensor<64x32xf32>, !fakv.ptr<f32>
+  return
+}
