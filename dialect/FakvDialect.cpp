@@ -41,7 +41,7 @@ LogicalResult FakvDialect::verifyOperationAttribute(Operation *op,
                                                     NamedAttribute attr) {
   if (attr.getName() == getPackGQAAttrName()) {
     auto axis = dyn_cast<IntegerAttr>(attr.getValue());
-    if (!axis || !axis.getType().isInteger(32) || axis.getInt() < 0 ||
+    if (!axis || !axis.getType().isSignlessInteger(32) || axis.getInt() < 0 ||
         axis.getInt() > 2)
       return op->emitError() << "'fakv.pack_gqa' must be a grid axis: an i32 "
                                 "in [0, 2]";
@@ -59,7 +59,7 @@ LogicalResult FakvDialect::verifyOperationAttribute(Operation *op,
   }
   if (attr.getName() == getWarmPagesAttrName()) {
     auto lead = dyn_cast<IntegerAttr>(attr.getValue());
-    if (!lead || !lead.getType().isInteger(32) || lead.getInt() < 1 || lead.getInt() > 8)
+    if (!lead || !lead.getType().isSignlessInteger(32) || lead.getInt() < 1 || lead.getInt() > 8)
       return op->emitError() << "'fakv.warm_pages' must be a number of tiles ahead: an i32 in [1, 8]";
     return success();
   }
@@ -97,7 +97,7 @@ LogicalResult FakvDialect::verifyRegionArgAttribute(Operation *op,
     return op->emitError() << "unknown fakv argument attribute '"
                            << attr.getName().getValue() << "'";
   auto value = dyn_cast<IntegerAttr>(attr.getValue());
-  if (!value || value.getInt() <= 0 || !llvm::isPowerOf2_64(value.getInt()))
+  if (!value || !value.getType().isSignlessInteger() || value.getInt() <= 0 || !llvm::isPowerOf2_64(value.getInt()))
     return op->emitError() << "'fakv.divisibility' of argument " << argIndex
                            << " must be a positive power of two";
   auto fn = dyn_cast<FunctionOpInterface>(op);

@@ -237,7 +237,7 @@ LogicalResult BarriersType::verify(function_ref<InFlightDiagnostic()> emitError,
 LogicalResult FakvGPUDialect::verifyOperationAttribute(Operation *op, NamedAttribute attr) {
   if (attr.getName() == kNumWarpsAttr) {
     auto warps = dyn_cast<IntegerAttr>(attr.getValue());
-    if (!warps || !warps.getType().isInteger(32) || warps.getInt() < 1 || warps.getInt() > 32)
+    if (!warps || !warps.getType().isSignlessInteger(32) || warps.getInt() < 1 || warps.getInt() > 32)
       return op->emitError() << "'" << kNumWarpsAttr << "' must be an i32 in [1, 32] (warps a "
                              << "program: at most 1024 threads)";
     if (!isa<FunctionOpInterface>(op))

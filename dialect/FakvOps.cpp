@@ -56,7 +56,7 @@ LogicalResult expectF32Tile(Operation *op, Value v, StringRef what,
 LogicalResult expectPositions(Operation *op, Value v, StringRef what,
                               int64_t n) {
   RankedTensorType t = tileType(v);
-  if (t.getRank() != 1 || !t.getElementType().isInteger(32) ||
+  if (t.getRank() != 1 || !t.getElementType().isSignlessInteger(32) ||
       t.getDimSize(0) != n)
     return op->emitOpError()
            << what << " must be a 1-D i32 tile of length " << n << ", got "
@@ -164,7 +164,7 @@ LogicalResult ArangeOp::verify() {
     return emitOpError() << "end (" << getEnd()
                          << ") must be greater than start (" << getStart()
                          << ")";
-  if (t.getRank() != 1 || !t.getElementType().isInteger(32))
+  if (t.getRank() != 1 || !t.getElementType().isSignlessInteger(32))
     return emitOpError() << "result must be a 1-D i32 tile, got " << t;
   if (t.getDimSize(0) != (int64_t)getEnd() - getStart())
     return emitOpError() << "result length " << t.getDimSize(0)

@@ -89,6 +89,13 @@ func.func @num_warps_zero() attributes {fakvgpu.num_warps = 0 : i32} {
 
 // -----
 
+// expected-error @+1 {{'fakvgpu.num_warps' must be an i32 in [1, 32]}}
+func.func @num_warps_unsigned() attributes {fakvgpu.num_warps = 4 : ui32} {
+  return
+}
+
+// -----
+
 // Layouts checked against their tiles (they crashed the lowering, hung it, or lowered to loads outside the tile).
 // A 16 x 16 tile: registers along the columns, 16 lanes along the rows (the fifth lane bit replicates), no warps.
 

@@ -667,6 +667,29 @@ func.func @warm_pages_zero() attributes {fakv.kernel, fakv.warm_pages = 0 : i32}
 
 // -----
 
+// (an unsigned or signed integer attribute: its value was read as a signless one's, an assertion in LLVM's
+// debug builds)
+// expected-error @+1 {{'fakv.warm_pages' must be a number of tiles ahead: an i32 in [1, 8]}}
+func.func @warm_pages_unsigned() attributes {fakv.kernel, fakv.warm_pages = 2 : ui32} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'fakv.pack_gqa' must be a grid axis: an i32 in [0, 2]}}
+func.func @pack_gqa_unsigned() attributes {fakv.kernel, fakv.pack_gqa = 1 : ui32} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'fakv.divisibility' of argument 0 must be a positive power of two}}
+func.func @divisibility_unsigned(%n: i32 {fakv.divisibility = 16 : ui64}) attributes {fakv.kernel} {
+  return
+}
+
+// -----
+
 // expected-error @+1 {{'fakv.warm_pages' must be a number of tiles ahead: an i32 in [1, 8]}}
 func.func @warm_pages_unit() attributes {fakv.kernel, fakv.warm_pages} {
   return
