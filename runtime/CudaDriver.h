@@ -33,6 +33,8 @@ struct Driver {
   decltype(&::cuTensorMapEncodeTiled) tensorMapEncodeTiled;
   decltype(&::cuMemHostAlloc) memHostAlloc;
   decltype(&::cuMemHostRegister) memHostRegister;
+  decltype(&::cuMemHostUnregister) memHostUnregister;
+  decltype(&::cuMemHostGetDevicePointer) memHostGetDevicePointer;
   decltype(&::cuStreamIsCapturing) streamIsCapturing;
   decltype(&::cuLinkCreate) linkCreate;
   decltype(&::cuLinkAddData) linkAddData;

@@ -172,6 +172,10 @@ PyObject *takeWord(PyObject *, PyObject *arg) {
   void *p = PyLong_AsVoidPtr(arg);
   if (PyErr_Occurred())
     return nullptr;
+  if (!p || reinterpret_cast<uintptr_t>(p) % alignof(int32_t)) {
+    PyErr_Format(PyExc_ValueError, "take_word: %p is not the address of an int32", p);
+    return nullptr;
+  }
   // (read and cleared at once: a code a kernel stores in between is not lost)
   int32_t v = __atomic_exchange_n(static_cast<int32_t *>(p), 0, __ATOMIC_SEQ_CST);
   return PyLong_FromLong(v);

@@ -70,9 +70,21 @@ int fakv_bind_primary_context(int ordinal) {
   CUcontext ctx = nullptr;
   if (CUresult r = d->deviceGet(&dev, ordinal); r != CUDA_SUCCESS)
     return fail("fakv_bind_primary_context", r);
-  // (retained for the process's life, as the runtime's own retain is)
-  if (CUresult r = d->devicePrimaryCtxRetain(&ctx, dev); r != CUDA_SUCCESS)
-    return fail("fakv_bind_primary_context", r);
+  // (retained once a device, for the process's life, as the runtime's own retain is: not a
+  // retain a call, which only grows the count)
+  static std::mutex lock;
+  static std::map<CUdevice, CUcontext> retained;
+  {
+    std::lock_guard<std::mutex> guard(lock);
+    auto it = retained.find(dev);
+    if (it != retained.end()) {
+      ctx = it->second;
+    } else {
+      if (CUresult r = d->devicePrimaryCtxRetain(&ctx, dev); r != CUDA_SUCCESS)
+        return fail("fakv_bind_primary_context", r);
+      retained[dev] = ctx;
+    }
+  }
   if (CUresult r = d->ctxSetCurrent(ctx); r != CUDA_SUCCESS)
     return fail("fakv_bind_primary_context", r);
   return 0;
@@ -221,8 +233,16 @@ int fakv_host_mapped(size_t bytes, void *context, void **host) {
     std::memset(p, 0, size);
     if (d->memHostRegister(p, size, CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP) ==
         CUDA_SUCCESS) {
-      *host = p;
-      return 0;
+      // Kernels write to the host address: registered memory has it on the device too only where
+      // every device can use host pointers for registered memory (else cuMemHostAlloc's, with
+      // unified addressing, does).
+      CUdeviceptr dev = 0;
+      if (d->memHostGetDevicePointer(&dev, p, 0) == CUDA_SUCCESS &&
+          dev == reinterpret_cast<CUdeviceptr>(p)) {
+        *host = p;
+        return 0;
+      }
+      d->memHostUnregister(p);
     }
     std::free(p);
   }

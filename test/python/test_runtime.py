@@ -163,6 +163,9 @@ def test_driver_missing_is_a_clear_error():
         _runtime.device_properties("0")
     with pytest.raises(OverflowError):
         _runtime.device_properties(2 ** 32)
+    for address in (0, 2):                          # (NULL, or not an int32's: it was read and written)
+        with pytest.raises(ValueError, match="is not the address of an int32"):
+            _runtime.take_word(address)
 
 
 def test_the_error_words_native_thread_gives_its_page_or_none():
