@@ -16,7 +16,7 @@ import textwrap
 from . import language as fl
 from .errors import CompilationError  # noqa: F401  (raised here; fakv.CompilationError)
 from . import semantic as sem
-from .ir import Builder, FakvTypeError, PtrType, ScalarType, Value
+from .ir import Builder, FakvTypeError, PtrType, ScalarType, TileType, Value
 
 
 class _Method:
@@ -167,7 +167,8 @@ class CodeGen:
                 self.scope[p] = constexprs[p]
                 continue
             t = arg_types[p]
-            v = Value(f"%{p}.p" if re.fullmatch(r"[a-z]+[0-9]+", p) else f"%{p}", t)   # (not a fresh name: c1)
+            # (not a fresh name, c1; MLIR's names are ASCII: another parameter, `%.uN`, no Python name's form)
+            v = Value(f"%.u{i}" if not p.isascii() else f"%{p}.p" if re.fullmatch(r"[a-z]+[0-9]+", p) else f"%{p}", t)
             self.scope[p] = v
             attr = " {fakv.divisibility = 16 : i64}" if divisibility and p in divisibility else ""
             header.append(f"{v.name}: {t.mlir()}{attr}")
@@ -244,6 +245,9 @@ class CodeGen:
         self.assign_to(node.target, self.expr(node.value), node)
 
     def stmt_AugAssign(self, node):
+        if not isinstance(node.target, ast.Name):
+            raise self.error(node, f"`{ast.unparse(node)}`: augmented assignment updates a name; write to memory "
+                                   f"with fl.store")
         name = node.target.id
         self.scope[name] = self.binop(type(node.op), self.lookup(name, node), self.expr(node.value), node)
 
@@ -304,13 +308,18 @@ class CodeGen:
                 same[n] = a               # one Python value whichever branch runs: it holds after the `if`
                 continue
             results.append(n)
-        # Yields: make both sides kernel values of one type.
+        # Yields: make both sides kernel values of one type; a Python number beside a kernel number, their
+        # promoted type, as an operation of the two would have (`v = 0.5` beside an i32 `n`: f32, not 0).
         types = []
         for n in results:
             a, c = then_scope[n], else_scope[n]
-            t = (a if sem.is_value(a) else c).type if (sem.is_value(a) or sem.is_value(c)) else None
-            if t is None:
+            if not (sem.is_value(a) or sem.is_value(c)):
                 raise self.error(node, f"`{n}` is a different Python value in each branch of a runtime `if`")
+            value, other = (a, c) if sem.is_value(a) else (c, a)
+            t = value.type
+            if not sem.is_value(other) and isinstance(t, (ScalarType, TileType)):
+                dtype = sem.promote(sem.literal_dtype(other, t.dtype), t.dtype)
+                t = ScalarType(dtype) if isinstance(t, ScalarType) else TileType(t.shape, dtype)
             types.append(t)
         self.scope = dict(before)
 
@@ -321,6 +330,8 @@ class CodeGen:
                     v = scope[n]
                     if not sem.is_value(v):
                         v = sem.to_value(self.b, v, t.dtype)
+                    elif not sem.is_value(then_scope[n] if scope is else_scope else else_scope[n]):
+                        v = sem.convert(self.b, v, t.dtype)      # (to the type promoted with the other's number)
                     if v.type != t:
                         raise self.error(node, f"`{n}` has type {v.type!r} in one branch and {t!r} in the other")
                     out.append(v)
@@ -387,6 +398,19 @@ class CodeGen:
                         for a in args)
         counted = sem.is_value(args[2]) or args[2] < 0
         var_dtype = dtype
+        # A constant step above 1 in i32: the last `iv + step` may pass 2**31 and wrap (another round, or no end)
+        # unless the end is a constant far enough below it. Then the loop counts its rounds k in [0, trips), step
+        # 1, still in i32 (a step of 2 or more leaves fewer than 2**31 rounds; fakv-pipeline takes i32 loops),
+        # and the variable is lb + k * step (wrapping arithmetic: exact, as it lies in [lb, ub)).
+        wide = not counted and args[2] > 1 and dtype == "i32" and not (
+            not sem.is_value(args[1]) and args[1] + args[2] < 2**31)
+        if wide:
+            b = self.b
+            first, by = lb, step
+            span = sem.binary(b, "sub", sem.convert(b, ub, "i64"), sem.convert(b, lb, "i64"))
+            trips = sem.binary(b, "add", sem.binary(b, "floordiv", sem.binary(b, "sub", span, 1), int(args[2])), 1)
+            trips = sem.convert(b, sem.select(b, sem.compare(b, "le", span, 0), 0, trips), dtype)
+            lb, ub, step = sem.to_value(b, 0, dtype), trips, sem.to_value(b, 1, dtype)
         if counted:      # a run-time or negative step (scf.for's must be positive): k in [0, trips), lb + k * step,
             b, dtype = self.b, "i64"          # counted in i64 (an i32 range's span needs 33 bits)
             first, last, by = (sem.convert(b, v, "i64") for v in (lb, ub, step))
@@ -418,6 +442,8 @@ class CodeGen:
             if counted:
                 self.scope[node.target.id] = sem.convert(
                     self.b, sem.binary(self.b, "add", first, sem.binary(self.b, "mul", iv, by)), var_dtype)
+            elif wide:
+                self.scope[node.target.id] = sem.binary(self.b, "add", first, sem.binary(self.b, "mul", iv, by))
             self.loops += 1
             try:
                 self.block(node.body)
@@ -429,6 +455,12 @@ class CodeGen:
             outs = []
             for n, a in zip(carried, iters):
                 v = self.scope[n]
+                if not sem.is_value(v) and isinstance(a.type, (ScalarType, TileType)) and \
+                        sem.promote(sem.literal_dtype(v, a.type.dtype), a.type.dtype) != a.type.dtype:
+                    raise self.error(last_assignment(node.body, n) or node,
+                                     f"loop-carried `{n}` is {a.type!r} before the loop, and the {v!r} assigned "
+                                     f"in it does not fit {a.type.dtype}: start it with a value of a type that "
+                                     f"holds both (1.0 rather than 1, say)")
                 if not sem.is_value(v):
                     v = sem.to_value(self.b, v, a.type.dtype)
                 if v.type != a.type:
@@ -614,10 +646,56 @@ class CodeGen:
         return out
 
     def expr_IfExp(self, node):
+        """`x if c else y`: at compile time on a Python condition; on a run-time scalar, only the arm it picks
+        runs, as in Python (`a // b if b != 0 else -1`, `X[i] if i < n else 0.0`: an scf.if), unless neither arm
+        computes anything (a select); on a tile, elementwise (both arms, as fl.where)."""
         test = self.expr(node.test)
         if not sem.is_value(test):
             return self.expr(node.body if test else node.orelse)
-        return sem.select(self.b, test, self.expr(node.body), self.expr(node.orelse))
+        if sem.is_tile(test):
+            return sem.select(self.b, test, self.expr(node.body), self.expr(node.orelse))
+        cond = sem.convert(self.b, test, "i1")
+        arms = []
+        for arm in (node.body, node.orelse):
+            with self.b.capture() as lines, self.b.nested():
+                value = self.expr(arm)
+            arms.append((lines, value))
+        (a_lines, a), (c_lines, c) = arms
+        if not a_lines and not c_lines:
+            return sem.select(self.b, cond, a, c)
+        values = [v for v in (a, c) if sem.is_value(v)]
+        if any(isinstance(v.type, PtrType) for v in values):
+            if len(values) != 2 or a.type != c.type:
+                raise self.error(node, f"`{ast.unparse(node)}`: both arms must be pointers of one type")
+            t = a.type
+        else:
+            try:
+                numbers = [sem.python_dtype(v) for v in (a, c) if not sem.is_value(v)]
+                dtype = (sem.promote(*(v.type.dtype for v in values)) if len(values) == 2 else
+                         sem.promote(sem.literal_dtype((c if a is values[0] else a), values[0].type.dtype),
+                                     values[0].type.dtype) if values else sem.promote(*numbers))
+            except FakvTypeError as e:
+                raise self.error(node, str(e)) from None
+            shapes = [v.type.shape for v in values if sem.is_tile(v)]
+            t = TileType(sem.broadcast_shapes(*shapes) if len(shapes) == 2 else shapes[0], dtype) if shapes \
+                else ScalarType(dtype)
+
+        def arm_lines(lines, v):
+            with self.b.capture() as extra, self.b.nested():
+                v = sem.convert(self.b, sem.to_value(self.b, v, t.dtype), t.dtype) if not isinstance(t, PtrType) \
+                    else v
+                if isinstance(t, TileType):
+                    v = sem.broadcast_to(self.b, v, t.shape)
+                self.b.emit(f"scf.yield {v.name} : {t.mlir()}")
+            return lines + extra
+
+        out = Value(self.b.fresh("if"), t)
+        self.b.emit(f"{out.name} = scf.if {cond.name} -> ({t.mlir()}) {{")
+        self.b.lines.extend(arm_lines(a_lines, a))
+        self.b.emit("} else {")
+        self.b.lines.extend(arm_lines(c_lines, c))
+        self.b.emit("} " + self.b.location())
+        return out
 
     def expr_Subscript(self, node):
         base = self.expr(node.value)

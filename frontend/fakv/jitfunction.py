@@ -427,6 +427,8 @@ class JITFunction:
         if type(grid) is not tuple or not 1 <= len(grid) <= 3 or not all(type(g) is int for g in grid):
             grid = _grid(self.__name__, grid)
         grid = (grid + (1, 1, 1))[:3]
+        if min(grid) < 0:
+            raise ValueError(f"{self.__name__}[{grid}]: the grid's sizes are >= 0")
         if max(grid) >= 2 ** 31 or (c.device == "cuda" and max(grid[1:]) > 65535):
             raise ValueError(f"{self.__name__}[{grid}]: CUDA's grid holds up to 2**31 - 1 programs on axis 0 and "
                              f"65535 on axes 1 and 2")

@@ -137,8 +137,12 @@ def num_programs(b, axis):
 
 @builtin
 def arange(b, start, end):
-    """The i32 tile [start, start + 1, ..., end - 1]; start and end compile-time ints, end > start."""
+    """The i32 tile [start, start + 1, ..., end - 1]; start and end compile-time ints, 0 <= start < end < 2**31
+    (for negative positions: fl.arange(0, n) - k)."""
     start, end = _const(start, "arange's start"), _const(end, "arange's end")
+    if start < 0 or end >= 2**31:           # (the op holds them as unsigned i32: -2 read as 4294967294)
+        raise FakvTypeError(f"arange({start}, {end}): its bounds are 0 <= start < end < 2**31 (for negative "
+                            f"positions, subtract from fl.arange(0, n))")
     (n,) = _shape((end - start,), f"arange({start}, {end})")
     return b.op1(f"fakv.arange {start} to {end} : tensor<{n}xi32>", TileType((n,), "i32"), "r")
 
@@ -265,6 +269,9 @@ def load(b, ptr, shape, offsets, strides, bounds=None, mask=None, other=None):
         mask = sem.broadcast_to(b, sem.convert(b, sem.to_value(b, mask, "i1"), "i1"), t.shape)
         text += f" mask {mask.name}"
     if other is not None:
+        if sem.is_value(other) and not isinstance(other.type, ScalarType):
+            raise FakvTypeError(f"load's `other` is one value for every element outside the bounds or mask: a "
+                                f"number or a scalar, got {other.type!r} (for a tile of them, fl.where after)")
         other = sem.convert(b, sem.to_value(b, other, t.dtype), t.dtype)
         text += f" other {other.name}"
     return b.op1(text + f" : {ptr.type.mlir()} -> {t.mlir()}", t)

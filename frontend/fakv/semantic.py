@@ -52,6 +52,10 @@ def constant(b, value, dtype):
         return b.op1(f"arith.constant {lit} : {dtype}", ScalarType(dtype), "c")
     if dtype == "i1":
         return b.op1(f"arith.constant {'true' if value else 'false'}", ScalarType("i1"), "c")
+    lo, hi = RANGE.get(dtype, (-2**63, 2**63))
+    hi = 2**8 if dtype == "i8" else hi  # (i8 holds uint8 arrays' bytes too)
+    if not lo <= int(value) < hi:       # (MLIR's parser refused it, naming no line of the kernel)
+        raise FakvTypeError(f"{value!r} does not fit in {dtype} ([{lo}, {hi - 1}])")
     return b.op1(f"arith.constant {int(value)} : {dtype}", ScalarType(dtype), "c")
 
 
@@ -260,6 +264,8 @@ def _shift_guard(b, op, x, y, out):
 
 def compare(b, op, x, y):
     x, y = unify(b, x, y)
+    if dtype_of(x) == "i1" and op not in ("eq", "ne"):    # truth values order as 0 < 1 (a signed i1's true is -1)
+        x, y = convert(b, x, "i32"), convert(b, y, "i32")
     is_float = dtype_of(x) in FLOATS
     pred = CMP[op][1 if is_float else 0]
     t = TileType(x.type.shape, "i1") if is_tile(x) else ScalarType("i1")

@@ -278,3 +278,151 @@ def test_negative_steps_and_a_loop_variable_in_one_branch():
     for n in (1, 5):                           # (the loop's variable in one branch: the `if` still compiles)
         loop_in_a_branch[(1,)](y, n)
         assert y[0] == n
+
+
+# ---- session 36's review (a differential fuzz of the DSL against Python on the CPU path) ---------------------
+
+@fakv.jit
+def truth_order(Y, flag, n):
+    m = fl.arange(0, 4) < n                                  # a tile of truth values
+    fl.store(Y, fl.zeros((4,), fl.int32) + (flag > 0) + (m > 0) * 2 + (flag >= True) * 4 + (m < 1) * 8,
+             (0,), (1,))
+
+
+def test_truth_values_order_as_zero_and_one():
+    """`<`, `<=`, `>`, `>=` on truth values compare 0 and 1, as Python's bools (a signed i1's true was -1:
+    `flag > 0` was false for True)."""
+    y = np.zeros(4, np.int32)
+    for flag, n in ((True, 2), (False, 3)):
+        truth_order[(1,)](y, flag, n)
+        m = np.arange(4) < n
+        assert y.tolist() == list((flag > 0) + (m > 0) * 2 + (flag >= True) * 4 + (m < 1) * 8)
+
+
+@fakv.jit
+def merged(Y, n):
+    v = 0.5                     # a Python float beside an i32: f32 (it was converted to i32: 0)
+    if n > 0:
+        v = n
+    w = n
+    if n > 2:
+        w = 2.5
+    f = 2                       # a Python int beside a truth value: i32 (it was converted to i1: true)
+    if n > 5:
+        f = n > 7
+    big = 3000000000            # past i32: i64 (it wrapped)
+    if n > 8:
+        big = n
+    fl.store(Y, fl.zeros((4,)) + fl.where(fl.arange(0, 4) == 0, v, 0.0) + fl.where(fl.arange(0, 4) == 1, w, 0.0)
+             + fl.where(fl.arange(0, 4) == 2, f * 3, 0.0) + fl.where(fl.arange(0, 4) == 3, big > 2 ** 31, 0),
+             (0,), (1,))
+
+
+def test_a_number_and_a_kernel_value_merge_in_their_promoted_type():
+    y = np.zeros(4, np.float32)
+    for n in (0, 3, 6, 9):
+        merged[(1,)](y, n)
+        v, w, f, big = (n if n > 0 else 0.5), (2.5 if n > 2 else n), (int(n > 7) if n > 5 else 2), \
+            (n if n > 8 else 3000000000)
+        assert y.tolist() == [v, w, f * 3, big > 2 ** 31], n
+
+
+@fakv.jit
+def carried_float(Y, n):
+    v = 1
+    for i in fl.range(0, n):
+        v = 0.5
+    fl.store(Y, fl.full((1,), v), (0,), (1,))
+
+
+def test_a_loop_carried_number_that_its_type_cannot_hold_is_refused():
+    with pytest.raises(fakv.CompilationError, match=r"loop-carried `v` is i32 before the loop, and the 0.5 "
+                                                    r"assigned in it does not fit i32") as e:
+        carried_float[(1,)](np.zeros(1, np.float32), 3)
+    assert f":{line_of(carried_float.fn, 'v = 0.5')}:" in str(e.value)
+
+
+@fakv.jit
+def guarded(Y, X, a, b, i, n):
+    q = a // b if b != 0 else -1                      # only the arm the condition picks runs
+    x = X[i] if i < n else -1.0
+    t = fl.arange(0, 4) if a > 0 else 7               # a tile beside a number: the tile's shape
+    fl.store(Y, fl.zeros((4,)) + fl.where(fl.arange(0, 4) == 0, q, 0.0) + fl.where(fl.arange(0, 4) == 1, x, 0.0)
+             + fl.where(fl.arange(0, 4) >= 2, t, 0), (0,), (1,))
+
+
+def test_a_conditional_expression_runs_only_its_arm():
+    """`a // b if b != 0 else -1` divided by zero and `X[i] if i < n else -1.0` read past X: both arms ran
+    (a select)."""
+    x, y = np.arange(4, dtype=np.float32) + 10, np.zeros(4, np.float32)
+    for a, b, i in ((7, 0, 10), (7, 2, 1), (-3, 0, 3)):
+        guarded[(1,)](y, x, a, b, i, 4)
+        t = np.arange(4) if a > 0 else np.full(4, 7)
+        assert y.tolist() == [a // b if b != 0 else -1, x[i] if i < 4 else -1.0, t[2], t[3]]
+
+
+@fakv.jit
+def stepped(Y, a, b, STEP: fl.constexpr):
+    n = 0
+    for i in fl.range(a, b, STEP):
+        n += 1
+        fl.store(Y, fl.full((1,), i, fl.int32), (1,), (1,))
+    fl.store(Y, fl.full((1,), n, fl.int32), (0,), (1,))
+
+
+@pytest.mark.parametrize("a,b,step", [(2 ** 31 - 29, 2 ** 31 - 1, 2 ** 30 + 1), (2 ** 31 - 6, 2 ** 31 - 1, 4),
+                                      (0, 10, 3)])
+def test_a_constant_step_near_int32s_end(a, b, step):
+    """fl.range's `iv + step` past 2**31 wrapped: 28 rounds instead of 1, or a loop without end."""
+    y = np.zeros(2, np.int32)
+    stepped[(1,)](y, a, b, step)
+    assert y.tolist() == [len(range(a, b, step)), list(range(a, b, step))[-1]]
+
+
+@fakv.jit
+def wide_int8(Y):
+    fl.store(Y, fl.full((4,), 300, fl.int8), (0,), (1,))
+
+
+@fakv.jit
+def negative_arange(Y):
+    fl.store(Y, fl.arange(-2, 2), (0,), (1,))
+
+
+@fakv.jit
+def tile_other(Y, X):
+    fl.store(Y, fl.load(X, (4,), (0,), (1,), bounds=(2,), other=fl.zeros((4,))), (0,), (1,))
+
+
+@fakv.jit
+def store_by_augmented_assignment(Y):
+    Y[0] += 1.0
+
+
+@pytest.mark.parametrize("kernel,args,text,message", [
+    (wide_int8, (np.zeros(4, np.int8),), "fl.full", r"300 does not fit in i8 \(\[-128, 255\]\)"),
+    (negative_arange, (np.zeros(4, np.int32),), "fl.arange", r"arange\(-2, 2\): its bounds are 0 <= start < end"),
+    (tile_other, (np.zeros(4, np.float32), np.zeros(4, np.float32)), "fl.load",
+     r"load's `other` is one value for every element .* got tile\[4\]:f32"),
+    (store_by_augmented_assignment, (np.zeros(1, np.float32),), "+=",
+     r"`Y\[0\] \+= 1.0`: augmented assignment updates a name; write to memory with fl.store"),
+])
+def test_session_36_mistakes_point_at_the_line(kernel, args, text, message):
+    """Each leaked MLIR's parser errors (no kernel line) or Python's AttributeError."""
+    with pytest.raises(fakv.CompilationError, match=message) as e:
+        kernel[(1,)](*args)
+    assert f":{line_of(kernel.fn, text)}:" in str(e.value)
+
+
+def test_non_ascii_parameters_and_negative_grids(tmp_path, monkeypatch):
+    (tmp_path / "accented.py").write_text("import fakv\nimport fakv.language as fl\n\n\n@fakv.jit\n"
+                                          "def k(Y, \u00e9):\n"
+                                          "    fl.store(Y, fl.zeros((1,), fl.int32) + \u00e9, (0,), (1,))\n",
+                                          encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import accented
+    y = np.zeros(1, np.int32)
+    accented.k[(1,)](y, 3)                         # (an invalid SSA name in MLIR's text)
+    assert y[0] == 3
+    with pytest.raises(ValueError, match=r"the grid's sizes are >= 0"):
+        accented.k[(-1,)](y, 3)                    # (it ran nothing, silently)
