@@ -118,7 +118,8 @@ bool mlir::fakv::isKernel(func::FuncOp func) {
 LogicalResult PtrType::verify(function_ref<InFlightDiagnostic()> emitError,
                               Type elementType) {
   // (whole bytes: memory holds no i1 the GPU and the CPU path would read alike, bit-packed or a byte each)
-  if (!(elementType.isSignlessInteger() && elementType.getIntOrFloatBitWidth() % 8 == 0) &&
+  if (!(elementType.isSignlessInteger() && elementType.getIntOrFloatBitWidth() % 8 == 0 &&
+        elementType.getIntOrFloatBitWidth() > 0) &&
       !isa<Float16Type, BFloat16Type, Float32Type, Float64Type, Float80Type, Float128Type>(elementType))
     return emitError() << "!fakv.ptr element type must be a signless integer of whole bytes (i8, i16, "
                           "i32, ...) or an f16, bf16, f32, f64, f80 or f128 float (what memory holds), got "

@@ -37,9 +37,8 @@ bool resolve(void *lib, Driver &d, std::string &why) {
   FAKV_RESOLVE(tensorMapEncodeTiled, cuTensorMapEncodeTiled);
   FAKV_RESOLVE(memHostAlloc, cuMemHostAlloc);
   FAKV_RESOLVE(memHostRegister, cuMemHostRegister);
-  FAKV_RESOLVE(memHostUnregister, cuMemHostUnregister);
-  FAKV_RESOLVE(memHostGetDevicePointer, cuMemHostGetDevicePointer);
   FAKV_RESOLVE(deviceGet, cuDeviceGet);
+  FAKV_RESOLVE(deviceGetCount, cuDeviceGetCount);
   FAKV_RESOLVE(devicePrimaryCtxRetain, cuDevicePrimaryCtxRetain);
   FAKV_RESOLVE(deviceGetAttribute, cuDeviceGetAttribute);
   FAKV_RESOLVE(streamIsCapturing, cuStreamIsCapturing);

@@ -22,6 +22,7 @@ struct Driver {
   decltype(&::cuCtxGetCurrent) ctxGetCurrent;
   decltype(&::cuCtxSetCurrent) ctxSetCurrent;
   decltype(&::cuDeviceGet) deviceGet;
+  decltype(&::cuDeviceGetCount) deviceGetCount;
   decltype(&::cuDevicePrimaryCtxRetain) devicePrimaryCtxRetain;
   decltype(&::cuDeviceGetAttribute) deviceGetAttribute;
   decltype(&::cuModuleLoadData) moduleLoadData;
@@ -33,8 +34,6 @@ struct Driver {
   decltype(&::cuTensorMapEncodeTiled) tensorMapEncodeTiled;
   decltype(&::cuMemHostAlloc) memHostAlloc;
   decltype(&::cuMemHostRegister) memHostRegister;
-  decltype(&::cuMemHostUnregister) memHostUnregister;
-  decltype(&::cuMemHostGetDevicePointer) memHostGetDevicePointer;
   decltype(&::cuStreamIsCapturing) streamIsCapturing;
   decltype(&::cuLinkCreate) linkCreate;
   decltype(&::cuLinkAddData) linkAddData;

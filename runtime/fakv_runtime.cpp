@@ -227,22 +227,26 @@ int fakv_host_mapped(size_t bytes, void *context, void **host) {
   // Registering one page of our own pins less than cuMemHostAlloc sets up
   // (a millisecond on the H200, at a process's first call); the latter is
   // the fallback.
+  // Kernels write to the host address: registered memory has it on the devices too only where every
+  // device can use host pointers for registered memory (cuMemHostAlloc's has, with unified addressing).
+  int devices = 0;
+  bool samePointer = d->deviceGetCount(&devices) == CUDA_SUCCESS && devices > 0;
+  for (int i = 0; samePointer && i < devices; ++i) {
+    CUdevice dev = 0;
+    int can = 0;
+    samePointer = d->deviceGet(&dev, i) == CUDA_SUCCESS &&
+                  d->deviceGetAttribute(&can, CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM,
+                                        dev) == CUDA_SUCCESS &&
+                  can;
+  }
   size_t page = 4096, size = (bytes + page - 1) / page * page;
-  void *p = std::aligned_alloc(page, size);
+  void *p = samePointer ? std::aligned_alloc(page, size) : nullptr;
   if (p) {
     std::memset(p, 0, size);
     if (d->memHostRegister(p, size, CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP) ==
         CUDA_SUCCESS) {
-      // Kernels write to the host address: registered memory has it on the device too only where
-      // every device can use host pointers for registered memory (else cuMemHostAlloc's, with
-      // unified addressing, does).
-      CUdeviceptr dev = 0;
-      if (d->memHostGetDevicePointer(&dev, p, 0) == CUDA_SUCCESS &&
-          dev == reinterpret_cast<CUdeviceptr>(p)) {
-        *host = p;
-        return 0;
-      }
-      d->memHostUnregister(p);
+      *host = p;
+      return 0;
     }
     std::free(p);
   }

@@ -396,14 +396,16 @@ class CodeGen:
             any(not sem.is_value(a) and not -2**31 <= a < 2**31 for a in args) else "i32"
         lb, ub, step = (sem.convert(self.b, sem.to_value(self.b, int(a) if isinstance(a, bool) else a, dtype), dtype)
                         for a in args)
-        counted = sem.is_value(args[2]) or args[2] < 0
-        var_dtype = dtype
         # A constant step above 1 in i32: the last `iv + step` may pass 2**31 and wrap (another round, or no end)
         # unless the end is a constant far enough below it. Then the loop counts its rounds k in [0, trips), step
-        # 1, still in i32 (a step of 2 or more leaves fewer than 2**31 rounds; fakv-pipeline takes i32 loops),
-        # and the variable is lb + k * step (wrapping arithmetic: exact, as it lies in [lb, ub)).
-        wide = not counted and args[2] > 1 and dtype == "i32" and not (
+        # 1, and the variable is lb + k * step (wrapping arithmetic: exact, as it lies in [lb, ub)): in i32 for a
+        # step of 3 or more (fewer than 2**31 rounds; fakv-pipeline takes i32 loops), in i64 for 2 (2**31 rounds
+        # over the whole i32 range), as a run-time step.
+        may_wrap = not sem.is_value(args[2]) and args[2] > 1 and dtype == "i32" and not (
             not sem.is_value(args[1]) and args[1] + args[2] < 2**31)
+        counted = sem.is_value(args[2]) or args[2] < 0 or (may_wrap and args[2] == 2)
+        var_dtype = dtype
+        wide = may_wrap and not counted
         if wide:
             b = self.b
             first, by = lb, step
@@ -660,6 +662,7 @@ class CodeGen:
             with self.b.capture() as lines, self.b.nested():
                 value = self.expr(arm)
             arms.append((lines, value))
+        self.at(node)                        # (the scf.if and its yields at the expression, not its last arm)
         (a_lines, a), (c_lines, c) = arms
         if not a_lines and not c_lines:
             return sem.select(self.b, cond, a, c)

@@ -883,6 +883,13 @@ func.func @ptr_i1(%p: !fakv.ptr<i1>) {
 
 // -----
 
+// expected-error @+1 {{!fakv.ptr element type must be a signless integer of whole bytes}}
+func.func @ptr_i0(%p: !fakv.ptr<i0>) {
+  return
+}
+
+// -----
+
 // expected-error @+1 {{got 'f8E5M2'}}
 func.func @ptr_f8(%p: !fakv.ptr<f8E5M2>) {
   return

@@ -371,7 +371,7 @@ def stepped(Y, a, b, STEP: fl.constexpr):
 
 
 @pytest.mark.parametrize("a,b,step", [(2 ** 31 - 29, 2 ** 31 - 1, 2 ** 30 + 1), (2 ** 31 - 6, 2 ** 31 - 1, 4),
-                                      (0, 10, 3)])
+                                      (2 ** 31 - 5, 2 ** 31 - 1, 2), (-2 ** 31, -2 ** 31 + 7, 2), (0, 10, 3)])
 def test_a_constant_step_near_int32s_end(a, b, step):
     """fl.range's `iv + step` past 2**31 wrapped: 28 rounds instead of 1, or a loop without end."""
     y = np.zeros(2, np.int32)
