@@ -37,6 +37,9 @@ class _AfterLoop:
         self.name = name
 
 
+_MAX_EXIT_COPIES = 10     # early-exit `if`s whose statements after them are copied into both branches, nested
+
+
 class _Return(Exception):
     def __init__(self, value, node):
         self.value, self.node = value, node
@@ -129,6 +132,7 @@ class CodeGen:
         self.b = builder or Builder(function.filename)
         self.scope = {}
         self.loops = 0          # loops around the statement being generated, in this function
+        self.copies = 0         # early-exit `if`s around it whose branches both took the statements after them
         self.is_kernel = False  # generating a kernel (kernel()), not a helper being inlined
 
     # ---- errors and locations -----------------------------------------------------------
@@ -198,7 +202,18 @@ class CodeGen:
             if rest and isinstance(s, ast.If) and _contains_return(s):
                 moved = ast.If(test=s.test, body=s.body if _always_returns(s.body) else s.body + rest,
                                orelse=s.orelse if _always_returns(s.orelse) else s.orelse + rest)
-                self.stmt(ast.copy_location(moved, s))
+                # (`rest` in both branches: k such `if`s one inside the other's copies make 2^k of it)
+                both = not _always_returns(s.body) and not _always_returns(s.orelse)
+                if both and self.copies >= _MAX_EXIT_COPIES:
+                    raise self.error(s, f"more than {_MAX_EXIT_COPIES} `if`s that may return, one after another, "
+                                        f"each copying the statements after it into both of its branches "
+                                        f"(2^{_MAX_EXIT_COPIES + 1} copies): compute a flag and mask the work "
+                                        f"with it")
+                self.copies += both
+                try:
+                    self.stmt(ast.copy_location(moved, s))
+                finally:
+                    self.copies -= both
                 return
             self.stmt(s)
 

@@ -203,3 +203,37 @@ def test_minimum_and_maximum_of_two_numbers_fold():
     y = np.zeros(4, np.float32)
     folded_bounds[(1,)](y, 5, ROWS=1)
     assert (y == 1 + 3 + 2).all()
+
+
+def _exits_kernel(tmp_path, monkeypatch, k):
+    """A kernel of k `if`s one after another, each holding a nested early `return` (session 36's review:
+    each copies what follows it into both of its branches, 2^k copies)."""
+    lines = ["import fakv", "import fakv.language as fl", "", "", "@fakv.jit", "def k(Y, a, b):", "    s = 0"]
+    for i in range(k):
+        lines += [f"    if a > {i}:", f"        if b > {i}:", "            return", "        s = s + 1"]
+    lines += ["    fl.store(Y, fl.zeros((1,), fl.int32) + s, (0,), (1,))"]
+    (tmp_path / f"exits{k}.py").write_text("\n".join(lines) + "\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return __import__(f"exits{k}").k
+
+
+def _exits_python(k, a, b):
+    s = 0
+    for i in range(k):
+        if a > i:
+            if b > i:
+                return None
+            s += 1
+    return s
+
+
+def test_early_exits_one_after_another_are_bounded(tmp_path, monkeypatch):
+    kernel = _exits_kernel(tmp_path, monkeypatch, 4)
+    for a, b in ((0, 0), (3, 0), (9, 2), (9, 9)):
+        y = np.full(1, -1, np.int32)
+        kernel[(1,)](y, a, b)
+        want = _exits_python(4, a, b)
+        assert y[0] == (-1 if want is None else want), (a, b)
+    with pytest.raises(fakv.CompilationError, match=r"exits11.py:\d+: more than 10 `if`s that may return, one "
+                                                    r"after another"):
+        _exits_kernel(tmp_path, monkeypatch, 11)[(1,)](np.zeros(1, np.int32), 1, 1)   # (it grew as 2^k)
