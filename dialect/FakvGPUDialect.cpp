@@ -214,17 +214,17 @@ LogicalResult RingType::verify(function_ref<InFlightDiagnostic()> emitError,
                                int64_t stages, RankedTensorType tile) {
   if (stages < 1 || stages > 64)
     return emitError() << "a ring has 1 to 64 stages, got " << stages;
-  if (!isa_and_present<SharedAttr>(tile.getEncoding()))
+  auto shared = dyn_cast_or_null<SharedAttr>(tile.getEncoding());
+  if (!shared)
     return emitError() << "ring tiles live in shared memory "
                           "(#fakvgpu.shared encoding), got "
                        << tile;
-  if (tile.getRank() != 2 || !isa<Float16Type, BFloat16Type>(tile.getElementType()) ||
-      tile.getDimSize(0) < 1 || tile.getDimSize(1) < 64 || tile.getDimSize(1) % 64 ||
-      tile.getDimSize(0) > (int64_t(1) << 20) / tile.getDimSize(1))
+  if (!isa<Float16Type, BFloat16Type>(tile.getElementType()))
     return emitError() << "ring tiles are 2-D f16 or bf16 tiles of whole 64-column panels, at most "
                           "2^20 elements (#fakvgpu.shared), got "
                        << tile;
-  return success();
+  // (the shape as the shared layout takes it: a tile made without its check, as a pass may, is checked here)
+  return shared.verifyEncoding(tile.getShape(), tile.getElementType(), emitError);
 }
 
 LogicalResult BarriersType::verify(function_ref<InFlightDiagnostic()> emitError, int64_t count) {

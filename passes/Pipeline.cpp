@@ -142,17 +142,14 @@ LogicalResult pipelineLoop(scf::ForOp loop, unsigned stages,
   OpBuilder b(loop);
   int64_t s = stages;
   auto barriersType = BarriersType::get(ctx, s);
-  // (each tile a ring's: 16-bit, whole 64-column panels; checked before any op is made)
-  SmallVector<RingType> ringTypes;
   for (PipelinedLoad &p : loads) {
-    ringTypes.push_back(RingType::getChecked(
+    auto ring = RingType::getChecked(   // (16-bit tiles of whole 64-column panels)
         [&] { return p.load.emitOpError() << "cannot be pipelined into shared memory: "; }, ctx, s,
-        p.load.getType()));
-    if (!ringTypes.back())
+        p.load.getType());
+    if (!ring)
       return failure();
+    p.ring = AllocRingOp::create(b, loc, ring);
   }
-  for (auto [p, ringType] : llvm::zip(loads, ringTypes))
-    p.ring = AllocRingOp::create(b, loc, ringType);
 
   // A TMA copy is announced by one elected thread; a gather arrives from
   // every issuing thread.

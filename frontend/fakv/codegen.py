@@ -330,11 +330,9 @@ class CodeGen:
             a, c = then_scope[n], else_scope[n]
             if not (sem.is_value(a) or sem.is_value(c)):
                 raise self.error(node, f"`{n}` is a different Python value in each branch of a runtime `if`")
-            value, other = (a, c) if sem.is_value(a) else (c, a)
-            t = value.type
-            if not sem.is_value(other) and isinstance(t, (ScalarType, TileType)):
-                dtype = sem.promote(sem.literal_dtype(other, t.dtype), t.dtype)
-                t = ScalarType(dtype) if isinstance(t, ScalarType) else TileType(t.shape, dtype)
+            t = (a if sem.is_value(a) else c).type
+            if not (sem.is_value(a) and sem.is_value(c)) and not isinstance(t, PtrType):
+                t = sem.common_type(a, c)
             types.append(t)
         self.scope = dict(before)
 
@@ -412,24 +410,15 @@ class CodeGen:
         lb, ub, step = (sem.convert(self.b, sem.to_value(self.b, int(a) if isinstance(a, bool) else a, dtype), dtype)
                         for a in args)
         # A constant step above 1 in i32: the last `iv + step` may pass 2**31 and wrap (another round, or no end)
-        # unless the end is a constant far enough below it. Then the loop counts its rounds k in [0, trips), step
-        # 1, and the variable is lb + k * step (wrapping arithmetic: exact, as it lies in [lb, ub)): in i32 for a
-        # step of 3 or more (fewer than 2**31 rounds; fakv-pipeline takes i32 loops), in i64 for 2 (2**31 rounds
-        # over the whole i32 range), as a run-time step.
+        # unless the end is a constant far enough below it; counted then too, its rounds in i32 for a step of 3
+        # or more (fewer than 2**31 of them; fakv-pipeline takes i32 loops).
         may_wrap = not sem.is_value(args[2]) and args[2] > 1 and dtype == "i32" and not (
             not sem.is_value(args[1]) and args[1] + args[2] < 2**31)
-        counted = sem.is_value(args[2]) or args[2] < 0 or (may_wrap and args[2] == 2)
+        counted = sem.is_value(args[2]) or args[2] < 0 or may_wrap
         var_dtype = dtype
-        wide = may_wrap and not counted
-        if wide:
-            b = self.b
-            first, by = lb, step
-            span = sem.binary(b, "sub", sem.convert(b, ub, "i64"), sem.convert(b, lb, "i64"))
-            trips = sem.binary(b, "add", sem.binary(b, "floordiv", sem.binary(b, "sub", span, 1), int(args[2])), 1)
-            trips = sem.convert(b, sem.select(b, sem.compare(b, "le", span, 0), 0, trips), dtype)
-            lb, ub, step = sem.to_value(b, 0, dtype), trips, sem.to_value(b, 1, dtype)
-        if counted:      # a run-time or negative step (scf.for's must be positive): k in [0, trips), lb + k * step,
-            b, dtype = self.b, "i64"          # counted in i64 (an i32 range's span needs 33 bits)
+        if counted:      # a run-time, negative or wrapping step (scf.for's must be positive): k in [0, trips),
+            # lb + k * step, counted in i64 (an i32 range's span needs 33 bits) unless fewer rounds fit i32
+            b, dtype = self.b, "i32" if may_wrap and args[2] > 2 else "i64"
             first, last, by = (sem.convert(b, v, "i64") for v in (lb, ub, step))
             up = sem.compare(b, "gt", by, 0)
             span = sem.select(b, up, sem.binary(b, "sub", last, first), sem.binary(b, "sub", first, last))
@@ -439,7 +428,7 @@ class CodeGen:
             # (span - 1) // stride + 1 for a positive span: no overflow past the span itself
             trips = sem.binary(b, "add", sem.binary(b, "floordiv", sem.binary(b, "sub", span, 1), stride), 1)
             trips = sem.select(b, sem.binary(b, "or", zero, sem.compare(b, "le", span, 0)), 0, trips)
-            lb, ub, step = sem.to_value(b, 0, dtype), trips, sem.to_value(b, 1, dtype)
+            lb, ub, step = sem.to_value(b, 0, dtype), sem.convert(b, trips, dtype), sem.to_value(b, 1, dtype)
         before = dict(self.scope)
         carried = [n for n in assigned_names(node.body)
                    if n in before and n != node.target.id and not isinstance(before[n], _AfterLoop)]
@@ -459,8 +448,6 @@ class CodeGen:
             if counted:
                 self.scope[node.target.id] = sem.convert(
                     self.b, sem.binary(self.b, "add", first, sem.binary(self.b, "mul", iv, by)), var_dtype)
-            elif wide:
-                self.scope[node.target.id] = sem.binary(self.b, "add", first, sem.binary(self.b, "mul", iv, by))
             self.loops += 1
             try:
                 self.block(node.body)
@@ -681,22 +668,10 @@ class CodeGen:
         (a_lines, a), (c_lines, c) = arms
         if not a_lines and not c_lines:
             return sem.select(self.b, cond, a, c)
-        values = [v for v in (a, c) if sem.is_value(v)]
-        if any(isinstance(v.type, PtrType) for v in values):
-            if len(values) != 2 or a.type != c.type:
-                raise self.error(node, f"`{ast.unparse(node)}`: both arms must be pointers of one type")
-            t = a.type
-        else:
-            try:
-                numbers = [sem.python_dtype(v) for v in (a, c) if not sem.is_value(v)]
-                dtype = (sem.promote(*(v.type.dtype for v in values)) if len(values) == 2 else
-                         sem.promote(sem.literal_dtype((c if a is values[0] else a), values[0].type.dtype),
-                                     values[0].type.dtype) if values else sem.promote(*numbers))
-            except FakvTypeError as e:
-                raise self.error(node, str(e)) from None
-            shapes = [v.type.shape for v in values if sem.is_tile(v)]
-            t = TileType(sem.broadcast_shapes(*shapes) if len(shapes) == 2 else shapes[0], dtype) if shapes \
-                else ScalarType(dtype)
+        try:
+            t = sem.common_type(a, c)
+        except FakvTypeError as e:
+            raise self.error(node, f"`{ast.unparse(node)}`: {e}") from None
 
         def arm_lines(lines, v):
             with self.b.capture() as extra, self.b.nested():

@@ -174,6 +174,28 @@ def broadcast_to(b, v, shape):
     return b.op1(f"fakv.broadcast {v.name} : {v.type.mlir()} -> {t.mlir()}", t)
 
 
+def common_type(x, y):
+    """The type two values meet in, each a Value or a Python number (as two arms of a conditional, or two
+    branches' results): their promoted dtype, a Python number taking a value's as an operation would
+    (literal_dtype), tiles broadcast; two pointers of one type."""
+    values = [v for v in (x, y) if is_value(v)]
+    if any(isinstance(v.type, PtrType) for v in values):
+        if len(values) != 2 or x.type != y.type:
+            raise FakvTypeError("both sides must be pointers of one type")
+        return x.type
+    if len(values) == 2:
+        dtype = promote(dtype_of(x), dtype_of(y))
+    elif values:
+        v, n = (x, y) if is_value(x) else (y, x)
+        dtype = promote(literal_dtype(n, dtype_of(v)), dtype_of(v))
+    else:
+        dtype = promote(python_dtype(x), python_dtype(y))
+    shapes = [v.type.shape for v in values if is_tile(v)]
+    if not shapes:
+        return ScalarType(dtype)
+    return TileType(broadcast_shapes(*shapes) if len(shapes) == 2 else shapes[0], dtype)
+
+
 def unify(b, x, y):
     """Values of one dtype and one shape for a binary op."""
     if not is_value(x) and not is_value(y):
