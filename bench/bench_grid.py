@@ -13,8 +13,11 @@ head dims 64 and 256; two ragged batches (lengths drawn uniformly from
 (block tables a random permutation of the pages). 20 shapes x 4 layouts.
 
 Timing: GPU time per call, from CUDA graphs of calls that rotate over
-copies of the cache (at least 512 MiB in all, ten times the L2), so no
-cache is read from L2; median of 10 replays after warm-up. `--sustain S`:
+copies of the cache (at least 256 MiB in all, five times the L2; 512 MiB
+from b1 s8K up), so no cache is read from L2; median of 10 replays after
+warm-up, each replay's start event queued behind ~50 us of
+torch.cuda._sleep (timing.py: the replay's launch not counted); every
+implementation as many calls a graph (the cache copies, 2 at least). `--sustain S`:
 every implementation's graph is replayed for S seconds first, so that
 the GPU runs at the clocks that implementation's power draw sustains
 (the H200 holds 700 W by lowering the SM clock; without it each is timed
@@ -30,10 +33,10 @@ bytes of K and V the call must read / time, as a fraction of a
 device-to-device copy measured in the same run (2 GiB, bytes read +
 written, after S seconds of copies; again at the end, for the record).
 
-Peers, each output checked against fakv's first (max |peer - fakv| must
-stay under 2e-2; a failing peer is listed, not timed), fakv's own output
-against a float32 reference of its first and last sequence; each
-implementation's second call is the one checked (fakv plans a ragged batch
+Every implementation's output, fakv's and each peer's, is checked against
+a float32 reference of every sequence first (max |out - reference| under
+tolerance(): 2e-2, tighter for small outputs); one that fails is listed,
+not timed; each implementation's second call is the one checked (fakv plans a ragged batch
 of one wave from an earlier call's lengths: fakv/lengths_hint.py):
 - `sdpa`: torch's scaled_dot_product_attention with the cuDNN backend
   (enable_gqa; the backend torch picks when cuDNN refuses), contiguous
@@ -44,7 +47,8 @@ of one wave from an earlier call's lengths: fakv/lengths_hint.py):
   FAKV_MERGE_SPLITS, decode merging its own splits in one launch;
 - `flashinfer`, `flashinfer-tc`: FlashInfer's BatchDecodeWithPagedKVCacheWrapper
   (CUDA-core and tensor-core kernels) when `flashinfer` imports, every
-  layout (a contiguous cache as one page per sequence). bench/README.md
+  layout (a contiguous cache as the same memory in pages of 64, in order:
+  as one page a sequence FlashInfer would split nothing). bench/README.md
   says how to carry FlashInfer to the H200.
 - `bare` (not a peer; only when asked for): on caches of 1 GiB or more, a
   read of the cell's bytes that does nothing else (stream_balance.py's
@@ -110,12 +114,11 @@ def copy_bandwidth(sustain=0.0):
     import torch
     src = torch.empty(2 ** 30, dtype=torch.bfloat16, device="cuda")
     dst = torch.empty_like(src)
-    start = time.perf_counter()
-    for i in range(1000):
+    start, i = time.perf_counter(), 0
+    while i < 3 or time.perf_counter() - start < sustain:
         dst.copy_(src)
-        if i >= 2 and time.perf_counter() - start >= sustain:
-            break
         torch.cuda.synchronize()
+        i += 1
     t = statistics.median(event_ms(lambda: dst.copy_(src), 10))
     return 2 * src.numel() * 2 / (t * 1e-3) / 1e12
 
@@ -130,6 +133,19 @@ def bare_way(batch, kv_heads, head_dim=128, page=0):
     if head_dim != 128:
         return f"tma2kv static {blocks}"
     return f"tma2kvmap static {blocks} heads={kv_heads}" + (f" page={page}" if page else "")
+
+
+def bare_bytes(kv_bytes, way):
+    """The bytes a bare read `way` (bare_way's) takes of a cell of `kv_bytes`: tma2kvmap reads whole 64-row
+    tiles (and pages) of each block's share of K and of V, so a ragged batch's bytes round down to them
+    (ragged b128 s<=4K: ~1064 MiB to 1056, or 1024 in pages of 256); its fraction of copy counts those."""
+    w = way.split()
+    if w[0] != "tma2kvmap":
+        return kv_bytes
+    blocks = int(w[2])
+    page = next((int(a[5:]) for a in w[3:] if a.startswith("page=")), 0)
+    unit = 2 * blocks * 256 * math.lcm(64, page or 64)
+    return kv_bytes // unit * unit
 
 
 class Cell:
@@ -174,6 +190,15 @@ class Cell:
         k, v = k.repeat_interleave(group, 1), v.repeat_interleave(group, 1)
         s = torch.einsum("hd,nhd->hn", self.q[i, 0].float(), k) / math.sqrt(self.d)
         return torch.einsum("hn,nhd->hd", torch.softmax(s, -1), v)
+
+    def error(self, out):
+        """(max |out - reference| over every sequence, the most tolerance() lets an output of that size
+        differ): an implementation wrong on any one sequence fails, not only on the first or last."""
+        import torch
+        if not hasattr(self, "ref"):
+            self.ref = torch.stack([self.reference(i) for i in range(self.b)])
+        assert tuple(out.shape) == (self.b, 1, self.h, self.d), f"output of shape {tuple(out.shape)}"
+        return (out.float()[:, 0] - self.ref).abs().max().item(), tolerance(self.ref.abs().max().item())
 
 
 def fakv_calls(cell):
@@ -226,26 +251,37 @@ def triton_calls(cell):
     return lambda i: decode(cell.q, cell.k[i], cell.v[i], cell.lens, block_table=cell.table)
 
 
+# FlashInfer's pages over a contiguous cell's cache (the same bytes in the same order): one page a sequence would
+# leave its split-KV nothing to split (it splits whole pages): b8 s32K 374.8 us against 253.3 in pages of 256
+# (grid-s34). 64: within 0.8 % of its best of 16, 64 and 256 on every paged cell of grid-s34.
+FLASHINFER_CONTIGUOUS_PAGE = 64
+
+
 def flashinfer_calls(cell, tensor_cores):
     import torch
     import flashinfer
-    page = cell.page or cell.s
+    page = cell.page or FLASHINFER_CONTIGUOUS_PAGE
     lens = cell.lens.long()
     pages = (lens + page - 1) // page
     indptr = torch.zeros(cell.b + 1, dtype=torch.int32, device="cuda")
     indptr[1:] = torch.cumsum(pages, 0)
-    if cell.table is None:
-        indices = torch.arange(cell.b, dtype=torch.int32, device="cuda")
-    else:
-        keep = torch.arange(cell.table.shape[1], device="cuda")[None, :] < pages[:, None]
-        indices = cell.table[keep].contiguous()
+    table = cell.table
+    if table is None:           # sequence j's rows are pages j * s / page, ... of the cache seen as (b * s / page) pages
+        assert cell.s % page == 0, f"seqlen_k {cell.s} is not whole pages of {page}"
+        table = torch.arange(cell.b * cell.s // page, dtype=torch.int32, device="cuda").reshape(cell.b, -1)
+    keep = torch.arange(table.shape[1], device="cuda")[None, :] < pages[:, None]
+    indices = table[keep].contiguous()
     last = (lens - (pages - 1) * page).to(torch.int32)
     workspace = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
     w = flashinfer.BatchDecodeWithPagedKVCacheWrapper(workspace, "NHD", use_tensor_cores=tensor_cores)
     w.plan(indptr, indices, last, cell.h, cell.hk, cell.d, page, q_data_type=torch.bfloat16,
            kv_data_type=torch.bfloat16)
-    q = cell.q[:, 0].contiguous()      # (a contiguous (b, s, hk, d) cache is b pages of s rows)
-    return lambda i: w.run(q, (cell.k[i], cell.v[i]))[:, None]
+    q = cell.q[:, 0].contiguous()
+    if cell.table is None:
+        k, v = (c.view(cell.copies, cell.b * cell.s // page, page, cell.hk, cell.d) for c in (cell.k, cell.v))
+    else:
+        k, v = cell.k, cell.v
+    return lambda i: w.run(q, (k[i], v[i]))[:, None]
 
 
 def peer_calls(cell, name, ragged):
@@ -275,17 +311,10 @@ def measure(shape, page, peers, copy_bw, sustain=0.0, rounds=1):
             torch.cuda.synchronize()        # the second call is what is timed, and checked)
             out = run(0).float()
             torch.cuda.synchronize()
-            if name == "fakv":
-                refs = [(i, cell.reference(i)) for i in (0, cell.b - 1)]
-                entry["err_vs_reference"] = max((out[i, 0] - ref).abs().max().item() for i, ref in refs)
-                size = max(ref.abs().max().item() for _, ref in refs)
-                result["fakv_out"] = out
-            else:
-                entry["err_vs_fakv"] = (out - result["fakv_out"]).abs().max().item()
-                size = result["fakv_out"].abs().max().item()
-            err = entry.get("err_vs_reference", entry.get("err_vs_fakv"))
-            if not err <= tolerance(size):
-                entry["failed"] = f"output differs by {err:.3g} (outputs up to {size:.3g})"
+            err, tol = cell.error(out)
+            entry["err_vs_reference"] = err
+            if not err <= tol:
+                entry["failed"] = f"output differs from the float32 reference by {err:.3g} (at most {tol:.3g})"
             else:
                 runs[name] = run
         except Exception as e:  # noqa: BLE001  (a peer that cannot run this cell)
@@ -295,8 +324,10 @@ def measure(shape, page, peers, copy_bw, sustain=0.0, rounds=1):
     if "bare" in peers and cell.kv_bytes >= 1 << 30:
         from stream_balance import Reader
         try:
-            way, calls = Reader(cell.kv_bytes).cell_calls(bare_way(cell.b, cell.hk, cell.d, cell.page), cell)
-            result["impls"]["bare"] = {"note": way}
+            way = bare_way(cell.b, cell.hk, cell.d, cell.page)
+            nbytes = bare_bytes(cell.kv_bytes, way)
+            way, calls = Reader(nbytes).cell_calls(way, cell)
+            result["impls"]["bare"] = {"note": way, **({"bytes": nbytes} if nbytes != cell.kv_bytes else {})}
             runs["bare"] = lambda i: calls[i % 2]()
         except Exception as e:  # noqa: BLE001
             result["impls"]["bare"] = {"failed": failed(e)}
@@ -318,7 +349,6 @@ def measure(shape, page, peers, copy_bw, sustain=0.0, rounds=1):
                 result["impls"][name] = {"failed": failed(e)}
                 continue
             checked(name, run)
-    result.pop("fakv_out", None)
     # Rounds interleave the implementations (fakv, peer, ..., fakv, peer, ...); each one's median counts.
     times = {name: [] for name in runs}
     for _ in range(rounds):
@@ -327,8 +357,12 @@ def measure(shape, page, peers, copy_bw, sustain=0.0, rounds=1):
             if "failed" in entry:
                 continue
             try:
-                copies = max(cell.copies, 2) if name == "bare" else cell.copies     # (the bare read: its two buffers)
-                t, mode = graph_time_ms([lambda i=i, run=run: run(i) for i in range(copies)], warm_s=sustain)
+                # As many calls a graph for every one (a graph's first call starts after an event, the others
+                # after a call): the bare read's two buffers, or the cache copies, 2 at least (one copy: the
+                # same >= 512 MiB read twice, nothing of it left in L2).
+                calls = [lambda i=i, run=run, n=name: run(i if n == "bare" else i % cell.copies)
+                         for i in range(max(cell.copies, 2))]
+                t, mode = graph_time_ms(calls, warm_s=sustain)
                 times[name].append(t * 1e3)
                 entry["timing"] = mode
             except Exception as e:  # noqa: BLE001
@@ -337,7 +371,7 @@ def measure(shape, page, peers, copy_bw, sustain=0.0, rounds=1):
         entry = result["impls"][name]
         if ts and "failed" not in entry:
             us = statistics.median(ts)
-            tbps = cell.kv_bytes / (us * 1e-6) / 1e12
+            tbps = entry.get("bytes", cell.kv_bytes) / (us * 1e-6) / 1e12
             entry.update(us=us, tbps=tbps, copy_fraction=tbps / copy_bw, **({"us_rounds": ts} if rounds > 1 else {}))
     return result
 
@@ -360,6 +394,7 @@ def markdown(run):
              "| shape | " + " | ".join("contiguous" if p == 0 else f"pages of {p}" for p in run["layouts"]) + " |",
              "|---|" + "---|" * len(run["layouts"])]
     wins = total = 0
+    alone = []                  # the cells where fakv ran and no peer was timed (every one failed or refused)
     by = {(c["shape"], c["layout"]): c for c in run["cells"]}
     for shape in run["shapes"]:
         row = [shape]
@@ -376,6 +411,8 @@ def markdown(run):
             if "us" in c["impls"].get("fakv-merge", {}):
                 text += f" [merged splits: {c['impls']['fakv-merge']['us']:.1f} µs]"
             peer = best_peer(c)
+            if not peer:
+                alone.append(f"{shape} @{page}")
             if peer:
                 us, name = peer
                 p = c["impls"][name]
@@ -385,7 +422,8 @@ def markdown(run):
                 text += f" vs {name} {us:.1f} µs ({p['copy_fraction']:.1%}){' **win**' if win else ''}"
             row.append(text)
         lines.append("| " + " | ".join(row) + " |")
-    lines += ["", f"fakv at or ahead of the best peer (within 1 %): {wins} of {total} cells.", ""]
+    lines += ["", f"fakv at or ahead of the best peer (within 1 %): {wins} of {total} cells"
+              + (f"; {len(alone)} with no peer timed: {', '.join(alone)}." if alone else "."), ""]
     large = [c for c in run["cells"] if c["kv_bytes"] >= 1 << 30 and "us" in c["impls"]["fakv"]]
     def bare(c):
         return f", the bare read {c['impls']['bare']['copy_fraction']:.1%}" if "us" in c["impls"].get("bare", {}) \

@@ -9,14 +9,25 @@ import time
 # (docs/gpu-results.md, session 11: fakv 1545-1605 MHz against FlashInfer's and cuDNN's 1905-1920 at 1.5 s; session 12's
 # swapped dots: fakv 1980 MHz).
 WARM_S = 0.0
+# GPU clock cycles of torch.cuda._sleep queued before each timed run's start event (~50 us at the H200's 1.98 GHz,
+# ~100 at 1 GHz): the stream busy while the host launches the run, so that the start event is stamped when the
+# run's first kernel can begin, not a launch's host time earlier. On an idle stream a graph replay's 2-5 us of
+# host work counted as GPU time: up to 2 % of a 245 us call timed alone, half that for two calls a graph, and
+# ~0.5 % of the 2 GiB copy (session 37's review of bench/; what Triton's do_bench gets from its L2 flush). Runs
+# before session 37 were timed without it.
+BUSY_CYCLES = 100_000
 
 
-def event_ms(run, iters):
-    """The GPU milliseconds of each of `iters` runs of `run()`, by CUDA events."""
+def event_ms(run, iters, busy_cycles=BUSY_CYCLES):
+    """The GPU milliseconds of each of `iters` runs of `run()`, by CUDA events: each run's start event
+    queued behind `busy_cycles` of torch.cuda._sleep (0: on the stream as it is, idle after the last run,
+    so that the host's launch work counts too)."""
     import torch
     times = []
     for _ in range(iters):
         a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        if busy_cycles:
+            torch.cuda._sleep(busy_cycles)
         a.record()
         run()
         b.record()
@@ -28,8 +39,10 @@ def event_ms(run, iters):
 def graph_time_ms(calls, replays=10, warmup=2, fallback=True, warm_s=WARM_S):
     """(median GPU ms per call, "graph") of `calls`, each run once per
     replay of a CUDA graph that holds them all, after `warm_s` seconds of
-    replays; timed as launched, (ms, "eager"), when they cannot be captured
-    and `fallback`, else the capture's exception propagates."""
+    replays, each replay's start event behind BUSY_CYCLES of sleep (the
+    replay's launch not counted); timed as launched, (ms, "eager"), the
+    host's work included, when they cannot be captured and `fallback`,
+    else the capture's exception propagates."""
     import torch
     for _ in range(warmup):
         for c in calls:
@@ -56,4 +69,5 @@ def graph_time_ms(calls, replays=10, warmup=2, fallback=True, warm_s=WARM_S):
     while time.perf_counter() - start < warm_s:
         replay()
         torch.cuda.synchronize()
-    return statistics.median(event_ms(replay, replays)) / len(calls), mode
+    busy = BUSY_CYCLES if mode == "graph" else 0
+    return statistics.median(event_ms(replay, replays, busy)) / len(calls), mode

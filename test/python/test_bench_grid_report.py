@@ -67,3 +67,16 @@ def test_the_bare_read_has_blocks_for_every_sm():
     assert g.bare_way(128, 8, 128, 16) == "tma2kvmap static 1024 heads=8 page=16"
     assert g.bare_way(8, 32, 128, 256) == "tma2kvmap static 256 heads=32 page=256"
     assert g.bare_way(32, 8, 64, 16) == "tma2kv static 256"                # (maps of 128 channels only)
+
+
+def test_cells_with_no_peer_timed_are_named():
+    """A cell where every peer failed (a wrong output, say) is not a win, and the footer says which."""
+    g = _bench_grid()
+    run = {"device": "H200", "date": "2026-12-05", "copy_tbps": 4.2, "layouts": [0, 16], "shapes": ["b8 s8K"],
+           "cells": [{"shape": "b8 s8K", "layout": 0, "kv_bytes": 1 << 28, "impls": {
+                          "fakv": _impl(68.0, 0.9), "sdpa": _impl(67.0, 0.92)}},
+                     {"shape": "b8 s8K", "layout": 16, "kv_bytes": 1 << 28, "impls": {
+                          "fakv": _impl(69.0, 0.9), "triton": {"failed": "output differs"}}}]}
+    md = g.markdown(run)
+    assert "within 1 %): 0 of 1 cells; 1 with no peer timed: b8 s8K @16." in md
+    assert "- b8 s8K, layout 16: triton: output differs" in md

@@ -1,0 +1,99 @@
+"""bench/timing.py's event timing, without a GPU (a stand-in torch that logs what reaches the stream): a graph
+replay's start event waits behind a sleep queued first, so that the replay's launch is not GPU time (session
+37's review: on an idle stream a replay's 2-5 us of host work counted, up to 2 % of a 245 us call); runs timed
+as launched (eager) are not; and bench_grid's bare read of a ragged batch takes whole tiles of its bytes."""
+import contextlib
+import os
+import sys
+import types
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+@pytest.fixture
+def timing(monkeypatch):
+    log = []
+
+    class Event:
+        def __init__(self, enable_timing=False):
+            self.t = None
+
+        def record(self):
+            log.append("record")
+            self.t = len(log)
+
+        def synchronize(self):
+            log.append("sync")
+
+        def elapsed_time(self, other):
+            return float(other.t - self.t)
+
+    class Graph:
+        def replay(self):
+            log.append("replay")
+
+    capture = {"fails": False}
+
+    @contextlib.contextmanager
+    def graph(g):
+        if capture["fails"]:
+            raise RuntimeError("not capturable")
+        yield
+
+    cuda = types.SimpleNamespace(Event=Event, CUDAGraph=Graph, graph=graph,
+                                 _sleep=lambda cycles: log.append(f"sleep {cycles}"),
+                                 synchronize=lambda: log.append("synchronize"))
+    monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(cuda=cuda))
+    monkeypatch.syspath_prepend(os.path.join(ROOT, "bench"))
+    monkeypatch.delitem(sys.modules, "timing", raising=False)
+    import timing
+    return timing, log, capture
+
+
+def test_each_start_event_waits_behind_a_sleep(timing):
+    t, log, _ = timing
+    times = t.event_ms(lambda: log.append("run"), 2)
+    assert log == [f"sleep {t.BUSY_CYCLES}", "record", "run", "record", "sync"] * 2
+    assert times == [2.0, 2.0]
+    assert t.BUSY_CYCLES >= 50_000                 # (tens of us: more than a replay's launch)
+    log.clear()
+    t.event_ms(lambda: log.append("run"), 1, busy_cycles=0)
+    assert log == ["record", "run", "record", "sync"]
+
+
+def test_graph_replays_are_timed_behind_the_sleep_eager_runs_as_launched(timing):
+    t, log, capture = timing
+    ms, mode = t.graph_time_ms([lambda: log.append("call a"), lambda: log.append("call b")], replays=3, warmup=1)
+    assert mode == "graph"
+    timed = log[log.index("replay") + 1:]          # (after the warm-up, the capture and one replay)
+    assert timed == [f"sleep {t.BUSY_CYCLES}", "record", "replay", "record", "sync"] * 3
+    assert ms == 2.0 / 2                           # per call: the graph holds two
+    log.clear()
+    capture["fails"] = True
+    ms, mode = t.graph_time_ms([lambda: log.append("call")], replays=2, warmup=0)
+    assert mode == "eager" and not any(e.startswith("sleep") for e in log)
+
+
+def test_the_bare_read_of_a_ragged_batch_takes_whole_tiles():
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    sys.path.insert(0, os.path.join(ROOT, "test", "gpu"))
+    try:
+        import bench_grid as g
+    finally:
+        del sys.path[:2]
+    gib = 1 << 30
+    assert g.bare_bytes(gib, g.bare_way(8, 8)) == gib                         # b8 s32K: whole already
+    assert g.bare_bytes(gib, g.bare_way(128, 8, 128, 256)) == gib
+    ragged = 1064 * 2 ** 20 + 12345
+    way16 = g.bare_way(128, 8, 128, 16)
+    assert g.bare_bytes(ragged, way16) == 1056 * 2 ** 20                      # 1024 blocks x 64 rows, K and V
+    assert g.bare_bytes(ragged, g.bare_way(128, 8, 128, 256)) == gib          # pages of 256 rows
+    assert g.bare_bytes(ragged, g.bare_way(128, 8, 64, 16)) == ragged         # tma2kv: any bytes
+    # what stream_balance.kv_maps asks of a cache: rows of whole 64-row tiles and pages
+    for way in (way16, g.bare_way(128, 8, 128, 256), g.bare_way(8, 32, 128, 64)):
+        blocks, page = int(way.split()[2]), int(way.rpartition("page=")[2])
+        half = g.bare_bytes(ragged, way) // 2
+        rows = half // (blocks * 256)
+        assert rows * blocks * 256 == half and rows % 64 == 0 and rows % page == 0
