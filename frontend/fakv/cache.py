@@ -40,7 +40,7 @@ _FRONTEND_SOURCES = ("codegen.py", "language.py", "semantic.py", "ir.py", "jitfu
                      "compiler.py", "ptx.py")
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _versions = {}
-_kernel_versions = {}   # kernel_dirs() -> kernels_version() (FAKV_KERNELS may change within a process)
+_kernel_versions = {}   # (kernel_dirs(), the assembler's switches) -> kernels_version() (both may change in a process)
 
 
 def compile_only():
@@ -59,11 +59,13 @@ def _hash_files(h, paths):
 
 
 def frontend_version():
-    """The compiler's build and the frontend's sources, hashed (once)."""
-    if "frontend" not in _versions:
-        h = hashlib.sha256((COMPILER_VERSION + _assembler_switches()).encode())
-        _versions["frontend"] = _hash_files(h, [os.path.join(_HERE, n) for n in _FRONTEND_SOURCES])
-    return _versions["frontend"]
+    """The compiler's build, the assembler's switches and the frontend's sources, hashed (once a set of
+    switches: FAKV_ASSEMBLER changed within a process, with ptx.reset(), keys what it assembles anew)."""
+    switches = _assembler_switches()
+    if switches not in _versions:
+        h = hashlib.sha256((COMPILER_VERSION + switches).encode())
+        _versions[switches] = _hash_files(h, [os.path.join(_HERE, n) for n in _FRONTEND_SOURCES])
+    return _versions[switches]
 
 
 def kernel_dirs():
@@ -91,9 +93,10 @@ def kernels_version():
     and change times: a warm start neither reads nor imports them (the
     JIT's own keys hash their contents)."""
     dirs = tuple(kernel_dirs())
-    if dirs not in _kernel_versions:
-        _kernel_versions[dirs] = _kernels_version_of(dirs)
-    return _kernel_versions[dirs]
+    key = (dirs, _assembler_switches())
+    if key not in _kernel_versions:
+        _kernel_versions[key] = _kernels_version_of(dirs)
+    return _kernel_versions[key]
 
 
 def _kernels_version_of(dirs):
@@ -120,7 +123,7 @@ def compiled_as_keyed():
     import sys
     import tokenize
     dirs = tuple(kernel_dirs())
-    if _kernel_versions.get(dirs) != _kernels_version_of(dirs):
+    if _kernel_versions.get((dirs, _assembler_switches())) != _kernels_version_of(dirs):
         return False
     for name, module in list(sys.modules.items()):
         if not name.startswith("fakv.kernels.") or module is None:

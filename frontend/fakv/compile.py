@@ -106,6 +106,9 @@ def main(argv=None):
     ap.add_argument("--registers",
                     help="P,C: registers per producer / consumer thread moved with setmaxnreg (default 0,0: none; "
                     "with --attention the call's)")
+    ap.add_argument("--divisible", default="",
+                    help="NAMES: the run-time parameters (comma-separated, or `all`) marked divisible by 16, as the "
+                    "JIT marks 16-byte-aligned tensors and integers that are multiples of 16 (default: none)")
     ap.add_argument("-o", "--output", help="output file (required for cubin)")
     args = ap.parse_args(argv)
     if args.registers:
@@ -121,7 +124,7 @@ def main(argv=None):
     if name not in kernels:
         raise SystemExit(f"fakv.compile: no kernel {name!r} in {args.file} (has {', '.join(kernels)})")
     fn = kernels[name]
-    options = {}                           # the options the --attention call launches its kernel with
+    options = dict(fn.options)             # the kernel's @fakv.jit options, or those the --attention call uses
     if args.attention is not None:
         specs = attention_specialisations(args.attention, kernels)
         if name not in specs:
@@ -153,8 +156,19 @@ def main(argv=None):
         if missing:
             raise SystemExit(f"fakv.compile: give --arg NAME=TYPE or --const NAME=VALUE for: {', '.join(missing)}")
         ordered = {p: types[p] for p in fn.params if p in types}
+        def markable(p):          # (pointers and integers; not i1, not floats)
+            return not isinstance(ordered[p], ScalarType) or ordered[p].dtype in ("i8", "i32", "i64")
+        marked = [p for p in ordered if markable(p)] if args.divisible == "all" else \
+            [n for n in args.divisible.split(",") if n]
+        for key in marked:
+            if key not in ordered:
+                raise SystemExit(f"fakv.compile: --divisible {key}: not a run-time parameter of {name} "
+                                 f"({', '.join(ordered)})")
+            if not markable(key):
+                raise SystemExit(f"fakv.compile: --divisible {key}: a {ordered[key].dtype} scalar is not marked "
+                                 f"(integers and pointers are)")
         try:
-            ir, _ = fn._ir(constexprs, ordered)
+            ir, _ = fn._ir(constexprs, ordered, tuple(p for p in ordered if p in marked))
         except CompilationError as e:
             raise SystemExit(f"fakv.compile: {e}") from None
 
@@ -181,7 +195,7 @@ def _compile(ir, args, options):
     else:
         from . import _fakv
         from .compiler import gpu_args, with_occupancy
-        # The kernel's options: the defaults, then the --attention call's, then the flags given.
+        # The kernel's options: the defaults, then its @fakv.jit ones or the --attention call's, then the flags.
         opts = {"stages": 2, "warp_specialize": True, **options, "chip": "sm_90a"}
         given = dict(stages=args.stages, ctas_per_sm=args.ctas_per_sm, registers=args.registers,
                      warp_specialize=False if args.no_warp_specialize else None)

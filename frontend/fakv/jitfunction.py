@@ -6,6 +6,7 @@ types and constexprs, cached in memory and on disk, launched on the GPU
     def kernel(X, Y, n, BLOCK: fl.constexpr): ...
     kernel[(grid_x, grid_y, grid_z)](x, y, n, BLOCK=128)
 """
+import functools
 import hashlib
 import inspect
 import json
@@ -13,6 +14,7 @@ import numbers
 import linecache
 import os
 import sys
+import threading
 import types as _types
 
 from . import _gc_paused, cache, compiler
@@ -29,6 +31,9 @@ cache_dir = cache.cache_dir
 
 # @fakv.jit's on/off options for the GPU lowering, each the kernel's unit attribute of that name (fakv.swap_ab, ...).
 _UNIT_OPTIONS = ("swap_ab", "gather_pages", "row_boxes")
+# Held while a kernel's source key is computed or its watched names looked at: one thread at a time (a second
+# thread read the first's placeholder key, "computing:NAME", and keyed a disk entry by it: no source in it).
+_KEYS = threading.RLock()
 
 
 class JITFunction:
@@ -50,7 +55,7 @@ class JITFunction:
                                  row_boxes=bool(row_boxes), ctas_per_sm=ctas_per_sm, warm_pages=warm_pages)
         self._variants = {}
         self._function = None
-        self._source_key = None
+        self._source_key, self._key_version = None, None
         self._watched, self._cells, self._callees, self._containers, self._watch_values = None, [], [], [], None
         # The kernel's file, read now (it may be a temporary file, gone by
         # the first launch); parsed at the first code generation. Python's
@@ -112,15 +117,18 @@ class JITFunction:
         compiler's versions. A disk-cache hit needs no code generation.
         Recomputed when a global (or closure variable) it names changed
         (`watch`): a later launch compiles with the new value, under a new key."""
-        self.watch()
-        if self._source_key is None:
-            self._source_key = f"computing:{self.fn.__qualname__}"     # (mutually recursive kernels: no loop)
-            try:
-                self._source_key = self._compute_source_key()
-            except BaseException:
-                self._source_key = None
-                raise
-        return self._source_key
+        with _KEYS:
+            self.watch()
+            version = cache.frontend_version()      # (another assembler's: ptx.reset())
+            if self._source_key is None or self._key_version != version:
+                # (the placeholder: mutually recursive kernels, in this thread only, no loop)
+                self._source_key, self._key_version = f"computing:{self.fn.__qualname__}", version
+                try:
+                    self._source_key = self._compute_source_key()
+                except BaseException:
+                    self._source_key = None
+                    raise
+            return self._source_key
 
     def _compute_source_key(self):
         """source_key's hash, computed."""
@@ -160,7 +168,12 @@ class JITFunction:
         """Forget what this process compiled when a global or closure variable the kernel, or a kernel it
         calls, names now has another value than when it was keyed (Python's rule: a function sees the
         current globals), so that the next launch generates and keys its code again. One flat look at all
-        such names a launch: identity first; small lists, dicts and sets by their text (changed in place)."""
+        such names a launch: identity first; small lists, dicts and sets by their text (changed in place).
+        Kernels held by closure variables are followed like called ones."""
+        with _KEYS:
+            self._watch()
+
+    def _watch(self):
         if self._watched is None:
             self._watched, self._cells, self._callees = [], [], []
             todo, seen = [self], set()
@@ -186,6 +199,8 @@ class JITFunction:
                         if isinstance(value, JITFunction):
                             todo.append(value)
                 self._cells += list(k.fn.__closure__ or ())
+                todo += [c.cell_contents for c in k.fn.__closure__ or ()
+                         if _filled(c) and isinstance(c.cell_contents, JITFunction)]
             self._watch_values = None
         now = [space.get(name) for space, name in self._watched]
         for cell in self._cells:
@@ -201,7 +216,7 @@ class JITFunction:
                 k._source_key, k._watched = None, None
             self._compiled.clear()
             self._fast.clear()
-            return self.watch()
+            return self._watch()
         self._watch_values = now
 
     def _key_part(self, name, value):
@@ -213,16 +228,11 @@ class JITFunction:
             return part + "".join(self._key_part(f"{name} default {i}", d) for i, d in enumerate(defaults))
         if isinstance(value, numbers.Number):
             value = _normalized(value)                  # (numpy scalars as Python numbers)
-        if isinstance(value, (bool, int, float, str, bytes, type(None), tuple, list, fl.constexpr)):
-            return f"{name}={value!r}"
-        if isinstance(value, (dict, set, frozenset)):   # (in a fixed order where it has one)
-            try:
-                return f"{name}={sorted(value.items() if isinstance(value, dict) else value)!r}"
-            except TypeError:
-                return f"{name}={value!r}"
-        if isinstance(value, _types.FunctionType):      # a plain function: _function_text
-            return f"{name}=fn:{_function_text(value)}"
-        return ""
+        if isinstance(value, (bool, int, float, str, bytes, type(None), tuple, list, fl.constexpr, dict, set,
+                              frozenset)) or _is_ndarray(value):
+            return f"{name}={_canonical(value)}"
+        text = _callable_text(value)                    # a plain function (decorated, or a partial): its code
+        return f"{name}=fn:{text}" if text else ""
 
     @property
     def pack_gqa(self):
@@ -308,6 +318,7 @@ class JITFunction:
         """The specialisation a launch with these arguments runs (compiled,
         or found in the caches, now); with compile=False, None when it is in
         neither cache."""
+        self.watch()
         constexprs, types, runtime, device = self.bind(args, kwargs)
         return self.specialize(constexprs, types, device, divisible(runtime) if device == "cuda" else (), compile)
 
@@ -461,25 +472,102 @@ _PLAIN = (bool, int, float, str, bytes, type(None), tuple, frozenset)
 
 
 def _constexpr_text(value):
-    """A constexpr's part of a specialisation's key: its repr, or for a kernel (a score_mod passed as a
-    constexpr, say) its source key and for a plain function its code, not an address another process may
-    reuse for another function."""
+    """A constexpr's part of a specialisation's key (_canonical): for a kernel (a score_mod passed as a
+    constexpr, say) its source key (what it calls and the globals it names included: looked at again each
+    time), for a plain function its code and the values it reads, with the object (two closures never share
+    one), not an address another process may reuse for another function."""
     if isinstance(value, JITFunction):
         return f"jit:{value.source_key()}"
-    if isinstance(value, _types.FunctionType):
-        return f"fn:{_function_text(value)}:{id(value)}"     # (and the object: two closures never share one)
+    text = _callable_text(value)
+    if text:
+        return f"fn:{text}:{id(value)}"
+    return _canonical(value)
+
+
+def _is_ndarray(value):
+    return type(value).__module__ == "numpy" and type(value).__name__ == "ndarray"
+
+
+def _canonical(value):
+    """A value as key text, one text a value: reprs, but sets in sorted order and numpy arrays by dtype, shape
+    and a hash of their bytes (numpy's repr elides past 1000 elements and rounds to 8 digits: two tables
+    differing in one entry shared a key), containers element by element."""
+    t = type(value)
+    if t in (int, bool, float, str, bytes, type(None)):
+        return repr(value)
+    if isinstance(value, fl.constexpr):
+        return f"constexpr({_canonical(value.value)})"
+    if _is_ndarray(value):
+        import numpy as np
+        data = np.ascontiguousarray(value)
+        digest = hashlib.sha256(repr(data.tolist()).encode() if data.dtype == object else data.tobytes()).hexdigest()
+        return f"ndarray({data.dtype.str},{data.shape},{digest})"
+    if isinstance(value, (tuple, list)):
+        return f"{t.__name__}({','.join(map(_canonical, value))})"
+    if isinstance(value, (set, frozenset)):
+        return f"{t.__name__}({','.join(sorted(map(_canonical, value)))})"
+    if isinstance(value, dict):
+        return f"dict({','.join(sorted(f'{_canonical(k)}:{_canonical(v)}' for k, v in value.items()))})"
     return repr(value)
 
 
+def _callable_text(value):
+    """A plain function's key text (_function_text), through what decorates it (functools.wraps's
+    __wrapped__, lru_cache, functools.partial, each layer's code and arguments keyed); None for anything
+    else (a builtin, a class, an object)."""
+    parts, seen = [], set()
+    while value is not None and id(value) not in seen:
+        seen.add(id(value))
+        if isinstance(value, functools.partial):
+            parts.append(f"partial({_canonical(value.args)},{_canonical(value.keywords)})")
+            value = value.func
+            continue
+        if isinstance(value, _types.FunctionType):
+            parts.append(_function_text(value))
+        try:
+            value = getattr(value, "__wrapped__", None)
+        except Exception:  # noqa: BLE001  (an object's own __getattr__ failing)
+            value = None
+    return ";".join(parts) or None
+
+
 def _function_text(fn):
-    """What a plain function's result may depend on, as a hash: its code, constants and names, its defaults
-    and closure values, and the plain values of the globals it names (one level)."""
+    """What a plain function's result may depend on, as a hash: its code (the code nested in it too:
+    comprehensions, lambdas, inner functions, by content, not by the address their repr holds), its
+    defaults (keyword-only ones too) and closure values, the plain values of the globals it names (one
+    level), and the text of the file it was defined in (the helpers it calls there, however deep)."""
     code, parts = fn.__code__, []
-    for v in list(fn.__defaults__ or ()) + [c.cell_contents for c in fn.__closure__ or () if _filled(c)] + \
+    for v in list(fn.__defaults__ or ()) + sorted((fn.__kwdefaults__ or {}).items()) + \
+            [c.cell_contents for c in fn.__closure__ or () if _filled(c)] + \
             [fn.__globals__.get(n) for n in sorted(_global_names(code))]:
-        parts.append(repr(v) if isinstance(v, _PLAIN) else type(v).__name__)
-    text = repr((fn.__qualname__, code.co_code, code.co_consts, code.co_names, parts))
+        parts.append(_canonical(v) if isinstance(v, _PLAIN) or _is_ndarray(v) else type(v).__name__)
+    text = repr((fn.__qualname__, _code_text(code), parts, _file_digest(code.co_filename)))
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _code_text(code):
+    """A code object's content as text: bytecode, names and constants, nested code objects likewise."""
+    consts = [_code_text(c) if isinstance(c, _types.CodeType) else _canonical(c) for c in code.co_consts]
+    return repr((code.co_code, code.co_names, consts))
+
+
+_FILE_DIGESTS = {}      # (path, size, mtime) -> the file's sha256
+
+
+def _file_digest(path):
+    """The sha256 of a source file's text ("" where there is none: a REPL's or exec's code)."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return ""
+    key = (path, st.st_size, st.st_mtime_ns)
+    if key not in _FILE_DIGESTS:
+        try:
+            with open(path, "rb") as f:
+                _FILE_DIGESTS[key] = hashlib.sha256(f.read()).hexdigest()
+        except OSError:
+            return ""
+    return _FILE_DIGESTS[key]
 
 
 def _filled(cell):
@@ -501,6 +589,7 @@ def _changed(a, b):
         return True
 
 
+@functools.lru_cache(maxsize=4096)
 def _global_names(code):
     """The names a function's code (and the code nested in it) loads as globals."""
     import dis
@@ -511,7 +600,7 @@ def _global_names(code):
     for const in code.co_consts:
         if isinstance(const, _types.CodeType):
             names |= _global_names(const)
-    return names
+    return frozenset(names)
 
 
 def _names(code):
@@ -568,7 +657,8 @@ def _constexpr_key(value):
     differ)."""
     if isinstance(value, fl.constexpr):
         value = value.value
-    return type(value), repr(value)
+    t = type(value)
+    return t, (repr(value) if t in (int, bool, float, str, type(None)) else _constexpr_text(value))
 
 
 def _kind(value):

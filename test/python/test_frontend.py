@@ -383,6 +383,49 @@ def test_cli_generic_kernel(tmp_path):
     assert bad.returncode == 2 and "--registers takes P,C (two ints), got '1,x'" in bad.stderr
 
 
+def test_cli_shows_the_kernel_the_jit_runs(tmp_path):
+    """Without --attention the CLI took neither the kernel's own @fakv.jit options nor any divisibility: its
+    PTX was another kernel than a launch's. `--divisible all` marks what the JIT marks for aligned tensors
+    and multiples of 16, and the kernel's options are its own."""
+    src = tmp_path / "k.py"
+    src.write_text("import fakv\nimport fakv.language as fl\n\n@fakv.jit(ctas_per_sm=2)\n"
+                   "def axpy(X, Y, n, alpha, B: fl.constexpr):\n"
+                   "    x = fl.load(X, (B,), (0,), (1,), bounds=(n,))\n"
+                   "    fl.store(Y, x * alpha, (0,), (1,), bounds=(n,))\n")
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "frontend"))
+    args = [sys.executable, "-m", "fakv.compile", str(src), "--arg", "X=*f32", "--arg", "Y=*f32", "--arg", "n=i32",
+            "--arg", "alpha=f32", "--const", "B=128"]
+    out = subprocess.run(args + ["--emit", "fakv", "--divisible", "all"], env=env, capture_output=True, text=True,
+                         check=True).stdout
+    d = "{fakv.divisibility = 16 : i64}"
+    assert f"%X: !fakv.ptr<f32> {d}, %Y: !fakv.ptr<f32> {d}, %n: i32 {d}, %alpha: f32)" in out
+    out = subprocess.run(args + ["--emit", "fakv", "--divisible", "X"], env=env, capture_output=True, text=True,
+                         check=True).stdout
+    assert f"%X: !fakv.ptr<f32> {d}, %Y: !fakv.ptr<f32>, %n: i32, %alpha: f32)" in out
+    bad = subprocess.run(args + ["--emit", "fakv", "--divisible", "alpha"], env=env, capture_output=True, text=True)
+    assert bad.returncode == 1 and "--divisible alpha: a f32 scalar is not marked" in bad.stderr
+    if HAS_ASSEMBLER:                                    # (ptxas or nvJitLink here: the cubin's launch facts)
+        def smem(*flags):
+            subprocess.run(args + ["--emit", "cubin", "-o", str(tmp_path / "k.cubin"), *flags], env=env,
+                           check=True, capture_output=True)
+            return json.loads((tmp_path / "k.json").read_text())["kernels"][0]["smem_bytes"]
+        assert smem() == 228 * 1024 // 2 - 1024          # the kernel's own ctas_per_sm=2: two an SM
+        assert smem("--ctas-per-sm", "0") <= 1024              # (as many as fit)
+
+
+def test_the_assemblers_switches_key_what_it_assembles(monkeypatch):
+    """FAKV_ASSEMBLER changed within a process (and ptx.reset()): the versions in the keys follow, as a fresh
+    process's would (they were read once)."""
+    from fakv import cache
+    monkeypatch.delenv("FAKV_ASSEMBLER", raising=False)
+    before = cache.frontend_version(), cache.kernels_version()
+    monkeypatch.setenv("FAKV_ASSEMBLER", "driver")
+    after = cache.frontend_version(), cache.kernels_version()
+    assert after[0] != before[0] and after[1] != before[1]
+    monkeypatch.delenv("FAKV_ASSEMBLER")
+    assert (cache.frontend_version(), cache.kernels_version()) == before
+
+
 @needs_assembler
 def test_variant_decode_with_the_default_combine(monkeypatch, tmp_path):
     """with_kernels(decode=...) with several splits: the user's decode and

@@ -1,5 +1,7 @@
 """What a kernel's key sees of its surroundings (docs/frontend.md, "Specialisation and the cache"), found by
 session 33's review: globals changed after a launch, closure variables, numpy scalars as constexprs."""
+import os
+
 import numpy as np
 
 import fakv
@@ -145,3 +147,158 @@ def test_a_global_that_does_not_compare_plainly():
         assert y[0] == 3.0
     finally:
         PAIR = (np.zeros(2), 1.0)
+
+
+# ---- session 37's review of the JIT's keys ----------------------------------------------------------------
+
+def test_threads_keying_one_kernel_wait_for_each_other(monkeypatch):
+    """Two threads launching a kernel first at once: the second waited for nothing and keyed its disk entry
+    with the first's placeholder ("computing:NAME": no source, no versions in it), so a later process with
+    other source racing the same way loaded the old cubin. Now the second waits for the real key."""
+    import threading
+    import time
+    from fakv import cache
+
+    @fakv.jit
+    def raced(Y):
+        fl.store(Y, fl.full((1,), 1.0), (0,), (1,))
+    real = cache.frontend_version
+    monkeypatch.setattr(cache, "frontend_version", lambda: (time.sleep(0.2), real())[1])   # (the window, wider)
+    keys = []
+    threads = [threading.Thread(target=lambda: keys.append(raced.source_key())) for _ in range(2)]
+    for t in threads:
+        t.start()
+        time.sleep(0.05)
+    for t in threads:
+        t.join()
+    assert len(keys) == 2 and keys[0] == keys[1] and not keys[0].startswith("computing")
+
+
+SCALE_SEEN = 2.0
+
+
+@fakv.jit
+def _times_scale(x):
+    return x * SCALE_SEEN
+
+
+def _scale_value():
+    return SCALE_SEEN
+
+
+@fakv.jit
+def _applies(Y, F: fl.constexpr):
+    fl.store(Y, F(fl.full((1,), 1.0)), (0,), (1,))
+
+
+@fakv.jit
+def _multiplies(Y, G: fl.constexpr):
+    fl.store(Y, fl.full((1,), 1.0) * G(), (0,), (1,))
+
+
+def _holding(kernel):
+    @fakv.jit
+    def holds(Y):
+        fl.store(Y, kernel(fl.full((1,), 1.0)), (0,), (1,))
+    return holds
+
+
+def test_a_global_changed_behind_a_constexpr_or_a_closure_is_seen():
+    """A kernel or plain function passed as a constexpr (positional arguments: the fast path), a kernel held
+    by a closure variable, and specialize_for: each ran the code made for the global's old value."""
+    global SCALE_SEEN
+    holds = _holding(_times_scale)
+    y = np.zeros(1, np.float32)
+
+    def values():
+        out = []
+        for launch in (lambda: _applies[(1,)](y, F=_times_scale), lambda: _multiplies[(1,)](y, G=_scale_value),
+                       lambda: holds[(1,)](y)):
+            launch()
+            out.append(float(y[0]))
+        return out
+    assert values() == [2.0, 2.0, 2.0]
+    assert values() == [2.0, 2.0, 2.0]                 # (the fast path's entries made)
+    ir = _applies.specialize_for((y,), {"F": _times_scale}).ir
+    SCALE_SEEN = 3.0
+    try:
+        assert values() == [3.0, 3.0, 3.0]
+        assert _applies.specialize_for((y,), {"F": _times_scale}).ir != ir
+    finally:
+        SCALE_SEEN = 2.0
+
+
+@fakv.jit
+def _reads(Y, TABLE: fl.constexpr, I: fl.constexpr):
+    fl.store(Y, fl.full((1,), TABLE[I]), (0,), (1,))
+
+
+def test_constexpr_arrays_are_keyed_by_their_contents():
+    """numpy's repr elides arrays past 1000 elements and rounds to 8 digits: two tables differing in one
+    entry shared a specialisation, and the second launch read the first table's value."""
+    a, b = np.zeros(2000), np.zeros(2000)
+    b[1000] = 5.0
+    c, d = np.array([1.0, 1.0]), np.array([1.0, 1.0 + 1e-9])
+    y = np.zeros(1, np.float32)
+    for table, i, want in ((a, 1000, 0.0), (b, 1000, 5.0), (a, 1000, 0.0), (c, 1, 1.0), (d, 1, np.float32(1.0))):
+        _reads[(1,)](y, TABLE=table, I=i)
+        assert y[0] == want
+    keys = {_reads.specialize_for((y,), {"TABLE": t, "I": 1}) for t in (a, b, c, d)}
+    assert len(keys) == 4
+
+
+_HELPERS = '''import functools
+
+def kwonly(n, *, factor={f}):
+    return n * factor
+
+@functools.lru_cache(maxsize=None)
+def cached(n):
+    return n + {c}
+
+def _decorate(fn):
+    @functools.wraps(fn)
+    def inner(*args):
+        return fn(*args) * 1
+    return inner
+
+@decorate_later
+def wrapped(n):
+    return n + {w}
+
+def firsts(n):
+    return [x * {m} for x in range(n)][-1] + sum(1 for x in {{"a", "b", "c"}} if x in {{"a", "b"}})
+'''.replace("decorate_later", "_decorate")
+
+_KERNEL = '''import fakv
+import fakv.language as fl
+from helpers import cached, firsts, kwonly, wrapped
+
+@fakv.jit
+def k(Y):
+    fl.store(Y, fl.full((1,), kwonly(1) * 1.0 + cached(1) * 10.0 + wrapped(0) * 100.0 + firsts(2) * 1000.0),
+             (0,), (1,))
+'''
+
+
+def test_helpers_of_another_module_are_keyed_by_their_code(tmp_path):
+    """Helpers imported from another file: a keyword-only default, an lru_cache'd or functools.wraps'd
+    helper and a comprehension's body changed there kept the kernel's key (the next process loaded the old
+    binary); a comprehension or a set constant made the key differ in every process (a recompile each)."""
+    import subprocess
+    import sys
+    (tmp_path / "kmod.py").write_text(_KERNEL)
+    script = f"import sys; sys.path.insert(0, {str(tmp_path)!r}); import kmod; print(kmod.k.source_key())"
+
+    def key(seed):
+        env = dict(os.environ, PYTHONHASHSEED=str(seed))
+        return subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
+                              check=True).stdout.strip()
+    base = dict(f=2, c=3, w=100, m=2)
+    (tmp_path / "helpers.py").write_text(_HELPERS.format(**base))
+    first = key(1)
+    assert key(2) == first and key(3) == first             # (one key whatever the hash seed and addresses)
+    for name, value in (("f", 5), ("c", 7), ("w", 9), ("m", 3)):
+        (tmp_path / "helpers.py").write_text(_HELPERS.format(**dict(base, **{name: value})))
+        assert key(1) != first, name
+
