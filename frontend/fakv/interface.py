@@ -538,10 +538,12 @@ def _on_device_of(q, t):
 
 
 def _check_contents(seqlens, block_table, cache_batch_idx, batch, capacity, page_size, num_pages,
-                    cache_batch, seqlen_new=0, leftpad=None, rotary_rows=0, q_span=0):
+                    cache_batch, seqlen_new=0, leftpad=None, rotary_rows=0, q_span=0, picked=False):
     """The host checks of the data (FAKV_CHECK_DATA; always on the CPU
     path unless it is 0): reads the tensors on the host. A paged cache too
-    small for cache_seqlens + the new keys raises FlashAttention's message."""
+    small for cache_seqlens + the new keys raises FlashAttention's message.
+    picked: block_table holds the rows cache_batch_idx picked (a paged
+    cache's cache_batch_idx), sequence i's row i."""
     import numpy as np
     lens = None if seqlens is None else T.host(seqlens).astype("int64")
     if lens is not None and lens.size:
@@ -565,21 +567,23 @@ def _check_contents(seqlens, block_table, cache_batch_idx, batch, capacity, page
             r = int(bad[0])
             raise DataError(f"flash_attn_with_kvcache: cache_leftpad[{r}] = {int(pads[r])} is outside "
                             f"[0, cache_seqlens[{r}] + seqlen_new = {int(lens[r] + seqlen_new)}]")
-    if block_table is not None and lens is not None:
-        used = np.arange(block_table.shape[1])[None, :] < ((lens + seqlen_new + page_size - 1) // page_size)[:, None]
-        entries = T.host(block_table)
-        bad = used & ((entries < 0) | (entries >= num_pages))
-        if bad.any():
-            r, c = (int(x[0]) for x in np.nonzero(bad))
-            raise DataError(f"flash_attn_with_kvcache: block_table[{r}, {c}] = {int(entries[r, c])}: "
-                            f"block_table entries used by cache_seqlens must be in [0, {num_pages})")
     if cache_batch_idx is not None:
         rows = T.host(cache_batch_idx)
         bad = np.nonzero((rows < 0) | (rows >= cache_batch))[0]
         if bad.size:
             r = int(bad[0])
             raise DataError(f"flash_attn_with_kvcache: cache_batch_idx[{r}] = {int(rows[r])}: cache_batch_idx "
-                            f"entries must be in [0, {cache_batch}) (the cache's sequences)")
+                            f"entries must be in [0, {cache_batch}) "
+                            f"({'block_table' if picked else 'the cache'}'s rows)")
+    if block_table is not None and lens is not None:
+        used = np.arange(block_table.shape[1])[None, :] < ((lens + seqlen_new + page_size - 1) // page_size)[:, None]
+        entries = T.host(block_table)
+        bad = used & ((entries < 0) | (entries >= num_pages))
+        if bad.any():
+            r, c = (int(x[0]) for x in np.nonzero(bad))
+            row = f"{int(T.host(cache_batch_idx)[r])} (cache_batch_idx[{r}])" if picked else r
+            raise DataError(f"flash_attn_with_kvcache: block_table[{row}, {c}] = {int(entries[r, c])}: "
+                            f"block_table entries used by cache_seqlens must be in [0, {num_pages})")
 
 
 def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens,
@@ -621,9 +625,10 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
     _check(kv_heads >= 1 and heads % kv_heads == 0, f"heads ({heads}) must be a multiple of kv heads ({kv_heads})")
     paged = block_table is not None
     if paged:
-        _check(T.is_array(block_table) and T.dtype(block_table) == "i32"
-               and len(block_table.shape) == 2 and block_table.shape[0] == batch,
-               f"`block_table` must be an int32 tensor (batch={batch}, max_blocks)")
+        _check(T.is_array(block_table) and T.dtype(block_table) == "i32" and len(block_table.shape) == 2
+               and (block_table.shape[0] == batch or cache_batch_idx is not None),
+               f"`block_table` must be an int32 tensor (batch={batch}, max_blocks) (with cache_batch_idx: "
+               f"(rows, max_blocks), sequence i's row cache_batch_idx[i])")
         _check(_on_device_of(q, block_table), "`block_table` must be on q's device")
         _check(block_table.shape[1] == 0 or T.strides(block_table)[1] == 1,
                "`block_table` must be contiguous in its last dimension")
@@ -712,18 +717,28 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
                and tuple(cache_leftpad.shape) == (batch,) and (batch <= 1 or T.strides(cache_leftpad)[0] == 1),
                f"`cache_leftpad` must be a contiguous int32 tensor ({batch},)")
         _check(_on_device_of(q, cache_leftpad), "`cache_leftpad` must be on q's device")
+    _check(k is None or given_seqlens is not None, "`cache_seqlens` must be given with `k` and `v`: the rows "
+                                                   "they are appended at (FlashAttention's rule)")
     if seqlens_int and cache_seqlens + seqlen_new > capacity:    # known here: raised now, not reported
         raise capacity_error(0, cache_seqlens, seqlen_new, capacity, paged)
 
     # ---- cache_batch_idx, softcap, window_size, alibi_slopes -------------------------------------
     batch_idx = seqlens                                   # any int32 tensor when unused
+    table_rows = None                                     # block_table's own rows, when cache_batch_idx picks them
     if cache_batch_idx is not None:
-        _check(not paged, "cache_batch_idx is for a contiguous cache (FlashAttention: not with block_table)")
         _check(T.is_array(cache_batch_idx) and T.dtype(cache_batch_idx) == "i32"
                and tuple(cache_batch_idx.shape) == (batch,) and (batch <= 1 or T.strides(cache_batch_idx)[0] == 1),
                f"`cache_batch_idx` must be a contiguous int32 tensor ({batch},)")
         _check(_on_device_of(q, cache_batch_idx), "`cache_batch_idx` must be on q's device")
         batch_idx = cache_batch_idx
+        if paged:     # FlashAttention 3's: sequence i reads and appends through block_table's row cache_batch_idx[i]
+            table_rows = block_table.shape[0]
+            _check(batch == 0 or table_rows >= 1, "`block_table` has no rows for cache_batch_idx to pick")
+            # Gathered on q's device (one small copy a call; such calls are not kept by the fast path): an index
+            # outside the table gives a row of -1, which the kernels report as a block-table entry outside the
+            # cache (the host checks refuse the index itself).
+            block_table, batch_idx = T.rows_of(block_table, cache_batch_idx), seqlens
+    has_batch_idx = cache_batch_idx is not None and table_rows is None      # (decode's BATCH_IDX: contiguous rows)
     cap = _float32(softcap) if isinstance(softcap, numbers.Real) and not isinstance(softcap, bool) else None
     # (decode divides by it in float32: a cap whose reciprocal is past float32's range made 0 * inf = NaN)
     _check(cap is not None and math.isfinite(cap) and cap >= 0 and (cap > 0) == (softcap > 0)
@@ -759,7 +774,7 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
     # decode.py's flags for this call (plan() gives those of a call without
     # these options). A one-query causal call stays causal with ALiBi, as in
     # FlashAttention: its causal bias, slope * key, shifts the LSE.
-    extras = dict(BATCH_IDX=cache_batch_idx is not None, SOFTCAP=cap > 0, ALIBI=slopes is not None,
+    extras = dict(BATCH_IDX=has_batch_idx, SOFTCAP=cap > 0, ALIBI=slopes is not None,
                   WINDOW=(left, right) != (-1, -1) and not fa_causal,
                   CAUSAL=fa_causal and (seqlen_q > 1 or slopes is not None))
     _check(isinstance(num_splits, numbers.Integral) and not isinstance(num_splits, bool),
@@ -798,9 +813,10 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
 
     if host_checks and not capturing:
         _check_contents(seqlens if not seqlens_int or seqlen_new or cache_leftpad is not None or paged else None,
-                        block_table, cache_batch_idx, batch, capacity, page_size, num_pages, k_cache.shape[0],
+                        block_table, cache_batch_idx, batch, capacity, page_size, num_pages,
+                        k_cache.shape[0] if table_rows is None else table_rows,
                         seqlen_new, cache_leftpad, rotary_cos.shape[0] if rotary_dim else 0,
-                        seqlen_q if q_rows else 1)
+                        seqlen_q if q_rows else 1, picked=table_rows is not None)
 
     if decode is None or combine is None:
         default_decode, default_combine = _lazy_kernels()
@@ -823,13 +839,14 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
     elif _DECODE_REGISTERS:
         decode = decode.with_options(registers=_DECODE_REGISTERS)
     errors = prepare.errors_for(q)
-    prepared = k is None or (in_kernels and not copied_kv)     # a call the fast path can repeat
+    # A call the fast path can repeat (not one whose block table is gathered: the fast path would not gather it).
+    prepared = (k is None or (in_kernels and not copied_kv)) and table_rows is None
     if k is not None and not in_kernels:                  # append (and rotate) first: kernels/append.py
         _check(not on_gpu or batch <= 65535, f"a batch of {batch} sequences appending `k` / `v` on the GPU: at "
                                              f"most 65535 (the append kernel's grid axis z)")
         q_rot = T.empty(tuple(q.shape), T.dtype(q), q) if rotary_dim else q
         _append(q, k, v, k_cache, v_cache, q_rot, block_table, seqlens, batch_idx, rotary_cos, rotary_sin,
-                errors, capacity, num_pages, page_size, paged, cache_batch_idx is not None, rotary_dim,
+                errors, capacity, num_pages, page_size, paged, has_batch_idx, rotary_dim,
                 bool(rotary_interleaved), q_rows, tile, on_gpu)
         q = q_rot
         rotary_dim = 0                                    # (q and the new keys are rotated: decode does not)
@@ -863,7 +880,7 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
         combine, combine_args, combine_consts, combine_grid, combine_slots = _combine_appending(
             q_c, k, v, k_cache, v_cache, block_table if paged else seqlens, seqlens, batch_idx, rotary_cos,
             rotary_sin, errors, p, rotary_dim, bool(rotary_interleaved), paged, page_size, num_pages, capacity,
-            cache_batch_idx is not None, scale)
+            has_batch_idx, scale)
 
     if not (on_gpu and T.is_torch(q)) or compile_only():
         # The CPU path (and compile-only runs): launched through the JIT.
@@ -931,6 +948,8 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
         addresses[0] = q.data_ptr()
         if in_kernels:
             addresses[7:9] = k.data_ptr(), v.data_ptr()
+        if table_rows is not None:
+            addresses[4] = block_table.data_ptr()         # (the rows cache_batch_idx picked)
         found = (None, tuple(addresses))
     out = call(found[1], q, given_seqlens)
     if by_lengths:

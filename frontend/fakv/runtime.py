@@ -114,7 +114,8 @@ ERROR_KINDS = {1: "cache_seqlens", 2: "block_table", 3: "cache_batch_idx", 4: "c
                5: "cache_leftpad", 6: "rotary_cos"}
 _ROW_BITS = 24
 _WHAT = {1: "is negative or more than the cache holds",
-         2: "has a block-table entry, among those its length uses, outside [0, num_blocks)",
+         2: "has a block-table entry, among those its length uses, outside [0, num_blocks) (with cache_batch_idx: "
+            "in the block_table row cache_batch_idx gives it, or that index is outside block_table's rows)",
          3: "is outside [0, the cache's batch)",
          4: "plus the new keys exceeds the capacity of the cache (max_num_blocks_per_seq * page_block_size "
             "addressable by block_table, when paged): nothing was appended",

@@ -84,6 +84,23 @@ def empty(shape, dtype_name, like):
     return np.empty(shape, dtype=t)
 
 
+def rows_of(table, idx):
+    """A new contiguous int32 array of table's rows idx[0], idx[1], ...; a row whose index is outside the table
+    is -1 throughout (gathered on the table's device, in order with what follows on its stream: no index
+    outside the table is ever read)."""
+    n = table.shape[0]
+    if is_torch(table):
+        import torch
+        i = idx.long()
+        inside = (i >= 0) & (i < n)
+        rows = table[i.clamp(0, max(n - 1, 0))] if n else table.new_empty((len(i), table.shape[1]))
+        return torch.where(inside[:, None], rows, -1).to(torch.int32).contiguous()
+    i = np.asarray(idx).astype(np.int64)
+    inside = (i >= 0) & (i < n)
+    rows = table[np.clip(i, 0, max(n - 1, 0))] if n else np.empty((len(i), table.shape[1]), np.int32)
+    return np.ascontiguousarray(np.where(inside[:, None], rows, -1).astype(np.int32))
+
+
 def full_int32(shape, value, like):
     out = empty(shape, "i32", like)
     out[...] = value

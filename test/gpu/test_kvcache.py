@@ -10,10 +10,10 @@ products are ~300K and ~60K cases).
 
 Differences from FlashAttention's grids, each a feature fakv lacks or a
 relaxation: FlashAttention 2's grid runs fp16 only (here fp16 and bf16) and
-skips cache_batch_idx (here with contiguous caches); FlashAttention 3's
-varlen_q, attention_chunk and fp8 are not in flash_attn_with_kvcache's
-signature; cache_batch_idx with a paged cache is refused by fakv (as by
-FlashAttention 2).
+skips cache_batch_idx (here with contiguous and paged caches: with a paged
+cache, FlashAttention 3's rule, sequence i's block-table row is
+cache_batch_idx[i]); FlashAttention 3's varlen_q, attention_chunk and fp8
+are not in flash_attn_with_kvcache's signature.
 
     python -m pytest test/gpu/test_kvcache.py -n 8     # on the GPU machine
     python test/gpu/test_kvcache.py                     # a summary
@@ -82,9 +82,10 @@ def make_case(c):
         k_cache, v_cache = randn(batch_cache, sk, nheads_k, d), randn(batch_cache, sk, nheads_k, d)
         seqlen_ro = sk
     else:
-        num_blocks = math.ceil(sk / page) * batch * 3
+        # (with cache_batch_idx, FlashAttention 3's: a table row for each of batch_cache sequences, picked by it)
+        num_blocks = math.ceil(sk / page) * batch_cache * 3
         k_cache, v_cache = randn(num_blocks, page, nheads_k, d), randn(num_blocks, page, nheads_k, d)
-        table = torch.randperm(num_blocks, generator=g, device="cuda").to(torch.int32).reshape(batch, -1)
+        table = torch.randperm(num_blocks, generator=g, device="cuda").to(torch.int32).reshape(batch_cache, -1)
         seqlen_ro = num_blocks * page
     if c["new_kv"]:
         high = sk - (sq if (c["causal"] or c["local"]) and rotary_dim > 1 else seqlen_new) + 1

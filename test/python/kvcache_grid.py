@@ -11,8 +11,6 @@ def valid(c):
         return False
     if not c["new_kv"] and c["rotary_fraction"] > 0:
         return False
-    if c["has_batch_idx"] and c["page_size"]:               # fakv: cache_batch_idx is for contiguous caches
-        return False
     if c.get("grid") == "fa3" and c["page_size"] and sk % c["page_size"]:   # FlashAttention 3's own skip
         return False
     return True

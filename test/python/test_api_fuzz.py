@@ -175,8 +175,8 @@ MISTAKES = [
     ("rotary rows short of q's positions", lambda a: None if "rotary_cos" not in a else dict(
         a, causal=True, rotary_cos=a["rotary_cos"][:int(a["cache_seqlens"].max()) + a["q"].shape[1] - 1],
         rotary_sin=a["rotary_sin"][:int(a["cache_seqlens"].max()) + a["q"].shape[1] - 1]), "rotary"),
-    ("batch_idx with a paged cache", lambda a: None if a["block_table"] is None else dict(
-        a, cache_batch_idx=np.zeros(a["q"].shape[0], np.int32)), "cache_batch_idx"),
+    ("batch_idx past the block table", lambda a: None if a["block_table"] is None else dict(
+        a, cache_batch_idx=np.full(a["q"].shape[0], a["block_table"].shape[0], np.int32)), "cache_batch_idx"),
     ("batch_idx past the cache", lambda a: None if a["block_table"] is not None else dict(
         a, cache_batch_idx=np.full(a["q"].shape[0], 10**4, np.int32)), "cache_batch_idx"),
 ]

@@ -393,8 +393,8 @@ def test_flash_attn_options_cpu(heads, page, query, splits, option):
 def test_flash_attn_options_errors():
     q, k, v, seqlens, table, _ = make("bf16", (4, 2), 16, (1, False))
     call = lambda **kw: fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=seqlens, block_table=table, **kw)  # noqa: E731
-    with pytest.raises(ValueError, match="cache_batch_idx is for a contiguous cache"):
-        call(cache_batch_idx=np.arange(3, dtype=np.int32))
+    with pytest.raises(ValueError, match="`cache_batch_idx` must be a contiguous int32 tensor"):
+        call(cache_batch_idx=np.arange(2, dtype=np.int32))         # (3 sequences: one each, paged or not)
     for bad in (-1.0, float("inf"), True, "3"):
         with pytest.raises(ValueError, match="`softcap` must be a finite number >= 0"):
             call(softcap=bad)

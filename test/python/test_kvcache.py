@@ -69,10 +69,11 @@ def make_case(c, seed):
         v_cache = rng.standard_normal((batch_cache, sk, nheads_k, d)).astype(dtype)
         seqlen_ro = sk
     else:
-        num_blocks = math.ceil(sk / page) * batch * 3
+        # (with cache_batch_idx, FlashAttention 3's: a table row for each of batch_cache sequences, picked by it)
+        num_blocks = math.ceil(sk / page) * batch_cache * 3
         k_cache = rng.standard_normal((num_blocks, page, nheads_k, d)).astype(dtype)
         v_cache = rng.standard_normal((num_blocks, page, nheads_k, d)).astype(dtype)
-        table = rng.permutation(num_blocks).astype(np.int32).reshape(batch, -1)
+        table = rng.permutation(num_blocks).astype(np.int32).reshape(batch_cache, -1)
         seqlen_ro = num_blocks * page
     if c["new_kv"]:
         high = sk - (sq if (c["causal"] or c["local"]) and rotary_dim > 1 else seqlen_new) + 1
@@ -133,6 +134,7 @@ def test_grid_covers_every_feature():
         assert {c[axis] for c in CASES} == set(values), axis
     assert any(c["page_size"] and c["has_leftpad"] for c in CASES)
     assert any(c["new_kv"] and c["rotary_fraction"] and c["page_size"] for c in CASES)
+    assert any(c["new_kv"] and c["page_size"] and c["has_batch_idx"] for c in CASES)
 
 
 @pytest.mark.parametrize("scale", [0.0, -0.3])
@@ -338,3 +340,55 @@ def test_decode_step_refuses_a_wrapping_length(monkeypatch, combine_runs):
                                      cache_seqlens=np.array([2**31 - 1, 3], np.int32))
     assert combine_runs == [True]
     assert not k[:8].any() and k[8].any()
+
+
+@pytest.mark.parametrize("route", ["read", "combine appends", "decode appends", "append kernel"])
+def test_paged_cache_batch_idx_picks_block_table_rows(route, combine_runs):
+    """FlashAttention 3's relaxation (shared/design/semantics.md): with a paged cache, sequence i reads and
+    appends through block_table's row cache_batch_idx[i]; the table may hold more rows than the batch. Each
+    of the routes the new keys take, against the reference (which reads the same rows)."""
+    base = next(c for c in CASES if c["new_kv"])
+    case = dict(base, seqlens=(1, 128), page_size=16, d=64, rotary_fraction=0.5, causal=True, local=False,
+                alibi=False, has_leftpad=False, has_batch_idx=True, num_splits=3, seqlen_new_eq_seqlen_q=True,
+                new_kv=route != "read")
+    if route == "read":
+        case["rotary_fraction"] = 0.0
+    if route == "decode appends":
+        case.update(seqlens=(2, 128), seqlen_new_eq_seqlen_q=True)
+    if route == "append kernel":
+        case.update(seqlens=(2, 128), has_leftpad=True)
+    run_case(case)
+    assert combine_runs == ([True] if route == "combine appends" else [])
+
+
+def test_paged_cache_batch_idx_errors(monkeypatch):
+    """An index outside block_table's rows: refused by the host checks, or (FAKV_CHECK_DATA=0) reported by the
+    kernel for that sequence, which reads nothing through it; the other sequences' rows are appended."""
+    bf16 = NP_DTYPES["bf16"]
+    rng = np.random.default_rng(3)
+    q = rng.standard_normal((2, 1, 4, 64)).astype(bf16)
+    kc = np.zeros((12, 16, 2, 64), bf16)
+    table = np.arange(12, dtype=np.int32).reshape(4, 3)
+    new = np.ones((2, 1, 2, 64), bf16)
+    lens = np.array([5, 9], np.int32)
+    call = lambda idx, **kw: fakv.flash_attn_with_kvcache(  # noqa: E731
+        q, kc, kc.copy(), cache_seqlens=lens, block_table=table, cache_batch_idx=np.array(idx, np.int32), **kw)
+    for idx in ([3, 4], [-1, 0]):
+        with pytest.raises(fakv.DataError, match=r"cache_batch_idx\[\d\] = -?\d: cache_batch_idx entries must be "
+                                                 r"in \[0, 4\) \(block_table's rows\)"):
+            call(idx)
+    table[2, 0] = 99
+    with pytest.raises(fakv.DataError, match=r"block_table\[2 \(cache_batch_idx\[1\]\), 0\] = 99: block_table "
+                                             r"entries used by cache_seqlens must be in \[0, 12\)"):
+        call([0, 2], k=new, v=new)
+    table[2, 0] = 6
+    with pytest.raises(ValueError, match="`cache_seqlens` must be given with `k` and `v`"):
+        fakv.flash_attn_with_kvcache(q, kc, kc.copy(), new, new, block_table=table,
+                                     cache_batch_idx=np.array([0, 1], np.int32))
+    with pytest.raises(ValueError, match="`block_table` has no rows for cache_batch_idx to pick"):
+        fakv.flash_attn_with_kvcache(q, kc, kc, cache_seqlens=lens, block_table=table[:0],
+                                     cache_batch_idx=np.array([0, 1], np.int32))
+    monkeypatch.setenv("FAKV_CHECK_DATA", "0")
+    with pytest.raises(fakv.DataError, match="block_table of batch row 1 has a block-table entry"):
+        call([1, 7], k=new, v=new)
+    assert kc[table[1]].any() and not kc[np.setdiff1d(np.arange(12), table[1])].any()   # row 0's new key only
