@@ -29,6 +29,9 @@ config.substitutions += [
     ("%kernels-as", "sh " + os.path.join(tools, "kernels_as.sh")),
     ("%kernels", os.path.join(config.fakv_src_root, "kernels")),
     ("%python", config.python_executable),
+    # LLVM's `not`: a non-zero exit, not a crash (lit's own `not` takes a signal for a failure, so a tool
+    # that printed the expected diagnostic and then crashed passed).
+    ("%not", os.path.join(config.llvm_tools_dir, "not")),
 ]
 if config.ptxas and os.path.exists(config.ptxas):
     config.available_features.add("ptxas")

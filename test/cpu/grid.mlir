@@ -1,6 +1,7 @@
-// CPU execution of fakv.launch over a 3x2x2 grid: every program writes
-// x + 10 y + 100 z + 1000 (nx + 10 ny + 100 nz) at its linear index, so each
-// program must run exactly once with the right ids.
+// CPU execution of fakv.launch over a 3x2x2 grid: every program adds
+// x + 10 y + 100 z + 1000 (nx + 10 ny + 100 nz) to the zeros at its linear
+// index, so each program must run exactly once (twice would double it) with
+// the right ids.
 // Expected: reference.py (grid).
 // RUN: cat %s %S/Inputs/harness.mlir | fakv-opt --fakv-to-llvm-cpu | %mlir-runner | %compare %S/Inputs/grid.expected
 
@@ -33,12 +34,16 @@ func.func @ids(%out: !fakv.ptr<f32>, %base: f32) attributes {fakv.kernel} {
   %lin = arith.muli %zy2, %nx : i32
   %lin2 = arith.addi %lin, %x : i32
   %s1 = arith.constant 1 : i64
-  fakv.store %t, %out[%lin2] strides [%s1] : tensor<1xf32>, !fakv.ptr<f32>
+  %old = fakv.load %out[%lin2] strides [%s1] : !fakv.ptr<f32> -> tensor<1xf32>
+  %sum = arith.addf %old, %t : tensor<1xf32>
+  fakv.store %sum, %out[%lin2] strides [%s1] : tensor<1xf32>, !fakv.ptr<f32>
   return
 }
 
 func.func @main() {
   %out = memref.alloc() : memref<12xf32>
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%out : memref<12xf32>)
   %po = fakv.ptr_of %out : memref<12xf32> -> !fakv.ptr<f32>
   %gx = arith.constant 3 : i32
   %gy = arith.constant 2 : i32

@@ -3,6 +3,15 @@
 // needs; host functions stay outside.
 // RUN: fakv-opt %S/Inputs/attention-fakvgpu.mlir --fakvgpu-lower-warp-specialize --fakvgpu-plan-shared-memory --fakvgpu-tma-arguments --convert-fakvgpu-to-nvvm -o %t.mlir
 // RUN: fakv-opt %t.mlir --fakvgpu-outline-kernels | FileCheck %s
+// A host function beside the kernel stays outside the gpu.module:
+// RUN: %python -c "import sys; t = open(sys.argv[1]).read().rstrip(); print(t[:-1] + 'func.func @host(%%a: i32) -> i32 {\n  return %%a : i32\n}\n}')" %t.mlir \
+// RUN:   | fakv-opt --fakvgpu-outline-kernels | FileCheck %s --check-prefix=HOST
+// HOST: func.func @host(%{{.*}}: i32) -> i32
+// HOST: gpu.module @fakv_kernels {
+// HOST-NOT: func.func
+// HOST: gpu.func @attention(
+// HOST-NOT: func.func
+// HOST: gpu.return
 
 // CHECK: module attributes {gpu.container_module}
 // CHECK: gpu.module @fakv_kernels {

@@ -5,7 +5,7 @@
 // alignment slack. A kernel without layouts is an error.
 // RUN: fakv-opt %S/Inputs/attention-fakvgpu.mlir --fakvgpu-plan-shared-memory | FileCheck %s
 // RUN: fakv-opt %s --fakvgpu-lower-warp-specialize | fakv-opt --fakvgpu-plan-shared-memory | FileCheck %s --check-prefix=ROLES
-// RUN: not fakv-opt %S/../passes/Inputs/attention.mlir --fakvgpu-plan-shared-memory 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: %not fakv-opt %S/../passes/Inputs/attention.mlir --fakvgpu-plan-shared-memory 2>&1 | FileCheck %s --check-prefix=BAD
 
 // CHECK: func.func @attention({{.*}}) attributes {{{.*}}fakvgpu.smem_bytes = 26624 : i64}
 // CHECK: fakvgpu.alloc_ring {fakvgpu.smem_offset = 0 : i64}

@@ -1,7 +1,7 @@
 // fakv-assign-layouts: wgmma accumulators, shared-memory operands, layouts
 // flowing through softmax math and the loop, conversions where needed.
 // RUN: fakv-opt %S/Inputs/attention.mlir --fakv-decompose --canonicalize --fakv-assign-layouts | FileCheck %s
-// RUN: not fakv-opt %S/Inputs/attention.mlir --fakv-assign-layouts=num-warps=6 2>&1 | FileCheck %s --check-prefix=WARPS
+// RUN: %not fakv-opt %S/Inputs/attention.mlir --fakv-assign-layouts=num-warps=6 2>&1 | FileCheck %s --check-prefix=WARPS
 // A dot's B loaded into registers is converted to shared memory before the
 // dot (it once got the shared layout itself, which a load cannot produce:
 // a crash in the conversion); the whole pipeline then compiles.

@@ -6,7 +6,7 @@
 // of the kernel signals.
 // RUN: sed -e 's/page_size %%ps/page_size %%np/' %S/Inputs/attention.mlir | fakv-opt --fakv-decompose \
 // RUN:   --canonicalize --fakv-assign-layouts --fakv-pipeline | FileCheck %s --check-prefix=GATHER
-// RUN: not fakv-opt %S/Inputs/attention.mlir --fakv-pipeline 2>&1 | FileCheck %s --check-prefix=ORDER
+// RUN: %not fakv-opt %S/Inputs/attention.mlir --fakv-pipeline 2>&1 | FileCheck %s --check-prefix=ORDER
 // A contiguous cache (`page`): the rows past its page are cleared too, so
 // that the TMA copy (out of bounds past the page) and the gather agree.
 // RUN: sed -e 's/table %%bt/page %%c0/' %S/Inputs/attention.mlir | fakv-opt --fakv-decompose \

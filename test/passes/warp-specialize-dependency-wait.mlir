@@ -11,7 +11,7 @@
 // RUN: sed -e 's/^  %blocks = /  fakv.dependency_wait\n  %blocks = /' %S/Inputs/attention.mlir \
 // RUN:   | fakv-opt --fakv-to-cubin=format=isa | FileCheck %s --check-prefix=PTX
 // RUN: sed -e 's/^    %row = /    fakv.dependency_wait\n    %row = /' %S/Inputs/attention.mlir \
-// RUN:   | not fakv-opt --fakv-decompose --canonicalize --fakv-assign-layouts --loop-invariant-code-motion \
+// RUN:   | %not fakv-opt --fakv-decompose --canonicalize --fakv-assign-layouts --loop-invariant-code-motion \
 // RUN:   --fakv-pipeline --fakv-warp-specialize 2>&1 | FileCheck %s --check-prefix=NESTED
 
 // CHECK-LABEL: func.func @attention(

@@ -1,7 +1,8 @@
 // fakv-warp-specialize: a producer warpgroup issues the pipelined copies,
 // paced by `empty` barriers; the consumer does the math and the rest.
 // RUN: fakv-opt %S/Inputs/attention.mlir --fakv-decompose --canonicalize --fakv-assign-layouts \
-// RUN:   --loop-invariant-code-motion --fakv-pipeline --fakv-warp-specialize --canonicalize | FileCheck %s
+// RUN:   --loop-invariant-code-motion --fakv-pipeline --fakv-warp-specialize --canonicalize \
+// RUN:   | FileCheck %s --implicit-check-not=fakvgpu.pipeline_prologue
 // With register counts, the op records them (the lowering emits setmaxnreg):
 // RUN: fakv-opt %S/Inputs/attention.mlir --fakv-decompose --canonicalize --fakv-assign-layouts \
 // RUN:   --loop-invariant-code-motion --fakv-pipeline \
@@ -31,10 +32,15 @@
 // CHECK:   scf.for
 // CHECK-NOT: fakvgpu.async_paged_load
 // CHECK:     fakvgpu.wait %[[KF]]
+// CHECK-NOT: fakvgpu.async_paged_load
 // CHECK:     fakv.dot
+// CHECK-NOT: fakvgpu.async_paged_load
 // CHECK:     fakv.dot
+// CHECK-NOT: fakvgpu.async_paged_load
 // CHECK:     fakvgpu.arrive %[[EMPTY]][%{{.*}}] : !fakvgpu.barriers<2>
+// CHECK-NOT: fakvgpu.async_paged_load
 // CHECK:     scf.yield
+// CHECK-NOT: fakvgpu.async_paged_load
 // CHECK:   fakv.store
+// CHECK-NOT: fakvgpu.async_paged_load
 // CHECK: }
-// CHECK-NOT: fakvgpu.pipeline_prologue

@@ -172,9 +172,11 @@ MISTAKES = [
      "give `k` and `v` too"),
     ("leftpad past the keys", lambda a: dict(a, cache_leftpad=np.full(a["q"].shape[0], 10**4, np.int32)),
      "cache_leftpad"),
-    ("rotary rows short of q's positions", lambda a: None if "rotary_cos" not in a else dict(
-        a, causal=True, rotary_cos=a["rotary_cos"][:int(a["cache_seqlens"].max()) + a["q"].shape[1] - 1],
-        rotary_sin=a["rotary_sin"][:int(a["cache_seqlens"].max()) + a["q"].shape[1] - 1]), "rotary"),
+    # (rotary_cos keeps the capacity's rows, FlashAttention's rule; q's positions pass them where more queries
+    # than new keys sit at the end of a full cache)
+    ("rotary rows short of q's positions", lambda a: None if "rotary_cos" not in a or a["q"].shape[1] <= a[
+        "k"].shape[1] else dict(a, causal=True, cache_leftpad=None, cache_seqlens=np.full(
+            a["q"].shape[0], a["rotary_cos"].shape[0] - a["k"].shape[1], np.int32)), "q is rotated at positions"),
     ("batch_idx past the block table", lambda a: None if a["block_table"] is None else dict(
         a, cache_batch_idx=np.full(a["q"].shape[0], a["block_table"].shape[0], np.int32)), "cache_batch_idx"),
     ("batch_idx past the cache", lambda a: None if a["block_table"] is not None else dict(

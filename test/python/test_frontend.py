@@ -619,8 +619,16 @@ def test_kernels_wait_for_the_grids_before_them(kernel):
     body = ptx[ptx.index(".entry"):]
     wait = body.index("griddepcontrol.wait;")
     assert wait < body.index("griddepcontrol.launch_dependents;")
-    first_access = re.search(r"\b(ld|st|cp\.async|mbarrier|atom|red)\.(global|shared|bulk|async|init)", body)
+    # Any instruction that touches global or shared memory, whatever its qualifiers (st.volatile.global,
+    # cp.async.cg.shared.global, ld.relaxed.gpu.global, mbarrier.init.shared, prefetch.global...): not ld.param.
+    access = re.compile(r"^\s*(?:@%p\d+\s+)?(?:ld|st|cp|atom|red|mbarrier|prefetch)\b[\w.:]*?"
+                        r"\.(?:global|shared|bulk|async)\b", re.M)
+    first_access = access.search(body)
     assert first_access and wait < first_access.start(), first_access
+    # (the pattern sees what an earlier one missed: the error word's volatile store, a gather's cp.async)
+    for missed in ("st.volatile.global.u32 [%rd1], %r1;", "cp.async.cg.shared.global [%r1], [%rd1], 16;",
+                   "ld.relaxed.gpu.global.u32 %r1, [%rd1];", "@%p1 st.global.v4.u32 [%rd2], {%r1, %r2, %r3, %r4};"):
+        assert access.search("\n\t" + missed + "\n"), missed
 
 
 def test_kernel_file_gone_before_the_first_launch(tmp_path):

@@ -270,13 +270,22 @@ def combine_runs(monkeypatch):
     return runs
 
 
+@pytest.fixture
+def append_runs(monkeypatch):
+    """A list that gets an entry each time a call runs kernels/append.py's kernel before the decode."""
+    from fakv import interface
+    runs, real = [], interface._append
+    monkeypatch.setattr(interface, "_append", lambda *a, **kw: runs.append(True) or real(*a, **kw))
+    return runs
+
+
 STEP_CASES = [c for c in CASES if c["new_kv"] and c["seqlens"][0] == 1 and not c["local"] and not c["alibi"]
               and not c["has_leftpad"]][:6]
 
 
 @pytest.mark.parametrize("route", ["combine", "decode", "append kernel"])
 @pytest.mark.parametrize("case", STEP_CASES, ids=[case_id(c) for c in STEP_CASES])
-def test_decode_step_routes(case, route, monkeypatch, combine_runs):
+def test_decode_step_routes(case, route, monkeypatch, combine_runs, append_runs):
     """A decode step that appends (one query row, several splits): combine appends and attends the new keys
     (kernels/combine_new.py, the default), or decode appends itself, or append.py's kernel runs first; each
     against the reference, and the route asked for is the one that ran."""
@@ -285,6 +294,7 @@ def test_decode_step_routes(case, route, monkeypatch, combine_runs):
     monkeypatch.setattr(interface, "_FUSED_APPEND", route == "decode")
     run_case(dict(case, seqlens=(1, 256), num_splits=3))
     assert combine_runs == ([True] if route == "combine" else [])
+    assert append_runs == ([True] if route == "append kernel" else [])
 
 
 @pytest.mark.parametrize("case", STEP_CASES[:2], ids=[case_id(c) for c in STEP_CASES[:2]])
@@ -343,7 +353,7 @@ def test_decode_step_refuses_a_wrapping_length(monkeypatch, combine_runs):
 
 
 @pytest.mark.parametrize("route", ["read", "combine appends", "decode appends", "append kernel"])
-def test_paged_cache_batch_idx_picks_block_table_rows(route, combine_runs):
+def test_paged_cache_batch_idx_picks_block_table_rows(route, combine_runs, append_runs, monkeypatch):
     """FlashAttention 3's relaxation (shared/design/semantics.md): with a paged cache, sequence i reads and
     appends through block_table's row cache_batch_idx[i]; the table may hold more rows than the batch. Each
     of the routes the new keys take, against the reference (which reads the same rows)."""
@@ -353,12 +363,13 @@ def test_paged_cache_batch_idx_picks_block_table_rows(route, combine_runs):
                 new_kv=route != "read")
     if route == "read":
         case["rotary_fraction"] = 0.0
-    if route == "decode appends":
-        case.update(seqlens=(2, 128), seqlen_new_eq_seqlen_q=True)
-    if route == "append kernel":
-        case.update(seqlens=(2, 128), has_leftpad=True)
+    if route in ("decode appends", "append kernel"):
+        from fakv import interface
+        case.update(seqlens=(2, 128))
+        monkeypatch.setattr(interface, "_FUSED_APPEND", route == "decode appends")
     run_case(case)
     assert combine_runs == ([True] if route == "combine appends" else [])
+    assert append_runs == ([True] if route == "append kernel" else [])
 
 
 def test_paged_cache_batch_idx_errors(monkeypatch):

@@ -1,12 +1,12 @@
 // fakv-opt: a pipeline or pass option out of range is an error with a
 // non-zero exit, checked before any work (issue 10: format=zip once exited
 // 0, stages=100000 ran for minutes).
-// RUN: not fakv-opt %s --fakv-to-cubin=format=zip 2>&1 | FileCheck %s --check-prefix=FORMAT
-// RUN: not fakv-opt %s --fakv-to-cubin=chip=sm_80 2>&1 | FileCheck %s --check-prefix=CHIP
-// RUN: not fakv-opt %s --fakv-to-cubin=llvm-opt-level=7 2>&1 | FileCheck %s --check-prefix=OPT
-// RUN: not fakv-opt %s "--fakv-to-cubin=stages=100000 format=isa" 2>&1 | FileCheck %s --check-prefix=STAGES
-// RUN: not fakv-opt %s --fakv-pipeline=stages=0 2>&1 | FileCheck %s --check-prefix=STAGES0
-// RUN: not fakv-opt %s "--fakv-to-fakvgpu=producer-registers=13" 2>&1 | FileCheck %s --check-prefix=REGS
+// RUN: %not fakv-opt %s --fakv-to-cubin=format=zip 2>&1 | FileCheck %s --check-prefix=FORMAT
+// RUN: %not fakv-opt %s --fakv-to-cubin=chip=sm_80 2>&1 | FileCheck %s --check-prefix=CHIP
+// RUN: %not fakv-opt %s --fakv-to-cubin=llvm-opt-level=7 2>&1 | FileCheck %s --check-prefix=OPT
+// RUN: %not fakv-opt %s "--fakv-to-cubin=stages=100000 format=isa" 2>&1 | FileCheck %s --check-prefix=STAGES
+// RUN: %not fakv-opt %s --fakv-pipeline=stages=0 2>&1 | FileCheck %s --check-prefix=STAGES0
+// RUN: %not fakv-opt %s "--fakv-to-fakvgpu=producer-registers=13" 2>&1 | FileCheck %s --check-prefix=REGS
 // RUN: fakv-opt %s "--fakv-to-cubin=format=isa stages=3" | FileCheck %s --check-prefix=OK
 
 // FORMAT: error: fakv-to-cubin: format must be isa (PTX), bin (cubin) or fatbin, got 'zip'

@@ -1,9 +1,9 @@
 // fakv-opt lists every fakv pass and pipeline with a one-line description,
 // and answers malformed input with a diagnostic and a non-zero exit, never a
-// crash (`not` fails on a crash).
+// crash (`%not`, LLVM's, fails on a crash; lit's own `not` does not).
 // RUN: fakv-opt --help | FileCheck %s --check-prefix=HELP
 // RUN: fakv-opt --help | FileCheck %s --check-prefix=PASSES
-// RUN: not fakv-opt %s -split-input-file 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: %not fakv-opt %s -split-input-file 2>&1 | FileCheck %s --check-prefix=BAD
 
 // HELP: --convert-fakv-to-cpu{{ +}}- Lower fakv to upstream tensor/linalg/scf/llvm ops that run on the host
 // HELP: --fakv-to-llvm-cpu{{ +}}- Lower fakv IR to the LLVM dialect for the host

@@ -108,7 +108,14 @@ func.func @run_decode_test(%batch: i32, %seqlen_q: i32, %heads: i32, %kv_heads: 
   func.call @print_kv(%out) : (memref<?x!kv>) -> ()
   func.call @print_f32(%lse) : (memref<?xf32>) -> ()
 
-  // Three splits, then the combine kernel.
+  // Three splits, then the combine kernel, into outputs filled with NaN first (what the one-split run
+  // printed must not pass for the combine's).
+  %zero_kv = arith.constant 0.0 : !kv
+  %nan_kv = arith.divf %zero_kv, %zero_kv : !kv
+  %zero_f32 = arith.constant 0.0 : f32
+  %nan_f32 = arith.divf %zero_f32, %zero_f32 : f32
+  linalg.fill ins(%nan_kv : !kv) outs(%out : memref<?x!kv>)
+  linalg.fill ins(%nan_f32 : f32) outs(%lse : memref<?xf32>)
   fakv.launch @decode[%three, %kv_heads, %batch](%pq, %pk, %pv, %pt, %ps, %po, %pl, %ppo, %ppl,
       %batch, %seqlen_q, %heads, %kv_heads, %page_size, %num_pages, %max_pages, %rsqrt, %causal)
     : (!fakv.ptr<!kv>, !fakv.ptr<!kv>, !fakv.ptr<!kv>, !fakv.ptr<i32>, !fakv.ptr<i32>, !fakv.ptr<!kv>,
