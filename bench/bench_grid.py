@@ -77,7 +77,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 sys.path.insert(0, os.path.join(ROOT, "test", "gpu"))
 import source_tree  # noqa: E402,F401  (the source tree's fakv when it is built, else the installed one)
-from timing import event_ms, graph_time_ms  # noqa: E402
+from timing import copy_ms, graph_time_ms  # noqa: E402
 
 # (name, batch, seqlen_k, heads, kv_heads, head_dim, ragged)
 SHAPES = [(f"b{b} s{s // 1024}K", b, s, 32, 8, 128, False) for b in (1, 8, 32, 128) for s in (1024, 8192, 32768)]
@@ -119,7 +119,7 @@ def copy_bandwidth(sustain=0.0):
         dst.copy_(src)
         torch.cuda.synchronize()
         i += 1
-    t = statistics.median(event_ms(lambda: dst.copy_(src), 10))
+    t = copy_ms(dst, src, reps=1)
     return 2 * src.numel() * 2 / (t * 1e-3) / 1e12
 
 

@@ -36,6 +36,13 @@ def event_ms(run, iters, busy_cycles=BUSY_CYCLES):
     return times
 
 
+def copy_ms(dst, src, reps=5, iters=10):
+    """The GPU milliseconds of one dst.copy_(src): median of `iters` runs of `reps` copies, each run's launch
+    behind the sleep as a graph replay's is (not captured: a captured copy becomes a DMA memcpy node, slower)."""
+    dst.copy_(src)
+    return statistics.median(event_ms(lambda: [dst.copy_(src) for _ in range(reps)], iters)) / reps
+
+
 def graph_time_ms(calls, replays=10, warmup=2, fallback=True, warm_s=WARM_S):
     """(median GPU ms per call, "graph") of `calls`, each run once per
     replay of a CUDA graph that holds them all, after `warm_s` seconds of

@@ -635,13 +635,14 @@ LogicalResult Packer::rewriteLoad(LoadOp op, ImplicitLocOpBuilder &b) {
 
 LogicalResult Packer::rewriteStore(StoreOp op, ImplicitLocOpBuilder &b) {
   Affine p = affineOf(op.getPtr());
-  if (!p.coef)
-    return fail(op, "every query head would store to the same address: the "
-                    "pointer must depend on the head");
   auto type = cast<RankedTensorType>(op.getValue().getType());
+  // (first: a head in the offsets is that rule's error, not "one address")
   FailureOr<HeadAccess> a = headAccess(op, p, type, b);
   if (failed(a))
     return failure();
+  if (!p.coef)
+    return fail(op, "every query head would store to the same address: the "
+                    "pointer must depend on the head");
   Value value = unfold(asPacked(op.getValue(), b), type.getShape(), b);
   StoreOp::create(b, value, p.base, a->offsets, a->strides, a->bounds, a->mask);
   return success();

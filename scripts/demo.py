@@ -80,7 +80,7 @@ def main():
               f"reference: {msg}; lse max err {lse_err:.1e}")
         print(f"       out[0, 1, 0, :4] = {np.round(np.asarray(out[0, 1, 0, :4], np.float64), 4).tolist()}  "
               f"reference {np.round(ref[0, 1, 0, :4], 4).tolist()}")
-    for fn in (decode, combine):
+    for fn in (decode, *decode._variants.values(), combine):    # (the API runs decode with its plan's options)
         for c in fn._compiled.values():
             where = f"cubin {c.path}" if getattr(c, "path", None) else "CPU module"
             print(f"[demo] compiled {fn.__name__}: {len(c.ir.splitlines())} lines of fakv IR -> {where} "

@@ -64,7 +64,20 @@ def attention_specialisations(config, kernels):
         key, _, value = item.partition("=")
         if key not in c:
             raise SystemExit(f"fakv.compile: unknown --attention key {key!r}")
-        c[key] = ast.literal_eval(value) if key != "dtype" else value
+        if key == "dtype":
+            dtypes = {"bf16": "bf16", "bfloat16": "bf16", "f16": "f16", "float16": "f16"}
+            if value not in dtypes:
+                raise SystemExit(f"fakv.compile: --attention dtype={value}: bf16 or f16")
+            c[key] = dtypes[value]
+            continue
+        try:
+            c[key] = ast.literal_eval(value)
+        except (ValueError, SyntaxError):
+            c[key] = None
+        want = bool if key == "causal" else int
+        if type(c[key]) is not want:
+            raise SystemExit(f"fakv.compile: --attention {key}={value}: "
+                             f"{'True or False' if want is bool else 'an integer'}")
     dt = ml_dtypes.bfloat16 if c["dtype"] == "bf16" else np.float16
     q = np.zeros((c["batch"], c["seqlen_q"], c["heads"], c["head_dim"]), dt)
     if c["page_size"]:
@@ -117,6 +130,8 @@ def main(argv=None):
             ap.error(f"--registers takes P,C (two ints), got {args.registers!r}")
         args.registers = tuple(int(c) for c in counts)
 
+    if not os.path.isfile(args.file):
+        raise SystemExit(f"fakv.compile: no file {args.file!r}")
     kernels = load_kernels(args.file)
     if not kernels:
         raise SystemExit(f"fakv.compile: no @fakv.jit function in {args.file}")

@@ -133,6 +133,8 @@ def _driver(ptx, chip):
 
 def _choose():
     want = os.environ.get("FAKV_ASSEMBLER", "")
+    if want not in ("", "nvjitlink", "ptxas", "driver"):
+        raise AssemblerError(f"FAKV_ASSEMBLER={want}: nvjitlink, ptxas or driver (or unset: the first found)")
     if want in ("", "nvjitlink"):
         found = _load_nvjitlink()
         if found:

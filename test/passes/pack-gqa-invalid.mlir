@@ -72,6 +72,20 @@ func.func @one_address(%out: !fakv.ptr<f32>) attributes {fakv.kernel, fakv.pack_
 
 // -----
 
+// The head in a store's offsets, not its pointer: that rule's message (it said "the same address").
+func.func @head_in_the_offsets(%out: !fakv.ptr<f32>) attributes {fakv.kernel, fakv.pack_gqa = 1 : i32} {
+  %h = fakv.program_id 1
+  %c2 = arith.constant 2 : i32
+  %kvh = arith.divsi %h, %c2 : i32
+  %s1 = arith.constant 1 : i64
+  %x = arith.constant dense<1.0> : tensor<4xf32>
+  // expected-error @+1 {{the offsets, strides and bounds of a load or store may not depend on the query head (fold it into the pointer)}}
+  fakv.store %x, %out[%h] strides [%s1] : tensor<4xf32>, !fakv.ptr<f32>
+  return
+}
+
+// -----
+
 // Keys shared by the rows may not depend on the head.
 func.func @key_positions(%n: i32) attributes {fakv.kernel, fakv.pack_gqa = 1 : i32} {
   %h = fakv.program_id 1

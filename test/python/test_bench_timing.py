@@ -97,3 +97,16 @@ def test_the_bare_read_of_a_ragged_batch_takes_whole_tiles():
         half = g.bare_bytes(ragged, way) // 2
         rows = half // (blocks * 256)
         assert rows * blocks * 256 == half and rows % 64 == 0 and rows % page == 0
+
+
+def test_a_copy_is_timed_behind_the_sleep_too(timing):
+    """The copy bandwidth the fractions divide by: its launches behind the same sleep (before: an eager copy
+    on an idle stream counted its launch, ~0.5 % of a 2 GiB copy)."""
+    t, log, _ = timing
+
+    class Buffer:
+        def copy_(self, src):
+            log.append("copy")
+    ms = t.copy_ms(Buffer(), Buffer(), reps=2, iters=2)
+    assert log == ["copy"] + [f"sleep {t.BUSY_CYCLES}", "record", "copy", "copy", "record", "sync"] * 2
+    assert ms == 3.0 / 2

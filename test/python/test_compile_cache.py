@@ -65,6 +65,14 @@ def test_assemblers_make_cubins():
     assert made >= 1
     with pytest.raises(ptx.AssemblerError, match="could not assemble"):
         ptx.assemble(text.replace(".entry", ".bogus_directive"))
+    os.environ["FAKV_ASSEMBLER"] = "nvcc"               # (a name it does not know: said so, not "none found")
+    ptx.reset()
+    try:
+        with pytest.raises(ptx.AssemblerError, match="FAKV_ASSEMBLER=nvcc: nvjitlink, ptxas or driver"):
+            ptx.assemble(text)
+    finally:
+        del os.environ["FAKV_ASSEMBLER"]
+        ptx.reset()
 
 
 def test_threads_compile_in_parallel():

@@ -647,3 +647,23 @@ def test_kernel_file_gone_before_the_first_launch(tmp_path):
     x = np.zeros(8, np.float32)
     mod.fill[(1,)](x, B=8)
     assert (x == 3).all()
+
+
+def test_cli_refuses_bad_attention_values_and_files():
+    """--attention's values are checked (dtype=float32 compiled f16; `causal=yes` was a traceback), and a
+    missing file is a message."""
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "frontend"))
+    decode = os.path.join(ROOT, "kernels", "decode.py")
+    for attention, message in (("dtype=float32", "--attention dtype=float32: bf16 or f16"),
+                               ("causal=yes", "--attention causal=yes: True or False"),
+                               ("page_size=abc", "--attention page_size=abc: an integer"),
+                               ("batch=2.5", "--attention batch=2.5: an integer")):
+        bad = subprocess.run([sys.executable, "-m", "fakv.compile", decode, "--emit", "fakv", "--attention", attention],
+                             env=env, capture_output=True, text=True)
+        assert bad.returncode == 1 and bad.stderr.strip() == "fakv.compile: " + message, bad.stderr
+    out = subprocess.run([sys.executable, "-m", "fakv.compile", decode, "--emit", "fakv", "--attention",
+                          "dtype=float16"], env=env, capture_output=True, text=True, check=True).stdout
+    assert "%Q: !fakv.ptr<f16>" in out
+    bad = subprocess.run([sys.executable, "-m", "fakv.compile", "no-such-file.py", "--emit", "fakv"], env=env,
+                         capture_output=True, text=True)
+    assert bad.returncode == 1 and bad.stderr.strip() == "fakv.compile: no file 'no-such-file.py'"
