@@ -349,10 +349,13 @@ def measure(shape, page, peers, copy_bw, sustain=0.0, rounds=1):
                 result["impls"][name] = {"failed": failed(e)}
                 continue
             checked(name, run)
-    # Rounds interleave the implementations (fakv, peer, ..., fakv, peer, ...); each one's median counts.
+    # Rounds interleave the implementations (fakv, peer, ..., then peer, ..., fakv, ...: each round starts one
+    # later, so none always follows the checks or the same one); each one's median counts.
     times = {name: [] for name in runs}
-    for _ in range(rounds):
-        for name, run in runs.items():
+    order = list(runs)
+    for r in range(rounds):
+        for name in order[r % len(order):] + order[:r % len(order)]:
+            run = runs[name]
             entry = result["impls"][name]
             if "failed" in entry:
                 continue
@@ -419,7 +422,8 @@ def markdown(run):
                 win = f["us"] <= 1.01 * us
                 wins += win
                 total += 1
-                text += f" vs {name} {us:.1f} µs ({p['copy_fraction']:.1%}){' **win**' if win else ''}"
+                eager = " (eager: host work included)" if p.get("timing") == "eager" else ""
+                text += f" vs {name}{eager} {us:.1f} µs ({p['copy_fraction']:.1%}){' **win**' if win else ''}"
             row.append(text)
         lines.append("| " + " | ".join(row) + " |")
     lines += ["", f"fakv at or ahead of the best peer (within 1 %): {wins} of {total} cells"

@@ -80,3 +80,15 @@ def test_cells_with_no_peer_timed_are_named():
     md = g.markdown(run)
     assert "within 1 %): 0 of 1 cells; 1 with no peer timed: b8 s8K @16." in md
     assert "- b8 s8K, layout 16: triton: output differs" in md
+
+
+def test_a_peer_timed_as_launched_is_marked():
+    """A peer that could not be captured in a graph is timed with its host work: the table says so."""
+    g = _bench_grid()
+    peer = dict(_impl(80.0, 0.8), timing="eager")
+    run = {"device": "H200", "date": "2026-12-05", "copy_tbps": 4.2, "layouts": [0], "shapes": ["b8 s8K"],
+           "cells": [{"shape": "b8 s8K", "layout": 0, "kv_bytes": 1 << 28, "impls": {
+               "fakv": dict(_impl(68.0, 0.9), timing="graph"), "triton": peer}}]}
+    assert "vs triton (eager: host work included) 80.0 µs (80.0%) **win**" in g.markdown(run)
+    peer["timing"] = "graph"
+    assert "vs triton 80.0 µs" in g.markdown(run)
