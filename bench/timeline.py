@@ -377,7 +377,9 @@ def main():
         calls = []
         for r in regions:
             used = t[r][t[r][:, 6] > 0]
-            assert len(used) <= PROGRAMS
+            # (the slice holds PROGRAMS slots at most: a full region is a call of more programs than a region
+            # holds, its programs past them stamped into the next call's region)
+            assert len(used) < PROGRAMS, f"{spec}: {PROGRAMS} or more programs a call: more than a region holds"
             calls.append(used.astype(np.int64))
         print(f"{spec}: {len(calls[0])} programs, {cell.kv_bytes / 2 ** 20:.0f} MiB, {copies} calls a graph")
         summary("  fakv", calls)
