@@ -354,7 +354,8 @@ def measure(shape, page, peers, copy_bw, sustain=0.0, rounds=1):
     times = {name: [] for name in runs}
     order = list(runs)
     for r in range(rounds):
-        for name in order[r % len(order):] + order[:r % len(order)]:
+        shift = r % len(order) if order else 0
+        for name in order[shift:] + order[:shift]:
             run = runs[name]
             entry = result["impls"][name]
             if "failed" in entry:

@@ -109,9 +109,21 @@ def _kernels_version_of(dirs):
     return h.hexdigest()
 
 
+_SWITCHES = []      # the assembler's switches as read last (ptx.reset() reads them again)
+
+
 def _assembler_switches():
-    """The switches that pick the PTX assembler (fakv.ptx): a binary is keyed by who assembled it."""
-    return "".join(f";{k}={os.environ.get(k, '')}" for k in ("FAKV_ASSEMBLER", "FAKV_PTXAS", "FAKV_NVJITLINK"))
+    """The switches that pick the PTX assembler (fakv.ptx): a binary is keyed by who assembled it. Read once,
+    and again after ptx.reset() (the documented way to change them within a process): not per launch."""
+    if not _SWITCHES:
+        _SWITCHES.append("".join(f";{k}={os.environ.get(k, '')}"
+                                 for k in ("FAKV_ASSEMBLER", "FAKV_PTXAS", "FAKV_NVJITLINK")))
+    return _SWITCHES[0]
+
+
+def forget_switches():
+    """The assembler's switches are read again at their next use (ptx.reset())."""
+    _SWITCHES.clear()
 
 
 def compiled_as_keyed():

@@ -141,6 +141,8 @@ def main(argv=None):
     fn = kernels[name]
     options = dict(fn.options)             # the kernel's @fakv.jit options, or those the --attention call uses
     if args.attention is not None:
+        if args.divisible:
+            raise SystemExit("fakv.compile: --divisible is for --arg / --const; --attention marks what the call would")
         specs = attention_specialisations(args.attention, kernels)
         if name not in specs:
             raise SystemExit(f"fakv.compile: --attention specialises decode and combine (and this call used "

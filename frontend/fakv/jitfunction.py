@@ -31,6 +31,9 @@ cache_dir = cache.cache_dir
 
 # @fakv.jit's on/off options for the GPU lowering, each the kernel's unit attribute of that name (fakv.swap_ab, ...).
 _UNIT_OPTIONS = ("swap_ab", "gather_pages", "row_boxes")
+# numpy arrays a kernel names, up to this size, are looked at by their bytes each launch (changed in place: seen);
+# larger ones by identity.
+_WATCHED_ARRAY_BYTES = 1 << 12
 # Held while a kernel's source key is computed or its watched names looked at: one thread at a time (a second
 # thread read the first's placeholder key, "computing:NAME", and keyed a disk entry by it: no source in it).
 _KEYS = threading.RLock()
@@ -206,16 +209,17 @@ class JITFunction:
         for cell in self._cells:
             now.append(cell.cell_contents if _filled(cell) else None)
         if self._watch_values is None:        # (the small containers, looked at by their text: found once)
-            self._containers = [i for i, v in enumerate(now) if type(v) in (list, dict, set) and len(v) <= 1000]
+            self._containers = [i for i, v in enumerate(now) if (type(v) in (list, dict, set) and len(v) <= 1000)
+                                or (_is_ndarray(v) and v.nbytes <= _WATCHED_ARRAY_BYTES)]
         for i in self._containers:
-            now[i] = repr(now[i])
+            now[i] = _canonical(now[i]) if _is_ndarray(now[i]) else repr(now[i])
         seen = self._watch_values
         if seen is not None and (len(seen) != len(now) or any(
                 a is not b and _changed(a, b) for a, b in zip(seen, now))):
-            for k in [self] + self._callees:  # (the kernels it calls may be others now: found again)
-                k._source_key, k._watched = None, None
-            self._compiled.clear()
-            self._fast.clear()
+            for k in [self] + self._callees:  # (the kernels it calls may be others now: found again; a callee
+                k._source_key, k._watched = None, None     # launched itself no longer sees the change: its
+                k._compiled.clear()                        # code is made again too)
+                k._fast.clear()
             return self._watch()
         self._watch_values = now
 
@@ -541,8 +545,23 @@ def _function_text(fn):
             [c.cell_contents for c in fn.__closure__ or () if _filled(c)] + \
             [fn.__globals__.get(n) for n in sorted(_global_names(code))]:
         parts.append(_canonical(v) if isinstance(v, _PLAIN) or _is_ndarray(v) else type(v).__name__)
-    text = repr((fn.__qualname__, _code_text(code), parts, _file_digest(code.co_filename)))
+    text = repr((fn.__qualname__, _code_digest(code), parts))
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+_CODE_DIGESTS = {}      # id(code) -> (code, digest): kept alive, so an id is never another code's
+
+
+def _code_digest(code):
+    """_code_text and the text of its file, hashed once a code object (a file edited and imported again makes
+    new code objects)."""
+    found = _CODE_DIGESTS.get(id(code))
+    if found is None or found[0] is not code:
+        if len(_CODE_DIGESTS) >= 4096:
+            _CODE_DIGESTS.clear()
+        text = repr((_code_text(code), _file_digest(code.co_filename)))
+        found = _CODE_DIGESTS[id(code)] = (code, hashlib.sha256(text.encode()).hexdigest())
+    return found[1]
 
 
 def _code_text(code):
@@ -658,7 +677,10 @@ def _constexpr_key(value):
     if isinstance(value, fl.constexpr):
         value = value.value
     t = type(value)
-    return t, (repr(value) if t in (int, bool, float, str, type(None)) else _constexpr_text(value))
+    return t, (repr(value) if t in _REPR_KEYED else _constexpr_text(value))
+
+
+_REPR_KEYED = frozenset((int, bool, float, str, type(None)))
 
 
 def _kind(value):

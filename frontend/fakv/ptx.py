@@ -175,7 +175,9 @@ def assemble(ptx, chip="sm_90a"):
 
 
 def reset():
-    """Choose the assembler again (after changing the environment)."""
+    """Choose the assembler again (after changing the environment); the keys of what it assembles follow."""
     global _chosen
+    from . import cache
     with _lock:
         _chosen = None
+        cache.forget_switches()

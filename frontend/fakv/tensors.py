@@ -91,7 +91,7 @@ def rows_of(table, idx):
     n = table.shape[0]
     if is_torch(table):
         import torch
-        i = idx.long()
+        i = torch.as_tensor(idx, device=table.device).long()
         inside = (i >= 0) & (i < n)
         rows = table[i.clamp(0, max(n - 1, 0))] if n else table.new_empty((len(i), table.shape[1]))
         return torch.where(inside[:, None], rows, -1).to(torch.int32).contiguous()

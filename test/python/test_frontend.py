@@ -416,13 +416,18 @@ def test_cli_shows_the_kernel_the_jit_runs(tmp_path):
 def test_the_assemblers_switches_key_what_it_assembles(monkeypatch):
     """FAKV_ASSEMBLER changed within a process (and ptx.reset()): the versions in the keys follow, as a fresh
     process's would (they were read once)."""
-    from fakv import cache
+    from fakv import cache, ptx
     monkeypatch.delenv("FAKV_ASSEMBLER", raising=False)
+    ptx.reset()
     before = cache.frontend_version(), cache.kernels_version()
     monkeypatch.setenv("FAKV_ASSEMBLER", "driver")
-    after = cache.frontend_version(), cache.kernels_version()
-    assert after[0] != before[0] and after[1] != before[1]
-    monkeypatch.delenv("FAKV_ASSEMBLER")
+    ptx.reset()
+    try:
+        after = cache.frontend_version(), cache.kernels_version()
+        assert after[0] != before[0] and after[1] != before[1]
+    finally:
+        monkeypatch.delenv("FAKV_ASSEMBLER")
+        ptx.reset()
     assert (cache.frontend_version(), cache.kernels_version()) == before
 
 
@@ -667,3 +672,6 @@ def test_cli_refuses_bad_attention_values_and_files():
     bad = subprocess.run([sys.executable, "-m", "fakv.compile", "no-such-file.py", "--emit", "fakv"], env=env,
                          capture_output=True, text=True)
     assert bad.returncode == 1 and bad.stderr.strip() == "fakv.compile: no file 'no-such-file.py'"
+    bad = subprocess.run([sys.executable, "-m", "fakv.compile", decode, "--emit", "fakv", "--attention", "batch=2",
+                          "--divisible", "Q"], env=env, capture_output=True, text=True)
+    assert bad.returncode == 1 and "--divisible is for --arg / --const" in bad.stderr

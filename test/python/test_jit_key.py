@@ -302,3 +302,49 @@ def test_helpers_of_another_module_are_keyed_by_their_code(tmp_path):
         (tmp_path / "helpers.py").write_text(_HELPERS.format(**dict(base, **{name: value})))
         assert key(1) != first, name
 
+
+
+SMALL_TABLE = np.array([1.0, 2.0, 3.0])
+INNER_SCALE = 2.0
+
+
+@fakv.jit
+def _reads_table(Y):
+    fl.store(Y, fl.full((1,), SMALL_TABLE[1]), (0,), (1,))
+
+
+@fakv.jit
+def _leaf(Y):
+    fl.store(Y, fl.full((1,), INNER_SCALE), (0,), (1,))
+
+
+@fakv.jit
+def _calls_leaf(Y):
+    _leaf(Y)
+
+
+def test_an_array_changed_in_place_and_a_callee_launched_itself():
+    """A small numpy array global changed in place is seen by the next launch (it was compared by identity:
+    the old value ran, and a new specialisation was keyed by the old bytes); a kernel that another kernel's
+    launch saw change is made again when launched itself (its own look was reset: it kept the old code)."""
+    global INNER_SCALE
+    y = np.zeros(1, np.float32)
+    _reads_table[(1,)](y)
+    assert y[0] == 2.0
+    SMALL_TABLE[1] = 7.0
+    try:
+        _reads_table[(1,)](y)
+        assert y[0] == 7.0
+    finally:
+        SMALL_TABLE[1] = 2.0
+    for k in (_leaf, _calls_leaf):
+        k[(1,)](y)
+        assert y[0] == 2.0
+    INNER_SCALE = 5.0
+    try:
+        _calls_leaf[(1,)](y)
+        assert y[0] == 5.0
+        _leaf[(1,)](y)                    # (the callee, launched itself after its caller saw the change)
+        assert y[0] == 5.0
+    finally:
+        INNER_SCALE = 2.0
