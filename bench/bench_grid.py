@@ -191,6 +191,12 @@ class Cell:
         s = torch.einsum("hd,nhd->hn", self.q[i, 0].float(), k) / math.sqrt(self.d)
         return torch.einsum("hn,nhd->hd", torch.softmax(s, -1), v)
 
+    def calls(self, run):
+        """A graph's calls of `run(i)` over the cache copies, 2 at least (one copy: the same >= 512 MiB read
+        twice, nothing of it left in L2), so that every implementation's graph holds as many (a graph's first
+        call starts after an event, the others after a call)."""
+        return [lambda i=i: run(i % self.copies) for i in range(max(self.copies, 2))]
+
     def error(self, out):
         """(max |out - reference| over every sequence, the most tolerance() lets an output of that size
         differ): an implementation wrong on any one sequence fails, not only on the first or last."""
@@ -361,11 +367,9 @@ def measure(shape, page, peers, copy_bw, sustain=0.0, rounds=1):
             if "failed" in entry:
                 continue
             try:
-                # As many calls a graph for every one (a graph's first call starts after an event, the others
-                # after a call): the bare read's two buffers, or the cache copies, 2 at least (one copy: the
-                # same >= 512 MiB read twice, nothing of it left in L2).
-                calls = [lambda i=i, run=run, n=name: run(i if n == "bare" else i % cell.copies)
-                         for i in range(max(cell.copies, 2))]
+                # As many calls a graph for every one (Cell.calls; the bare read's two buffers).
+                calls = [lambda i=i, run=run: run(i) for i in range(max(cell.copies, 2))] if name == "bare" \
+                    else cell.calls(run)
                 t, mode = graph_time_ms(calls, warm_s=sustain)
                 times[name].append(t * 1e3)
                 entry["timing"] = mode

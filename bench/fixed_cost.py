@@ -60,8 +60,8 @@ def measure(s, b, hk, group, page, rounds):
         assert err <= tol, f"s{s}: fakv's output differs by {err:.3g}"
         for _ in range(rounds):
             for name, run in impls.items():
-                calls = [lambda i=i, r=run, n=name: r(i % cell.copies if n != "stream" else i)   # (as many calls a
-                         for i in range(max(cell.copies, 2))]                                # graph for each)
+                # (as many calls a graph for each: the stream's two buffers, the cache's copies, 2 at least)
+                calls = [lambda i=i, r=run: r(i) for i in (0, 1)] if name == "stream" else cell.calls(run)
                 ms, _ = graph_time_ms(calls, fallback=False)
                 times[name].append(ms * 1e3)
     print(f"s{s}: {cell.kv_bytes / 2 ** 20:.0f} MiB: " + ", ".join(

@@ -49,7 +49,7 @@ def main():
                                                                   block_table=c.table, causal=True)
                 err, tol = c.error(run(0))
                 assert err <= tol, (name, label, err)
-                t, _ = graph_time_ms([lambda i=i: run(i) for i in range(c.copies)], warm_s=0.1)
+                t, _ = graph_time_ms(c.calls(run), warm_s=0.1)
                 times[label].append(t * 1e3)
         print(name, "  ".join(f"{k}: {statistics.median(v):.1f} us" for k, v in times.items()), flush=True)
         del cells

@@ -69,7 +69,7 @@ def main():
                 if err > 2e-2:
                     print(f"{label}: output differs from the default plan's by {err:.3g}", flush=True)
                     continue
-                t, _ = graph_time_ms([lambda i=i: run(i) for i in range(cell.copies)])
+                t, _ = graph_time_ms(cell.calls(run))
                 print(f"{label}: {t * 1e3:8.1f} us {cell.kv_bytes / (t * 1e-3) / 1e12 / copy_bw:6.1%}", flush=True)
             except Exception as e:  # noqa: BLE001
                 print(f"{label}: {type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}", flush=True)

@@ -175,7 +175,7 @@ def main():
                         if not err <= tol:
                             bad[label] = f"output differs by {err:.3g}"
                             continue
-                        t, _ = graph_time_ms([lambda i=i: run(i) for i in range(cell.copies)], warm_s=args.sustain)
+                        t, _ = graph_time_ms(cell.calls(run), warm_s=args.sustain)
                         times[label].append(t * 1e3)
                 except Exception as e:  # noqa: BLE001
                     bad[label] = f"{type(e).__name__}: {str(e).splitlines()[0][:120] if str(e) else ''}"

@@ -38,7 +38,7 @@ def main():
     call(0)
     err, tol = cell.error(call(0))         # (the second call: the ragged plan, from the first's lengths)
     assert err <= tol, f"fakv's output differs by {err:.3g}"
-    timed = {"fakv": [lambda i=i: call(i) for i in range(cell.copies)],
+    timed = {"fakv": cell.calls(call),
              "bare": Reader(cell.kv_bytes).cell_calls("tma2kv static", cell)[1]}
     us = {k: [] for k in timed}
     for _ in range(args.rounds):

@@ -70,7 +70,7 @@ def main():
                 run = lambda i, s=s: fakv.flash_attn_with_kvcache(  # noqa: E731
                     cell.q, cell.k[i], cell.v[i], cache_seqlens=cell.lens, block_table=cell.table, causal=True,
                     num_splits=0 if s in ADAPTIVE or s == "longest-first" else s)
-                t, _ = G.graph_time_ms([lambda i=i: run(i) for i in range(cell.copies)])
+                t, _ = G.graph_time_ms(cell.calls(run))
                 row.append(f"{s if s in ADAPTIVE or s == 'longest-first' else f's{s}'}={t * 1e3:7.1f}")
             interface._ADAPTIVE_SPLITS, prepare.MERGE_SPLITS, interface._LONGEST_FIRST = adaptive, False, longest_first
             interface._plan.cache_clear()

@@ -299,7 +299,7 @@ def time_cells(cells, rounds, bare="", extra="", plan="planned", check=True):
         assert splits == 0, "a variant of num_splits: not here"
         for spec, cell, call in checked:
             # (as many calls a graph as the bare read's two: bench_grid.py's rule)
-            timed = {f"fakv {plan}": [lambda i=i: call(i % cell.copies) for i in range(max(cell.copies, 2))]}
+            timed = {f"fakv {plan}": cell.calls(call)}
             if bare:
                 reader = Reader(cell.kv_bytes)
                 for w in bare.split(","):

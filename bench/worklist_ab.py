@@ -94,8 +94,7 @@ def main():
         times = {k: [] for k in impls}
         for _ in range(args.rounds):
             for k, run in impls.items():
-                calls = [lambda i=i, run=run: run(i) for i in range(cell.copies)]
-                times[k].append(graph_time_ms(calls, warm_s=0.1)[0] * 1e3)
+                times[k].append(graph_time_ms(cell.calls(run), warm_s=0.1)[0] * 1e3)
         base = statistics.median(times["planned"])
         print(f"{name} ({cell.kv_bytes >> 20} MiB):")
         for k, t in times.items():

@@ -110,3 +110,20 @@ def test_a_copy_is_timed_behind_the_sleep_too(timing):
     ms = t.copy_ms(Buffer(), Buffer(), reps=2, iters=2)
     assert log == ["copy"] + [f"sleep {t.BUSY_CYCLES}", "record", "copy", "copy", "record", "sync"] * 2
     assert ms == 3.0 / 2
+
+
+def test_every_graph_holds_two_calls_at_least():
+    """Cell.calls, what every bench times: the cache copies in turn, twice the one copy of a cell of 512 MiB
+    and more (as the bare read's two buffers: the same number of calls a graph for every implementation)."""
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    sys.path.insert(0, os.path.join(ROOT, "test", "gpu"))
+    try:
+        import bench_grid as g
+    finally:
+        del sys.path[:2]
+    cell = object.__new__(g.Cell)
+    for copies, want in ((1, [0, 0]), (2, [0, 1]), (5, [0, 1, 2, 3, 4])):
+        cell.copies, seen = copies, []
+        for call in cell.calls(seen.append):
+            call()
+        assert seen == want
