@@ -332,9 +332,9 @@ def measure(shape, page, peers, copy_bw, sustain=0.0, rounds=1):
         try:
             way = bare_way(cell.b, cell.hk, cell.d, cell.page)
             nbytes = bare_bytes(cell.kv_bytes, way)
-            way, calls = Reader(nbytes).cell_calls(way, cell)
+            way, reads = Reader(nbytes).cell_calls(way, cell)
             result["impls"]["bare"] = {"note": way, **({"bytes": nbytes} if nbytes != cell.kv_bytes else {})}
-            runs["bare"] = lambda i: calls[i % 2]()
+            runs["bare"] = lambda i, reads=reads: reads[i % 2]()
         except Exception as e:  # noqa: BLE001
             result["impls"]["bare"] = {"failed": failed(e)}
     if "fakv-merge" in peers:

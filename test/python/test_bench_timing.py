@@ -127,3 +127,64 @@ def test_every_graph_holds_two_calls_at_least():
         for call in cell.calls(seen.append):
             call()
         assert seen == want
+
+
+def test_a_cell_times_each_implementation_through_its_own_calls(monkeypatch):
+    """bench_grid.measure with every GPU piece stood in: each implementation's graph calls its own run, two
+    calls for one cache copy (the bare read: its two buffers), rounds starting one implementation later; a
+    cell where nothing passes its check times nothing (it crashed: ZeroDivisionError). (A rebound `calls`
+    once made the bare read's lambda call another implementation's graph.)"""
+    torch = types.SimpleNamespace(cuda=types.SimpleNamespace(synchronize=lambda: None))
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    monkeypatch.syspath_prepend(os.path.join(ROOT, "test", "gpu"))
+    monkeypatch.syspath_prepend(os.path.join(ROOT, "bench"))
+    import bench_grid as g
+    seen = []
+
+    class Out:
+        def __init__(self, good):
+            self.good = good
+
+        def float(self):
+            return self
+
+    class FakeCell:
+        def __init__(self, shape, page):
+            self.kv_bytes, self.copies, self.b, self.hk, self.d, self.page = 1 << 30, 1, 8, 8, 128, 0
+
+        calls = g.Cell.calls
+
+        def error(self, out):
+            return (0.0 if out.good else float("nan")), 0.02
+
+    def impl(name, good=True):
+        return lambda i: seen.append((name, i)) or Out(good)
+
+    class Reader:
+        def __init__(self, nbytes):
+            pass
+
+        def cell_calls(self, way, cell):
+            return way, [lambda: seen.append(("bare", 0)), lambda: seen.append(("bare", 1))]
+    monkeypatch.setitem(sys.modules, "stream_balance", types.SimpleNamespace(Reader=Reader))
+    monkeypatch.setattr(g, "Cell", FakeCell)
+    monkeypatch.setattr(g, "fakv_calls", lambda cell: impl("fakv"))
+    monkeypatch.setattr(g, "triton_calls", lambda cell: impl("triton"))
+    graphs = []
+
+    def graph_time_ms(calls, warm_s=0.0):
+        seen.clear()
+        for c in calls:
+            c()
+        graphs.append(list(seen))
+        return 0.1, "graph"
+    monkeypatch.setattr(g, "graph_time_ms", graph_time_ms)
+    shape = ("b8 s32K", 8, 32768, 32, 8, 128, False)
+    result = g.measure(shape, 0, ["triton", "bare"], copy_bw=4.0, rounds=2)
+    assert graphs == [[("fakv", 0), ("fakv", 0)], [("bare", 0), ("bare", 1)], [("triton", 0), ("triton", 0)],
+                      [("bare", 0), ("bare", 1)], [("triton", 0), ("triton", 0)], [("fakv", 0), ("fakv", 0)]]
+    assert all(result["impls"][n]["us"] == 100.0 for n in ("fakv", "bare", "triton"))
+    graphs.clear()
+    monkeypatch.setattr(g, "fakv_calls", lambda cell: impl("fakv", good=False))
+    result = g.measure(shape, 0, [], copy_bw=4.0, rounds=2)
+    assert graphs == [] and "failed" in result["impls"]["fakv"]
