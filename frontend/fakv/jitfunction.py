@@ -473,6 +473,7 @@ class JITFunction:
 
 
 _PLAIN = (bool, int, float, str, bytes, type(None), tuple, frozenset)
+_REPR_KEYED = frozenset((int, bool, float, str, bytes, type(None)))     # (keyed by their repr as they are)
 
 
 def _constexpr_text(value):
@@ -497,7 +498,7 @@ def _canonical(value):
     and a hash of their bytes (numpy's repr elides past 1000 elements and rounds to 8 digits: two tables
     differing in one entry shared a key), containers element by element."""
     t = type(value)
-    if t in (int, bool, float, str, bytes, type(None)):
+    if t in _REPR_KEYED:
         return repr(value)
     if isinstance(value, fl.constexpr):
         return f"constexpr({_canonical(value.value)})"
@@ -679,8 +680,6 @@ def _constexpr_key(value):
     t = type(value)
     return t, (repr(value) if t in _REPR_KEYED else _constexpr_text(value))
 
-
-_REPR_KEYED = frozenset((int, bool, float, str, type(None)))
 
 
 def _kind(value):
