@@ -238,9 +238,11 @@ LogicalResult CastOp::verify() {
   if (src.getEncoding() != dst.getEncoding())
     return emitOpError() << "converts elements in place: the tile's layout stays, got " << src
                          << " -> " << dst;
-  if (!isa<FloatType>(src.getElementType()) ||
-      !isa<FloatType>(dst.getElementType()))
-    return emitOpError() << "converts between float tiles, got "
+  // The formats memory holds and both lowerings convert (f8 and narrower,
+  // tf32: no CPU lowering, no load or store).
+  auto convertible = [](Type t) { return t.isF16() || t.isBF16() || t.isF32() || t.isF64(); };
+  if (!convertible(src.getElementType()) || !convertible(dst.getElementType()))
+    return emitOpError() << "converts between f16, bf16, f32 and f64 tiles, got "
                          << src.getElementType() << " to "
                          << dst.getElementType();
   if (src.getShape() != dst.getShape())
@@ -464,7 +466,14 @@ LogicalResult WindowMaskOp::verify() {
   return verifyRowsCols(*this, getScores(), getRows(), getCols());
 }
 
-LogicalResult SoftcapOp::verify() { return expectScores(*this, getScores()); }
+LogicalResult SoftcapOp::verify() {
+  if (failed(expectScores(*this, getScores())))
+    return failure();
+  FloatAttr cap;
+  if (matchPattern(getCap(), m_Constant(&cap)) && !(cap.getValueAsDouble() > 0))
+    return emitOpError() << "cap must be positive, got " << cap;
+  return success();
+}
 
 LogicalResult AlibiOp::verify() {
   if (failed(verifyRowsCols(*this, getScores(), getRows(), getCols())))

@@ -146,7 +146,8 @@ def Fakv_ReshapeOp : Fakv_Op<"reshape", [Pure]> {
 def Fakv_CastOp : Fakv_Op<"cast", [Pure]> {
   let summary = "convert a float tile to another float element type";
   let description = [{
-    Elementwise float conversion, rounding to nearest even when narrowing;
+    Elementwise conversion between f16, bf16, f32 and f64 tiles, rounding
+    once to nearest even when narrowing;
     the same type in and out is allowed (and folds away), so that a kernel
     written for one element type also reads well for f32.
 
@@ -366,6 +367,11 @@ def Fakv_PagedLoadOp : Fakv_Op<"paged_load", [AttrSizedOperandSegments,
     outside `[0, num_pages)` (bad data: a block-table entry, or a cache row
     past the cache) reads nothing: its rows are zero. With `report %err,
     %code`, such a page also stores `code` to `err[0]`, as `fakv.report` does.
+    `r + leftpad` must not be negative (the CPU path reads such rows as
+    zero; the GPU's reads are undefined there). On the GPU the tile is a dot's B
+    operand (K, or V) that fakv-pipeline copies into shared memory, one tile
+    an iteration of an `scf.for` at rows `iv * tile_rows`; other uses are
+    refused.
 
     ```mlir
     %k = fakv.paged_load %k_cache[%kvh, %n0] table %bt valid %len
@@ -460,7 +466,8 @@ def Fakv_OnlineSoftmaxOp : Fakv_Op<"online_softmax", [Pure,
     `probs * V`. All values are in natural-log units: after the last tile,
     `log(new_sum) + new_max` is the natural-log LSE of `t`'s rows. A lowering
     may compute `exp` as `exp2` with `log2(e)` folded into `scale`; the values
-    it produces are the ones above.
+    it produces are the ones above. A NaN score makes its row's `new_max`
+    NaN (max propagates NaN, as `reduce` does).
 
     ```mlir
     %m1, %l1, %p, %alpha = fakv.online_softmax %s, %m0, %l0 scale %sm
@@ -488,9 +495,10 @@ def Fakv_LseCombineOp : Fakv_Op<"lse_combine", [Pure]> {
       out[r, :]  = sum_s w[s] * partials[s, r, :]
       lse[r]     = m + log(sum_t exp(lses[t, r] - m))
     ```
-    A split with LSE = -inf has weight 0 and is not read into the sum (its
-    partial may hold anything); a row whose splits are all -inf gives
-    `out = 0` and `lse = -inf`.
+    A split whose weight is 0 in f32 (its LSE -inf, or so far below `m` that
+    the weight underflows) is not read into the sum (its partial may hold
+    anything, inf or NaN included); a row whose splits are all -inf gives
+    `out = 0` and `lse = -inf`. A NaN LSE makes its row NaN.
 
     ```mlir
     %o, %lse = fakv.lse_combine %parts, %lses
@@ -559,7 +567,8 @@ def Fakv_ReduceOp : Fakv_Op<"reduce", [Pure]> {
     Combines the elements along dimension `axis` with `sum`, `max` or `min`;
     the result has the source's shape without that dimension. Elements are
     floats or 32-bit integers (signed for `max` / `min`; `sum` wraps). The
-    reduction of max over an all `-inf` row is `-inf`.
+    reduction of max over an all `-inf` row is `-inf`; a float `max` or
+    `min` over a row holding NaN is NaN.
 
     ```mlir
     %rowmax = fakv.reduce max %s, 1 : tensor<64x128xf32> -> tensor<64xf32>
@@ -616,7 +625,8 @@ def Fakv_CausalMaskOp : Fakv_Op<"causal_mask", [Pure, AllTypesMatch<["scores", "
   let summary = "causal mask aligned bottom-right";
   let description = [{
     `result[i, j] = cols[j] <= rows[i] + offset ? scores[i, j] : -inf`. With
-    `offset = seqlen_k - seqlen_q` the last query sees every key.
+    `offset = seqlen_k - seqlen_q` the last query sees every key. Positions
+    are i32: `rows[i] + offset` must fit it (it wraps otherwise).
 
     ```mlir
     %s1 = fakv.causal_mask %s, %rows, %cols, %off
@@ -637,7 +647,9 @@ def Fakv_WindowMaskOp : Fakv_Op<"window_mask", [Pure, AllTypesMatch<["scores", "
     With `q = rows[i] + offset`, key `cols[j]` is visible when
     `(left < 0 or cols[j] >= q - left) and (right < 0 or cols[j] <= q + right)`;
     invisible scores become -inf. A negative bound means unbounded on that
-    side; `left = -1, right = 0` is the causal mask.
+    side; `left = -1, right = 0` is the causal mask. `q - left` and
+    `q + right` saturate: a bound past the i32 range is unbounded too
+    (`q` itself must fit i32, as for `causal_mask`).
 
     ```mlir
     %s1 = fakv.window_mask %s, %rows, %cols, %off, %left, %right
@@ -673,7 +685,8 @@ def Fakv_AlibiOp : Fakv_Op<"alibi", [Pure, AllTypesMatch<["scores", "result"]>]>
   let summary = "ALiBi linear position bias";
   let description = [{
     `result[i, j] = scores[i, j] - slopes[i] * |rows[i] + offset - cols[j]|`,
-    with `slopes` an `M x f32` tile (each row's head slope).
+    with `slopes` an `M x f32` tile (each row's head slope). Positions are
+    i32: `rows[i] + offset` and the distances must fit it.
 
     ```mlir
     %s1 = fakv.alibi %s, %rows, %cols, %off, %slopes

@@ -141,6 +141,62 @@ struct ReshapeLowering : OpConversionPattern<ReshapeOp> {
   }
 };
 
+/// f64 to f32 rounded to odd (toward zero, the last bit set when inexact):
+/// rounding that to bf16 then rounds once, as a direct f64 -> bf16
+/// conversion does (the GPU's cvt.rn.bf16.f64; arith's bf16 expansion
+/// narrows an f64 to f32 to nearest first, a second rounding).
+static Value f64ToF32Odd(ImplicitLocOpBuilder &b, Value x) {
+  using P = arith::CmpFPredicate;
+  Type f32 = b.getF32Type(), i32 = b.getI32Type();
+  Value t = arith::TruncFOp::create(b, f32, x);
+  Value back = arith::ExtFOp::create(b, b.getF64Type(), t);
+  Value inexact = arith::CmpFOp::create(b, P::ONE, back, x);  // (never for NaN)
+  Value zero = arith::ConstantFloatOp::create(b, b.getF64Type(), APFloat(0.0));
+  Value away = arith::SelectOp::create(b, arith::CmpFOp::create(b, P::OGT, x, zero),
+                                       arith::CmpFOp::create(b, P::OGT, back, x),
+                                       arith::CmpFOp::create(b, P::OLT, back, x));
+  Value bits = arith::BitcastOp::create(b, i32, t);
+  Value one = arith::ConstantIntOp::create(b, 1, 32);
+  Value toward = arith::SelectOp::create(b, away, arith::SubIOp::create(b, bits, one), bits);
+  Value odd = arith::OrIOp::create(b, toward, one);
+  return arith::BitcastOp::create(b, f32, arith::SelectOp::create(b, inexact, odd, bits));
+}
+
+/// arith.fptosi as the GPU's cvt.rzi converts: out-of-range values saturate,
+/// NaN gives 0 (LLVM's fptosi is poison there; x86 gave INT_MIN for all).
+static void saturateFloatToInt(ModuleOp module) {
+  SmallVector<arith::FPToSIOp> ops;
+  module.walk([&](arith::FPToSIOp op) { ops.push_back(op); });
+  for (arith::FPToSIOp op : ops) {
+    ImplicitLocOpBuilder b(op.getLoc(), op);
+    Type from = getElementTypeOrSelf(op.getIn().getType());
+    auto to = cast<IntegerType>(getElementTypeOrSelf(op.getType()));
+    auto like = [&](Type shaped, TypedAttr scalar) -> Value {
+      if (auto t = dyn_cast<RankedTensorType>(shaped))
+        return arith::ConstantOp::create(b, DenseElementsAttr::get(t.clone(scalar.getType()), scalar));
+      return arith::ConstantOp::create(b, scalar);
+    };
+    unsigned w = to.getWidth();
+    auto bound = [&](bool neg) {       // -2^(w-1) and 2^(w-1): exact in binary floats (or +-inf in f16)
+      APFloat v(std::ldexp(neg ? -1.0 : 1.0, w - 1));
+      bool lost;
+      v.convert(cast<FloatType>(from).getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
+      return like(op.getIn().getType(), FloatAttr::get(from, v));
+    };
+    using P = arith::CmpFPredicate;
+    Value x = op.getIn();
+    Value r = arith::FPToSIOp::create(b, op.getType(), x);
+    r = arith::SelectOp::create(b, arith::CmpFOp::create(b, P::OGE, x, bound(false)),
+                                like(op.getType(), IntegerAttr::get(to, APInt::getSignedMaxValue(w))), r);
+    r = arith::SelectOp::create(b, arith::CmpFOp::create(b, P::OLE, x, bound(true)),
+                                like(op.getType(), IntegerAttr::get(to, APInt::getSignedMinValue(w))), r);
+    r = arith::SelectOp::create(b, arith::CmpFOp::create(b, P::UNO, x, x),
+                                like(op.getType(), IntegerAttr::get(to, 0)), r);
+    op.replaceAllUsesWith(r);
+    op.erase();
+  }
+}
+
 struct CastLowering : OpConversionPattern<CastOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -158,6 +214,8 @@ struct CastLowering : OpConversionPattern<CastOp> {
                            return x[0];
                          if (wf < wt)
                            return arith::ExtFOp::create(ib, to, x[0]);
+                         if (from.isF64() && to.isBF16())
+                           return arith::TruncFOp::create(ib, to, f64ToF32Odd(ib, x[0]));
                          if (wf > wt)
                            return arith::TruncFOp::create(ib, to, x[0]);
                          // Same width, other format (f16 <-> bf16): via f32.
@@ -386,6 +444,7 @@ struct ConvertFakvToCPUPass
       populateFakvDecomposePatterns(decompose, /*useExp2=*/true);
       walkAndApplyPatterns(module, FrozenRewritePatternSet(std::move(decompose)));
     }
+    saturateFloatToInt(module);
     module.walk([](func::FuncOp f) {
       // Divisibility facts serve the GPU lowering; the converted arguments
       // are no longer fakv types.

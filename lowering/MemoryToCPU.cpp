@@ -2,8 +2,8 @@
 //
 // fakv.load / fakv.store / fakv.paged_load as tensor.generate of guarded
 // llvm.load and loops of guarded llvm.store: elements outside the bounds or
-// the mask are `other` (not read); a page outside the cache is reported (or
-// stops the program when the op names no error word).
+// the mask are `other` (not read); a page outside the cache reads nothing
+// (its rows are zero) and is reported when the op names an error word.
 //
 //===----------------------------------------------------------------------===//
 
@@ -130,14 +130,18 @@ struct PagedLoadLowering : OpConversionPattern<PagedLoadOp> {
     Value rowBase = generate(b, rowType, [&](ImplicitLocOpBuilder &ib,
                                              ValueRange ivs) -> Value {
       Value r = arith::AddIOp::create(ib, a.getRow(), indexToI32(ib, ivs[0]));
-      Value valid =
-          arith::CmpIOp::create(ib, arith::CmpIPredicate::slt, r, rowsRead);
+      Value pos = a.getLeftpad()
+                      ? Value(arith::AddIOp::create(ib, r, a.getLeftpad()))
+                      : r;
+      // (A negative position is outside the op's contract: read as nothing
+      // here rather than before the page, or before the table.)
+      Value valid = arith::AndIOp::create(
+          ib, arith::CmpIOp::create(ib, arith::CmpIPredicate::slt, r, rowsRead),
+          arith::CmpIOp::create(ib, arith::CmpIPredicate::sge, pos,
+                                arith::ConstantIntOp::create(ib, 0, 32)));
       return select(
           ib, valid,
           [&](ImplicitLocOpBuilder &tb) -> Value {
-            Value pos = a.getLeftpad()
-                            ? arith::AddIOp::create(tb, r, a.getLeftpad())
-                            : r;
             Value pageIdx = arith::DivSIOp::create(tb, pos, a.getPageSize());
             Value offset = arith::RemSIOp::create(tb, pos, a.getPageSize());
             Value page;

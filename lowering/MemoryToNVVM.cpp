@@ -275,7 +275,8 @@ struct PagedLoadLowering : OpConversionPattern<PagedLoadOp> {
   matchAndRewrite(PagedLoadOp op, OpAdaptor,
                   ConversionPatternRewriter &) const override {
     return op.emitOpError()
-           << "on the GPU is pipelined (fakv-pipeline): use it in an scf.for "
+           << "on the GPU is a dot's B operand (K or V) copied into shared "
+              "memory by fakv-pipeline: use it as fakv.dot's B, in an scf.for "
               "that loads one tile per iteration, at rows iv * tile_rows";
   }
 };

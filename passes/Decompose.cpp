@@ -249,12 +249,16 @@ struct DecomposeWindowMask : OpRewritePattern<WindowMaskOp> {
     Value maxInt = arith::ConstantIntOp::create(b, INT32_MAX, 32);
     Value left = arith::SelectOp::create(b, leftOpen, zero, op.getLeft());
     Value right = arith::SelectOp::create(b, rightOpen, zero, op.getRight());
+    // q - left and q + right saturate (left, right >= 0 here: a result on
+    // the wrong side of q wrapped), so a bound past i32's range is open.
     Value lo = arith::SubIOp::create(b, q, tb.splat(left, rowShape));
-    lo = arith::SelectOp::create(b, tb.splat(leftOpen, rowShape),
-                                 tb.splat(minInt, rowShape), lo);
+    Value loOpen = arith::OrIOp::create(
+        b, tb.splat(leftOpen, rowShape), arith::CmpIOp::create(b, P::sgt, lo, q));
+    lo = arith::SelectOp::create(b, loOpen, tb.splat(minInt, rowShape), lo);
     Value hi = arith::AddIOp::create(b, q, tb.splat(right, rowShape));
-    hi = arith::SelectOp::create(b, tb.splat(rightOpen, rowShape),
-                                 tb.splat(maxInt, rowShape), hi);
+    Value hiOpen = arith::OrIOp::create(
+        b, tb.splat(rightOpen, rowShape), arith::CmpIOp::create(b, P::slt, hi, q));
+    hi = arith::SelectOp::create(b, hiOpen, tb.splat(maxInt, rowShape), hi);
     Value kg = tb.broadcastAlong(op.getCols(), 0, shape);
     Value visible = arith::AndIOp::create(
         b, arith::CmpIOp::create(b, P::sge, kg, tb.broadcastAlong(lo, 1, shape)),

@@ -122,8 +122,16 @@ func.func @reshape_count(%t: tensor<4x4xf32>) {
 // -----
 
 func.func @cast_int(%t: tensor<4xi32>) {
-  // expected-error @+1 {{converts between float tiles, got 'i32' to 'f32'}}
+  // expected-error @+1 {{converts between f16, bf16, f32 and f64 tiles, got 'i32' to 'f32'}}
   %c = fakv.cast %t : tensor<4xi32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @cast_f8(%t: tensor<4xf32>) {
+  // expected-error @+1 {{converts between f16, bf16, f32 and f64 tiles, got 'f32' to 'f8E4M3FN'}}
+  %c = fakv.cast %t : tensor<4xf32> -> tensor<4xf8E4M3FN>
   return
 }
 
@@ -499,6 +507,15 @@ func.func @window_cols(%s: tensor<4x8xf32>, %r: tensor<4xi32>, %c: tensor<8xi64>
 func.func @softcap_type(%s: tensor<4x8xbf16>, %c: f32) {
   // expected-error @+1 {{scores must be a 2-D f32 tile, got 'tensor<4x8xbf16>'}}
   %x = fakv.softcap %s, %c : tensor<4x8xbf16>
+  return
+}
+
+// -----
+
+func.func @softcap_cap(%s: tensor<4x8xf32>) {
+  %cap = arith.constant -2.0 : f32
+  // expected-error @+1 {{cap must be positive, got -2.0}}
+  %x = fakv.softcap %s, %cap : tensor<4x8xf32>
   return
 }
 
