@@ -22,7 +22,9 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/IR/Module.h"
 #include "llvm/Support/JSON.h"
+#include "llvm/TargetParser/Host.h"
 #include "llvm/Support/TargetSelect.h"
 
 #include <pybind11/pybind11.h>
@@ -30,6 +32,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -201,6 +204,26 @@ float truncToBF16(float x) {
   return out;
 }
 
+/// The host's CPU and features on every function, less the x86 bf16
+/// conversions: VCVTNEPS2BF16 (AVX512-BF16, AVX-NE-CONVERT) flushes
+/// subnormals to zero, so on hosts that have it a bf16 subnormal read as 0
+/// (and results differed by host); without it LLVM rounds through
+/// __truncsfbf2 (truncToBF16, exact). lit's %mlir-runner passes the same
+/// -mattr.
+void hostWithoutBF16Conversions(llvm::Module &m) {
+  std::string features;
+  for (const auto &[name, on] : llvm::sys::getHostCPUFeatures())
+    if (name != "avx512bf16" && name != "avxneconvert")
+      features += (features.empty() ? "" : ",") + std::string(on ? "+" : "-") + name.str();
+  features += std::string(features.empty() ? "" : ",") + "-avx512bf16,-avxneconvert";
+  std::string cpu = llvm::sys::getHostCPUName().str();
+  for (llvm::Function &f : m)
+    if (!f.isDeclaration()) {
+      f.addFnAttr("target-cpu", cpu);
+      f.addFnAttr("target-features", features);
+    }
+}
+
 /// A kernel module JIT-compiled for the host (the CPU path).
 class CpuModule {
 public:
@@ -223,7 +246,12 @@ public:
     module = run(std::move(packedModule),
                  [](PassManager &pm) { fakv::buildFakvToLLVMCPUPipeline(pm); });
     ExecutionEngineOptions options;
-    options.transformer = makeOptimizingTransformer(2, 0, nullptr);
+    // (Kept as a member: the engine may call it when it compiles, later.)
+    transform = [optimize = makeOptimizingTransformer(2, 0, nullptr)](llvm::Module *m) {
+      hostWithoutBF16Conversions(*m);
+      return optimize(m);
+    };
+    options.transformer = transform;
     std::vector<llvm::StringRef> paths(libs.begin(), libs.end());
     options.sharedLibPaths = paths;
     auto created = ExecutionEngine::create(*module, options);
@@ -310,6 +338,7 @@ private:
 
   static constexpr size_t kMaxExtents = 64;     // (fakv-guard-cpu-memory's table)
   OwningOpRef<ModuleOp> module;
+  std::function<llvm::Error(llvm::Module *)> transform;
   std::unique_ptr<ExecutionEngine> engine;
   std::optional<int32_t *> fault;               // fakv_cpu_fault
   std::optional<uint64_t *> extentsTable;       // fakv_cpu_extents

@@ -1,5 +1,6 @@
 # lit configuration for the fakv IR tests (see test/README.md).
 import os
+import platform
 
 import lit.formats
 
@@ -21,7 +22,10 @@ tools = os.path.join(config.fakv_src_root, "test", "tools")
 
 config.substitutions += [
     # Run a module lowered by fakv-to-llvm-cpu: its @main, nothing returned.
-    ("%mlir-runner", f"{config.mlir_runner} -e main -entry-point-result=void -shared-libs={runner_libs}"),
+    # On x86 without VCVTNEPS2BF16 (AVX512-BF16, AVX-NE-CONVERT), which flushes bf16 subnormals to zero:
+    # LLVM then rounds through __truncsfbf2, exactly, as the Python CPU path does (FakvPython.cpp).
+    ("%mlir-runner", f"{config.mlir_runner} -e main -entry-point-result=void -shared-libs={runner_libs}"
+                     + (" --mattr=-avx512bf16,-avxneconvert" if platform.machine() in ("x86_64", "AMD64") else "")),
     # Compare printed memrefs with expected values: %compare <expected> [--atol A]
     ("%compare", f"{config.python_executable} {os.path.join(tools, 'compare_memrefs.py')}"),
     ("%fakv-obj", config.fakv_obj_root),

@@ -76,12 +76,26 @@ PYCMP = {"lt": lambda a, b: a < b, "le": lambda a, b: a <= b, "gt": lambda a, b:
 
 
 def _targets(node):
-    """The assignment targets of a statement (none for other statements)."""
+    """The assignment targets of a statement, a loop's variable among them (none for other statements)."""
     if isinstance(node, ast.Assign):
         return node.targets
-    if isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+    if isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For)):
         return [node.target]
     return []
+
+
+def _is_static_loop(node):
+    """Whether a `for` unrolls when the kernel compiles (fl.static_range, range), by its spelling."""
+    name = ast.unparse(node.iter.func) if isinstance(node.iter, ast.Call) else ""
+    return name == "range" or name.split(".")[-1] == "static_range"
+
+
+def range_loop_names(stmts):
+    """The variables of the run-time loops (fl.range) among these statements, at any depth: none has a value
+    after its loop."""
+    return {n.id for node in ast.walk(ast.Module(body=list(stmts), type_ignores=[]))
+            if isinstance(node, ast.For) and not _is_static_loop(node)
+            for n in ast.walk(node.target) if isinstance(n, ast.Name)}
 
 
 def last_assignment(stmts, name):
@@ -430,8 +444,12 @@ class CodeGen:
             trips = sem.select(b, sem.binary(b, "or", zero, sem.compare(b, "le", span, 0)), 0, trips)
             lb, ub, step = sem.to_value(b, 0, dtype), sem.convert(b, trips, dtype), sem.to_value(b, 1, dtype)
         before = dict(self.scope)
+        # A name that an fl.range loop inside this one takes as its variable has no value after that loop, so
+        # none to carry into the next round (Python's would be that loop's last value): not readable in the
+        # body before that loop, nor after this one.
+        inner = range_loop_names(node.body) & set(before)
         carried = [n for n in assigned_names(node.body)
-                   if n in before and n != node.target.id and not isinstance(before[n], _AfterLoop)]
+                   if n in before and n != node.target.id and n not in inner and not isinstance(before[n], _AfterLoop)]
         inits = []
         for n in carried:
             v = before[n]
@@ -443,6 +461,8 @@ class CodeGen:
         self.scope = dict(before)
         for n, a in zip(carried, iters):
             self.scope[n] = a
+        for n in inner:
+            self.scope[n] = _AfterLoop(n)
         self.scope[node.target.id] = iv
         with self.b.capture() as lines, self.b.nested():
             if counted:
@@ -486,6 +506,8 @@ class CodeGen:
         self.scope = dict(before)
         for n, r in zip(carried, res):
             self.scope[n] = r
+        for n in inner:
+            self.scope[n] = _AfterLoop(n)
         # Python leaves the variable at its last value, which an scf.for does not give back: not visible after.
         self.scope[node.target.id] = _AfterLoop(node.target.id)
 
@@ -695,7 +717,12 @@ class CodeGen:
         if not sem.is_value(base):
             return base[self.expr(node.slice)]
         if isinstance(base.type, PtrType):
+            if isinstance(node.slice, (ast.Tuple, ast.Slice)):
+                raise self.error(node, "a pointer is indexed by one integer offset (`X[i]`: one element); "
+                                       "load tiles with fl.load")
             return fl.load_scalar(base, self.expr(node.slice), _b=self.b)
+        if not sem.is_tile(base):
+            raise self.error(node, f"a scalar ({base.type!r}) cannot be indexed; fl.full(shape, s) makes a tile")
         # tile[:, None]: insert unit dimensions where None is.
         idx = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
         v, dim = base, 0

@@ -178,7 +178,12 @@ def broadcast_to(b, x, shape):
 @builtin
 def expand_dims(b, x, axis):
     """x with a dimension of 1 inserted at `axis` (x[:, None] is expand_dims(x, 1))."""
-    return sem.expand_dims(b, _tile(x, "expand_dims' operand"), int(axis))
+    x = _tile(x, "expand_dims' operand")
+    rank = len(x.type.shape)
+    if not isinstance(axis, int) or isinstance(axis, bool) or not -rank - 1 <= axis <= rank:
+        raise FakvTypeError(f"expand_dims' axis must be a compile-time int in [{-rank - 1}, {rank}] for a tile of "
+                            f"rank {rank}, got {axis!r}")
+    return sem.expand_dims(b, x, axis)
 
 
 @builtin
@@ -191,8 +196,8 @@ def reshape(b, x, shape):
 
 @builtin
 def cast(b, x, dtype):
-    """x converted to `dtype` (x.to(dtype)): floats round to nearest even, floats to ints truncate, a truth
-    value is x != 0."""
+    """x converted to `dtype` (x.to(dtype)): floats round to nearest even, floats to ints truncate (toward 0;
+    past the int's range they saturate and NaN gives 0, on the CPU path as on the GPU), a truth value is x != 0."""
     return sem.convert(b, sem.to_value(b, x), _dtype(dtype))
 
 
@@ -351,11 +356,14 @@ def paged_load(b, cache, head, row, rows, head_dim, valid, page_size, num_pages,
     the block-table row `table` (or, for a contiguous cache, cache row `page`);
     rows past `valid` (and channels past `channels`) are zero. strides = (page,
     row, head) in elements. A page outside [0, num_pages) reads as zeros; with
-    report=(error, code), `code` is also stored to error[0]."""
+    report=(error, code), `code` is also stored to error[0]. row + leftpad must not be negative (clamp a
+    window's start at 0): the CPU path reads such rows as zeros, the GPU's reads are undefined."""
     cache = _ptr(cache, "paged_load's cache")
     if (table is None) == (page is None):
         raise FakvTypeError("paged_load takes exactly one of table= (paged cache) and page= (contiguous)")
     t = TileType(_shape((rows, head_dim), "paged_load's tile (rows, head_dim)"), cache.type.dtype)
+    if isinstance(row, int) and row < 0:
+        raise FakvTypeError(f"paged_load's row is a key position, >= 0; got {row}")
     head, row, valid = _i32(b, head), _i32(b, row), _i32(b, valid)
     text = f"fakv.paged_load {cache.name}[{head.name}, {row.name}]"
     if table is not None:
@@ -411,6 +419,9 @@ def lse_combine(b, partials, lses):
     """Merges split-KV partial outputs (S, R, D) by their log-sum-exps (S, R): returns (out (R, D), lse (R,)),
     a split of LSE -inf weighing nothing, a row whose every split has LSE -inf giving 0 and LSE -inf."""
     partials, lses = _tile(partials, "partials"), _tile(lses, "lses")
+    if len(partials.type.shape) != 3 or len(lses.type.shape) != 2:
+        raise FakvTypeError(f"lse_combine takes partials (splits, rows, d) and lses (splits, rows), got "
+                            f"{list(partials.type.shape)} and {list(lses.type.shape)}")
     s, r, d = partials.type.shape
     out, lse = TileType((r, d), "f32"), TileType((r,), "f32")
     return tuple(b.op(f"fakv.lse_combine {partials.name}, {lses.name} : {partials.type.mlir()}, "
@@ -453,10 +464,13 @@ def _reduce(kind):
     @builtin
     def op(b, x, axis):
         """The tile without dimension `axis`, its elements combined (floats, or i32: signed max / min,
-        wrapping sum); of a 1-D tile, a scalar (`fakv.item` of the one-element result)."""
+        wrapping sum); of a 1-D tile, a scalar (`fakv.item` of the one-element result). f16 / bf16 tiles are
+        reduced in f32 and give f32 (a sum of 4096 f16 ones is 4096, not 2048)."""
         x = _tile(x, f"{kind}'s operand")
         if x.type.dtype not in ("f32", "f16", "bf16", "i32"):
             raise FakvTypeError(f"{kind} reduces float or i32 tiles, got {x.type.dtype}")
+        if x.type.dtype in ("f16", "bf16"):
+            x = sem.convert(b, x, "f32")
         rank = len(x.type.shape)
         if not isinstance(axis, int) or isinstance(axis, bool) or not -rank <= axis < rank:
             raise FakvTypeError(f"{kind}'s axis must be a compile-time int in [{-rank}, {rank}) for a tile of "
@@ -518,8 +532,10 @@ def window_mask(b, scores, rows, cols, offset, left, right):
 
 @builtin
 def softcap(b, scores, cap):
-    """cap * tanh(scores / cap), -inf kept at -inf (so masks and softcap commute)."""
+    """cap * tanh(scores / cap), -inf kept at -inf (so masks and softcap commute); cap > 0."""
     scores = _tile(scores, "scores")
+    if isinstance(cap, (int, float)) and not cap > 0:
+        raise FakvTypeError(f"softcap's cap must be positive, got {cap!r}")
     return b.op1(f"fakv.softcap {scores.name}, {_f32(b, cap).name} : {scores.type.mlir()}", scores.type)
 
 

@@ -206,7 +206,7 @@ def unify(b, x, y):
         x = to_value(b, x, literal_dtype(x, dtype_of(y)))
     for v in (x, y):
         if isinstance(v.type, PtrType):
-            raise FakvTypeError("pointer arithmetic is `ptr + offset` only")
+            raise FakvTypeError("pointers take `ptr + offset` only (no other arithmetic, no comparison)")
     dtype = promote(dtype_of(x), dtype_of(y))
     x, y = convert(b, x, dtype), convert(b, y, dtype)
     if is_tile(x) or is_tile(y):
@@ -225,6 +225,21 @@ ARITH = {  # python op -> (int op, float op)
 }
 CMP = {"lt": ("slt", "olt"), "le": ("sle", "ole"), "gt": ("sgt", "ogt"), "ge": ("sge", "oge"),
        "eq": ("eq", "oeq"), "ne": ("ne", "une")}
+
+
+def _select_pointer(b, cond, x, y):
+    """One of two pointers of one type by a run-time truth value (an scf.if: pointers have no arith.select)."""
+    t = common_type(x, y)
+    if is_tile(cond):
+        raise FakvTypeError("a pointer is picked by a scalar condition, not a tile")
+    cond = convert(b, to_value(b, cond, "i1"), "i1")
+    out = Value(b.fresh("if"), t)
+    b.emit(f"{out.name} = scf.if {cond.name} -> ({t.mlir()}) {{")
+    b.emit(f"  scf.yield {x.name} : {t.mlir()}")
+    b.emit("} else {")
+    b.emit(f"  scf.yield {y.name} : {t.mlir()}")
+    b.emit("} " + b.location())
+    return out
 
 
 def _is_pointer(x):
@@ -296,6 +311,8 @@ def compare(b, op, x, y):
 
 
 def select(b, cond, x, y):
+    if any(is_value(v) and isinstance(v.type, PtrType) for v in (x, y)):
+        return _select_pointer(b, cond, x, y)
     cond = convert(b, to_value(b, cond, "i1"), "i1")
     if not is_value(x) and not is_value(y):     # two Python numbers: their promoted type (i32, i64, f32, i1)
         x = to_value(b, x, promote(python_dtype(x), python_dtype(y)))

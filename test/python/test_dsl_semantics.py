@@ -426,3 +426,168 @@ def test_non_ascii_parameters_and_negative_grids(tmp_path, monkeypatch):
     assert y[0] == 3
     with pytest.raises(ValueError, match=r"the grid's sizes are >= 0"):
         accented.k[(-1,)](y, 3)                    # (it ran nothing, silently)
+
+
+# ---- session 38's review (kernels written from the docs alone, against numpy) --------------------------------
+
+@fakv.jit
+def range_in_a_branch(Y, n):
+    i = 100
+    if n > 0:
+        for i in fl.range(0, n):
+            pass
+    fl.store(Y, fl.full((1,), i, fl.int32), (0,), (1,))
+
+
+@fakv.jit
+def range_in_a_range(Y, n):
+    i = 100
+    for t in fl.range(0, n):
+        for i in fl.range(0, 5):
+            pass
+    fl.store(Y, fl.full((1,), i, fl.int32), (0,), (1,))
+
+
+@fakv.jit
+def static_in_a_range(Y, n):
+    j = 100
+    acc = 0
+    for t in fl.range(0, n):
+        acc += j
+        for j in fl.static_range(3):
+            pass
+    fl.store(Y, fl.full((1,), acc, fl.int32), (0,), (1,))
+
+
+def test_loop_variables_inside_branches_and_loops():
+    """A loop's variable was not among the names an `if` merges or a loop carries: after `if n > 0: for i in
+    fl.range(n)` the kernel read i's value from before the `if` (100; Python 4), silently."""
+    y = np.zeros(1, np.int32)
+    for kernel, text in ((range_in_a_branch, "fl.full((1,), i"), (range_in_a_range, "fl.full((1,), i")):
+        with pytest.raises(fakv.CompilationError, match="`i` is a fl.range loop's variable") as e:
+            kernel[(1,)](y, 5)
+        assert f":{line_of(kernel.fn, text)}:" in str(e.value)
+    static_in_a_range[(1,)](y, 5)              # a static loop's variable keeps its last value, carried
+    assert y[0] == 100 + 4 * 2
+
+
+@fakv.jit
+def paged_rows(Cache, Table, Y, row, valid, PS: fl.constexpr, NP: fl.constexpr):
+    t = fl.paged_load(Cache, 0, row, 4, 2, valid, PS, NP, (PS * 2, 2, 2), table=Table)
+    fl.store(Y, t, (0, 0), (2, 1))
+
+
+@fakv.jit
+def paged_row_negative(Cache, Table, Y):
+    fl.store(Y, fl.paged_load(Cache, 0, -1, 4, 2, 4, 4, 3, (8, 2, 2), table=Table), (0, 0), (2, 1))
+
+
+def test_paged_rows_before_the_first_key_read_nothing():
+    """Positions below 0 read the rows before the sequence's page (another sequence's keys) on the CPU path."""
+    cache = np.zeros((3, 4, 1, 2), np.float32)
+    cache[1] = 111.0
+    cache[2, :, 0, :] = np.arange(4)[:, None]
+    y = np.full((4, 2), -1.0, np.float32)
+    paged_rows[(1,)](cache, np.array([2], np.int32), y, -2, 4, PS=4, NP=3)
+    assert y[:, 0].tolist() == [0, 0, 0, 1]
+    with pytest.raises(fakv.CompilationError, match="paged_load's row is a key position, >= 0; got -1"):
+        paged_row_negative[(1,)](cache, np.array([2], np.int32), y)
+
+
+@fakv.jit
+def bf16_small(X, Y):
+    x = fl.load(X, (2,), (0,), (1,))
+    fl.store(Y, x.to(fl.float32), (0,), (1,))
+    fl.store(Y, (x * 2.0).to(fl.float32), (2,), (1,))
+    fl.store(Y, fl.log(x.to(fl.float32)), (4,), (1,))
+
+
+def test_bf16_subnormals_survive_the_cpu_path():
+    """On hosts with AVX512-BF16 the JIT rounded f32 to bf16 with VCVTNEPS2BF16, which flushes subnormals."""
+    import ml_dtypes
+    x = np.array([1e-38, 1e-40], np.float32).astype(ml_dtypes.bfloat16)
+    y = np.zeros(6, np.float32)
+    bf16_small[(1,)](x, y)
+    exact = x.astype(np.float32)
+    assert y[:2].tolist() == exact.tolist() and (exact > 0).all()
+    assert y[2:4].tolist() == (exact * 2).astype(ml_dtypes.bfloat16).astype(np.float32).tolist()
+    np.testing.assert_allclose(y[4:], np.log(exact), rtol=1e-6)
+
+
+@fakv.jit
+def half_sums(X, Y, N: fl.constexpr):
+    x = fl.load(X, (N,), (0,), (1,))
+    fl.store(Y, fl.full((1,), fl.sum(x, 0)), (0,), (1,))
+    fl.store(Y, fl.full((1,), fl.max(x, 0)), (1,), (1,))
+
+
+def test_half_precision_reductions_run_in_f32():
+    """fl.sum of f16 added in f16 (4096 ones: 2048) on the CPU path; the GPU refused it."""
+    y = np.zeros(2, np.float32)
+    half_sums[(1,)](np.ones(4096, np.float16), y, N=4096)
+    assert y.tolist() == [4096, 1]
+
+
+@fakv.jit
+def to_int(Y, X, N: fl.constexpr):
+    fl.store(Y, fl.load(X, (N,), (0,), (1,)).to(fl.int32), (0,), (1,))
+
+
+def test_floats_past_an_int_saturate():
+    """As the GPU's cvt.rzi: LLVM's fptosi is poison out of range (x86 gave INT_MIN for all five)."""
+    x = np.array([3e9, -3e9, np.inf, -np.inf, np.nan, -2.7, 2.7], np.float32)
+    y = np.zeros(7, np.int32)
+    to_int[(1,)](y, x, N=7)
+    assert y.tolist() == [2**31 - 1, -2**31, 2**31 - 1, -2**31, 0, -2, 2]
+
+
+@fakv.jit
+def pick(Y, A, B, n):
+    P = A if n > 0 else B
+    Q = fl.where(n > 0, B, A)
+    fl.store(Y, fl.load(P, (2,), (0,), (1,)), (0,), (1,))
+    fl.store(Y, fl.load(Q, (2,), (0,), (1,)), (2,), (1,))
+
+
+def test_one_of_two_pointers():
+    """`A if c else B` of two pointers (neither arm computing) and fl.where of pointers were refused as pointer
+    arithmetic."""
+    a, b = np.ones(2, np.float32), np.full(2, 2.0, np.float32)
+    for n, want in ((1, [1, 1, 2, 2]), (0, [2, 2, 1, 1])):
+        y = np.zeros(4, np.float32)
+        pick[(1,)](y, a, b, n)
+        assert y.tolist() == want
+
+
+@fakv.jit
+def mistake(Y, X, CASE: fl.constexpr):
+    x = fl.load(X, (4,), (0,), (1,))
+    if CASE == 0:
+        fl.store(Y, fl.expand_dims(x, -5), (0, 0), (1, 1))
+    elif CASE == 1:
+        o, l = fl.lse_combine(fl.load(X, (4, 4), (0, 0), (4, 1)), x)
+    elif CASE == 2:
+        fl.store(Y, fl.full((1,), X[0, 1]), (0,), (1,))
+    elif CASE == 3:
+        s = X[0]
+        fl.store(Y, s[:, None], (0, 0), (1, 1))
+    elif CASE == 4:
+        fl.store(Y, fl.softcap(fl.zeros((4, 4)), 0.0), (0, 0), (4, 1))
+    else:
+        fl.store(Y, x, (0,), (1,), mask=(Y == Y))
+
+
+@pytest.mark.parametrize("case,text,message", [
+    (0, "expand_dims", r"expand_dims' axis must be a compile-time int in \[-2, 1\] for a tile of rank 1, got -5"),
+    (1, "lse_combine", r"lse_combine takes partials \(splits, rows, d\) and lses \(splits, rows\), got \[4, 4\]"),
+    (2, "X[0, 1]", r"a pointer is indexed by one integer offset"),
+    (3, "s[:, None]", r"a scalar \(f32\) cannot be indexed"),
+    (4, "softcap", r"softcap's cap must be positive, got 0.0"),
+    (5, "Y == Y", r"pointers take `ptr \+ offset` only \(no other arithmetic, no comparison\)"),
+])
+def test_session_38_mistakes_point_at_the_line(case, text, message):
+    """Each leaked Python's own error (an unsigned axis, an unpacking, int() of a tuple, .shape of a scalar) or
+    blamed pointer arithmetic; a cap of 0 gave NaN."""
+    with pytest.raises(fakv.CompilationError, match=message) as e:
+        mistake[(1,)](np.zeros(16, np.float32), np.zeros(16, np.float32), CASE=case)
+    assert f":{line_of(mistake.fn, text)}:" in str(e.value)
