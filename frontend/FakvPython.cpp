@@ -25,6 +25,7 @@
 #include "llvm/IR/Module.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/Triple.h"
 #include "llvm/Support/TargetSelect.h"
 
 #include <pybind11/pybind11.h>
@@ -211,6 +212,8 @@ float truncToBF16(float x) {
 /// __truncsfbf2 (truncToBF16, exact). lit's %mlir-runner passes the same
 /// -mattr.
 void hostWithoutBF16Conversions(llvm::Module &m) {
+  if (!llvm::Triple(llvm::sys::getProcessTriple()).isX86())
+    return;
   std::string features;
   for (const auto &[name, on] : llvm::sys::getHostCPUFeatures())
     if (name != "avx512bf16" && name != "avxneconvert")

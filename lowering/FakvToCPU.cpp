@@ -172,7 +172,7 @@ static void saturateFloatToInt(ModuleOp module) {
     Type from = getElementTypeOrSelf(op.getIn().getType());
     auto to = cast<IntegerType>(getElementTypeOrSelf(op.getType()));
     auto like = [&](Type shaped, TypedAttr scalar) -> Value {
-      if (auto t = dyn_cast<RankedTensorType>(shaped))
+      if (auto t = dyn_cast<ShapedType>(shaped))
         return arith::ConstantOp::create(b, DenseElementsAttr::get(t.clone(scalar.getType()), scalar));
       return arith::ConstantOp::create(b, scalar);
     };

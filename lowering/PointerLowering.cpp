@@ -63,10 +63,25 @@ struct ReportLowering : OpConversionPattern<ReportOp> {
   }
 };
 
+/// One of two pointers (arith.select, what scf.if's canonicalisation makes
+/// of `A if c else B`): the same select over the converted pointers.
+struct SelectPointerLowering : OpConversionPattern<arith::SelectOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(arith::SelectOp op, OpAdaptor a,
+                  ConversionPatternRewriter &rewriter) const override {
+    if (!isa<PtrType>(op.getType()))
+      return failure();
+    rewriter.replaceOpWithNewOp<arith::SelectOp>(op, a.getCondition(), a.getTrueValue(),
+                                                 a.getFalseValue());
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::fakv::populatePointerLoweringPatterns(const TypeConverter &converter,
                                                  RewritePatternSet &patterns) {
-  patterns.add<AddPtrLowering, LoadScalarLowering, ReportLowering>(
+  patterns.add<AddPtrLowering, LoadScalarLowering, ReportLowering, SelectPointerLowering>(
       converter, patterns.getContext());
 }

@@ -30,11 +30,18 @@ class _Method:
         return self.fn(self.value, *args, _b=_b, **kwargs)
 
 
-class _AfterLoop:
-    """The scope's entry for a fl.range loop's variable after its loop (read: an error saying so)."""
+class _NoValue:
+    """The scope's entry for a name that has no value here (read: an error saying why): a fl.range loop's
+    variable after its loop, a name assigned only inside such a loop or in one branch of a run-time `if`, or
+    a different Python value in each branch."""
 
-    def __init__(self, name):
-        self.name = name
+    def __init__(self, name, why):
+        self.name, self.why = name, why
+
+    @staticmethod
+    def after_loop(name):
+        return _NoValue(name, "is a fl.range loop's variable: after the loop it has no value (Python's last value "
+                              "is not kept); compute it from the bounds")
 
 
 _MAX_EXIT_COPIES = 10     # early-exit `if`s whose statements after them are copied into both branches, nested
@@ -82,20 +89,6 @@ def _targets(node):
     if isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For)):
         return [node.target]
     return []
-
-
-def _is_static_loop(node):
-    """Whether a `for` unrolls when the kernel compiles (fl.static_range, range), by its spelling."""
-    name = ast.unparse(node.iter.func) if isinstance(node.iter, ast.Call) else ""
-    return name == "range" or name.split(".")[-1] == "static_range"
-
-
-def range_loop_names(stmts):
-    """The variables of the run-time loops (fl.range) among these statements, at any depth: none has a value
-    after its loop."""
-    return {n.id for node in ast.walk(ast.Module(body=list(stmts), type_ignores=[]))
-            if isinstance(node, ast.For) and not _is_static_loop(node)
-            for n in ast.walk(node.target) if isinstance(n, ast.Name)}
 
 
 def last_assignment(stmts, name):
@@ -328,13 +321,20 @@ class CodeGen:
         results, same = [], {}
         for n in names:
             a, c = then_scope.get(n), else_scope.get(n)
-            if a is None or c is None or (a is before.get(n) and c is before.get(n)):
+            if a is before.get(n) and c is before.get(n):
                 continue
-            if isinstance(a, _AfterLoop) or isinstance(c, _AfterLoop):
-                same[n] = _AfterLoop(n)   # a loop's variable in a branch: no value after the `if` either
+            if a is None or c is None:    # (a global of that name is not what the branch meant either)
+                same[n] = _NoValue(n, "is assigned in only one branch of a runtime `if`: it has no value after "
+                                      "it (assign it before the `if`, or in both branches)")
+                continue
+            if isinstance(a, _NoValue) or isinstance(c, _NoValue):
+                same[n] = a if isinstance(a, _NoValue) else c     # (a loop's variable in a branch, say)
                 continue
             if not sem.is_value(a) and not sem.is_value(c) and type(a) is type(c) and a == c:
                 same[n] = a               # one Python value whichever branch runs: it holds after the `if`
+                continue
+            if not (sem.is_value(a) or sem.is_value(c)):
+                same[n] = _NoValue(n, "is a different Python value in each branch of a runtime `if`")
                 continue
             results.append(n)
         # Yields: make both sides kernel values of one type; a Python number beside a kernel number, their
@@ -342,8 +342,6 @@ class CodeGen:
         types = []
         for n in results:
             a, c = then_scope[n], else_scope[n]
-            if not (sem.is_value(a) or sem.is_value(c)):
-                raise self.error(node, f"`{n}` is a different Python value in each branch of a runtime `if`")
             t = (a if sem.is_value(a) else c).type
             if not (sem.is_value(a) and sem.is_value(c)) and not isinstance(t, PtrType):
                 t = sem.common_type(a, c)
@@ -444,28 +442,63 @@ class CodeGen:
             trips = sem.select(b, sem.binary(b, "or", zero, sem.compare(b, "le", span, 0)), 0, trips)
             lb, ub, step = sem.to_value(b, 0, dtype), sem.convert(b, trips, dtype), sem.to_value(b, 1, dtype)
         before = dict(self.scope)
-        # A name that an fl.range loop inside this one takes as its variable has no value after that loop, so
-        # none to carry into the next round (Python's would be that loop's last value): not readable in the
-        # body before that loop, nor after this one.
-        inner = range_loop_names(node.body) & set(before)
+        # A carried name that a round leaves without a value (the variable of a fl.range loop inside this one,
+        # not assigned after it) has none to carry into the next round: the body is made again without it,
+        # the name unreadable from the round's start (Python's would be that loop's last value).
+        dead = {}
+        while True:
+            made = self._loop_body(node, before, dead, dtype, iv_init=(counted, first, by, var_dtype) if counted
+                                   else None)
+            if isinstance(made, dict):
+                dead.update(made)
+                continue
+            break
+        carried, inits, init_lines, iv, iters, lines = made
+        self.b.lines.extend(init_lines)
+        res = [Value(self.b.fresh("for"), v.type) for v in inits]
+        head = (f"{', '.join(r.name for r in res)} = " if res else "")
+        head += f"scf.for {iv.name} = {lb.name} to {ub.name} step {step.name}"
+        if inits:
+            head += " iter_args(" + ", ".join(f"{a.name} = {v.name}" for a, v in zip(iters, inits)) + ")"
+            head += f" -> ({', '.join(v.type.mlir() for v in inits)})"
+        self.b.emit(head + f" : {dtype} {{")
+        self.b.lines.extend(lines)
+        self.b.emit("} " + self.b.location())
+        self.scope = dict(before)
+        for n, r in zip(carried, res):
+            self.scope[n] = r
+        self.scope.update(dead)
+        # Names the body assigns that were not there before it: no value after the loop (not a global either).
+        for n in assigned_names(node.body):
+            if n not in before:
+                self.scope[n] = _NoValue(n, "is assigned only inside a fl.range loop: it has no value after the "
+                                            "loop (assign it before the loop to carry it)")
+        # Python leaves the variable at its last value, which an scf.for does not give back: not visible after.
+        self.scope[node.target.id] = _NoValue.after_loop(node.target.id)
+
+    def _loop_body(self, node, before, dead, dtype, iv_init):
+        """One try at a fl.range loop's body, carrying the names assigned in it that were there before (less
+        `dead`): (carried, inits, their lines, iv, iter args, the body's lines with its yield), or the carried
+        names a round leaves without a value ({name: _NoValue})."""
         carried = [n for n in assigned_names(node.body)
-                   if n in before and n != node.target.id and n not in inner and not isinstance(before[n], _AfterLoop)]
+                   if n in before and n != node.target.id and n not in dead and not isinstance(before[n], _NoValue)]
         inits = []
-        for n in carried:
-            v = before[n]
-            if not sem.is_value(v):
-                v = sem.to_value(self.b, v)
-            inits.append(v)
+        with self.b.capture() as init_lines:
+            for n in carried:
+                v = before[n]
+                if not sem.is_value(v):
+                    v = sem.to_value(self.b, v)
+                inits.append(v)
         iv = Value(self.b.fresh("iv"), ScalarType(dtype))
         iters = [Value(self.b.fresh("it"), v.type) for v in inits]
         self.scope = dict(before)
         for n, a in zip(carried, iters):
             self.scope[n] = a
-        for n in inner:
-            self.scope[n] = _AfterLoop(n)
+        self.scope.update(dead)
         self.scope[node.target.id] = iv
         with self.b.capture() as lines, self.b.nested():
-            if counted:
+            if iv_init:
+                _, first, by, var_dtype = iv_init
                 self.scope[node.target.id] = sem.convert(
                     self.b, sem.binary(self.b, "add", first, sem.binary(self.b, "mul", iv, by)), var_dtype)
             self.loops += 1
@@ -476,6 +509,9 @@ class CodeGen:
                                          "compute a flag and mask the work with it") from None
             finally:
                 self.loops -= 1
+            unset = {n: self.scope[n] for n in carried if isinstance(self.scope[n], _NoValue)}
+            if unset:
+                return unset
             outs = []
             for n, a in zip(carried, iters):
                 v = self.scope[n]
@@ -494,30 +530,14 @@ class CodeGen:
             if outs:
                 self.b.emit(f"scf.yield {', '.join(v.name for v in outs)} : "
                             f"{', '.join(v.type.mlir() for v in outs)}")
-        res = [Value(self.b.fresh("for"), v.type) for v in inits]
-        head = (f"{', '.join(r.name for r in res)} = " if res else "")
-        head += f"scf.for {iv.name} = {lb.name} to {ub.name} step {step.name}"
-        if inits:
-            head += " iter_args(" + ", ".join(f"{a.name} = {v.name}" for a, v in zip(iters, inits)) + ")"
-            head += f" -> ({', '.join(v.type.mlir() for v in inits)})"
-        self.b.emit(head + f" : {dtype} {{")
-        self.b.lines.extend(lines)
-        self.b.emit("} " + self.b.location())
-        self.scope = dict(before)
-        for n, r in zip(carried, res):
-            self.scope[n] = r
-        for n in inner:
-            self.scope[n] = _AfterLoop(n)
-        # Python leaves the variable at its last value, which an scf.for does not give back: not visible after.
-        self.scope[node.target.id] = _AfterLoop(node.target.id)
+        return carried, inits, init_lines, iv, iters, lines
 
     # ---- expressions --------------------------------------------------------------------------
 
     def lookup(self, name, node):
         if name in self.scope:
-            if isinstance(self.scope[name], _AfterLoop):
-                raise self.error(node, f"`{name}` is a fl.range loop's variable: after the loop it has no value "
-                                       f"(Python's last value is not kept); compute it from the bounds")
+            if isinstance(self.scope[name], _NoValue):
+                raise self.error(node, f"`{name}` {self.scope[name].why}")
             return self.scope[name]
         code = self.f.fn.__code__
         if name in code.co_freevars:                      # a closure's variable, before a global of that name

@@ -362,8 +362,9 @@ def paged_load(b, cache, head, row, rows, head_dim, valid, page_size, num_pages,
     if (table is None) == (page is None):
         raise FakvTypeError("paged_load takes exactly one of table= (paged cache) and page= (contiguous)")
     t = TileType(_shape((rows, head_dim), "paged_load's tile (rows, head_dim)"), cache.type.dtype)
-    if isinstance(row, int) and row < 0:
-        raise FakvTypeError(f"paged_load's row is a key position, >= 0; got {row}")
+    pad = 0 if leftpad is None else leftpad
+    if isinstance(row, int) and isinstance(pad, int) and row + pad < 0:
+        raise FakvTypeError(f"paged_load's row + leftpad is a key position, >= 0; got {row} + {pad}")
     head, row, valid = _i32(b, head), _i32(b, row), _i32(b, valid)
     text = f"fakv.paged_load {cache.name}[{head.name}, {row.name}]"
     if table is not None:
@@ -465,11 +466,12 @@ def _reduce(kind):
     def op(b, x, axis):
         """The tile without dimension `axis`, its elements combined (floats, or i32: signed max / min,
         wrapping sum); of a 1-D tile, a scalar (`fakv.item` of the one-element result). f16 / bf16 tiles are
-        reduced in f32 and give f32 (a sum of 4096 f16 ones is 4096, not 2048)."""
+        reduced in f32, the result rounded to their type once (a sum of 4096 f16 ones is 4096, not 2048)."""
         x = _tile(x, f"{kind}'s operand")
         if x.type.dtype not in ("f32", "f16", "bf16", "i32"):
             raise FakvTypeError(f"{kind} reduces float or i32 tiles, got {x.type.dtype}")
-        if x.type.dtype in ("f16", "bf16"):
+        dtype = x.type.dtype
+        if dtype in ("f16", "bf16"):
             x = sem.convert(b, x, "f32")
         rank = len(x.type.shape)
         if not isinstance(axis, int) or isinstance(axis, bool) or not -rank <= axis < rank:
@@ -485,7 +487,7 @@ def _reduce(kind):
         r = b.op1(f"fakv.reduce {kind} {x.name}, {axis} : {x.type.mlir()} -> {t.mlir()}", t)
         if scalar:
             r = b.op1(f"fakv.item {r.name} : {t.mlir()} -> {t.dtype}", ScalarType(t.dtype))
-        return r
+        return sem.convert(b, r, dtype)
 
     op.__name__ = kind
     return op

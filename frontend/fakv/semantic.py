@@ -134,6 +134,9 @@ def convert(b, v, dtype):
             op = "arith.extsi" if WIDTH[dtype] > WIDTH[src] else "arith.trunci"
     elif src in INTS:
         op = "arith.uitofp" if src == "i1" else "arith.sitofp"
+    elif dtype == "i8":      # through i32 (saturating on the CPU and the GPU), then clamped: the GPU converts to i16
+        wide = convert(b, v, "i32")                  # and keeps its low byte (200.0 -> -56)
+        return convert(b, binary(b, "max", binary(b, "min", wide, 127), -128), "i8")
     else:
         op = "arith.fptosi"
     return b.op1(f"{op} {v.name} : {v.type.mlir()} to {t.mlir()}", t)

@@ -13,6 +13,7 @@ import pytest
 
 import fakv
 import fakv.language as fl
+from needs import needs_assembler
 
 
 def line_of(fn, text):
@@ -459,6 +460,40 @@ def static_in_a_range(Y, n):
     fl.store(Y, fl.full((1,), acc, fl.int32), (0,), (1,))
 
 
+@fakv.jit
+def reassigned_after_inner(Y, n):
+    x = 5
+    acc = 0
+    for t in fl.range(0, n):
+        acc += x
+        for x in fl.range(0, 3):
+            pass
+        x = t * 10
+    fl.store(Y, fl.full((1,), acc * 1000 + x, fl.int32), (0,), (1,))
+
+
+@fakv.jit
+def statics_in_branches(Y, n):
+    k = 0
+    if n > 0:
+        for k in fl.static_range(3):
+            pass
+    else:
+        for k in fl.static_range(4):
+            pass
+    fl.store(Y, fl.full((1,), n, fl.int32), (0,), (1,))
+
+
+SHADOWED = 7
+
+
+@fakv.jit
+def shadows_a_global(Y, n):
+    if n > 0:
+        SHADOWED = n
+    fl.store(Y, fl.full((1,), SHADOWED, fl.int32), (0,), (1,))
+
+
 def test_loop_variables_inside_branches_and_loops():
     """A loop's variable was not among the names an `if` merges or a loop carries: after `if n > 0: for i in
     fl.range(n)` the kernel read i's value from before the `if` (100; Python 4), silently."""
@@ -469,6 +504,13 @@ def test_loop_variables_inside_branches_and_loops():
         assert f":{line_of(kernel.fn, text)}:" in str(e.value)
     static_in_a_range[(1,)](y, 5)              # a static loop's variable keeps its last value, carried
     assert y[0] == 100 + 4 * 2
+    reassigned_after_inner[(1,)](y, 3)         # assigned again after the inner loop: carried as before
+    assert y[0] == (5 + 0 + 10) * 1000 + 20
+    for n in (1, 0):                           # two Python values never read after the `if`: fine
+        statics_in_branches[(1,)](y, n)
+        assert y[0] == n
+    with pytest.raises(fakv.CompilationError, match="`SHADOWED` is assigned in only one branch of a runtime `if`"):
+        shadows_a_global[(1,)](y, 3)           # (it read the global, 7)
 
 
 @fakv.jit
@@ -490,7 +532,7 @@ def test_paged_rows_before_the_first_key_read_nothing():
     y = np.full((4, 2), -1.0, np.float32)
     paged_rows[(1,)](cache, np.array([2], np.int32), y, -2, 4, PS=4, NP=3)
     assert y[:, 0].tolist() == [0, 0, 0, 1]
-    with pytest.raises(fakv.CompilationError, match="paged_load's row is a key position, >= 0; got -1"):
+    with pytest.raises(fakv.CompilationError, match=r"paged_load's row \+ leftpad is a key position, >= 0; got -1 \+ 0"):
         paged_row_negative[(1,)](cache, np.array([2], np.int32), y)
 
 
@@ -521,24 +563,41 @@ def half_sums(X, Y, N: fl.constexpr):
     fl.store(Y, fl.full((1,), fl.max(x, 0)), (1,), (1,))
 
 
+@fakv.jit
+def half_running_max(Y, X):
+    m = fl.full((4,), float("-inf"), fl.float16)
+    for i in fl.range(0, 2):
+        m = fl.maximum(m, fl.max(fl.load(X + i * 16, (4, 4), (0, 0), (4, 1)), 1))
+    fl.store(Y, m.to(fl.float32), (0,), (1,))
+
+
 def test_half_precision_reductions_run_in_f32():
-    """fl.sum of f16 added in f16 (4096 ones: 2048) on the CPU path; the GPU refused it."""
+    """fl.sum of f16 added in f16 (4096 ones: 2048) on the CPU path; the GPU refused it. The result keeps the
+    tile's type (a running max carried in f16 still is)."""
     y = np.zeros(2, np.float32)
     half_sums[(1,)](np.ones(4096, np.float16), y, N=4096)
     assert y.tolist() == [4096, 1]
+    x = np.random.default_rng(0).standard_normal(32).astype(np.float16)
+    y = np.zeros(4, np.float32)
+    half_running_max[(1,)](y, x)
+    assert y.tolist() == np.maximum(x[:16].reshape(4, 4).max(1), x[16:].reshape(4, 4).max(1)).astype(np.float32).tolist()
 
 
 @fakv.jit
-def to_int(Y, X, N: fl.constexpr):
-    fl.store(Y, fl.load(X, (N,), (0,), (1,)).to(fl.int32), (0,), (1,))
+def to_int(Y, Z, X, N: fl.constexpr):
+    x = fl.load(X, (N,), (0,), (1,))
+    fl.store(Y, x.to(fl.int32), (0,), (1,))
+    fl.store(Z, x.to(fl.int8), (0,), (1,))
 
 
 def test_floats_past_an_int_saturate():
-    """As the GPU's cvt.rzi: LLVM's fptosi is poison out of range (x86 gave INT_MIN for all five)."""
-    x = np.array([3e9, -3e9, np.inf, -np.inf, np.nan, -2.7, 2.7], np.float32)
-    y = np.zeros(7, np.int32)
-    to_int[(1,)](y, x, N=7)
-    assert y.tolist() == [2**31 - 1, -2**31, 2**31 - 1, -2**31, 0, -2, 2]
+    """As the GPU's cvt.rzi: LLVM's fptosi is poison out of range (x86 gave INT_MIN for all five); i8 through
+    i32 and a clamp (the GPU converted to i16 and kept the low byte: 200.0 gave -56)."""
+    x = np.array([3e9, -3e9, np.inf, -np.inf, np.nan, -2.7, 2.7, 200.0, -200.0], np.float32)
+    y, z = np.zeros(9, np.int32), np.zeros(9, np.int8)
+    to_int[(1,)](y, z, x, N=9)
+    assert y.tolist() == [2**31 - 1, -2**31, 2**31 - 1, -2**31, 0, -2, 2, 200, -200]
+    assert z.tolist() == [127, -128, 127, -128, 0, -2, 2, 127, -128]
 
 
 @fakv.jit
@@ -557,6 +616,26 @@ def test_one_of_two_pointers():
         y = np.zeros(4, np.float32)
         pick[(1,)](y, a, b, n)
         assert y.tolist() == want
+
+
+PICK_ON_THE_GPU = """
+import sys, numpy as np
+sys.path.insert(0, sys.argv[1])
+import test_dsl_semantics as t
+a = np.ones(2, np.float32)
+t.pick[(1,)](np.zeros(4, np.float32), a, a, 1)
+"""
+
+
+@needs_assembler
+def test_one_of_two_pointers_compiles_for_sm90a(tmp_path):
+    """The canonicaliser folds the pick's scf.if into an arith.select of pointers, which the GPU lowering had no
+    pattern for ("failed to legalize operation 'arith.select'")."""
+    env = dict(os.environ, FAKV_CACHE_DIR=str(tmp_path), FAKV_COMPILE_ONLY="1")
+    out = subprocess.run([sys.executable, "-c", PICK_ON_THE_GPU, os.path.dirname(__file__)], env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert [f for f in os.listdir(tmp_path) if f.endswith(".cubin")]
 
 
 @fakv.jit

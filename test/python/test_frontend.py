@@ -205,7 +205,8 @@ def test_error_loop_type_change_and_scope():
         for i in fl.range(0, n):
             t = fl.zeros((4,))
         fl.store(X, t, (0,), (1,))
-    with pytest.raises(fakv.CompilationError, match=r"`t` is not defined \(a name assigned inside a loop"):
+    with pytest.raises(fakv.CompilationError,
+                       match=r"`t` is assigned only inside a fl.range loop: it has no value after the loop"):
         bad2.ir(np.zeros(4, np.float32), 3)
 
 
