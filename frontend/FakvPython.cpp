@@ -24,9 +24,9 @@
 #include "mlir/Transforms/Passes.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Support/JSON.h"
+#include "llvm/Support/TargetSelect.h"
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/Triple.h"
-#include "llvm/Support/TargetSelect.h"
 
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -214,12 +214,13 @@ float truncToBF16(float x) {
 void hostWithoutBF16Conversions(llvm::Module &m) {
   if (!llvm::Triple(llvm::sys::getProcessTriple()).isX86())
     return;
-  std::string features;
-  for (const auto &[name, on] : llvm::sys::getHostCPUFeatures())
-    if (name != "avx512bf16" && name != "avxneconvert")
-      features += (features.empty() ? "" : ",") + std::string(on ? "+" : "-") + name.str();
-  features += std::string(features.empty() ? "" : ",") + "-avx512bf16,-avxneconvert";
-  std::string cpu = llvm::sys::getHostCPUName().str();
+  static const std::string cpu = llvm::sys::getHostCPUName().str(), features = [] {
+    std::string out;
+    for (const auto &[name, on] : llvm::sys::getHostCPUFeatures())
+      if (name != "avx512bf16" && name != "avxneconvert")
+        out += std::string(on ? "+" : "-") + name.str() + ",";
+    return out + "-avx512bf16,-avxneconvert";
+  }();
   for (llvm::Function &f : m)
     if (!f.isDeclaration()) {
       f.addFnAttr("target-cpu", cpu);

@@ -38,11 +38,6 @@ class _NoValue:
     def __init__(self, name, why):
         self.name, self.why = name, why
 
-    @staticmethod
-    def after_loop(name):
-        return _NoValue(name, "is a fl.range loop's variable: after the loop it has no value (Python's last value "
-                              "is not kept); compute it from the bounds")
-
 
 _MAX_EXIT_COPIES = 10     # early-exit `if`s whose statements after them are copied into both branches, nested
 
@@ -445,14 +440,9 @@ class CodeGen:
         # A carried name that a round leaves without a value (the variable of a fl.range loop inside this one,
         # not assigned after it) has none to carry into the next round: the body is made again without it,
         # the name unreadable from the round's start (Python's would be that loop's last value).
-        dead = {}
-        while True:
-            made = self._loop_body(node, before, dead, dtype, iv_init=(counted, first, by, var_dtype) if counted
-                                   else None)
-            if isinstance(made, dict):
-                dead.update(made)
-                continue
-            break
+        dead, counter = {}, (first, by, var_dtype) if counted else None
+        while isinstance(made := self._loop_body(node, before, dead, dtype, counter), dict):
+            dead.update(made)
         carried, inits, init_lines, iv, iters, lines = made
         self.b.lines.extend(init_lines)
         res = [Value(self.b.fresh("for"), v.type) for v in inits]
@@ -474,9 +464,11 @@ class CodeGen:
                 self.scope[n] = _NoValue(n, "is assigned only inside a fl.range loop: it has no value after the "
                                             "loop (assign it before the loop to carry it)")
         # Python leaves the variable at its last value, which an scf.for does not give back: not visible after.
-        self.scope[node.target.id] = _NoValue.after_loop(node.target.id)
+        self.scope[node.target.id] = _NoValue(node.target.id, "is a fl.range loop's variable: after the loop it "
+                                              "has no value (Python's last value is not kept); compute it from "
+                                              "the bounds")
 
-    def _loop_body(self, node, before, dead, dtype, iv_init):
+    def _loop_body(self, node, before, dead, dtype, counter):
         """One try at a fl.range loop's body, carrying the names assigned in it that were there before (less
         `dead`): (carried, inits, their lines, iv, iter args, the body's lines with its yield), or the carried
         names a round leaves without a value ({name: _NoValue})."""
@@ -497,8 +489,8 @@ class CodeGen:
         self.scope.update(dead)
         self.scope[node.target.id] = iv
         with self.b.capture() as lines, self.b.nested():
-            if iv_init:
-                _, first, by, var_dtype = iv_init
+            if counter:                    # the variable counted from `first` by `by`
+                first, by, var_dtype = counter
                 self.scope[node.target.id] = sem.convert(
                     self.b, sem.binary(self.b, "add", first, sem.binary(self.b, "mul", iv, by)), var_dtype)
             self.loops += 1

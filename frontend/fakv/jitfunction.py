@@ -681,7 +681,6 @@ def _constexpr_key(value):
     return t, (repr(value) if t in _REPR_KEYED else _constexpr_text(value))
 
 
-
 def _kind(value):
     """What of an argument selects a specialisation (hashable): its type,
     dtype, device and divisibility by 16."""

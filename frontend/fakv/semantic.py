@@ -230,21 +230,6 @@ CMP = {"lt": ("slt", "olt"), "le": ("sle", "ole"), "gt": ("sgt", "ogt"), "ge": (
        "eq": ("eq", "oeq"), "ne": ("ne", "une")}
 
 
-def _select_pointer(b, cond, x, y):
-    """One of two pointers of one type by a run-time truth value (an scf.if: pointers have no arith.select)."""
-    t = common_type(x, y)
-    if is_tile(cond):
-        raise FakvTypeError("a pointer is picked by a scalar condition, not a tile")
-    cond = convert(b, to_value(b, cond, "i1"), "i1")
-    out = Value(b.fresh("if"), t)
-    b.emit(f"{out.name} = scf.if {cond.name} -> ({t.mlir()}) {{")
-    b.emit(f"  scf.yield {x.name} : {t.mlir()}")
-    b.emit("} else {")
-    b.emit(f"  scf.yield {y.name} : {t.mlir()}")
-    b.emit("} " + b.location())
-    return out
-
-
 def _is_pointer(x):
     return is_value(x) and isinstance(x.type, PtrType)
 
@@ -314,9 +299,12 @@ def compare(b, op, x, y):
 
 
 def select(b, cond, x, y):
-    if any(is_value(v) and isinstance(v.type, PtrType) for v in (x, y)):
-        return _select_pointer(b, cond, x, y)
     cond = convert(b, to_value(b, cond, "i1"), "i1")
+    if _is_pointer(x) or _is_pointer(y):            # one of two pointers of one type (PointerLowering)
+        t = common_type(x, y)
+        if is_tile(cond):
+            raise FakvTypeError("a pointer is picked by a scalar condition, not a tile")
+        return b.op1(f"arith.select {cond.name}, {x.name}, {y.name} : {t.mlir()}", t)
     if not is_value(x) and not is_value(y):     # two Python numbers: their promoted type (i32, i64, f32, i1)
         x = to_value(b, x, promote(python_dtype(x), python_dtype(y)))
     x, y = unify(b, x, y)
