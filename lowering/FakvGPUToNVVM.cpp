@@ -98,7 +98,7 @@ struct ConvertFakvGPUToNVVMPass
     target.addIllegalDialect<FakvDialect, fakvgpu::FakvGPUDialect>();
     // (no lowering after this pass takes them: MathIntrinsicLowering)
     target.addIllegalOp<math::CountLeadingZerosOp, math::CountTrailingZerosOp, math::CtPopOp,
-                        math::TruncOp>();
+                        math::TruncOp, math::AbsIOp>();
     target.addLegalDialect<LLVM::LLVMDialect, NVVM::NVVMDialect,
                            gpu::GPUDialect, vector::VectorDialect>();
     target.markUnknownOpDynamicallyLegal(

@@ -216,7 +216,7 @@ struct ElementwiseLowering : ConversionPattern {
       return failure();
     if (isa<math::Exp2Op, math::ExpOp, math::Log2Op, math::LogOp,
             math::TanhOp, math::CountLeadingZerosOp, math::CountTrailingZerosOp,
-            math::CtPopOp, math::TruncOp>(op))
+            math::CtPopOp, math::TruncOp, math::AbsIOp>(op))
       return failure(); // MathApproxLowering, MathIntrinsicLowering
     SmallVector<Type> types;
     if (failed(getTypeConverter()->convertTypes(op->getResultTypes(), types)))
@@ -229,8 +229,9 @@ struct ElementwiseLowering : ConversionPattern {
 };
 
 /// The math ops convert-gpu-to-nvvm leaves alone (it lowers the float
-/// functions itself, through libdevice, and skips math-to-llvm): the LLVM
-/// intrinsics, on tiles' vectors and on scalars alike.
+/// functions itself, through libdevice, and skips math-to-llvm; integer
+/// absolute values of i32 only): the LLVM intrinsics, on tiles' vectors and
+/// on scalars alike.
 template <typename MathOp, typename LLVMOp>
 struct MathIntrinsicLowering : OpConversionPattern<MathOp> {
   using OpConversionPattern<MathOp>::OpConversionPattern;
@@ -241,6 +242,8 @@ struct MathIntrinsicLowering : OpConversionPattern<MathOp> {
     if constexpr (std::is_same_v<LLVMOp, LLVM::CountLeadingZerosOp> ||
                   std::is_same_v<LLVMOp, LLVM::CountTrailingZerosOp>)
       rewriter.replaceOpWithNewOp<LLVMOp>(op, type, a.getOperand(), /*is_zero_poison=*/false);
+    else if constexpr (std::is_same_v<LLVMOp, LLVM::AbsOp>)   // (|INT_MIN| is INT_MIN, as the CPU path's)
+      rewriter.replaceOpWithNewOp<LLVMOp>(op, type, a.getOperand(), /*is_int_min_poison=*/false);
     else
       rewriter.replaceOpWithNewOp<LLVMOp>(op, type, a.getOperand());
     return success();
@@ -248,7 +251,8 @@ struct MathIntrinsicLowering : OpConversionPattern<MathOp> {
 };
 
 /// exp2/exp/log2/log/tanh on tiles: the GPU's approximate instructions,
-/// element by element.
+/// element by element; f16 and bf16 elements through f32, rounded back once
+/// (as the scalar functions, through libdevice).
 struct MathApproxLowering : ConversionPattern {
   MathApproxLowering(const TypeConverter &converter, MLIRContext *ctx)
       : ConversionPattern(converter, MatchAnyOpTypeTag(), 2, ctx) {}
@@ -262,8 +266,9 @@ struct MathApproxLowering : ConversionPattern {
     Location loc = op->getLoc();
     auto vt = cast<VectorType>(
         getTypeConverter()->convertType(op->getResult(0).getType()));
-    if (!vt.getElementType().isF32())
-      return op->emitOpError() << "on the GPU takes f32 tiles";
+    Type et = vt.getElementType();
+    if (!et.isF32() && !et.isF16() && !et.isBF16())
+      return op->emitOpError() << "on the GPU takes f32, f16 or bf16 tiles";
     Type f32 = rewriter.getF32Type();
     auto call = [&](StringRef name, Value x) -> Value {
       return LLVM::CallIntrinsicOp::create(rewriter, loc, f32,
@@ -278,6 +283,8 @@ struct MathApproxLowering : ConversionPattern {
     SmallVector<Value> out;
     for (int64_t i = 0; i < vt.getNumElements(); ++i) {
       Value x = vecElement(rewriter, loc, operands[0], i);
+      if (et != f32)
+        x = arith::ExtFOp::create(rewriter, loc, f32, x);
       Value y;
       if (isa<math::Exp2Op>(op))
         y = call("llvm.nvvm.ex2.approx.ftz.f", x);
@@ -300,7 +307,7 @@ struct MathApproxLowering : ConversionPattern {
                                           LLVM::AsmDialect::AD_ATT),
                 ArrayAttr())
                 .getResult(0);
-      out.push_back(y);
+      out.push_back(et == f32 ? y : arith::TruncFOp::create(rewriter, loc, et, y).getResult());
     }
     rewriter.replaceOp(op, fromElements(rewriter, loc, vt, out));
     return success();
@@ -728,5 +735,5 @@ struct ClusterGatherLowering : OpConversionPattern<ClusterGatherOp> {
 
 void codegen::populateTileOpsToNVVMPatterns(const TypeConverter &converter,
                                             RewritePatternSet &patterns) {
-  patterns.add<ProgramIdLowering, NumProgramsLowering, ArangeLowering, SplatLowering, TileConstantLowering, IdentityLowering<ExpandDimsOp>, IdentityLowering<ReshapeOp>, BroadcastLowering, CastLowering, ElementwiseLowering, MathApproxLowering, MathIntrinsicLowering<math::CountLeadingZerosOp, LLVM::CountLeadingZerosOp>, MathIntrinsicLowering<math::CountTrailingZerosOp, LLVM::CountTrailingZerosOp>, MathIntrinsicLowering<math::CtPopOp, LLVM::CtPopOp>, MathIntrinsicLowering<math::TruncOp, LLVM::FTruncOp>, ReduceLowering, ItemLowering, ConvertLayoutLowering, ClusterGatherLowering>(converter, patterns.getContext());
+  patterns.add<ProgramIdLowering, NumProgramsLowering, ArangeLowering, SplatLowering, TileConstantLowering, IdentityLowering<ExpandDimsOp>, IdentityLowering<ReshapeOp>, BroadcastLowering, CastLowering, ElementwiseLowering, MathApproxLowering, MathIntrinsicLowering<math::CountLeadingZerosOp, LLVM::CountLeadingZerosOp>, MathIntrinsicLowering<math::CountTrailingZerosOp, LLVM::CountTrailingZerosOp>, MathIntrinsicLowering<math::CtPopOp, LLVM::CtPopOp>, MathIntrinsicLowering<math::TruncOp, LLVM::FTruncOp>, MathIntrinsicLowering<math::AbsIOp, LLVM::AbsOp>, ReduceLowering, ItemLowering, ConvertLayoutLowering, ClusterGatherLowering>(converter, patterns.getContext());
 }

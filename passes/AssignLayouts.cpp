@@ -454,6 +454,21 @@ LogicalResult LayoutAssigner::run() {
     return failure();
   splitSharedConstants(func);
   swapDots = allDotsSwap();
+  // An unswapped dot is one wgmma chain of N columns (a swapped one runs
+  // them 64 at a time): refused here, with the shapes, not in the lowering.
+  if (!swapDots) {
+    WalkResult wide = func.walk([&](DotOp dot) {
+      int64_t n = dot.getType().getDimSize(1);
+      if (n <= 256)
+        return WalkResult::advance();
+      dot.emitOpError() << "the GPU lowering (wgmma) handles N <= 256 columns, got "
+                        << dot.getType() << " (wider: several dots over 256-column parts of B, or "
+                        << "@fakv.jit(swap_ab=True) with fewer than 64 rows)";
+      return WalkResult::interrupt();
+    });
+    if (wide.wasInterrupted())
+      return failure();
+  }
   if (failed(anchor()))
     return failure();
   propagateAll();

@@ -355,16 +355,21 @@ PyObject *run(PreparedCallObject *self, uint64_t *a, PyObject *q, PyObject *seql
   // An int (or absent) cache_seqlens: its (batch,) tensor, from Python,
   // told the stream and whether it is captured (a stream's tensor is filled
   // in its order; a graph gets one of its own: prepare.SeqlensTensors).
+  // The tensor is held until the kernels are queued, as q's copy below: another thread's call may drop it
+  // from SeqlensTensors meanwhile (the GIL is released in the allocations between), and its block, freed,
+  // could be handed out and filled with another value before this call's decode.
+  PyObject *seqlensTensor = nullptr;
   if (!a[ASeqlens]) {
     PyObject *handle = PyLong_FromUnsignedLongLong(stream);
     if (!handle)
       return nullptr;
-    bool ok = asAddress(PyObject_CallFunctionObjArgs(self->seqlensAddress, seqlens,
-                                                     capturing ? Py_True : Py_False, handle, nullptr),
-                        a[ASeqlens]);
+    seqlensTensor = PyObject_CallFunctionObjArgs(self->seqlensAddress, seqlens, capturing ? Py_True : Py_False,
+                                                 handle, nullptr);
     Py_DECREF(handle);
-    if (!ok)
+    if (!seqlensTensor || !dataPtr(seqlensTensor, a[ASeqlens])) {
+      Py_XDECREF(seqlensTensor);
       return nullptr;
+    }
   }
   // q made contiguous (out is written with q's strides): held until the
   // kernels that read it are queued (freed earlier, torch's allocator could
@@ -374,6 +379,7 @@ PyObject *run(PreparedCallObject *self, uint64_t *a, PyObject *q, PyObject *seql
     qc = PyObject_CallMethodNoArgs(q, contiguousName);
     if (!qc || !dataPtr(qc, a[AQ])) {
       Py_XDECREF(qc);
+      Py_XDECREF(seqlensTensor);
       return nullptr;
     }
     q = qc;
@@ -383,6 +389,7 @@ PyObject *run(PreparedCallObject *self, uint64_t *a, PyObject *q, PyObject *seql
   if (!out || !dataPtr(out, op)) {
     Py_XDECREF(out);
     Py_XDECREF(qc);
+    Py_XDECREF(seqlensTensor);
     return nullptr;
   }
   PyObject *lse = nullptr, *ws = nullptr, *result = nullptr;
@@ -448,6 +455,7 @@ done:
   Py_XDECREF(lse);
   Py_DECREF(out);
   Py_XDECREF(qc);             // (stream-ordered: its block is reused only after the kernels)
+  Py_XDECREF(seqlensTensor);  // (the same)
   return result;
 }
 

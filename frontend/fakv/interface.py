@@ -185,7 +185,10 @@ _LONG_TWO_STAGES = 512
 # b128 s1K (16 blocks) -0.3 / -0.6 %; two stages at three programs an SM: b128 s8K -0.7 / +0.1 / 0.0 %, b128 s32K
 # +2.5 / +0.3 %. A bare TMA read of the same bytes in 1024 blocks (bench/stream_balance.py, session 29) is 1.3-1.6 %
 # faster with two 32 KB slots a block than with three, two blocks an SM.
-_WAVES_TWO_STAGES = 128
+# Session 39 (H100, same tool, 5 interleaved rounds, .carry/exp/s39g.sh): shorter splits too, from 16 blocks: b128 s1K
+# -1.2 / -1.0 / -1.1 % (contiguous / pages of 64 / 256), b128 s2K -0.5 %, MHA b32 s1K -1.6 %, ragged b128 s<=4K -0.5 /
+# -0.3 % (contiguous / 256).
+_WAVES_TWO_STAGES = 16
 # Heads per combine program, at most: more programs, each merging less, finish sooner even when they do not
 # fit beside decode's (H200, 32/8 d128, .carry/exp/combine_hb.py, session 15; against as many as a tile held):
 # b2 s8192 paged -3.0 %, b4 -3.8 %, b8 -3.1 % (contiguous -3.0 %), b16 -1.2 %, b8 s1024 -20.2 %, b4 s32768
@@ -315,6 +318,19 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
                  and not (paged and page_size < block_n))
     if waves_two:
         stages = 2
+    # Swapped head-dim-64 calls of one query row, no new keys, no adaptive splits and no cluster, whose pages (if
+    # any) hold a key block: two stages (a 32 KB ring), and two programs an SM when they run in several waves.
+    # H100, bench/plan_variants.py (session 39, 3 interleaved rounds, .carry/exp/s39c.sh, s39d.sh) against three
+    # stages: d64 b8 s8K -4.9 / -3.8 / -3.3 % (contiguous / pages of 64 / 256), d64 b32 s32K -4.6 / -1.5 / -2.6 %,
+    # b1 s32K -3.2 / -1.7 % (contiguous / 256), b32 s8K -3.1 %, b8 s32K -3.4 %; several waves, two programs an SM:
+    # b128 s8K -5.1 / -3.4 % (two stages alone -1.7 / -1.3 %), b128 s1K -2.6 % (-0.5 %). Not pages of 16 (a TMA box
+    # a page): b8 s8K +3.1 %, b32 s8K +1.8 %, b32 s32K +0.9 %.
+    clustered = cluster and not adaptive and num_splits in (2, 4, 8)
+    d64_two = (swap and head_tile == 64 and seqlen_q == 1 and not appending and not adaptive and not clustered
+               and not (paged and page_size < block_n))
+    if d64_two:
+        stages = 2
+    two_per_sm = waves_two or (d64_two and programs(num_splits) > slots)
     gathered = paged and page_size < block_n and (_GATHER_PAGES is True or (
         _GATHER_PAGES == "auto" and one_wave and batch * kv_heads * max_seqlen_k * head_dim * 4 >= _GATHER_BYTES))
     return {
@@ -341,21 +357,23 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
         # 153.6 (bench_grid, two runs). Not where the ring would pass
         # _RING_BYTES at head dims up to 128 (two programs per SM): swapped
         # d128's 4 x 32 KB, b128 s32K pages of 16 4107.7 -> 3751.9 us with 3
-        # (session 12, .carry/exp/ab_swap2.py).
+        # (session 12, .carry/exp/ab_swap2.py). Nor at head dim 64: H100, bench/plan_variants.py (session 39,
+        # .carry/exp/s39f.sh, s39g.sh), swapped, three stages against four, pages of 16: d64 b32 s32K -4.0 %, b8
+        # s32K -2.7 %, b128 s8K -0.7 %.
         # The heads on grid axis 1 without HEADS_FIRST (packed there).
         "decode_options": dict(stages=stages + (
-            1 if paged and page_size < block_n and per_split >= 64 and not long_two and (
+            1 if paged and page_size < block_n and per_split >= 64 and not long_two and not (swap and head_tile == 64) and (
                 head_tile > 128 or (stages + 1) * ring_stage <= _RING_BYTES) else 0),
             **({} if heads_first else dict(pack_gqa=1)), **(dict(swap_ab=True) if swap else {}),
             **(dict(gather_pages=True) if gathered else dict(row_boxes=True) if _ROW_BOXES and head_tile <= 128
-               else {}), **(dict(ctas_per_sm=2) if waves_two else {}),
+               else {}), **(dict(ctas_per_sm=2) if two_per_sm else {}),
             **(dict(warm_pages=_WARM_PAGES) if _WARM_PAGES else {})),
         "combine": dict(HEAD_DIM=head_tile, HEAD_BLOCK=head_block, MAX_SPLITS=_pow2(num_splits)),
         "combine_grid": (math.ceil(heads / head_block), seqlen_q, batch),
         "num_splits": num_splits,
         "fused_append": decode_appends(num_splits),
         "by_lengths": by_lengths,
-        "cluster": num_splits if cluster and not adaptive and num_splits in (2, 4, 8) else 0,
+        "cluster": num_splits if clustered else 0,
     }
 
 
@@ -785,9 +803,11 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
     _check(math.isfinite(scale), f"`softmax_scale` must be finite in float32 (|scale| <= 3.4e38), got "
                                  f"{softmax_scale!r}")
     # decode.py scales the scores before the masks for a scale <= 0 (as the kernel gets it: a positive scale below
-    # float32's least is 0), and with ALiBi: its slopes need not be divided by the scale (slope / scale past
-    # float32's range made the scores -inf or NaN).
-    extras["PRESCALE"] = scale <= 0 or slopes is not None
+    # float32's least is 0), with ALiBi: its slopes need not be divided by the scale (slope / scale past
+    # float32's range made the scores -inf or NaN), and for a scale whose product with log2(e), which the online
+    # softmax folds in otherwise, float32 cannot hold (above 2.36e38: every row NaN).
+    extras["PRESCALE"] = (scale <= 0 or slopes is not None
+                          or not math.isfinite(_float32(scale * 1.4426950408889634)))
     num_sms, l2 = T.device_properties(q)
     # Planned on the cache's capacity, as FlashAttention does (no data needed):
     # each program stops at its sequence's length.

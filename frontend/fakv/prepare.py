@@ -78,7 +78,10 @@ class SeqlensTensors:
     filled in that stream's order, freed in it), and one for each call
     captured into a CUDA graph (`capturing`), kept for the process's life:
     the graph reads it at every replay, and its fill runs only when the
-    graph does (an eager call never gets it)."""
+    graph does (an eager call never gets it). Returns the tensor: the
+    prepared call holds it until its kernels are queued (another thread's
+    call of the same signature may drop it from here meanwhile: its block,
+    freed, could be filled with another value before this call's decode)."""
 
     def __init__(self, batch, capacity, device, seqlen_new=0, paged=False):
         self.batch, self.capacity, self.device, self.tensors = batch, capacity, device, {}
@@ -102,7 +105,7 @@ class SeqlensTensors:
                 if len(self.tensors) >= 64:
                     self.tensors.clear()
                 self.tensors[value, stream] = t
-        return t.data_ptr()
+        return t
 
 
 _POOL = None
@@ -125,9 +128,10 @@ def specialise_all(jobs, index=None):
     jobs = [(fn.resolve() if isinstance(fn, Lazy) else fn, args, consts) for fn, args, consts in jobs]
     found = [fn.specialize_for(args, consts, compile=False) for fn, args, consts in jobs]   # the caches
     missing = [i for i, c in enumerate(found) if c is None]
-    if len(missing) == 1:
-        fn, args, consts = jobs[missing[0]]
-        found[missing[0]] = fn.specialize_for(args, consts)
+    if len(missing) == 1 or (missing and _driver_assembles()):
+        for i in missing:
+            fn, args, consts = jobs[i]
+            found[i] = fn.specialize_for(args, consts)
     elif missing:
         if _POOL is None:        # kept: each compiling thread keeps its MLIR context
             from concurrent.futures import ThreadPoolExecutor
@@ -139,6 +143,17 @@ def specialise_all(jobs, index=None):
         cache.store_index(index, [(c.entry, c.name, c.params, c.binary, c.facts) for c in found])
         INDEXED[index] = found          # (this process's next prepare: these, their kernels loaded once)
     return found
+
+
+def _driver_assembles():
+    """Whether the CUDA driver assembles PTX (FAKV_ASSEMBLER=driver, or no other found): its linker assembles for
+    the calling thread's current context, which the compile pool's threads have none of, so jobs are compiled
+    in the calling thread then."""
+    from . import ptx
+    try:
+        return ptx.assembler()[0] == "driver"
+    except Exception:  # noqa: BLE001  (none at all: the compile says so, wherever it runs)
+        return False
 
 
 def index_of(jobs):

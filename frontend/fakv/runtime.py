@@ -59,11 +59,17 @@ class GPUKernel:
     @staticmethod
     def for_device(compiled, values):
         """The GPUKernel of a specialisation, checking that its tensor
-        arguments are on the current device."""
+        arguments are all on the current device (one on another GPU would be
+        read through an address of the wrong device: an illegal address, or
+        over NVLink with peer access)."""
         import torch
-        device = next((v.get_device() for v in values if getattr(v, "is_cuda", False)), None)
+        devices = {v.get_device() for v in values if getattr(v, "is_cuda", False)}
         current = torch._C._cuda_getDevice()
-        if device is not None and device != current:
+        if len(devices) > 1:
+            raise ValueError(f"{compiled.name}: the tensors are on several devices "
+                             f"({', '.join(f'cuda:{d}' for d in sorted(devices))}); a kernel reads one device's")
+        if devices and current not in devices:
+            (device,) = devices
             raise ValueError(f"{compiled.name}: the tensors are on cuda:{device} but the current device is "
                              f"cuda:{current}; launch inside `with torch.cuda.device({device}):`")
         if compiled.kernel is None:

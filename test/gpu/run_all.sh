@@ -44,6 +44,10 @@ restore_cuda() {
   export PATH="/usr/local/cuda/bin:$PATH"
 }
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
+# pytest workers: the kvcache grid's largest cases hold up to ~10 GiB a worker (8 workers ran an 80 GB H100
+# out of memory, session 39): one worker per 16 GiB of the GPU's memory, 8 at most
+GPU_MIB=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -1)
+WORKERS=$(( ${GPU_MIB:-0} / 16384 )); WORKERS=$(( WORKERS < 1 ? 1 : WORKERS > 8 ? 8 : WORKERS ))
 echo "kernel cache: $FAKV_CACHE_DIR ($(ls "$FAKV_CACHE_DIR" | wc -l) entries)"
 for step in $STEPS; do
   case $step in
@@ -59,8 +63,8 @@ for step in $STEPS; do
     restore) restore_cuda; echo "[restore] ptxas: $(command -v ptxas || echo none)" ;;
     ir) run ir 300 python3 test/gpu/test_ir_kernels.py ;;
     frontend) run frontend 300 python3 test/gpu/test_frontend_gpu.py ;;
-    grid) run grid 540 python3 -m pytest -q -p no:cacheprovider -n 8 test/gpu/test_flash_attn.py ;;
-    kvcache) run kvcache 540 python3 -m pytest -q -p no:cacheprovider -n 8 test/gpu/test_kvcache.py ;;
+    grid) run grid 540 python3 -m pytest -q -p no:cacheprovider -n "$WORKERS" test/gpu/test_flash_attn.py ;;
+    kvcache) run kvcache 540 python3 -m pytest -q -p no:cacheprovider -n "$WORKERS" test/gpu/test_kvcache.py ;;
     demo) run demo 120 python3 scripts/demo.py ;;
     memcheck|racecheck|synccheck)
       run "$step" 400 compute-sanitizer --tool "$step" --error-exitcode 9 python3 test/gpu/sanitize.py ;;

@@ -69,3 +69,18 @@ func.func @dot_operand_of_32_columns(%p: !fakv.ptr<bf16>, %o: !fakv.ptr<f32>, %i
   fakv.store %d, %o[%i, %i] strides [%s, %s] : tensor<64x32xf32>, !fakv.ptr<f32>
   return
 }
+
+// -----
+
+// An unswapped dot of more than 256 columns is one wgmma chain the lowering cannot issue: refused here, with its
+// shape (it failed in the dot's conversion, followed by "failed to legalize").
+func.func @dot_of_512_columns(%p: !fakv.ptr<bf16>, %o: !fakv.ptr<f32>, %i: i32, %s: i64) attributes {fakv.kernel} {
+  %a = fakv.load %p[%i, %i] strides [%s, %s] : !fakv.ptr<bf16> -> tensor<64x64xbf16>
+  %b = fakv.load %p[%i, %i] strides [%s, %s] : !fakv.ptr<bf16> -> tensor<64x512xbf16>
+  %zero = arith.constant 0.0 : f32
+  %acc = fakv.splat %zero : f32 -> tensor<64x512xf32>
+  // expected-error @+1 {{'fakv.dot' op the GPU lowering (wgmma) handles N <= 256 columns, got 'tensor<64x512xf32>' (wider: several dots over 256-column parts of B, or @fakv.jit(swap_ab=True) with fewer than 64 rows)}}
+  %d = fakv.dot %a, %b, %acc : tensor<64x64xbf16>, tensor<64x512xbf16> -> tensor<64x512xf32>
+  fakv.store %d, %o[%i, %i] strides [%s, %s] : tensor<64x512xf32>, !fakv.ptr<f32>
+  return
+}

@@ -670,3 +670,60 @@ def test_session_38_mistakes_point_at_the_line(case, text, message):
     with pytest.raises(fakv.CompilationError, match=message) as e:
         mistake[(1,)](np.zeros(16, np.float32), np.zeros(16, np.float32), CASE=case)
     assert f":{line_of(mistake.fn, text)}:" in str(e.value)
+
+
+# Session 39: a review compiled kernels written from the docs for sm_90a.
+
+@fakv.jit
+def abs_and_exp(Y8, X8, Y64, X64, YB, XB):
+    fl.store(Y8, fl.abs(fl.load(X8, (16,), (0,), (1,))), (0,), (1,))
+    fl.store(Y64, fl.abs(fl.load(X64, (16,), (0,), (1,))), (0,), (1,))
+    fl.store(Y64, fl.full((1,), fl.abs(X64[0])), (16,), (1,))
+    x = fl.load(XB, (16,), (0,), (1,))
+    fl.store(YB, fl.exp(x), (0,), (1,))
+    fl.store(YB, fl.log(fl.exp2(x)), (16,), (1,))
+    fl.store(YB, fl.tanh(x), (32,), (1,))
+
+
+ABS_AND_EXP_ARGS = """
+import numpy as np, ml_dtypes
+x8 = np.array([-128, -127, -3, 0, 5] + [-1] * 11, np.int8)
+x64 = np.array([-2 ** 62, -7, 0, 9] + [-1] * 12, np.int64)
+xb = np.linspace(-3, 3, 16).astype(ml_dtypes.bfloat16)
+args = (np.zeros(16, np.int8), x8, np.zeros(17, np.int64), x64, np.zeros(48, ml_dtypes.bfloat16), xb)
+"""
+
+
+def test_abs_of_any_integer_and_exp_of_16_bit_tiles():
+    """fl.abs of i8 / i64 (|INT_MIN| is INT_MIN, as two's complement wraps) and exp / exp2 / log / tanh of bf16
+    tiles, in f32 rounded once, on the CPU path."""
+    ns = {}
+    exec(ABS_AND_EXP_ARGS, ns)
+    y8, x8, y64, x64, yb, xb = ns["args"]
+    abs_and_exp[(1,)](*ns["args"])
+    assert y8.tolist() == [-128, 127, 3, 0, 5] + [1] * 11
+    assert y64.tolist() == [2 ** 62, 7, 0, 9] + [1] * 12 + [2 ** 62]
+    xf = xb.astype(np.float32)
+    for got, want in ((yb[:16], np.exp(xf)), (yb[16:32], np.log(np.exp2(xf).astype(xb.dtype).astype(np.float32))),
+                      (yb[32:], np.tanh(xf))):
+        assert np.allclose(got.astype(np.float32), want, rtol=1e-2, atol=1e-2)
+
+
+ABS_AND_EXP_ON_THE_GPU = """
+import sys
+sys.path.insert(0, sys.argv[1])
+import test_dsl_semantics as t
+""" + ABS_AND_EXP_ARGS + """
+t.abs_and_exp[(1,)](*args)
+"""
+
+
+@needs_assembler
+def test_abs_of_any_integer_and_exp_of_16_bit_tiles_compile_for_sm90a(tmp_path):
+    """fl.abs of i8 / i64 reached LLVM IR translation as math.absi ("missing LLVMTranslationDialectInterface");
+    exp / log of bf16 tiles were refused ("takes f32 tiles") though the docs take any float tile."""
+    env = dict(os.environ, FAKV_CACHE_DIR=str(tmp_path), FAKV_COMPILE_ONLY="1")
+    out = subprocess.run([sys.executable, "-c", ABS_AND_EXP_ON_THE_GPU, os.path.dirname(__file__)], env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert [f for f in os.listdir(tmp_path) if f.endswith(".cubin")]

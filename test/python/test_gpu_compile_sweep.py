@@ -299,7 +299,8 @@ def test_pages_smaller_than_a_block_compile_for_sm90a(tmp_path):
         long_split = -(-(4032 if page == 24 else 4096) // block_n) >= 64
         ring = 2 * block_n * max(64, 1 << (d - 1).bit_length()) * 2         # a K and a V block per stage
         fits = d > 128 or (base + 1) * ring <= 96 * 1024                  # (two programs per SM up to d128)
-        assert stages == base + (1 if page < block_n and long_split and fits else 0), (d, page, stages)
+        # (swapped head dim 64 keeps three: interface._plan, session 39)
+        assert stages == base + (1 if page < block_n and long_split and fits and d > 64 else 0), (d, page, stages)
         assert smem <= 227 * 1024, (d, page, smem)
 
 
@@ -453,7 +454,7 @@ def test_every_grid_cell_plan_compiles_for_sm90a(tmp_path):
     """Each cell of bench/bench_grid.py (its 20 shapes, contiguous and in pages of 16, 64 and 256: the plans the
     H200 is measured on, caches of up to 16 GiB stood in for by arrays of one sequence's memory, stride 0 on their
     first axis) compiles to cubins in compile-only mode. The cells take every kind of plan the large calls get:
-    pages of 16 gathered or by TMA, two, three and four ring stages, splits merged by combine or in a cluster,
+    pages of 16 gathered or by TMA, two and three ring stages, two programs an SM, splits merged by combine or in a cluster,
     ragged lengths' adaptive splits, sequences longest first."""
     import json
     sys.path.insert(0, os.path.join(ROOT, "bench"))
@@ -464,7 +465,8 @@ def test_every_grid_cell_plan_compiles_for_sm90a(tmp_path):
     result, _ = _compile_only(GRID_PLANS_SCRIPT, tmp_path, json.dumps(SHAPES), json.dumps(list(LAYOUTS)), **defaults)
     assert result["failed"] == []
     plans = [json.loads(p) for p in result["plans"]]
-    assert {p[0]["stages"] for p in plans} == {2, 3, 4}
+    assert {p[0]["stages"] for p in plans} == {2, 3}      # (4: swapped d64 pages of 16 until session 39)
+    assert any(p[0].get("ctas_per_sm") == 2 for p in plans)
     assert any(p[0].get("gather_pages") for p in plans) and any(not p[0].get("gather_pages") for p in plans)
     assert any(p[1] for p in plans) and any(p[2] for p in plans)          # adaptive splits, longest first
     assert any(p[3] and not p[4] for p in plans) and any(p[4] for p in plans)   # combine, cluster

@@ -137,6 +137,22 @@ def test_grid_covers_every_feature():
     assert any(c["new_kv"] and c["page_size"] and c["has_batch_idx"] for c in CASES)
 
 
+def test_softmax_scale_near_float32s_largest():
+    """A scale whose product with log2(e) float32 cannot hold (2.36e38 to 3.4e38, the documented range's top)
+    weighs equal scores equally, as smaller ones do: every row was NaN (the online softmax's scale x log2(e)
+    became inf; a review, session 39)."""
+    q = np.full((1, 1, 2, 8), 0.01, NP_DTYPES["f16"])
+    kc = np.full((1, 4, 1, 8), 0.01, NP_DTYPES["f16"])
+    vc = np.arange(32, dtype=np.float32).reshape(1, 4, 1, 8).astype(NP_DTYPES["f16"])
+    for scale in (2.3e38, 2.4e38, 3.0e38, 3.4e38):
+        for splits in (1, 2):
+            out, lse = fakv.flash_attn_with_kvcache(q, kc, vc, softmax_scale=scale, num_splits=splits,
+                                                    return_softmax_lse=True)
+            assert np.array_equal(out[0, 0, 0].astype(np.float32), np.arange(12, 20, dtype=np.float32)), scale
+            score = np.float32(scale) * np.float32(8 * 0.01 ** 2)     # (f16 0.01 is 0.01000213623046875)
+            assert np.isfinite(lse).all() and np.allclose(lse, score + np.log(4), rtol=1e-3), (scale, lse)
+
+
 @pytest.mark.parametrize("scale", [0.0, -0.3])
 @pytest.mark.parametrize("option", ["plain", "causal", "alibi", "window", "softcap", "paged", "splits"])
 def test_softmax_scale_zero_or_negative(scale, option):

@@ -347,3 +347,88 @@ def test_launch_stream_is_the_current_stream_of_the_tensors_device(monkeypatch):
     monkeypatch.setitem(sys.modules, "torch", fake)
     assert runtime.stream_getter(1)() == 1001 and asked == [1]
     assert runtime.stream_getter()() == 1000 and asked == [1, 0]
+
+
+def test_a_launch_refuses_tensors_of_another_device(monkeypatch):
+    """runtime.GPUKernel.for_device: a launch whose tensors are on another device than the current one, or on
+    several devices, is refused (only the first tensor's device was compared: [cuda:0, cuda:1] launched on
+    device 0 with a device-1 address; a review, session 39)."""
+    import sys
+    import types
+    from fakv import runtime
+
+    class Tensor:
+        is_cuda = True
+
+        def __init__(self, device):
+            self.device = device
+
+        def get_device(self):
+            return self.device
+
+    fake = types.SimpleNamespace(_C=types.SimpleNamespace(_cuda_getDevice=lambda: 0))
+    monkeypatch.setitem(sys.modules, "torch", fake)
+    compiled = types.SimpleNamespace(name="k", kernel="loaded")
+    assert runtime.GPUKernel.for_device(compiled, [Tensor(0), 3, Tensor(0)]) == "loaded"
+    assert runtime.GPUKernel.for_device(compiled, [1.0, 2]) == "loaded"          # (no tensor: the current device)
+    for values, message in (([Tensor(0), Tensor(1)], r"several devices \(cuda:0, cuda:1\)"),
+                            ([Tensor(1), Tensor(0)], r"several devices \(cuda:0, cuda:1\)"),
+                            ([Tensor(1), 5], "on cuda:1 but the current device is cuda:0")):
+        with pytest.raises(ValueError, match=message):
+            runtime.GPUKernel.for_device(compiled, values)
+
+
+def test_the_drivers_assembler_compiles_in_the_calling_thread(monkeypatch):
+    """prepare.specialise_all compiles several missing specialisations in a pool of threads, but not when the
+    CUDA driver assembles the PTX: its linker targets the calling thread's current context, which the pool's
+    threads have none of (a review, session 39)."""
+    import threading
+    from fakv import prepare, ptx
+
+    class Fn:
+        def __init__(self):
+            self.threads = []
+
+        def specialize_for(self, args, consts, compile=True):
+            if not compile:
+                return None
+            self.threads.append(threading.current_thread().name)
+            return "compiled"
+
+    for kind, pooled in (("driver", False), ("nvjitlink", True)):
+        monkeypatch.setattr(ptx, "assembler", lambda kind=kind: (kind, "somewhere"))
+        fns = [Fn(), Fn()]
+        assert prepare.specialise_all([(f, (), {}) for f in fns]) == ["compiled", "compiled"]
+        threads = [t for f in fns for t in f.threads]
+        assert all(t.startswith("fakv-compile") for t in threads) if pooled else \
+            threads == [threading.current_thread().name] * 2, (kind, threads)
+
+
+def test_a_recipe_binds_a_context_before_the_error_word(monkeypatch):
+    """recipes.prepared, a new process's first call of a recipe's signature from a thread without a CUDA context:
+    q's device's primary context is bound before the error word's host memory is mapped (which needs one; the
+    driver refused it, and the call raised; a review, session 39)."""
+    from fakv import prepare, recipes, runtime
+    order = []
+    monkeypatch.setattr(runtime, "_word", None)
+    monkeypatch.setattr(runtime, "_early", False)
+    bound = []
+    monkeypatch.setattr(_runtime, "current_context", lambda: bound[-1] if bound else 0)
+
+    def host_mapped(n, context=None):
+        order.append("host_mapped")
+        if not bound:
+            raise RuntimeError("fakv_host_mapped: cuMemHostAlloc: invalid device context")
+        return 0x1000, 0x1000
+
+    monkeypatch.setattr(_runtime, "host_mapped", host_mapped)
+    monkeypatch.setattr(_runtime, "bind_primary_context", lambda i: (order.append(f"bind {i}"), bound.append(7)))
+    monkeypatch.setattr(recipes, "load", lambda k: {"decode": {"module": "decode", "name": "decode"}})
+    monkeypatch.setattr(prepare, "errors_for", lambda q: (order.append("errors_for"), runtime.error_word())[1])
+
+    class Q:
+        def get_device(self):
+            return 3
+
+    assert recipes.prepared("k", [Q()] + [None] * 11) is None    # (this recipe holds too little: not restored)
+    assert order[:3] == ["bind 3", "errors_for", "host_mapped"], order

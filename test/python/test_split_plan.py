@@ -137,15 +137,17 @@ def test_ragged_plan_by_the_lengths_hint(monkeypatch, request):
     ((8, 32768, 16), 3),                            # (pages of 16: one more)
     ((32, 32768, 0), 2), ((32, 32768, 16), 2), ((32, 16384, 64), 2),    # one wave of 129-512-block programs
     ((32, 65536, 0), 3), ((32, 65536, 16), 3),      # (more than 512 blocks: not measured)
-    ((32, 1024, 0), 3), ((128, 1024, 0), 3), ((128, 4096, 256), 3),     # several waves of fewer than 128 blocks
-    ((128, 8192, 16), 3),                           # (pages of 16)
-    ((128, 8192, 0), 2), ((128, 32768, 256), 2), ((64, 8192, 64), 2),   # several waves, 128 blocks or more: two an SM
+    ((32, 1024, 0), 3),                             # one wave of 16-block programs
+    ((128, 8192, 16), 3), ((128, 1024, 16), 3),     # (pages of 16)
+    ((128, 8192, 0), 2), ((128, 32768, 256), 2), ((64, 8192, 64), 2),   # several waves, 16 blocks or more: two an SM
+    ((128, 1024, 0), 2), ((128, 4096, 256), 2), ((128, 1024, 64), 2),
+    ((128, 512, 0), 3),                             # (8 blocks: not measured)
     ((8, 8192, 0), 3), ((1, 8192, 256), 3)])        # splits of fewer blocks
 def test_two_stages_where_measured_faster(shape, stages, monkeypatch, request):
     """A two-stage ring for swapped d128 calls of one wave of programs whose splits read 64-512 key blocks (split
     or not), one query row, pages of 16 one more up to 128 blocks; three elsewhere (interface._TWO_STAGES_WAVE,
     _LONG_TWO_STAGES), and under ragged plans' adaptive splits. Several waves of splits of 128 blocks or more,
-    copied by TMA, two stages too, at two programs an SM (ctas_per_sm; interface._WAVES_TWO_STAGES)."""
+    copied by TMA, two stages too, at two programs an SM (ctas_per_sm; interface._WAVES_TWO_STAGES: 16)."""
     from fakv import interface
     monkeypatch.setattr(interface, "_ADAPTIVE_SPLITS", None)     # (FAKV_ADAPTIVE_SPLITS unset)
     interface._plan.cache_clear()
@@ -153,18 +155,16 @@ def test_two_stages_where_measured_faster(shape, stages, monkeypatch, request):
     batch, seqlen, page = shape
     p = plan(batch, 1, 32, 8, 128, "bf16", bool(page), page or seqlen, seqlen, True, 0, 132, L2)
     assert p["decode_options"].get("swap_ab") and p["decode_options"]["stages"] == stages
-    several_waves = batch >= 64 and seqlen >= 8192 and page != 16
+    several_waves = batch >= 64 and seqlen >= 1024 and page != 16
     assert p["decode_options"].get("ctas_per_sm", 0) == (2 if several_waves else 0)
     if several_waves:        # not for new keys, several query rows, other head dims (not measured there)
         for other in (plan(batch, 1, 32, 8, 128, "bf16", bool(page), page or seqlen, seqlen, True, 0, 132, L2,
                            appending=True),
                       plan(batch, 2, 32, 8, 128, "bf16", bool(page), page or seqlen, seqlen, True, 0, 132, L2),
-                      plan(batch, 1, 32, 8, 64, "bf16", bool(page), page or seqlen, seqlen, True, 0, 132, L2),
                       plan(batch, 1, 32, 8, 256, "bf16", bool(page), page or seqlen, seqlen, True, 0, 132, L2)):
             assert "ctas_per_sm" not in other["decode_options"]
     mha = plan(8, 1, 32, 32, 128, "bf16", False, 8192, 8192, True, 0, 132, L2)
     assert mha["num_splits"] == 1 and mha["decode_options"]["stages"] == 2
-    assert plan(8, 1, 32, 8, 64, "bf16", False, 8192, 8192, True, 0, 132, L2)["decode_options"]["stages"] == 3
     appending = plan(32, 1, 32, 8, 128, "bf16", False, 8192, 8192, True, 0, 132, L2, appending=True)
     assert appending["decode_options"]["stages"] == 3
     assert plan(32, 2, 32, 8, 128, "bf16", False, 8192, 8192, True, 0, 132, L2)["decode_options"]["stages"] == 3
@@ -222,7 +222,7 @@ def test_longest_first_where_planned(monkeypatch, request):
     request.addfinalizer(interface._plan.cache_clear)
     p = plan(128, 1, 32, 8, 128, "bf16", True, 256, 4096, False, 0, 132, L2)
     assert p["decode"]["LONGEST_FIRST"] == 128 and p["decode_grid"] == (32, 128, 1) and p["num_splits"] == 1
-    assert p["decode_options"] == {"stages": 3, "swap_ab": True, "row_boxes": True}
+    assert p["decode_options"] == {"stages": 2, "swap_ab": True, "row_boxes": True, "ctas_per_sm": 2}
     assert plan(128, 1, 32, 8, 64, "bf16", False, 4096, 4096, False, 0, 132, L2)["decode"]["LONGEST_FIRST"] == 128
     off = [plan(32, 1, 32, 8, 128, "bf16", True, 256, 8192, False, 0, 132, L2),      # one wave
            plan(128, 1, 32, 8, 128, "bf16", True, 256, 1024, False, 0, 132, L2),     # short caches (32 blocks)
@@ -267,7 +267,8 @@ def test_swapped_dots_where_planned(monkeypatch, request):
             (64, True, 3) if setting or auto else (32, False, 4))                          # ring 4 x 32 KB: 3
         assert form(8, 1, 32, 8, 256, "bf16", True, 16, 32768, True, 0, 132, L2) == (
             (64, True, 3) if setting or auto else (64, False, 3))                          # head dim 256: 2 + 1
-        assert form(32, 1, 32, 8, 64, "bf16", True, 16, 32768, True, 0, 132, L2)[1:] == (setting or auto, 4)
+        assert form(32, 1, 32, 8, 64, "bf16", True, 16, 32768, True, 0, 132, L2)[1:] == (
+            (True, 3) if setting or auto else (False, 4))                                 # swapped d64: no fourth
         assert form(32, 16, 32, 8, 128, "bf16", True, 256, 8192, True, 0, 132, L2)[:2] == (32, False)  # 64 rows
         p = plan(32, 1, 32, 8, 128, "bf16", True, 256, 8192, True, 0, 132, L2, appending=True)
         assert (p["decode"]["BLOCK_N"], p["decode"]["NEW_N"], "swap_ab" in p["decode_options"]) == (
@@ -383,3 +384,32 @@ def test_row_boxes_by_default_and_not_where_gathered(monkeypatch, request):
     interface._plan.cache_clear()
     gathered = options(32, 8192, True, 16)                  # (one wave, 1 GiB: pages of 16 gathered)
     assert gathered.get("gather_pages") is True and "row_boxes" not in gathered
+
+
+@pytest.mark.parametrize("shape,stages,ctas", [
+    ((8, 8192, 0), 2, 0), ((8, 8192, 64), 2, 0), ((8, 8192, 256), 2, 0),      # one wave (4 splits)
+    ((32, 32768, 0), 2, 0), ((32, 32768, 256), 2, 0), ((1, 32768, 0), 2, 0), ((32, 8192, 0), 2, 0),
+    ((128, 8192, 0), 2, 2), ((128, 8192, 256), 2, 2), ((128, 1024, 0), 2, 2),  # several waves: two an SM
+    ((8, 8192, 16), 3, 0), ((32, 32768, 16), 3, 0), ((128, 8192, 16), 3, 0)])  # pages of 16: three, no fourth
+def test_head_dim_64_two_stages(shape, stages, ctas, monkeypatch, request):
+    """Swapped head-dim-64 calls of one query row ring two stages, at two programs an SM in several waves;
+    pages smaller than a key block three (not the extra fourth of head dim 128); not for new keys, several
+    query rows, adaptive splits or a cluster merge (H100, session 39: docs/gpu-results.md)."""
+    from fakv import interface
+    monkeypatch.setattr(interface, "_ADAPTIVE_SPLITS", None)
+    interface._plan.cache_clear()
+    request.addfinalizer(interface._plan.cache_clear)
+    batch, seqlen, page = shape
+    args = (batch, 1, 32, 8, 64, "bf16", bool(page), page or seqlen, seqlen, True, 0, 132, L2)
+    p = plan(*args)
+    assert p["decode_options"].get("swap_ab") and p["decode_options"]["stages"] == stages
+    assert p["decode_options"].get("ctas_per_sm", 0) == ctas
+    if page != 16:
+        for other in (plan(*args, appending=True), plan(batch, 2, *args[2:])):
+            assert other["decode_options"]["stages"] == 3 and "ctas_per_sm" not in other["decode_options"]
+    small = plan(1, 1, 32, 8, 64, "bf16", False, 1024, 1024, True, 0, 132, L2, cluster=True)
+    assert small["cluster"] and small["decode_options"]["stages"] == 3         # (merged in a cluster)
+    monkeypatch.setattr(interface, "_ADAPTIVE_SPLITS", 4)
+    interface._plan.cache_clear()
+    adaptive = plan(32, 1, 32, 8, 64, "bf16", False, 32768, 32768, True, 0, 132, L2)
+    assert adaptive["decode"]["ADAPTIVE"] and adaptive["decode_options"]["stages"] == 3
