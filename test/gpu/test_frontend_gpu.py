@@ -178,6 +178,32 @@ def test_score_modifiers():
     assert err <= 2e-3 * CAP, f"max error {err}"                # tanh.approx.f32: ~2^-11 relative
 
 
+@fakv.jit
+def abs_and_half_math(Y8, X8, Y64, X64, YB, XB):
+    fl.store(Y8, fl.abs(fl.load(X8, (16,), (0,), (1,))), (0,), (1,))
+    fl.store(Y64, fl.abs(fl.load(X64, (16,), (0,), (1,))), (0,), (1,))
+    x = fl.load(XB, (128,), (0,), (1,))
+    fl.store(YB, fl.exp(x), (0,), (1,))
+    fl.store(YB, fl.log2(fl.exp2(x)), (128,), (1,))
+    fl.store(YB, fl.tanh(x), (256,), (1,))
+
+
+def test_abs_and_half_math():
+    """fl.abs of i8 / i64 (math.absi: llvm.abs, |INT_MIN| wrapping as torch's) and exp / exp2 / log2 / tanh of a
+    bf16 tile (in f32 with the approximate instructions, rounded back once); session 39."""
+    x8 = torch.tensor([-128, -127, -3, 0, 5] + [-1] * 11, dtype=torch.int8, device="cuda")
+    x64 = torch.tensor([-2 ** 62, -7, 0, 9] + [-1] * 12, dtype=torch.int64, device="cuda")
+    xb = torch.linspace(-3, 3, 128, device="cuda").bfloat16()
+    y8, y64, yb = torch.zeros_like(x8), torch.zeros_like(x64), torch.zeros(384, dtype=torch.bfloat16, device="cuda")
+    abs_and_half_math[(1,)](y8, x8, y64, x64, yb, xb)
+    torch.cuda.synchronize()
+    assert torch.equal(y8, torch.abs(x8)) and torch.equal(y64, torch.abs(x64))
+    xf = xb.float()
+    for got, want in ((yb[:128], torch.exp(xf)), (yb[128:256], torch.log2(torch.exp2(xf).bfloat16().float())),
+                      (yb[256:], torch.tanh(xf))):
+        assert torch.allclose(got.float(), want.bfloat16().float(), rtol=1e-2, atol=1e-2), (got, want)
+
+
 def test_dlpack_arrays():
     cp = pytest.importorskip("cupy")
     x = cp.arange(1000, dtype=cp.float32)
@@ -719,6 +745,9 @@ def compile_all():
     axpy[(8,)](np.zeros(1000, np.float32), np.zeros(1000, np.float32), 1000, 2.0, BLOCK=128)
     tile_stats[(1,)](np.zeros(1000, np.int32), np.zeros((2, 1024), np.float32), np.zeros(8, np.int32),
                      np.zeros(2, np.float32), 1000, BLOCK=1024)
+    import ml_dtypes
+    i8, i64, bf16 = np.zeros(16, np.int8), np.zeros(16, np.int64), np.zeros(384, ml_dtypes.bfloat16)
+    abs_and_half_math[(1,)](i8, i8, i64, i64, bf16, bf16[:128])
     for page, splits in [(None, 1), (256, 3), (16, 0)]:
         test_readme_variant(page, splits)
     for page, splits in [(256, 1), (16, 3)]:
@@ -739,7 +768,7 @@ def compile_all():
 
 def run_all():
     """Without pytest: every test, a line each."""
-    cases = [(test_score_modifiers, ()), (test_dlpack_arrays, ())]
+    cases = [(test_score_modifiers, ()), (test_dlpack_arrays, ()), (test_abs_and_half_math, ())]
     cases += [(test_tile_reductions_to_scalars, (n,)) for n in (1000, 77)]
     cases += [(test_cluster_gather, ())] + [(test_cluster_splits, c) for c in [(None, 0), (16, 2), (256, 0)]]
     cases += [(test_longest_first_batch, (p,)) for p in (None, 16, 256)]
