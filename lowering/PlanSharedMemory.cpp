@@ -200,8 +200,16 @@ struct PlanSharedMemoryPass
           planSharedMemory(func);
           int64_t bytes = func->getAttrOfType<IntegerAttr>(kSmemBytesAttr).getInt();
           if (bytes > kMaxSmemBytes) {
+            bool rings = func.walk([](fakvgpu::AllocRingOp) { return WalkResult::interrupt(); })
+                             .wasInterrupted();
+            // (each dot operand copied to shared memory has a buffer of its own for the whole kernel: one in a
+            // loop's body serves every iteration, an unrolled one each copy)
             func.emitError() << "needs " << bytes << " bytes of shared memory; a block has at most "
-                             << kMaxSmemBytes << " on sm_90 (fewer stages or smaller tiles)";
+                             << kMaxSmemBytes << " on sm_90 ("
+                             << (rings ? "fewer stages or smaller tiles"
+                                       : "smaller tiles, or the dots in an fl.range loop rather than unrolled: "
+                                         "each dot operand in shared memory keeps a buffer of its own")
+                             << ")";
             tooBig = true;
           }
         })) || tooBig)

@@ -727,3 +727,35 @@ def test_abs_of_any_integer_and_exp_of_16_bit_tiles_compile_for_sm90a(tmp_path):
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert [f for f in os.listdir(tmp_path) if f.endswith(".cubin")]
+
+
+@fakv.jit
+def unrolled_dots(A, B, C, R: fl.constexpr):
+    acc = fl.zeros((16, 64))
+    for i in fl.static_range(R):
+        acc = fl.dot(fl.load(A, (16, 64), (0, i * 64), (R * 64, 1)), fl.load(B, (64, 64), (i * 64, 0), (64, 1)), acc)
+    fl.store(C, acc, (0, 0), (64, 1))
+
+
+UNROLLED_DOTS_ON_THE_GPU = """
+import sys, numpy as np, ml_dtypes
+sys.path.insert(0, sys.argv[1])
+import test_dsl_semantics as t
+R = int(sys.argv[2])
+bf = ml_dtypes.bfloat16
+t.unrolled_dots[(1,)](np.zeros((16, R * 64), bf), np.zeros((R * 64, 64), bf), np.zeros((16, 64), np.float32), R=R)
+"""
+
+
+@needs_assembler
+def test_unrolled_dots_past_shared_memory_say_why(tmp_path):
+    """Each dot operand copied to shared memory keeps a buffer of its own: 16 unrolled dots need 257 KiB, and the
+    message said "fewer stages" of a kernel without any; it names the unrolling (4 compile)."""
+    env = dict(os.environ, FAKV_CACHE_DIR=str(tmp_path), FAKV_COMPILE_ONLY="1")
+    run = lambda r: subprocess.run([sys.executable, "-c", UNROLLED_DOTS_ON_THE_GPU, os.path.dirname(__file__),  # noqa: E731
+                                    str(r)], env=env, capture_output=True, text=True, timeout=300)
+    assert run(4).returncode == 0
+    out = run(16)
+    assert out.returncode != 0
+    assert "bytes of shared memory; a block has at most 232448 on sm_90 (smaller tiles, or the dots in an " \
+           "fl.range loop rather than unrolled" in out.stderr, out.stderr[-2000:]
