@@ -135,6 +135,17 @@ struct ConvertFakvGPUToNVVMPass
                              /*isConstant=*/false, LLVM::Linkage::External, kSmemSymbol,
                              Attribute(), /*alignment=*/1024, /*addrSpace=*/3);
     }
+    // A pattern that refuses an op says why; the driver's own "failed to
+    // legalize" for that op after it is noise (it read as a second error).
+    bool explained = false;
+    ScopedDiagnosticHandler quiet(ctx, [&](Diagnostic &d) -> LogicalResult {
+      if (d.getSeverity() != DiagnosticSeverity::Error)
+        return failure();
+      if (explained && StringRef(d.str()).starts_with("failed to legalize operation"))
+        return success();                    // (dropped)
+      explained = true;
+      return failure();                      // (on to the other handlers)
+    });
     if (failed(applyPartialConversion(module, target, std::move(patterns))))
       return signalPassFailure();
   }
