@@ -136,14 +136,15 @@ struct ConvertFakvGPUToNVVMPass
                              Attribute(), /*alignment=*/1024, /*addrSpace=*/3);
     }
     // A pattern that refuses an op says why; the driver's own "failed to
-    // legalize" for that op after it is noise (it read as a second error).
-    bool explained = false;
+    // legalize" for that op (at its location) after it is noise (it read as
+    // a second error). Other ops' are kept.
+    llvm::DenseSet<Location> explained;
     ScopedDiagnosticHandler quiet(ctx, [&](Diagnostic &d) -> LogicalResult {
       if (d.getSeverity() != DiagnosticSeverity::Error)
         return failure();
-      if (explained && StringRef(d.str()).starts_with("failed to legalize operation"))
-        return success();                    // (dropped)
-      explained = true;
+      if (StringRef(d.str()).starts_with("failed to legalize operation"))
+        return success(explained.contains(d.getLocation()));   // (success: dropped)
+      explained.insert(d.getLocation());
       return failure();                      // (on to the other handlers)
     });
     if (failed(applyPartialConversion(module, target, std::move(patterns))))

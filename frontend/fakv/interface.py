@@ -318,19 +318,21 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
                  and not (paged and page_size < block_n))
     if waves_two:
         stages = 2
-    # Swapped head-dim-64 calls of one query row, no new keys, no adaptive splits and no cluster, whose pages (if
-    # any) hold a key block: two stages (a 32 KB ring), and two programs an SM when they run in several waves.
+    # Swapped head-dim-64 calls (64 exactly: what was measured) of one query row, no new keys, no adaptive splits and
+    # no cluster (d64), whose pages (if any) hold a key block: two stages (a 32 KB ring), and two programs an SM when
+    # they run in several waves of splits of _WAVES_TWO_STAGES blocks or more. Their smaller pages: three stages, not
+    # the fourth below.
     # H100, bench/plan_variants.py (session 39, 3 interleaved rounds, .carry/exp/s39c.sh, s39d.sh) against three
     # stages: d64 b8 s8K -4.9 / -3.8 / -3.3 % (contiguous / pages of 64 / 256), d64 b32 s32K -4.6 / -1.5 / -2.6 %,
     # b1 s32K -3.2 / -1.7 % (contiguous / 256), b32 s8K -3.1 %, b8 s32K -3.4 %; several waves, two programs an SM:
     # b128 s8K -5.1 / -3.4 % (two stages alone -1.7 / -1.3 %), b128 s1K -2.6 % (-0.5 %). Not pages of 16 (a TMA box
     # a page): b8 s8K +3.1 %, b32 s8K +1.8 %, b32 s32K +0.9 %.
     clustered = cluster and not adaptive and num_splits in (2, 4, 8)
-    d64_two = (swap and head_tile == 64 and seqlen_q == 1 and not appending and not adaptive and not clustered
-               and not (paged and page_size < block_n))
+    d64 = swap and head_dim == 64 and seqlen_q == 1 and not appending and not adaptive and not clustered
+    d64_two = d64 and not (paged and page_size < block_n)
     if d64_two:
         stages = 2
-    two_per_sm = waves_two or (d64_two and programs(num_splits) > slots)
+    two_per_sm = waves_two or (d64_two and programs(num_splits) > slots and per_split >= _WAVES_TWO_STAGES)
     gathered = paged and page_size < block_n and (_GATHER_PAGES is True or (
         _GATHER_PAGES == "auto" and one_wave and batch * kv_heads * max_seqlen_k * head_dim * 4 >= _GATHER_BYTES))
     return {
@@ -362,7 +364,7 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
         # s32K -2.7 %, b128 s8K -0.7 %.
         # The heads on grid axis 1 without HEADS_FIRST (packed there).
         "decode_options": dict(stages=stages + (
-            1 if paged and page_size < block_n and per_split >= 64 and not long_two and not (swap and head_tile == 64) and (
+            1 if paged and page_size < block_n and per_split >= 64 and not long_two and not d64 and (
                 head_tile > 128 or (stages + 1) * ring_stage <= _RING_BYTES) else 0),
             **({} if heads_first else dict(pack_gqa=1)), **(dict(swap_ab=True) if swap else {}),
             **(dict(gather_pages=True) if gathered else dict(row_boxes=True) if _ROW_BOXES and head_tile <= 128

@@ -47,7 +47,8 @@ nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
 # pytest workers: the kvcache grid's largest cases hold up to ~10 GiB a worker (8 workers ran an 80 GB H100
 # out of memory, session 39): one worker per 16 GiB of the GPU's memory, 8 at most
 GPU_MIB=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -1)
-WORKERS=$(( ${GPU_MIB:-0} / 16384 )); WORKERS=$(( WORKERS < 1 ? 1 : WORKERS > 8 ? 8 : WORKERS ))
+[[ $GPU_MIB =~ ^[0-9]+$ ]] || GPU_MIB=0      # ([N/A], or nothing: one worker)
+WORKERS=$(( GPU_MIB / 16384 )); WORKERS=$(( WORKERS < 1 ? 1 : WORKERS > 8 ? 8 : WORKERS ))
 echo "kernel cache: $FAKV_CACHE_DIR ($(ls "$FAKV_CACHE_DIR" | wc -l) entries)"
 for step in $STEPS; do
   case $step in

@@ -146,7 +146,7 @@ def test_ragged_plan_by_the_lengths_hint(monkeypatch, request):
 def test_two_stages_where_measured_faster(shape, stages, monkeypatch, request):
     """A two-stage ring for swapped d128 calls of one wave of programs whose splits read 64-512 key blocks (split
     or not), one query row, pages of 16 one more up to 128 blocks; three elsewhere (interface._TWO_STAGES_WAVE,
-    _LONG_TWO_STAGES), and under ragged plans' adaptive splits. Several waves of splits of 128 blocks or more,
+    _LONG_TWO_STAGES), and under ragged plans' adaptive splits. Several waves of splits of 16 blocks or more,
     copied by TMA, two stages too, at two programs an SM (ctas_per_sm; interface._WAVES_TWO_STAGES: 16)."""
     from fakv import interface
     monkeypatch.setattr(interface, "_ADAPTIVE_SPLITS", None)     # (FAKV_ADAPTIVE_SPLITS unset)
@@ -407,6 +407,15 @@ def test_head_dim_64_two_stages(shape, stages, ctas, monkeypatch, request):
     if page != 16:
         for other in (plan(*args, appending=True), plan(batch, 2, *args[2:])):
             assert other["decode_options"]["stages"] == 3 and "ctas_per_sm" not in other["decode_options"]
+    fourth = page == 16 and batch >= 32         # (unsplit: 128 or 512 blocks a program; b8 s8K: 4 splits of 32)
+    if page == 16:      # (the fourth stage of smaller pages stays where the rule does not reach: new keys, 2 rows)
+        for other in (plan(*args, appending=True), plan(batch, 2, *args[2:])):
+            assert other["decode_options"]["stages"] == (4 if fourth else 3), other["decode_options"]
+    for d in (32, 48):  # (head dims below 64 share its tiles, not its measurements)
+        other = plan(batch, 1, 32, 8, d, *args[5:])["decode_options"]
+        assert other["stages"] == (4 if fourth else 3) and "ctas_per_sm" not in other
+    short = plan(128, 1, 32, 8, 64, "bf16", False, 512, 512, True, 0, 132, L2)     # several waves of 8 blocks
+    assert short["decode_options"]["stages"] == 2 and "ctas_per_sm" not in short["decode_options"]
     small = plan(1, 1, 32, 8, 64, "bf16", False, 1024, 1024, True, 0, 132, L2, cluster=True)
     assert small["cluster"] and small["decode_options"]["stages"] == 3         # (merged in a cluster)
     monkeypatch.setattr(interface, "_ADAPTIVE_SPLITS", 4)
