@@ -370,7 +370,9 @@ def Fakv_PagedLoadOp : Fakv_Op<"paged_load", [AttrSizedOperandSegments,
     `r + leftpad` must not be negative (the CPU path reads such rows as
     zero; the GPU's reads are undefined there). On the GPU the tile is a dot's B
     operand (K, or V) that fakv-pipeline copies into shared memory, one tile
-    an iteration of an `scf.for` at rows `iv * tile_rows`; other uses are
+    an iteration of an `scf.for` (typically at rows `iv * tile_rows`): its
+    operands computed, without side effects but `fakv.load_scalar`, from
+    the loop's index and values defined before the loop; other uses are
     refused.
 
     ```mlir
