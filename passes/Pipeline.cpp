@@ -135,7 +135,11 @@ LogicalResult pipelineLoop(scf::ForOp loop, unsigned stages,
   if (loads.empty())
     return success();
   if (!loop.getInductionVar().getType().isInteger(32))
-    return loop.emitOpError() << "a pipelined loop counts in i32";
+    return loop.emitOpError()
+           << "a pipelined loop (its fakv.paged_load tiles copied ahead into shared memory) counts in i32, got "
+           << loop.getInductionVar().getType()
+           << " (fl.range counts in i64 with a negative or run-time step, or i64 bounds: a positive constant "
+              "step over i32 bounds)";
 
   Location loc = loop.getLoc();
   MLIRContext *ctx = loop.getContext();

@@ -759,3 +759,41 @@ def test_unrolled_dots_past_shared_memory_say_why(tmp_path):
     assert out.returncode != 0
     assert "bytes of shared memory; a block has at most 232448 on sm_90 (smaller tiles, or the dots in an " \
            "fl.range loop rather than unrolled" in out.stderr, out.stderr[-2000:]
+
+
+@fakv.jit
+def paged_backwards(Q, Kc, BT, O, n, num_pages, page_size, sp, sr, sh, D: fl.constexpr, BN: fl.constexpr):
+    q = fl.load(Q, (16, D), (0, 0), (D, 1))
+    acc = fl.zeros((16, BN))
+    for j in fl.range(n - BN, -1, -BN):
+        acc = fl.dot(q, fl.paged_load(Kc, 0, j, BN, D, n, page_size, num_pages, (sp, sr, sh), table=BT), acc,
+                     trans_b=True)
+    fl.store(O, acc, (0, 0), (BN, 1))
+
+
+PAGED_BACKWARDS = """
+import sys, numpy as np, ml_dtypes
+sys.path.insert(0, sys.argv[1])
+import test_dsl_semantics as t
+bf = ml_dtypes.bfloat16
+kc = np.ones((4, 64, 1, 64), bf)
+out = np.zeros((16, 64), np.float32)
+t.paged_backwards[(1,)](np.ones((16, 64), bf), kc, np.array([2, 0, 3, 1], np.int32), out, 128, 4, 64,
+                        *(s // 2 for s in kc.strides[:3]), D=64, BN=64)
+print(out[0, 0])
+"""
+
+
+@needs_assembler
+def test_a_pipelined_loop_counting_down_says_why(tmp_path):
+    """A paged_load loop with a negative step counts in i64 (docs/frontend.md), which fakv-pipeline does not take:
+    the message said only "counts in i32"; it names what it got and what counts in i32. The CPU path runs it."""
+    run = lambda **env: subprocess.run([sys.executable, "-c", PAGED_BACKWARDS, os.path.dirname(__file__)],  # noqa: E731
+                                       env=dict(os.environ, FAKV_CACHE_DIR=str(tmp_path), **env), capture_output=True,
+                                       text=True, timeout=300)
+    cpu = run()
+    assert cpu.returncode == 0 and float(cpu.stdout.split()[-1]) == 2 * 64.0, cpu.stderr[-2000:]   # (2 blocks of 64)
+    gpu = run(FAKV_COMPILE_ONLY="1")
+    assert gpu.returncode != 0
+    assert "a pipelined loop (its fakv.paged_load tiles copied ahead into shared memory) counts in i32, got 'i64' " \
+           "(fl.range counts in i64 with a negative or run-time step" in gpu.stderr, gpu.stderr[-2000:]
