@@ -43,7 +43,7 @@ struct PreparedCallObject {
   uint64_t layout[8];                 // the caches' dims and strides
   unsigned long long wsBytes, partOutBytes, partLseBytes;
   int returnLse, copyQ, earlyDecode;  // earlyDecode: decode launched programmatically too
-  PyObject *emptyLike, *emptyLse, *rawAlloc, *rawDelete, *stream, *seqlensAddress, *emptyWorkspace;
+  PyObject *emptyLike, *emptyLse, *rawAlloc, *rawDelete, *stream, *seqlensTensorOf, *emptyWorkspace;
   PyObject *kernels;                  // the two Kernel objects, kept alive
   void *context;                      // the CUDA context it was prepared in (its tensors' device)
 };
@@ -123,10 +123,10 @@ int PreparedCall_init(PreparedCallObject *self, PyObject *args, PyObject *kwargs
   static const char *keywords[] = {
       "decode", "decode_grid", "decode_args", "decode_slots", "combine", "combine_grid",
       "combine_args", "cache_layout", "ws_bytes", "part_out_bytes", "part_lse_bytes", "return_lse",
-      "copy_q", "empty_like", "empty_lse", "raw_alloc", "raw_delete", "stream", "seqlens_address",
+      "copy_q", "empty_like", "empty_lse", "raw_alloc", "raw_delete", "stream", "seqlens_tensor",
       "empty_workspace", "early_decode", "combine_slots", nullptr};
   PyObject *decode, *dgrid, *dargs, *dslots, *combine, *cgrid, *cargs, *layout, *cslots = nullptr;
-  PyObject *emptyLike, *emptyLse, *rawAlloc, *rawDelete, *stream, *seqlensAddress, *emptyWorkspace;
+  PyObject *emptyLike, *emptyLse, *rawAlloc, *rawDelete, *stream, *seqlensTensorOf, *emptyWorkspace;
   if (self->decode) {                 // (its launches hold borrowed kernels: kept as they are)
     PyErr_SetString(PyExc_TypeError, "a PreparedCall is initialised once");
     return -1;
@@ -135,7 +135,7 @@ int PreparedCall_init(PreparedCallObject *self, PyObject *args, PyObject *kwargs
           args, kwargs, "OOOOOOOOKKKppOOOOOOO|pO", const_cast<char **>(keywords), &decode, &dgrid,
           &dargs, &dslots, &combine, &cgrid, &cargs, &layout, &self->wsBytes, &self->partOutBytes,
           &self->partLseBytes, &self->returnLse, &self->copyQ, &emptyLike, &emptyLse, &rawAlloc,
-          &rawDelete, &stream, &seqlensAddress, &emptyWorkspace, &self->earlyDecode, &cslots))
+          &rawDelete, &stream, &seqlensTensorOf, &emptyWorkspace, &self->earlyDecode, &cslots))
     return -1;
   self->decode = new Launch();
   if (!pack(*self->decode, decode, dgrid, dargs))
@@ -161,8 +161,8 @@ int PreparedCall_init(PreparedCallObject *self, PyObject *args, PyObject *kwargs
                         &self->layout[7]))
     return -1;
   PyObject **keep[] = {&self->emptyLike, &self->emptyLse, &self->rawAlloc, &self->rawDelete,
-                       &self->stream, &self->seqlensAddress, &self->emptyWorkspace};
-  PyObject *given[] = {emptyLike, emptyLse, rawAlloc, rawDelete, stream, seqlensAddress, emptyWorkspace};
+                       &self->stream, &self->seqlensTensorOf, &self->emptyWorkspace};
+  PyObject *given[] = {emptyLike, emptyLse, rawAlloc, rawDelete, stream, seqlensTensorOf, emptyWorkspace};
   for (int i = 0; i < 7; ++i) {
     Py_INCREF(given[i]);
     Py_XSETREF(*keep[i], given[i]);
@@ -187,7 +187,7 @@ void PreparedCall_dealloc(PreparedCallObject *self) {
   Py_XDECREF(self->rawAlloc);
   Py_XDECREF(self->rawDelete);
   Py_XDECREF(self->stream);
-  Py_XDECREF(self->seqlensAddress);
+  Py_XDECREF(self->seqlensTensorOf);
   Py_XDECREF(self->emptyWorkspace);
   Py_XDECREF(self->kernels);
   Py_TYPE(self)->tp_free(reinterpret_cast<PyObject *>(self));
@@ -363,7 +363,7 @@ PyObject *run(PreparedCallObject *self, uint64_t *a, PyObject *q, PyObject *seql
     PyObject *handle = PyLong_FromUnsignedLongLong(stream);
     if (!handle)
       return nullptr;
-    seqlensTensor = PyObject_CallFunctionObjArgs(self->seqlensAddress, seqlens, capturing ? Py_True : Py_False,
+    seqlensTensor = PyObject_CallFunctionObjArgs(self->seqlensTensorOf, seqlens, capturing ? Py_True : Py_False,
                                                  handle, nullptr);
     Py_DECREF(handle);
     if (!seqlensTensor || !dataPtr(seqlensTensor, a[ASeqlens])) {

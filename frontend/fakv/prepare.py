@@ -54,7 +54,8 @@ def errors_for(like):
     process's error word (a runtime.Pointer) on the GPU, a fresh int32 array
     on the CPU path."""
     if T.device(like) == "cuda":
-        return runtime.Pointer(runtime.error_word(), "i32", T.device_index(like))
+        device = T.device_index(like)
+        return runtime.Pointer(runtime.error_word(device=device), "i32", device)
     import numpy as np
     return np.zeros(1, np.int32)
 
@@ -261,7 +262,7 @@ def call(decode, decode_args, decode_consts, decode_grid, combine, combine_args,
         return_lse=bool(return_lse), copy_q=bool(copy_q), empty_like=torch.empty_like,
         empty_lse=functools.partial(torch.empty, lse_shape, dtype=torch.float32, device=q.device),
         raw_alloc=raw_alloc, raw_delete=raw_delete, stream=runtime.stream_getter(dev),
-        seqlens_address=SeqlensTensors(q.shape[0], capacity, q.device, seqlen_new, paged),
+        seqlens_tensor=SeqlensTensors(q.shape[0], capacity, q.device, seqlen_new, paged),
         empty_workspace=lambda n: torch.empty(n // 4, dtype=torch.float32, device=device),
         early_decode=bool(early_decode), combine_slots=combine_slots)
 

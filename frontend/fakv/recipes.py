@@ -201,13 +201,6 @@ def prepared(k, arguments):
     if r is None:
         return None
     q = arguments[0]
-    from . import _runtime
-    try:
-        unbound = not _runtime.current_context()
-    except RuntimeError:                 # (no CUDA driver: nothing to bind, the call's pieces are stand-ins)
-        unbound = False
-    if unbound:       # a thread whose first CUDA work this is: the error word's host memory needs a context
-        _runtime.bind_primary_context(q.get_device())       # (prepare.call would bind it, later)
     try:
         errors, dev = prepare.errors_for(q), q.get_device()
         decode = prepare.Lazy.get(r["decode"]["module"], r["decode"]["name"], **options_of(r["decode"]))

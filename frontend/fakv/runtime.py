@@ -138,17 +138,23 @@ def error_code(kind, row_base=0):
     return (kind << _ROW_BITS) + row_base
 
 
-def error_word(context=None):
+def error_word(context=None, device=None):
     """The address of the error word (allocated at first use, or by
     start_error_word's native thread: then waited for; `context`: the CUDA
-    context to allocate in, made current in this thread)."""
+    context to allocate in, made current in this thread; else, in a thread
+    without a current context, `device`'s primary context is bound first:
+    host memory is mapped in a context)."""
     global _word, _take
     if _word is None:
         with _word_lock:
             if _word is None:
                 from . import _runtime
                 _take = _runtime.take_word
-                _word = (_early and _runtime.wait_host_mapped()) or _runtime.host_mapped(64, context)
+                _word = _early and _runtime.wait_host_mapped()
+                if not _word:
+                    if context is None and device is not None and not _runtime.current_context():
+                        _runtime.bind_primary_context(device)
+                    _word = _runtime.host_mapped(64, context)
     return _word
 
 

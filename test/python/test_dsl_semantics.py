@@ -618,6 +618,20 @@ def test_one_of_two_pointers():
         assert y.tolist() == want
 
 
+def _script(script, cache, *args, gpu=True):
+    """`script` in a fresh process with this folder as its argv[1] (then `args`), its kernel cache in `cache`,
+    compile-only for the GPU unless `gpu` is False (the CPU path): the finished process."""
+    env = dict(os.environ, FAKV_CACHE_DIR=str(cache), **({"FAKV_COMPILE_ONLY": "1"} if gpu else {}))
+    return subprocess.run([sys.executable, "-c", script, os.path.dirname(__file__), *map(str, args)], env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def _compiles_for_sm90a(script, cache):
+    out = _script(script, cache)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert [f for f in os.listdir(cache) if f.endswith(".cubin")]
+
+
 PICK_ON_THE_GPU = """
 import sys, numpy as np
 sys.path.insert(0, sys.argv[1])
@@ -631,11 +645,7 @@ t.pick[(1,)](np.zeros(4, np.float32), a, a, 1)
 def test_one_of_two_pointers_compiles_for_sm90a(tmp_path):
     """The canonicaliser folds the pick's scf.if into an arith.select of pointers, which the GPU lowering had no
     pattern for ("failed to legalize operation 'arith.select'")."""
-    env = dict(os.environ, FAKV_CACHE_DIR=str(tmp_path), FAKV_COMPILE_ONLY="1")
-    out = subprocess.run([sys.executable, "-c", PICK_ON_THE_GPU, os.path.dirname(__file__)], env=env,
-                         capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, out.stderr[-2000:]
-    assert [f for f in os.listdir(tmp_path) if f.endswith(".cubin")]
+    _compiles_for_sm90a(PICK_ON_THE_GPU, tmp_path)
 
 
 @fakv.jit
@@ -722,11 +732,7 @@ t.abs_and_exp[(1,)](*args)
 def test_abs_of_any_integer_and_exp_of_16_bit_tiles_compile_for_sm90a(tmp_path):
     """fl.abs of i8 / i64 reached LLVM IR translation as math.absi ("missing LLVMTranslationDialectInterface");
     exp / log of bf16 tiles were refused ("takes f32 tiles") though the docs take any float tile."""
-    env = dict(os.environ, FAKV_CACHE_DIR=str(tmp_path), FAKV_COMPILE_ONLY="1")
-    out = subprocess.run([sys.executable, "-c", ABS_AND_EXP_ON_THE_GPU, os.path.dirname(__file__)], env=env,
-                         capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, out.stderr[-2000:]
-    assert [f for f in os.listdir(tmp_path) if f.endswith(".cubin")]
+    _compiles_for_sm90a(ABS_AND_EXP_ON_THE_GPU, tmp_path)
 
 
 @fakv.jit
@@ -751,11 +757,8 @@ t.unrolled_dots[(1,)](np.zeros((16, R * 64), bf), np.zeros((R * 64, 64), bf), np
 def test_unrolled_dots_past_shared_memory_say_why(tmp_path):
     """Each dot operand copied to shared memory keeps a buffer of its own: 16 unrolled dots need 257 KiB, and the
     message said "fewer stages" of a kernel without any; it names the unrolling (4 compile)."""
-    env = dict(os.environ, FAKV_CACHE_DIR=str(tmp_path), FAKV_COMPILE_ONLY="1")
-    run = lambda r: subprocess.run([sys.executable, "-c", UNROLLED_DOTS_ON_THE_GPU, os.path.dirname(__file__),  # noqa: E731
-                                    str(r)], env=env, capture_output=True, text=True, timeout=300)
-    assert run(4).returncode == 0
-    out = run(16)
+    assert _script(UNROLLED_DOTS_ON_THE_GPU, tmp_path, 4).returncode == 0
+    out = _script(UNROLLED_DOTS_ON_THE_GPU, tmp_path, 16)
     assert out.returncode != 0
     assert "bytes of shared memory; a block has at most 232448 on sm_90 (smaller tiles, or the dots in an " \
            "fl.range loop rather than unrolled" in out.stderr, out.stderr[-2000:]
@@ -788,12 +791,9 @@ print(out[0, 0])
 def test_a_pipelined_loop_counting_down_says_why(tmp_path):
     """A paged_load loop with a negative step counts in i64 (docs/frontend.md), which fakv-pipeline does not take:
     the message said only "counts in i32"; it names what it got and what counts in i32. The CPU path runs it."""
-    run = lambda **env: subprocess.run([sys.executable, "-c", PAGED_BACKWARDS, os.path.dirname(__file__)],  # noqa: E731
-                                       env=dict(os.environ, FAKV_CACHE_DIR=str(tmp_path), **env), capture_output=True,
-                                       text=True, timeout=300)
-    cpu = run()
+    cpu = _script(PAGED_BACKWARDS, tmp_path, gpu=False)
     assert cpu.returncode == 0 and float(cpu.stdout.split()[-1]) == 2 * 64.0, cpu.stderr[-2000:]   # (2 blocks of 64)
-    gpu = run(FAKV_COMPILE_ONLY="1")
+    gpu = _script(PAGED_BACKWARDS, tmp_path)
     assert gpu.returncode != 0
     assert "a pipelined loop (its fakv.paged_load tiles copied ahead into shared memory) counts in i32, got 'i64' " \
            "(fl.range counts in i64 with a negative or run-time step" in gpu.stderr, gpu.stderr[-2000:]

@@ -263,7 +263,7 @@ def test_prepared_call_arguments_are_checked():
     args = dict(decode=decode, decode_grid=(1, 1, 1), decode_args=[0] * 42, decode_slots=list(range(16)),
                 combine=small, combine_grid=(1, 1, 1), combine_args=[0, 0], cache_layout=(1,) * 8, ws_bytes=4,
                 part_out_bytes=0, part_lse_bytes=0, return_lse=False, copy_q=False, empty_like=None,
-                empty_lse=None, raw_alloc=None, raw_delete=None, stream=None, seqlens_address=None,
+                empty_lse=None, raw_alloc=None, raw_delete=None, stream=None, seqlens_tensor=None,
                 empty_workspace=None)
     with pytest.raises(ValueError, match="combine slot 2 is not a pointer parameter"):
         _runtime.PreparedCall(**args)
@@ -404,31 +404,36 @@ def test_the_drivers_assembler_compiles_in_the_calling_thread(monkeypatch):
             threads == [threading.current_thread().name] * 2, (kind, threads)
 
 
-def test_a_recipe_binds_a_context_before_the_error_word(monkeypatch):
-    """recipes.prepared, a new process's first call of a recipe's signature from a thread without a CUDA context:
-    q's device's primary context is bound before the error word's host memory is mapped (which needs one; the
-    driver refused it, and the call raised; a review, session 39)."""
-    from fakv import prepare, recipes, runtime
-    order = []
+def test_the_error_word_binds_a_context_first(monkeypatch):
+    """prepare.errors_for on a GPU tensor, in a thread without a CUDA context (a new process's first call prepared
+    from a recipe, before anything bound one): the tensor's device's primary context is bound before the error word's
+    host memory is mapped (which needs one: the driver refused it, and the call raised; a review, session 39). Not
+    when a context is current, nor once the word exists."""
+    from fakv import prepare, runtime
+    order, bound = [], []
     monkeypatch.setattr(runtime, "_word", None)
     monkeypatch.setattr(runtime, "_early", False)
-    bound = []
     monkeypatch.setattr(_runtime, "current_context", lambda: bound[-1] if bound else 0)
 
     def host_mapped(n, context=None):
         order.append("host_mapped")
         if not bound:
             raise RuntimeError("fakv_host_mapped: cuMemHostAlloc: invalid device context")
-        return 0x1000, 0x1000
+        return 0x1000
 
     monkeypatch.setattr(_runtime, "host_mapped", host_mapped)
     monkeypatch.setattr(_runtime, "bind_primary_context", lambda i: (order.append(f"bind {i}"), bound.append(7)))
-    monkeypatch.setattr(recipes, "load", lambda k: {"decode": {"module": "decode", "name": "decode"}})
-    monkeypatch.setattr(prepare, "errors_for", lambda q: (order.append("errors_for"), runtime.error_word())[1])
 
     class Q:
+        __module__ = "torch"
+        is_cuda = True
+
         def get_device(self):
             return 3
 
-    assert recipes.prepared("k", [Q()] + [None] * 11) is None    # (this recipe holds too little: not restored)
-    assert order[:3] == ["bind 3", "errors_for", "host_mapped"], order
+    word = prepare.errors_for(Q())
+    assert (word.address, word.device) == (0x1000, 3) and order == ["bind 3", "host_mapped"]
+    prepare.errors_for(Q())                                     # (the word exists: nothing more)
+    monkeypatch.setattr(runtime, "_word", None)
+    runtime.error_word(device=3)                                # (a context current: none bound)
+    assert order == ["bind 3", "host_mapped", "host_mapped"]
