@@ -14,7 +14,7 @@ import re
 import textwrap
 
 from . import language as fl
-from .errors import CompilationError  # noqa: F401  (raised here; fakv.CompilationError)
+from .errors import CompilationError
 from . import semantic as sem
 from .ir import Builder, FakvTypeError, PtrType, ScalarType, TileType, Value
 
@@ -77,6 +77,11 @@ PYCMP = {"lt": lambda a, b: a < b, "le": lambda a, b: a <= b, "gt": lambda a, b:
          "ge": lambda a, b: a >= b, "eq": lambda a, b: a == b, "ne": lambda a, b: a != b}
 
 
+def _what(value):
+    """What a value being unpacked is, for a message."""
+    return f"{len(value)} values" if isinstance(value, (tuple, list)) else "one value"
+
+
 def _targets(node):
     """The assignment targets of a statement, a loop's variable among them (none for other statements)."""
     if isinstance(node, ast.Assign):
@@ -119,7 +124,12 @@ class Function:
             self.first_line = fn.__code__.co_firstlineno
             lines = inspect.getblock(file_lines[self.first_line - 1:])
         else:
-            lines, self.first_line = inspect.getsourcelines(fn)
+            try:
+                lines, self.first_line = inspect.getsourcelines(fn)
+            except OSError:
+                raise CompilationError(f"{fn.__name__}: its Python source cannot be read (a function made by "
+                                       f"exec() or typed at an interactive prompt); fakv compiles a kernel from "
+                                       f"its source: define it in a file") from None
         self.source = textwrap.dedent("".join(lines))
         self.lines = self.source.splitlines()
         tree = ast.parse(self.source)
@@ -246,9 +256,15 @@ class CodeGen:
             self.scope[target.id] = value
         elif isinstance(target, (ast.Tuple, ast.List)):
             values = list(value) if isinstance(value, (tuple, list)) else None
-            if values is None or len(values) != len(target.elts):
-                raise self.error(node, f"cannot unpack into {len(target.elts)} names")
-            for t, v in zip(target.elts, values):
+            elts = target.elts
+            star = [i for i, t in enumerate(elts) if isinstance(t, ast.Starred)]
+            if values is not None and len(star) == 1 and len(values) >= len(elts) - 1:   # a, *rest = values
+                i, rest = star[0], len(values) - len(elts) + 1
+                values = values[:i] + [tuple(values[i:i + rest])] + values[i + rest:]
+                elts = elts[:i] + [elts[i].value] + elts[i + 1:]
+            if values is None or len(values) != len(elts):
+                raise self.error(node, f"cannot unpack {_what(value)} into {len(target.elts)} names")
+            for t, v in zip(elts, values):
                 self.assign_to(t, v, node)
         else:
             raise self.error(node, "only names and tuples of names can be assigned")
@@ -259,7 +275,8 @@ class CodeGen:
             self.assign_to(t, value, node)
 
     def stmt_AnnAssign(self, node):
-        self.assign_to(node.target, self.expr(node.value), node)
+        if node.value is not None:           # (`x: int` alone declares nothing a kernel keeps, as in Python)
+            self.assign_to(node.target, self.expr(node.value), node)
 
     def stmt_AugAssign(self, node):
         if not isinstance(node.target, ast.Name):
@@ -497,8 +514,8 @@ class CodeGen:
             try:
                 self.block(node.body)
             except _Return as r:
-                raise self.error(r.node, "`return` inside a loop under a runtime condition is not supported; "
-                                         "compute a flag and mask the work with it") from None
+                raise self.error(r.node, "`return` inside an fl.range loop is not supported (a loop's body runs "
+                                         "whole every trip); compute a flag and mask the work with it") from None
             finally:
                 self.loops -= 1
             unset = {n: self.scope[n] for n in carried if isinstance(self.scope[n], _NoValue)}
@@ -569,6 +586,13 @@ class CodeGen:
 
     expr_List = expr_Tuple
 
+    def expr_Slice(self, node):
+        """`a:b:c` in a compile-time subscript (`SHAPE[1:]`); tiles take only `:` (expr_Subscript)."""
+        parts = [None if e is None else self.expr(e) for e in (node.lower, node.upper, node.step)]
+        if any(sem.is_value(p) for p in parts):
+            raise self.error(node, "a slice's bounds are compile-time ints (a slice of a constexpr tuple)")
+        return slice(*parts)
+
     def expr_Attribute(self, node):
         base = self.expr(node.value)
         if sem.is_value(base):
@@ -637,6 +661,14 @@ class CodeGen:
     def compare(self, op, x, y, node):
         if op in (ast.Is, ast.IsNot):
             return (x is y) if op is ast.Is else (x is not y)
+        if op in (ast.In, ast.NotIn):        # membership: of compile-time values only
+            if sem.is_value(x) or sem.is_value(y):
+                raise self.error(node, "`in` / `not in` test compile-time values (constexprs, numbers, tuples, "
+                                       "strings); a run-time value has no membership test (compare with `==`)")
+            try:
+                return (x in y) if op is ast.In else (x not in y)
+            except TypeError as e:
+                raise self.error(node, f"`in`: {e}") from None
         name = CMPOPS.get(op)
         if name is None:
             raise self.error(node, "unsupported comparison")

@@ -686,7 +686,11 @@ def _kind(value):
     dtype, device and divisibility by 16."""
     t = type(value)
     if t is int:
-        return (1 if -2**31 <= value < 2**31 else 2), value % 16 == 0
+        if -2**31 <= value < 2**31:
+            return 1, value % 16 == 0
+        if -2**63 <= value < 2**63:
+            return 2, value % 16 == 0
+        raise TypeError                  # past 64 bits: no key, bind() refuses it by name
     if t is float or t is bool:
         return t
     if t is Pointer:

@@ -469,7 +469,8 @@ def _reduce(kind):
         reduced in f32, the result rounded to their type once (a sum of 4096 f16 ones is 4096, not 2048)."""
         x = _tile(x, f"{kind}'s operand")
         if x.type.dtype not in ("f32", "f16", "bf16", "i32"):
-            raise FakvTypeError(f"{kind} reduces float or i32 tiles, got {x.type.dtype}")
+            raise FakvTypeError(f"{kind} reduces float or i32 tiles, got {x.type.dtype}" +
+                                (" (a mask: `.to(fl.int32)` first, to count it)" if x.type.dtype == "i1" else ""))
         dtype = x.type.dtype
         if dtype in ("f16", "bf16"):
             x = sem.convert(b, x, "f32")

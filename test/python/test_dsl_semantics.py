@@ -252,6 +252,13 @@ def test_string_annotations_and_ints_past_64_bits(tmp_path):
     assert (y == 2.5).all()
     with pytest.raises(TypeError, match=r"argument `c1`: 9223372036854775808 does not fit in 64 bits"):
         one[(1,)](np.zeros(1, np.int32), 2 ** 63, 4)
+    # also after a launch with an i64 int (the fast path's key took every int past i32 for that one)
+    y = np.zeros(1, np.int64)
+    one[(1,)](y, 2 ** 40, 2 ** 20)         # (fl.full's tile is f32: exact for these)
+    assert y[0] == 2 ** 40 + 2 ** 20
+    for big in (2 ** 63, -2 ** 63 - 1, np.uint64(2 ** 63)):
+        with pytest.raises(TypeError, match=r"argument `c1`: -?92233720368547758(08|09) does not fit in 64 bits"):
+            one[(1,)](y, big, 2 ** 20)    # (the same kinds of arguments as the launch above)
 
 
 @fakv.jit
@@ -797,3 +804,62 @@ def test_a_pipelined_loop_counting_down_says_why(tmp_path):
     assert gpu.returncode != 0
     assert "a pipelined loop (its fakv.paged_load tiles copied ahead into shared memory) counts in i32, got 'i64' " \
            "(fl.range counts in i64 with a negative or run-time step" in gpu.stderr, gpu.stderr[-2000:]
+
+
+@fakv.jit
+def compile_time_python(Y, SHAPE: fl.constexpr, MODE: fl.constexpr):
+    n: int                                   # an annotation alone: nothing, as in Python
+    first, *rest = SHAPE                     # starred unpacking of a constexpr tuple
+    tail = SHAPE[1:]                         # a slice of one
+    if MODE in ("twice", "thrice"):          # membership, folded
+        v = first * (2 if MODE == "twice" else 3)
+    elif MODE not in ("once",):
+        v = -1
+    else:
+        v = first
+    fl.store(Y, fl.full(tail, v + len(rest)), (0,), (1,))
+
+
+def test_compile_time_python_folds():
+    """A review wrote these from docs/frontend.md ("comparisons on constexprs are evaluated at compile time"):
+    `in` / `not in` were "unsupported comparison", a slice "`Slice` expressions are not supported", `a, *b = t`
+    "cannot unpack into 2 names", and `n: int` alone "`NoneType` expressions" at the decorator's line."""
+    for mode, want in (("twice", 11), ("thrice", 16), ("once", 6), ("other", 0)):
+        y = np.zeros(4, np.float32)
+        compile_time_python[(1,)](y, SHAPE=(5, 4), MODE=mode)
+        assert (y == want).all(), (mode, y)
+
+
+@fakv.jit
+def runtime_membership(Y, n):
+    if n in (1, 2):
+        fl.store(Y, fl.zeros((4,)), (0,), (1,))
+
+
+@fakv.jit
+def return_in_loop(Y, n):
+    for i in fl.range(0, n):
+        return
+
+
+@fakv.jit
+def count_mask(Y, n):
+    fl.store(Y, fl.full((1,), fl.sum(fl.arange(0, 4) < n, 0)), (0,), (1,))
+
+
+def test_clear_refusals_from_a_review():
+    """`in` on a run-time value, a `return` straight in an fl.range loop (its message spoke of a "runtime
+    condition" there was none of), the sum of a mask (told to count it in i32), a kernel whose source Python
+    cannot read (exec(): a raw OSError before)."""
+    y = np.zeros(4, np.float32)
+    with pytest.raises(fakv.CompilationError, match=r":\d+: `in` / `not in` test compile-time values"):
+        runtime_membership[(1,)](y, 1)
+    with pytest.raises(fakv.CompilationError, match=r"`return` inside an fl.range loop is not supported"):
+        return_in_loop[(1,)](y, 1)
+    with pytest.raises(fakv.CompilationError, match=r"sum reduces float or i32 tiles, got i1 \(a mask: "
+                                                    r"`.to\(fl.int32\)` first"):
+        count_mask[(1,)](y, 2)
+    ns = {}
+    exec("import fakv.language as fl\ndef made(Y):\n    fl.store(Y, fl.zeros((4,)), (0,), (1,))\n", ns)
+    with pytest.raises(fakv.CompilationError, match=r"^made: its Python source cannot be read"):
+        fakv.jit(ns["made"])[(1,)](y)
