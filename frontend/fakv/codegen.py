@@ -357,6 +357,8 @@ class CodeGen:
             t = (a if sem.is_value(a) else c).type
             if not (sem.is_value(a) and sem.is_value(c)) and not isinstance(t, PtrType):
                 t = sem.common_type(a, c)
+            elif sem.is_tile(c) and not sem.is_tile(a) and c.type.dtype == t.dtype:
+                t = c.type                # (a scalar beside a tile of its dtype: broadcast, below)
             types.append(t)
         self.scope = dict(before)
 
@@ -369,6 +371,8 @@ class CodeGen:
                         v = sem.to_value(self.b, v, t.dtype)
                     elif not sem.is_value(then_scope[n] if scope is else_scope else else_scope[n]):
                         v = sem.convert(self.b, v, t.dtype)      # (to the type promoted with the other's number)
+                    if isinstance(t, TileType) and not sem.is_tile(v) and v.type.dtype == t.dtype:
+                        v = sem.broadcast_to(self.b, v, t.shape)  # (a number or scalar beside a tile)
                     if v.type != t:
                         raise self.error(node, f"`{n}` has type {v.type!r} in one branch and {t!r} in the other")
                     out.append(v)

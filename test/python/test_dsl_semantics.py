@@ -863,3 +863,38 @@ def test_clear_refusals_from_a_review():
     exec("import fakv.language as fl\ndef made(Y):\n    fl.store(Y, fl.zeros((4,)), (0,), (1,))\n", ns)
     with pytest.raises(fakv.CompilationError, match=r"^made: its Python source cannot be read"):
         fakv.jit(ns["made"])[(1,)](y)
+
+
+@fakv.jit
+def scalar_or_tile(Y, n):
+    x = fl.arange(0, 4).to(fl.float32)
+    a = 1.0
+    if n > 0:
+        a = x
+    b = n * 2.0
+    if n > 1:
+        b = x
+    c = x
+    if n > 2:
+        c = n * 1.0
+    fl.store(Y, a * 100 + b * 10 + c, (0,), (1,))
+
+
+def test_a_branch_broadcasts_a_scalar_beside_a_tile():
+    """`a = 1.0; if n > 0: a = x` (x a tile) was refused ("f32 in one branch and tile[4]:f32 in the other")
+    though `a = x if n > 0 else 1.0` broadcasts: a number or scalar of the tile's dtype is broadcast in its
+    branch, as in the conditional expression."""
+    x = np.arange(4, dtype=np.float32)
+    for n in range(4):
+        y = np.zeros(4, np.float32)
+        scalar_or_tile[(1,)](y, n)
+        a = x if n > 0 else 1.0
+        b = x if n > 1 else 2.0 * n
+        c = float(n) if n > 2 else x
+        assert (y == a * 100 + b * 10 + c).all(), (n, y)
+
+
+@needs_assembler
+def test_a_branch_broadcast_compiles_for_sm90a(tmp_path):
+    _compiles_for_sm90a("import sys, numpy as np\nsys.path.insert(0, sys.argv[1])\nimport test_dsl_semantics as t\n"
+                        "t.scalar_or_tile[(1,)](np.zeros(4, np.float32), 2)\n", tmp_path)
