@@ -16,7 +16,7 @@ are reported; so is a query position past the rows of Cos / Sin.
 import fakv
 import fakv.language as fl
 
-BLOCK_TABLE_ERROR, BATCH_IDX_ERROR, APPEND_ERROR, ROTARY_ERROR = 2 << 24, 3 << 24, 4 << 24, 6 << 24
+SEQLENS_ERROR, BLOCK_TABLE_ERROR, BATCH_IDX_ERROR, APPEND_ERROR, ROTARY_ERROR = 1 << 24, 2 << 24, 3 << 24, 4 << 24, 6 << 24
 
 
 @fakv.jit
@@ -47,7 +47,7 @@ def rotated_rows(X, row_stride, rows, head_dim, Cos, Sin, pos, pos_step, cos_str
     if not ROTARY:
         return x
     inside = (pos >= 0) & (pos + (fl.minimum(rows, ROWS) - 1) * pos_step < angle_rows)
-    fl.report(Errors, not inside, code)
+    fl.report(Errors, not inside, fl.where(pos < 0, SEQLENS_ERROR + code % (1 << 24), code))   # (< 0: a length)
     pos, pos_step = fl.where(inside, pos, 0), fl.where(inside, pos_step, 0)
     half = rotary_dim // 2
     cos, sin = Cos + pos.to(fl.int64) * cos_stride, Sin + pos.to(fl.int64) * cos_stride
@@ -157,7 +157,7 @@ def append(Q, KNew, VNew, K, V, QOut, Table, Seqlens, BatchIdx, Cos, Sin, Errors
             if Q_ROWS:
                 pos = seqlen + t
             inside = (pos >= 0) & (pos < rotary_rows)        # a row of Cos / Sin: else reported, row 0 read
-            fl.report(Errors, not inside, ROTARY_ERROR + b)
+            fl.report(Errors, not inside, fl.where(pos < 0, SEQLENS_ERROR, ROTARY_ERROR) + b)
             copy_row(Q + b * q_batch_stride + t * q_seq_stride + h * q_head_stride,
                      QOut + b * qo_batch_stride + t * qo_seq_stride + h * qo_head_stride,
                      Cos, Sin, Errors, fl.where(inside, pos, 0), head_dim, rotary_dim, cos_stride, HEAD_DIM, ROTARY,
@@ -165,7 +165,7 @@ def append(Q, KNew, VNew, K, V, QOut, Table, Seqlens, BatchIdx, Cos, Sin, Errors
     if APPEND:
         if h < kv_heads:
             fits = (seqlen >= 0) & (seqlen <= capacity - seqlen_new)      # (seqlen + seqlen_new may wrap)
-            fl.report(Errors, not fits, APPEND_ERROR + b)
+            fl.report(Errors, not fits, fl.where(seqlen < 0, SEQLENS_ERROR, APPEND_ERROR) + b)
             new = b * new_batch_stride + h * new_head_stride
             append_rows(KNew + new, VNew + new, new_seq_stride, K + h.to(fl.int64) * head_stride,
                         V + h.to(fl.int64) * head_stride, Table + b * table_stride, BatchIdx, Cos, Sin, Errors,

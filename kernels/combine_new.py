@@ -5,7 +5,7 @@ then it merges decode's split partials and the new keys' as combine.py does. One
 of one kv head, sequence); HEAD_BLOCK divides GROUP, the query heads per kv head."""
 import fakv
 import fakv.language as fl
-from fakv.kernels.append import APPEND_ERROR, ROTARY_ERROR, append_rows, rotated_rows
+from fakv.kernels.append import APPEND_ERROR, ROTARY_ERROR, SEQLENS_ERROR, append_rows, rotated_rows
 from fakv.kernels.combine import split_partials, store_rows
 
 
@@ -43,7 +43,7 @@ def combine_new(OutPart, LsePart, Out, Lse, Q, KNew, VNew, K, V, Table, Seqlens,
     kvh = h0 // GROUP
     old = Seqlens[b]
     fits = (old >= 0) & (old <= capacity - new_keys)        # (not old + new_keys <= capacity: it may wrap)
-    fl.report(Errors, not fits, APPEND_ERROR + b)
+    fl.report(Errors, not fits, fl.where(old < 0, SEQLENS_ERROR, APPEND_ERROR) + b)
     new = b * new_batch_stride + kvh * new_head_stride       # this kv head's new rows in KNew, VNew
     if h0 % GROUP == 0:                      # the kv head's first program appends its rows
         append_rows(KNew + new, VNew + new, new_seq_stride, K + kvh.to(fl.int64) * head_stride,

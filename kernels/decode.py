@@ -72,7 +72,7 @@ def decode(Q, K, V, Table, Seqlens, Out, Lse, OutPart, LsePart,
     # APPEND read from KNew / VNew. Bad lengths or padding are reported, and the sequence reads no key.
     seqlen = old + new_keys
     bad = (old < 0) | (old > capacity - new_keys)         # (not seqlen > capacity: old + new_keys may wrap)
-    fl.report(Errors, bad, fl.where(new_keys > 0, APPEND_ERROR + b, SEQLENS_ERROR + b))
+    fl.report(Errors, bad, fl.where((new_keys > 0) & (old >= 0), APPEND_ERROR + b, SEQLENS_ERROR + b))
     pad = 0
     if LEFTPAD:
         pad = LeftPad[b]

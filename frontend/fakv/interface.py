@@ -596,14 +596,18 @@ def _check_contents(seqlens, block_table, cache_batch_idx, batch, capacity, page
                             f"entries must be in [0, {cache_batch}) "
                             f"({'block_table' if picked else 'the cache'}'s rows)")
     if block_table is not None and lens is not None:
-        used = np.arange(block_table.shape[1])[None, :] < ((lens + seqlen_new + page_size - 1) // page_size)[:, None]
+        cols = np.arange(block_table.shape[1])[None, :]
+        used = cols < ((lens + seqlen_new + page_size - 1) // page_size)[:, None]
+        if leftpad is not None:          # (pages wholly before the padding are never looked up)
+            used &= cols >= (T.host(leftpad).astype("int64") // page_size)[:, None]
         entries = T.host(block_table)
         bad = used & ((entries < 0) | (entries >= num_pages))
         if bad.any():
             r, c = (int(x[0]) for x in np.nonzero(bad))
             row = f"{int(T.host(cache_batch_idx)[r])} (cache_batch_idx[{r}])" if picked else r
+            past = " (past cache_leftpad)" if leftpad is not None else ""
             raise DataError(f"flash_attn_with_kvcache: block_table[{row}, {c}] = {int(entries[r, c])}: "
-                            f"block_table entries used by cache_seqlens must be in [0, {num_pages})")
+                            f"block_table entries used by cache_seqlens{past} must be in [0, {num_pages})")
 
 
 def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_sin, cache_seqlens,
@@ -636,7 +640,9 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
            "q, k_cache and v_cache must be on one device")
     _check(tuple(k_cache.shape) == tuple(v_cache.shape),
            f"k_cache {tuple(k_cache.shape)} and v_cache {tuple(v_cache.shape)} must have one shape")
-    _check(T.strides(k_cache) == T.strides(v_cache), "k_cache and v_cache must have the same strides")
+    _check(T.strides(k_cache) == T.strides(v_cache),
+           f"k_cache and v_cache must have the same strides (fakv reads both caches with one set of strides), got "
+           f"{tuple(T.strides(k_cache))} and {tuple(T.strides(v_cache))} elements")
     batch, seqlen_q, heads, head_dim = q.shape
     kv_heads = k_cache.shape[2]
     _check(seqlen_q >= 1, "seqlen_q must be at least 1")

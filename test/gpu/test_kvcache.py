@@ -183,10 +183,12 @@ def reference(a):
     return torch.stack(outs), torch.stack(pts), torch.stack(lses), kref, vref
 
 
-def run_case(c):
-    """(ok, message) of one case."""
+def run_case(c, edit=None):
+    """(ok, message) of one case (its inputs changed by `edit` first)."""
     import fakv
     a = make_case(c)
+    if edit:
+        edit(a)
     out_ref, out_pt, lse_ref, k_ref, v_ref = reference(a)
     out, lse = fakv.flash_attn_with_kvcache(**a, return_softmax_lse=True)
     torch.cuda.synchronize()
@@ -220,6 +222,27 @@ def run_case(c):
 @pytest.mark.parametrize("case", CASES, ids=[case_id(c) for c in CASES])
 def test_flash_attn_kvcache(case):
     ok, msg = run_case(case)
+    assert ok, msg
+
+
+@pytest.mark.parametrize("page", [16, 64, 256])
+@pytest.mark.parametrize("new_kv", [False, True])
+def test_pages_before_the_padding_may_be_anything(page, new_kv):
+    """Pages wholly before cache_leftpad are never looked up (FlashAttention 3's row + leftpad): block-table
+    entries of -1 there; the kernels report no bad page (fakv.check_errors) and the results are right."""
+    import fakv
+    base = next(c for c in CASES if c["grid"] == "fa3" and c["new_kv"] == new_kv)
+    case = dict(base, seqlens=(1, 4096), page_size=page, has_leftpad=True, has_batch_idx=True, causal=True,
+                local=False, alibi=False, num_splits=0, d=128)
+
+    def unused_pages(a):
+        n = a["cache_seqlens"].shape[0]
+        a["cache_seqlens"] = torch.full((n,), 3000, dtype=torch.int32, device="cuda")
+        a["cache_leftpad"] = torch.arange(n, dtype=torch.int32, device="cuda") * 600 + 300
+        for b, row in enumerate(a["cache_batch_idx"].tolist()):
+            a["block_table"][row, :int(a["cache_leftpad"][b]) // page] = -1
+    ok, msg = run_case(case, unused_pages)
+    fakv.check_errors()
     assert ok, msg
 
 

@@ -56,6 +56,18 @@ def test_new_arguments_are_checked(kwargs, message):
         fakv.flash_attn_with_kvcache(q, k, v, **kwargs)
 
 
+def test_caches_of_different_strides_are_refused_by_name():
+    """FlashAttention 2 strides k_cache and v_cache each on its own; fakv's kernels take one set of strides:
+    refused with both strides (docs/api.md), the call made with v_cache laid out as k_cache runs."""
+    q, k, v = tensors()
+    padded = np.zeros(v.shape[:-1] + (v.shape[-1] * 2,), v.dtype)[..., :v.shape[-1]]
+    padded[...] = v
+    with pytest.raises(fakv.FakvError, match=r"k_cache and v_cache must have the same strides \(fakv reads both "
+                                             r"caches with one set of strides\), got \(.*\) and \(.*\) elements"):
+        fakv.flash_attn_with_kvcache(q, k, padded, cache_seqlens=3)
+    fakv.flash_attn_with_kvcache(q, k, np.ascontiguousarray(padded), cache_seqlens=3)
+
+
 def test_window_size_as_any_pair():
     """window_size as a tuple, a list or a numpy array of two ints (a tensor
     works the same way: FlashAttention's tests pass one)."""
@@ -237,6 +249,28 @@ def test_kernels_report_bad_data(monkeypatch):
     table[0, 2] = 7
     with pytest.raises(fakv.DataError, match=r"block_table\[0, 2\] = 7"):
         fakv.flash_attn_with_kvcache(q, k, k, cache_seqlens=np.array([40, 64], np.int32), block_table=table)
+
+
+@pytest.mark.parametrize("fused", [True, False])
+@pytest.mark.parametrize("rotary", [False, True])
+@pytest.mark.parametrize("splits", [1, 3])
+def test_a_negative_length_is_named_when_appending(fused, rotary, splits, monkeypatch):
+    """A negative cache_seqlens in an appending call, as the kernels report it (FAKV_CHECK_DATA=0, the GPU's
+    default): named as a negative length, not as "plus the new keys exceeds the capacity" or as rotary_cos
+    being short (the append / rotary reports of the same row raced for the word)."""
+    from fakv import interface
+    monkeypatch.setenv("FAKV_CHECK_DATA", "0")
+    monkeypatch.setattr(interface, "_FUSED_APPEND", fused)
+    rng = np.random.default_rng(0)
+    q = rng.standard_normal((2, 1, 2, 16)).astype(np.float16)
+    kc = rng.standard_normal((2, 8, 1, 16)).astype(np.float16)
+    k = rng.standard_normal((2, 1, 1, 16)).astype(np.float16)
+    angle = rng.random((8, 8))
+    rot = dict(rotary_cos=np.cos(angle).astype(np.float32), rotary_sin=np.sin(angle).astype(np.float32)) \
+        if rotary else {}
+    with pytest.raises(fakv.DataError, match="cache_seqlens of batch row 1 is negative or more than the cache holds"):
+        fakv.flash_attn_with_kvcache(q, kc, kc.copy(), k=k, v=k, cache_seqlens=np.array([3, -1], np.int32),
+                                     num_splits=splits, **rot)
 
 
 def test_rotary_rows_cover_the_query_positions(monkeypatch):

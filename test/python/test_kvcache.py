@@ -277,6 +277,23 @@ def test_left_padding_past_the_cached_keys(fused, page, monkeypatch):
     run_case(case, pad_past)
 
 
+@pytest.mark.parametrize("page,new_kv", [(4, False), (16, True), (1, True)])
+def test_pages_before_the_padding_may_be_anything(page, new_kv):
+    """Pages wholly before cache_leftpad are never looked up (FlashAttention 3's row + leftpad): block-table
+    entries of -1 there are accepted by the host check (which refused them) and never read."""
+    base = next(c for c in CASES if c["new_kv"] == new_kv)
+    case = dict(base, seqlens=(1, 160), page_size=page, has_leftpad=True, has_batch_idx=True, num_splits=3,
+                local=False)
+
+    def unused_pages(args):
+        args["cache_seqlens"] = np.array([150, 90], np.int32)[:len(args["cache_seqlens"])]
+        args["cache_leftpad"] = np.array([37, 64], np.int32)[:len(args["cache_seqlens"])]
+        for b, row in enumerate(args["cache_batch_idx"]):
+            args["block_table"][row, :args["cache_leftpad"][b] // page] = -1
+        assert (args["block_table"] == -1).any()
+    run_case(case, unused_pages)
+
+
 @pytest.fixture
 def combine_runs(monkeypatch):
     """A list that gets an entry each time a call takes the combine route (kernels/combine_new.py)."""
