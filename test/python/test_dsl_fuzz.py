@@ -132,7 +132,7 @@ MISTAKES = [
     ("type change in a loop", "        r = fl.maximum(r, x)", "        r = fl.zeros((BLOCK, 2))",
      "changes type"),
     ("while loop", "    for i in fl.range(0, n):", "    while n > 0:", "not supported"),
-    ("return in a loop", "        r = fl.maximum(r, x)", "        return", "`return` inside a loop"),
+    ("return in a loop", "        r = fl.maximum(r, x)", "        return", "`return` inside an fl.range loop"),
     ("value returned from a branch", "        r = r + 1.0", "        return r", "returns nothing"),
     ("bad grid axis", "    r = x * 2.0", "    r = x * fl.program_id(5)", "grid axis"),
     ("python call on values", "    r = x * 2.0", "    r = x * len(x)", "kernel values"),
