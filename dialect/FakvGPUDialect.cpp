@@ -269,11 +269,38 @@ OpFoldResult ConvertLayoutOp::fold(FoldAdaptor) {
   return {};
 }
 
+/// A slot or barrier index that is a constant must be one of the `count`
+/// there are (only a constant can be checked here).
+static LogicalResult checkIndex(Operation *op, Value index, int64_t count,
+                                StringRef what) {
+  APInt c;
+  if (matchPattern(index, m_ConstantInt(&c)) &&
+      (c.isNegative() || c.getSExtValue() >= count))
+    return op->emitOpError() << what << " " << c.getSExtValue()
+                             << " is outside [0, " << count << ")";
+  return success();
+}
+
 LogicalResult RingViewOp::verify() {
   if (getType() != getRing().getType().getTile())
     return emitOpError() << "result type must be the ring's tile type "
                          << getRing().getType().getTile();
-  return success();
+  return checkIndex(*this, getSlot(), getRing().getType().getStages(), "slot");
+}
+
+LogicalResult WaitOp::verify() {
+  APInt phase;
+  if (matchPattern(getPhase(), m_ConstantInt(&phase)) && phase.ugt(1))
+    return emitOpError() << "phase parity is 0 or 1, got " << phase.getSExtValue();
+  return checkIndex(*this, getIndex(), getBarriers().getType().getCount(), "barrier");
+}
+
+LogicalResult ArriveOp::verify() {
+  return checkIndex(*this, getIndex(), getBarriers().getType().getCount(), "barrier");
+}
+
+LogicalResult ClearRowsOp::verify() {
+  return checkIndex(*this, getSlot(), getRing().getType().getStages(), "slot");
 }
 
 LogicalResult AsyncPagedLoadOp::verify() {
@@ -289,7 +316,7 @@ LogicalResult AsyncPagedLoadOp::verify() {
     return emitOpError() << "'report' takes an error pointer and a code";
   if (getSignal().getType().getCount() != getRing().getType().getStages())
     return emitOpError() << "needs one barrier per ring slot";
-  return success();
+  return checkIndex(*this, getSlot(), getRing().getType().getStages(), "slot");
 }
 
 bool AsyncPagedLoadOp::usesTMA(RankedTensorType tile, Value cache, Value page,

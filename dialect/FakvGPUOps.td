@@ -71,7 +71,8 @@ def FakvGPU_AllocBarriersOp : FakvGPU_Op<"alloc_barriers", [MemoryEffects<[MemAl
     %full = fakvgpu.alloc_barriers arrivals 1 : !fakvgpu.barriers<2>
     ```
   }];
-  let arguments = (ins ConfinedAttr<I32Attr, [IntMinValue<1>]>:$arrivals);
+  // (mbarrier.init counts at most 2^20 - 1 arrivals)
+  let arguments = (ins ConfinedAttr<I32Attr, [IntMinValue<1>, IntMaxValue<1048575>]>:$arrivals);
   let results = (outs FakvGPU_BarriersType:$result);
   let assemblyFormat = "`arrivals` $arrivals attr-dict `:` qualified(type($result))";
 }
@@ -89,6 +90,7 @@ def FakvGPU_WaitOp : FakvGPU_Op<"wait",
   }];
   let arguments = (ins FakvGPU_BarriersType:$barriers, I32:$index, I32:$phase);
   let assemblyFormat = "$barriers `[` $index `]` `,` $phase attr-dict `:` qualified(type($barriers))";
+  let hasVerifier = 1;
 }
 
 def FakvGPU_ArriveOp : FakvGPU_Op<"arrive",
@@ -101,6 +103,7 @@ def FakvGPU_ArriveOp : FakvGPU_Op<"arrive",
   }];
   let arguments = (ins FakvGPU_BarriersType:$barriers, I32:$index);
   let assemblyFormat = "$barriers `[` $index `]` attr-dict `:` qualified(type($barriers))";
+  let hasVerifier = 1;
 }
 
 def FakvGPU_AsyncPagedLoadOp : FakvGPU_Op<"async_paged_load", [AttrSizedOperandSegments,
@@ -191,6 +194,7 @@ def FakvGPU_ClearRowsOp : FakvGPU_Op<"clear_rows", [MemoryEffects<[MemWrite<Fakv
   }];
   let arguments = (ins FakvGPU_RingType:$ring, I32:$slot, I32:$first);
   let assemblyFormat = "$ring `[` $slot `]` `from` $first attr-dict `:` qualified(type($ring))";
+  let hasVerifier = 1;
 }
 
 def FakvGPU_WarpSpecializeOp : FakvGPU_Op<"warp_specialize",

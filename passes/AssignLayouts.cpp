@@ -36,6 +36,36 @@ constexpr int64_t kMaxGPUTileElements = 65536;
 bool isTile(Value v) { return isa<RankedTensorType>(v.getType()); }
 RankedTensorType tileType(Value v) { return cast<RankedTensorType>(v.getType()); }
 
+/// Whether the GPU lowering holds values of element type `t`: integers of 1
+/// to 64 bits and f16 / bf16 / f32 / f64 (NVPTX selects nothing for f80,
+/// f128 or the 8-bit floats: LLVM aborted in instruction selection).
+bool gpuElementType(Type t) {
+  if (auto i = dyn_cast<IntegerType>(t))
+    return i.getWidth() <= 64;
+  if (isa<FloatType>(t))
+    return t.isF16() || t.isBF16() || t.isF32() || t.isF64();
+  return true;                          // (pointers, index: not elements of this check)
+}
+
+/// A tile's elements, saturated past `limit` (a shape's product may overflow
+/// int64: 2^32 x 2^32 wrapped to 0 and passed the size check).
+int64_t elementsUpTo(RankedTensorType t, int64_t limit) {
+  int64_t n = 1;
+  for (int64_t d : t.getShape()) {
+    if (d > 0 && n > limit / d)
+      return limit + 1;
+    n *= d;
+  }
+  return n;
+}
+
+/// The dialects a kernel's ops may come from on the GPU path (what the DSL
+/// emits, and what fakv's passes make of it).
+bool gpuDialect(Operation *op) {
+  StringRef ns = op->getName().getDialectNamespace();
+  return ns == "fakv" || ns == "arith" || ns == "math" || ns == "scf" || ns == "func";
+}
+
 /// An op whose tile operands and results all share one layout.
 bool isElementwise(Operation *op) {
   if (isa<CastOp>(op))
@@ -120,10 +150,31 @@ private:
 };
 
 LogicalResult LayoutAssigner::checkShapes() {
-  WalkResult r = func.walk([&](Operation *op) {
+  // (pre-order: an op of another dialect is named before the ops it holds)
+  WalkResult r = func.walk<WalkOrder::PreOrder>([&](Operation *op) {
+    if (!gpuDialect(op)) {
+      op->emitOpError() << "is not supported by the GPU lowering (a kernel's ops "
+                           "are fakv, arith, math, scf and func ones)";
+      return WalkResult::interrupt();
+    }
+    // (host functions are dropped: a kernel calls none; the DSL inlines its
+    // helpers. Refused here: a call's tile result got a layout its callee's
+    // type did not.)
+    if (auto call = dyn_cast<func::CallOp>(op)) {
+      call.emitOpError() << "calls @" << call.getCallee()
+                         << ": a kernel calls no function on the GPU (inline it)";
+      return WalkResult::interrupt();
+    }
     for (Value v : op->getResults()) {
-      if (isTile(v) && !tileType(v).getElementType().isIntOrFloat()) {
+      Type et = getElementTypeOrSelf(v.getType());
+      if (isTile(v) && !et.isIntOrFloat()) {
         op->emitOpError() << "the GPU lowering holds tiles of integers or floats, got "
+                          << v.getType();
+        return WalkResult::interrupt();
+      }
+      if (!gpuElementType(et)) {
+        op->emitOpError() << "the GPU lowering holds integers of up to 64 bits "
+                             "and f16, bf16, f32 or f64 values, got "
                           << v.getType();
         return WalkResult::interrupt();
       }
@@ -141,7 +192,8 @@ LogicalResult LayoutAssigner::checkShapes() {
       }
       // Register tiles are unrolled per thread: past this the kernel
       // spills and the compile takes minutes (4096x4096: ~30 s).
-      if (isTile(v) && tileType(v).getNumElements() > kMaxGPUTileElements) {
+      if (isTile(v) &&
+          elementsUpTo(tileType(v), kMaxGPUTileElements) > kMaxGPUTileElements) {
         op->emitOpError() << "the GPU lowering holds a tile in registers, at most "
                           << kMaxGPUTileElements << " elements ("
                           << kMaxGPUTileElements / 128

@@ -219,3 +219,56 @@ func.func @layout_valid(%t: tensor<16x16xf32, #fakvgpu.linear<regs = [[0, 1], [0
   }
   return
 }
+
+// -----
+
+#shared = #fakvgpu.shared<swizzle = 128>
+// Constant slots and barrier indices are checked against the ring's stages and the barrier count (a review
+// compiled slot 7 of a two-slot ring, barrier -1, to PTX).
+func.func @slot_outside_the_ring() {
+  %c7 = arith.constant 7 : i32
+  %ring = fakvgpu.alloc_ring : !fakvgpu.ring<2, tensor<32x64xbf16, #shared>>
+  // expected-error @+1 {{slot 7 is outside [0, 2)}}
+  %v = fakvgpu.ring_view %ring[%c7] : !fakvgpu.ring<2, tensor<32x64xbf16, #shared>>
+  return
+}
+
+// -----
+
+func.func @barrier_outside_the_set() {
+  %c2 = arith.constant 2 : i32
+  %c0 = arith.constant 0 : i32
+  %b = fakvgpu.alloc_barriers arrivals 1 : !fakvgpu.barriers<2>
+  // expected-error @+1 {{barrier 2 is outside [0, 2)}}
+  fakvgpu.wait %b[%c2], %c0 : !fakvgpu.barriers<2>
+  return
+}
+
+// -----
+
+func.func @negative_barrier() {
+  %m1 = arith.constant -1 : i32
+  %b = fakvgpu.alloc_barriers arrivals 1 : !fakvgpu.barriers<2>
+  // expected-error @+1 {{barrier -1 is outside [0, 2)}}
+  fakvgpu.arrive %b[%m1] : !fakvgpu.barriers<2>
+  return
+}
+
+// -----
+
+func.func @phase_not_a_parity() {
+  %c0 = arith.constant 0 : i32
+  %c2 = arith.constant 2 : i32
+  %b = fakvgpu.alloc_barriers arrivals 1 : !fakvgpu.barriers<2>
+  // expected-error @+1 {{phase parity is 0 or 1, got 2}}
+  fakvgpu.wait %b[%c0], %c2 : !fakvgpu.barriers<2>
+  return
+}
+
+// -----
+
+func.func @too_many_arrivals() {
+  // expected-error @+1 {{whose maximum value is 1048575}}
+  %b = fakvgpu.alloc_barriers arrivals 1048576 : !fakvgpu.barriers<2>
+  return
+}

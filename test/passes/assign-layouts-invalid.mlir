@@ -84,3 +84,73 @@ func.func @dot_of_512_columns(%p: !fakv.ptr<bf16>, %o: !fakv.ptr<f32>, %i: i32, 
   fakv.store %d, %o[%i, %i] strides [%s, %s] : tensor<64x512xf32>, !fakv.ptr<f32>
   return
 }
+
+// -----
+
+// Element types NVPTX selects nothing for (LLVM aborted in instruction
+// selection: "Cannot select", a review's fuzz of fakv-opt).
+func.func @f80_elements(%p: !fakv.ptr<f80>, %n: i32) attributes {fakv.kernel} {
+  %c0 = arith.constant 0 : i32
+  %s1 = arith.constant 1 : i64
+  // expected-error @+1 {{the GPU lowering holds integers of up to 64 bits and f16, bf16, f32 or f64 values, got 'tensor<64xf80>'}}
+  %x = fakv.load %p[%c0] strides [%s1] bounds [%n] : !fakv.ptr<f80> -> tensor<64xf80>
+  fakv.store %x, %p[%c0] strides [%s1] : tensor<64xf80>, !fakv.ptr<f80>
+  return
+}
+
+// -----
+
+// 2^32 x 2^32 elements: their count wrapped to 0 in int64 and passed.
+func.func @count_past_int64(%o: !fakv.ptr<f32>, %n: i32) attributes {fakv.kernel} {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  // expected-error @+1 {{at most 65536 elements (512 per thread of a warpgroup), got 'tensor<4294967296x4294967296xf32>'}}
+  %t = arith.constant dense<1.0> : tensor<4294967296x4294967296xf32>
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%a = %t) -> (tensor<4294967296x4294967296xf32>) : i32 {
+    %b = arith.addf %a, %a : tensor<4294967296x4294967296xf32>
+    scf.yield %b : tensor<4294967296x4294967296xf32>
+  }
+  return
+}
+
+// -----
+
+// A call's tile result took a layout its callee's type did not (invalid IR
+// out of the pass); the DSL inlines its helpers.
+func.func @helper(%f: f32) -> tensor<64xf32> {
+  %t = fakv.splat %f : f32 -> tensor<64xf32>
+  return %t : tensor<64xf32>
+}
+func.func @calls(%o: !fakv.ptr<f32>, %f: f32) attributes {fakv.kernel} {
+  %c0 = arith.constant 0 : i32
+  %s1 = arith.constant 1 : i64
+  // expected-error @+1 {{'func.call' op calls @helper: a kernel calls no function on the GPU (inline it)}}
+  %t = func.call @helper(%f) : (f32) -> tensor<64xf32>
+  fakv.store %t, %o[%c0] strides [%s1] : tensor<64xf32>, !fakv.ptr<f32>
+  return
+}
+
+// -----
+
+// Ops of other dialects (affine, tensor, ub: an unexplained "failed to
+// legalize" or invalid IR later) are named here.
+func.func @affine_loop(%pi: !fakv.ptr<i32>) attributes {fakv.kernel} {
+  %s1 = arith.constant 1 : i64
+  // expected-error @+1 {{'affine.for' op is not supported by the GPU lowering (a kernel's ops are fakv, arith, math, scf and func ones)}}
+  affine.for %iv = 0 to 4 {
+    %ivi = arith.index_cast %iv : index to i32
+    %t = fakv.splat %ivi : i32 -> tensor<64xi32>
+    fakv.store %t, %pi[%ivi] strides [%s1] : tensor<64xi32>, !fakv.ptr<i32>
+  }
+  return
+}
+
+// -----
+
+func.func @tensor_slice(%p: !fakv.ptr<f32>, %i: i32, %s: i64) attributes {fakv.kernel} {
+  %x = fakv.load %p[%i] strides [%s] : !fakv.ptr<f32> -> tensor<128xf32>
+  // expected-error @+1 {{'tensor.extract_slice' op is not supported by the GPU lowering}}
+  %y = tensor.extract_slice %x[0] [64] [1] : tensor<128xf32> to tensor<64xf32>
+  fakv.store %y, %p[%i] strides [%s] : tensor<64xf32>, !fakv.ptr<f32>
+  return
+}
