@@ -42,6 +42,7 @@ bool resolve(void *lib, Driver &d, std::string &why) {
   FAKV_RESOLVE(devicePrimaryCtxRetain, cuDevicePrimaryCtxRetain);
   FAKV_RESOLVE(deviceGetAttribute, cuDeviceGetAttribute);
   FAKV_RESOLVE(streamIsCapturing, cuStreamIsCapturing);
+  FAKV_RESOLVE(threadExchangeStreamCaptureMode, cuThreadExchangeStreamCaptureMode);
   FAKV_RESOLVE(linkCreate, cuLinkCreate);
   FAKV_RESOLVE(linkAddData, cuLinkAddData);
   FAKV_RESOLVE(linkComplete, cuLinkComplete);

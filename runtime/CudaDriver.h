@@ -35,6 +35,7 @@ struct Driver {
   decltype(&::cuMemHostAlloc) memHostAlloc;
   decltype(&::cuMemHostRegister) memHostRegister;
   decltype(&::cuStreamIsCapturing) streamIsCapturing;
+  decltype(&::cuThreadExchangeStreamCaptureMode) threadExchangeStreamCaptureMode;
   decltype(&::cuLinkCreate) linkCreate;
   decltype(&::cuLinkAddData) linkAddData;
   decltype(&::cuLinkComplete) linkComplete;

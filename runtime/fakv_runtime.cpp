@@ -33,6 +33,29 @@ const fakv::cuda::Driver *cuda(const char *what) {
   return d;
 }
 
+/// The calling thread in relaxed stream-capture mode while it lives: a
+/// module load or a page pinned (a first call's work, in this thread or a
+/// helper thread) is an "unsafe" call that invalidated a CUDA graph being
+/// captured in the default global mode, though it touches no stream
+/// (session 40: torch.cuda.graph around a first call).
+class RelaxedCapture {
+public:
+  explicit RelaxedCapture(const fakv::cuda::Driver *d) : d(d) {
+    ok = d->threadExchangeStreamCaptureMode(&mode) == CUDA_SUCCESS;
+  }
+  ~RelaxedCapture() {
+    if (ok)
+      d->threadExchangeStreamCaptureMode(&mode);
+  }
+  RelaxedCapture(const RelaxedCapture &) = delete;
+  RelaxedCapture &operator=(const RelaxedCapture &) = delete;
+
+private:
+  const fakv::cuda::Driver *d;
+  CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+  bool ok = false;
+};
+
 std::mutex smemMutex;
 /// Kernels whose dynamic shared-memory limit was raised, and to what.
 std::map<CUfunction, unsigned> smemLimit;
@@ -123,6 +146,7 @@ int fakv_load_module_data(const void *image, void **module) {
   if (CUresult r = d->ctxGetCurrent(&ctx); r != CUDA_SUCCESS || !ctx)
     return fail("fakv_load_module_data: no current CUDA context", r);
   CUmodule m;
+  RelaxedCapture relaxed(d);
   if (CUresult r = d->moduleLoadData(&m, image); r != CUDA_SUCCESS)
     return fail("fakv_load_module_data: cannot load the cubin", r);
   *module = m;
@@ -224,6 +248,7 @@ int fakv_host_mapped(size_t bytes, void *context, void **host) {
   if (context)
     if (CUresult r = d->ctxSetCurrent(static_cast<CUcontext>(context)); r != CUDA_SUCCESS)
       return fail("fakv_host_mapped: cuCtxSetCurrent", r);
+  RelaxedCapture relaxed(d);
   // Registering one page of our own pins less than cuMemHostAlloc sets up
   // (a millisecond on the H200, at a process's first call); the latter is
   // the fallback.
@@ -268,6 +293,7 @@ int fakv_link_ptx(const char *ptx, size_t size, void **cubin, size_t *cubinSize)
                             CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
   void *values[] = {log, reinterpret_cast<void *>(sizeof(log) - 1)};
   CUlinkState state;
+  RelaxedCapture relaxed(d);
   if (CUresult r = d->linkCreate(2, options, values, &state); r != CUDA_SUCCESS)
     return fail("fakv_link_ptx: cuLinkCreate", r);
   CUresult r = d->linkAddData(state, CU_JIT_INPUT_PTX, const_cast<char *>(ptx),

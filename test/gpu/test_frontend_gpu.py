@@ -721,6 +721,46 @@ def test_new_process_prepares_from_the_recipe(page, seqlens):
         assert torch.equal(torch.load(outs[0]), torch.load(outs[1]))
 
 
+_FIRST_IN_CAPTURE = """
+import sys, torch
+sys.path[:0] = {paths!r}
+import source_tree, fakv
+from test_frontend_gpu import _inputs
+q, k, v, lens, table = _inputs({page!r})
+new = dict()
+if {append!r}:                          # (a contiguous cache of 320 rows: room for one more in each)
+    new = dict(k=torch.randn_like(k[:, :1]), v=torch.randn_like(v[:, :1]))
+    lens = (lens - 1).clamp(min=0).to(torch.int32)
+kc, vc = k.clone(), v.clone()
+graph = torch.cuda.CUDAGraph()
+with torch.cuda.graph(graph):          # (the default, global capture mode)
+    out = fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table, causal=True, **new)
+graph.replay()
+torch.cuda.synchronize()
+eager = fakv.flash_attn_with_kvcache(q, kc, vc, cache_seqlens=lens, block_table=table, causal=True, **new)
+assert torch.equal(out, eager) and torch.equal(k, kc) and torch.equal(v, vc)
+print("same")
+"""
+
+
+@pytest.mark.parametrize("page,append", [(256, False), (None, True), (16, False)])
+def test_first_call_inside_a_capture(page, append):
+    """A process's first call made inside torch.cuda.graph (global capture mode): its kernels' module loads and
+    the error word's pinned page are "unsafe" calls that invalidated the capture ("operation failed due to a
+    previous error during capture", session 40); the runtime makes them in relaxed capture mode. Replayed, the
+    graph gives the eager call's output and appends the same rows; then again in a second process whose first
+    call is prepared from the first one's recipe."""
+    import subprocess
+    with tempfile.TemporaryDirectory() as d:
+        env = {k: v for k, v in os.environ.items() if k != "FAKV_RECIPES"}
+        env["FAKV_CACHE_DIR"] = os.path.join(d, "cache")
+        script = _FIRST_IN_CAPTURE.format(paths=[HERE, os.path.join(ROOT, "test", "python")], page=page,
+                                          append=append)
+        for _ in range(2):
+            r = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+            assert r.returncode == 0 and r.stdout.split()[-1] == "same", (r.stdout + r.stderr)[-3000:]
+
+
 def second_call_is_prepared(page, seqlens):
     """test_second_call_is_prepared without pytest's fixture."""
     mp = pytest.MonkeyPatch()
@@ -787,6 +827,7 @@ def run_all():
     cases += [(appending_call_is_prepared, (p,)) for p in (None, 256)]
     cases += [(test_prepared_call_in_a_fresh_thread, (p,)) for p in (None, 256)]
     cases += [(test_new_process_prepares_from_the_recipe, c) for c in [(256, "tensor"), (None, "int")]]
+    cases += [(test_first_call_inside_a_capture, c) for c in [(256, False), (None, True), (16, False)]]
     fails = 0
     for fn, args in cases:
         try:
