@@ -77,6 +77,15 @@ PYCMP = {"lt": lambda a, b: a < b, "le": lambda a, b: a <= b, "gt": lambda a, b:
          "ge": lambda a, b: a >= b, "eq": lambda a, b: a == b, "ne": lambda a, b: a != b}
 
 
+def _holds_value(x):
+    """Whether x is a kernel value or a tuple / list / dict holding one (at any depth)."""
+    if sem.is_value(x):
+        return True
+    if isinstance(x, dict):
+        return any(_holds_value(k) or _holds_value(v) for k, v in x.items())
+    return isinstance(x, (tuple, list)) and any(_holds_value(e) for e in x)
+
+
 def _what(value):
     """What a value being unpacked is, for a message."""
     return f"{len(value)} values" if isinstance(value, (tuple, list)) else "one value"
@@ -357,7 +366,7 @@ class CodeGen:
             t = (a if sem.is_value(a) else c).type
             if not (sem.is_value(a) and sem.is_value(c)) and not isinstance(t, PtrType):
                 t = sem.common_type(a, c)
-            elif sem.is_tile(c) and not sem.is_tile(a) and c.type.dtype == t.dtype:
+            elif sem.is_tile(c) and isinstance(t, ScalarType) and c.type.dtype == t.dtype:
                 t = c.type                # (a scalar beside a tile of its dtype: broadcast, below)
             types.append(t)
         self.scope = dict(before)
@@ -371,7 +380,7 @@ class CodeGen:
                         v = sem.to_value(self.b, v, t.dtype)
                     elif not sem.is_value(then_scope[n] if scope is else_scope else else_scope[n]):
                         v = sem.convert(self.b, v, t.dtype)      # (to the type promoted with the other's number)
-                    if isinstance(t, TileType) and not sem.is_tile(v) and v.type.dtype == t.dtype:
+                    if isinstance(t, TileType) and isinstance(v.type, ScalarType) and v.type.dtype == t.dtype:
                         v = sem.broadcast_to(self.b, v, t.shape)  # (a number or scalar beside a tile)
                     if v.type != t:
                         raise self.error(node, f"`{n}` has type {v.type!r} in one branch and {t!r} in the other")
@@ -666,7 +675,7 @@ class CodeGen:
         if op in (ast.Is, ast.IsNot):
             return (x is y) if op is ast.Is else (x is not y)
         if op in (ast.In, ast.NotIn):        # membership: of compile-time values only
-            if sem.is_value(x) or sem.is_value(y):
+            if _holds_value(x) or _holds_value(y):
                 raise self.error(node, "`in` / `not in` test compile-time values (constexprs, numbers, tuples, "
                                        "strings); a run-time value has no membership test (compare with `==`)")
             try:

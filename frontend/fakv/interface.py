@@ -598,8 +598,8 @@ def _check_contents(seqlens, block_table, cache_batch_idx, batch, capacity, page
     if block_table is not None and lens is not None:
         cols = np.arange(block_table.shape[1])[None, :]
         used = cols < ((lens + seqlen_new + page_size - 1) // page_size)[:, None]
-        if leftpad is not None:          # (pages wholly before the padding are never looked up)
-            used &= cols >= (T.host(leftpad).astype("int64") // page_size)[:, None]
+        if leftpad is not None:          # (pages wholly before the padding, and before new rows, are not used)
+            used &= cols >= (np.minimum(T.host(leftpad).astype("int64"), lens) // page_size)[:, None]
         entries = T.host(block_table)
         bad = used & ((entries < 0) | (entries >= num_pages))
         if bad.any():

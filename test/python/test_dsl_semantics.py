@@ -837,6 +837,20 @@ def runtime_membership(Y, n):
 
 
 @fakv.jit
+def runtime_value_in_a_tuple(Y, n):
+    if 1 in (n, 7):
+        fl.store(Y, fl.zeros((4,)), (0,), (1,))
+
+
+@fakv.jit
+def pointer_or_tile(Y, X, n):
+    p = fl.zeros((4,), fl.float32)
+    if n > 0:
+        p = X
+    fl.store(Y, fl.full((4,), 1.0), (0,), (1,))
+
+
+@fakv.jit
 def return_in_loop(Y, n):
     for i in fl.range(0, n):
         return
@@ -852,8 +866,11 @@ def test_clear_refusals_from_a_review():
     condition" there was none of), the sum of a mask (told to count it in i32), a kernel whose source Python
     cannot read (exec(): a raw OSError before)."""
     y = np.zeros(4, np.float32)
-    with pytest.raises(fakv.CompilationError, match=r":\d+: `in` / `not in` test compile-time values"):
-        runtime_membership[(1,)](y, 1)
+    for kernel in (runtime_membership, runtime_value_in_a_tuple):    # (the second folded to False: identity)
+        with pytest.raises(fakv.CompilationError, match=r":\d+: `in` / `not in` test compile-time values"):
+            kernel[(1,)](y, 1)
+    with pytest.raises(fakv.CompilationError, match=r"`p` has type tile\[4\]:f32 in one branch and ptr<f32> in "):
+        pointer_or_tile[(1,)](y, y.copy(), 1)        # (not broadcast like a scalar: a splat of a pointer)
     with pytest.raises(fakv.CompilationError, match=r"`return` inside an fl.range loop is not supported"):
         return_in_loop[(1,)](y, 1)
     with pytest.raises(fakv.CompilationError, match=r"sum reduces float or i32 tiles, got i1 \(a mask: "

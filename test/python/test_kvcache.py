@@ -294,6 +294,22 @@ def test_pages_before_the_padding_may_be_anything(page, new_kv):
     run_case(case, unused_pages)
 
 
+def test_pages_of_new_rows_before_the_padding_are_checked():
+    """A padding past cache_seqlens (up to cache_seqlens + seqlen_new): the new rows before it are still written
+    through the block table, so their pages are checked on the host (a review: the exemption of pages before
+    the padding let a -1 there through, and the kernel had appended the other rows when it reported it)."""
+    rng = np.random.default_rng(0)
+    q = rng.standard_normal((1, 1, 1, 64)).astype(np.float16)
+    kc = rng.standard_normal((4, 16, 1, 64)).astype(np.float16)
+    k = rng.standard_normal((1, 8, 1, 64)).astype(np.float16)
+    table = np.array([[-1, 1, 2, 3]], np.int32)       # rows 10..17 appended: rows 10..15 through table[0, 0]
+    before = kc.copy()
+    with pytest.raises(fakv.DataError, match=r"block_table\[0, 0\] = -1"):
+        fakv.flash_attn_with_kvcache(q, kc, kc.copy(), k=k, v=k, cache_seqlens=np.array([10], np.int32),
+                                     cache_leftpad=np.array([17], np.int32), block_table=table)
+    assert np.array_equal(kc, before)
+
+
 @pytest.fixture
 def combine_runs(monkeypatch):
     """A list that gets an entry each time a call takes the combine route (kernels/combine_new.py)."""
