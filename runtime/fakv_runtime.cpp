@@ -158,6 +158,7 @@ int fakv_get_kernel(void *module, const char *name, void **kernel) {
   if (!d)
     return 1;
   CUfunction f;
+  RelaxedCapture relaxed(d); // (with lazy loading, the function's code is loaded here)
   if (CUresult r = d->moduleGetFunction(&f, static_cast<CUmodule>(module), name);
       r != CUDA_SUCCESS)
     return fail(std::string("fakv_get_kernel: no kernel ") + name, r);
@@ -209,6 +210,7 @@ int fakv_launch(void *kernel, unsigned gx, unsigned gy, unsigned gz,
     std::lock_guard<std::mutex> lock(smemMutex);
     unsigned &limit = smemLimit[f];
     if (limit < smem) {
+      RelaxedCapture relaxed(d);
       if (CUresult r = d->funcSetAttribute(
               f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem);
           r != CUDA_SUCCESS)
