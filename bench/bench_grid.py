@@ -52,8 +52,9 @@ of one wave from an earlier call's lengths: fakv/lengths_hint.py):
   says how to carry FlashInfer to the H200.
 - `bare` (not a peer; only when asked for): on caches of 1 GiB or more, a
   read of the cell's bytes that does nothing else (stream_balance.py's
-  `tma2kvmap` at head dim 128: 4-D tensor maps as fakv's, pages of the
-  cell's size through a random block table; `tma2kv` otherwise), as many
+  `tma2kvmap` at head dims 64, 128 and 256: 4-D tensor maps as fakv's,
+  pages of the cell's size through a random block table; `tma2kv`
+  otherwise), as many
   blocks as sequences x kv heads but at least 256 (fakv's programs on such
   a cell: 64 blocks would read at two thirds of copy), over two buffers of
   that size; checked by the XOR of every word), interleaved
@@ -125,26 +126,28 @@ def copy_bandwidth(sustain=0.0):
 
 def bare_way(batch, kv_heads, head_dim=128, page=0):
     """The bare read of a cell (stream_balance.py's way): a block a sequence's kv head, at least 256 (as many
-    as fakv's programs on a cell of 1 GiB or more; 64 blocks read at two thirds of copy, s31k). At head dim
-    128 through 4-D tensor maps as fakv reads its caches (16-row boxes of 64 channels), in pages of the
-    cell's size through a block table of random pages (what pages of 16 cost even a bare read, sessions
-    32-33); other head dims as 1-D bulk copies."""
+    as fakv's programs on a cell of 1 GiB or more; 64 blocks read at two thirds of copy, s31k). At head dims
+    64, 128 and 256 through 4-D tensor maps as fakv reads its caches (16-row boxes of 64 channels), in pages
+    of the cell's size through a block table of random pages (what pages of 16 cost even a bare read,
+    sessions 32-33; d64 / d256 since session 40, not yet run on a GPU); other head dims as 1-D bulk copies."""
     blocks = max(batch * kv_heads, 256)
-    if head_dim != 128:
+    if head_dim not in (64, 128, 256):
         return f"tma2kv static {blocks}"
-    return f"tma2kvmap static {blocks} heads={kv_heads}" + (f" page={page}" if page else "")
+    return f"tma2kvmap static {blocks} heads={kv_heads}" + (f" page={page}" if page else "") + \
+        (f" d={head_dim}" if head_dim != 128 else "")
 
 
 def bare_bytes(kv_bytes, way):
-    """The bytes a bare read `way` (bare_way's) takes of a cell of `kv_bytes`: tma2kvmap reads whole 64-row
-    tiles (and pages) of each block's share of K and of V, so a ragged batch's bytes round down to them
+    """The bytes a bare read `way` (bare_way's) takes of a cell of `kv_bytes`: tma2kvmap reads whole tiles of
+    8192 / d rows (and pages) of each block's share of K and of V, so a ragged batch's bytes round down to them
     (ragged b128 s<=4K: ~1064 MiB to 1056, or 1024 in pages of 256); its fraction of copy counts those."""
     w = way.split()
     if w[0] != "tma2kvmap":
         return kv_bytes
     blocks = int(w[2])
     page = next((int(a[5:]) for a in w[3:] if a.startswith("page=")), 0)
-    unit = 2 * blocks * 256 * math.lcm(64, page or 64)
+    d = next((int(a[2:]) for a in w[3:] if a.startswith("d=")), 128)
+    unit = 2 * blocks * 2 * d * math.lcm(8192 // d, page or 1)       # (whole tiles of 8192 / d rows, and pages)
     return kv_bytes // unit * unit
 
 
@@ -444,7 +447,7 @@ def markdown(run):
     bares = [c["impls"]["bare"]["copy_fraction"] for c in large if "us" in c["impls"].get("bare", {})]
     if bares:
         lines += ["The bare read of the same bytes (no attention; stream_balance.py's tma2kvmap, in the cell's pages, "
-                  f"at head dim 128, else tma2kv) in this run: {min(bares):.1%} to {max(bares):.1%} of copy over those {len(bares)} cells, "
+                  f"at head dims 64, 128 and 256, else tma2kv) in this run: {min(bares):.1%} to {max(bares):.1%} of copy over those {len(bares)} cells, "
                   f"{sum(b >= 1.05 for b in bares)} of them at 105 % or more.", ""]
     failures = [f"- {c['shape']}, layout {c['layout']}: {n}: {e['failed']}" for c in run["cells"]
                 for n, e in c["impls"].items() if "failed" in e]

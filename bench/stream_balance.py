@@ -33,7 +33,10 @@ every head of its sequence over a 1/H share of the rows, a 64-row tile of
 each head in turn, so a page's heads are read back to back by one block
 instead of by H blocks, contiguous or in pages of 16 or 64; `hint=first`,
 `last`, `normal` or `unchanged`: its copies carry that L2 eviction
-priority, `.L2::cache_hint` with a createpolicy; `warm=N`: after a tile's
+priority, `.L2::cache_hint` with a createpolicy; `d=64` or `d=256`: caches
+of that head dim ([.., H, 64] or [.., H, 256]; tiles of 128 or 32 rows, a
+slot 32 KiB of K and V as at 128; boxes of 16, contiguous or in pages of
+16, 64 or 256, not across); `warm=N`: after a tile's
 copies, the first line of each box N tiles ahead prefetched into L2,
 K's and V's, as a way to have its translation and its DRAM row asked
 for early): fakv's box
@@ -225,21 +228,22 @@ TMA(tma2kv2k, 2, 32768, true, 2048)
 TMA(tma3kv2k, 3, 32768, true, 2048)
 
 // tma2kv through 4-D tensor maps, as a fakv decode reads its caches: the buffer's halves a K and a V cache of
-// [sequences, rows, heads, 128] 16-bit elements (maps: K's and V's 128-byte CUtensorMap in global memory),
-// block j reading head j % heads of sequence j / heads in 64-row tiles, a slot a K and a V tile, each tile as
-// BOX-row boxes of 64 channels, a box's two channel halves asked for back to back (fakv's row boxes), 128-byte
-// swizzle; consumers as tma_read's. PAGE: the caches are [pages, PAGE, heads, 128], a sequence's pages through
+// [sequences, rows, heads, D] 16-bit elements (maps: K's and V's 128-byte CUtensorMap in global memory),
+// block j reading head j % heads of sequence j / heads in tiles (64 rows at D = 128), a slot a K and a V tile, each as
+// BOX-row boxes of 64 channels, a box's D / 64 channel quarters of 64 asked for back to back (fakv's row boxes),
+// tiles of 8192 / D rows (a 32 KiB slot of K and V whatever the head dim D: 64, 128 or 256), 128-byte
+// swizzle; consumers as tma_read's. PAGE: the caches are [pages, PAGE, heads, D], a sequence's pages through
 // `table` (int32 [sequences, rows / PAGE]), looked up a tile ahead (before the wait for a free slot) or, without
 // `ahead`, after that wait. ACROSS: block j reads every head of sequence j / heads over its (j % heads)-th
 // share of the rows, a 64-row tile of each head in turn (a page's heads back to back), instead of one head's
 // rows. Box, page and order are constants: the producer's code is straight.
-template <int BOX, int PAGE, bool ACROSS>
+template <int BOX, int PAGE, bool ACROSS, int D = 128>
 __device__ void kvmap_read(const char* maps, int heads, int rows, const int* table, int ahead, int hint,
                            int warm, const char* base, size_t half_bytes, unsigned* out, u64* times) {
   extern __shared__ __align__(128) char map_ring[];
   __shared__ __align__(8) u64 full[2], empty[2];
   __shared__ long long len[2];
-  constexpr int BOXES = 64 / BOX;                  // boxes a tile
+  constexpr int TROWS = 8192 / D, BOXES = TROWS / BOX, CH = D / 64;   // a tile's rows, boxes, 64-channel parts
   u64 t0 = now();
   char* slots = (char*)(((size_t)map_ring + 1023) / 1024 * 1024);      // (swizzled boxes: 1024-byte aligned)
   if (threadIdx.x == 0) {
@@ -252,13 +256,13 @@ __device__ void kvmap_read(const char* maps, int heads, int rows, const int* tab
   __syncthreads();
   uint4 acc = make_uint4(0, 0, 0, 0);
   u64 first = 0, last = 0;
-  int seq = blockIdx.x / heads, tiles = rows / 64, first_tile = ACROSS ? blockIdx.x % heads * (tiles / heads) : 0;
+  int seq = blockIdx.x / heads, tiles = rows / TROWS, first_tile = ACROSS ? blockIdx.x % heads * (tiles / heads) : 0;
   if (threadIdx.x == 0) {
     const int* row = PAGE ? table + (size_t)seq * (rows / (PAGE ? PAGE : 1)) : nullptr;
     auto head_of = [&](int t) { return ACROSS ? t % heads : (int)(blockIdx.x % heads); };
-    auto tile_of = [&](int t) { return ACROSS ? first_tile + t / heads : t; };    // its 64 rows of the sequence
+    auto tile_of = [&](int t) { return ACROSS ? first_tile + t / heads : t; };    // its TROWS rows of the sequence
     auto lookup = [&](int t, int b) {              // box b of tile t: its page
-      return PAGE ? __ldg(row + (tile_of(t) * 64 + b * BOX) / (PAGE ? PAGE : 1)) : seq;
+      return PAGE ? __ldg(row + (tile_of(t) * TROWS + b * BOX) / (PAGE ? PAGE : 1)) : seq;
     };
     u64 policy = 0;                                // (hint: the copies' L2 eviction priority, by createpolicy)
     if (hint == 1) asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
@@ -290,9 +294,9 @@ __device__ void kvmap_read(const char* maps, int heads, int rows, const int* tab
 #pragma unroll
         for (int b = 0; b < BOXES; ++b)
 #pragma unroll
-          for (int half = 0; half < 2; ++half) {
-            unsigned dst = smem_u32(slots + s * 32768 + m * 16384 + b * BOX * 256 + half * BOX * 128);
-            int row = PAGE ? (tile_of(t) * 64 + b * BOX) % (PAGE ? PAGE : 1) : tile_of(t) * 64 + b * BOX;
+          for (int half = 0; half < CH; ++half) {
+            unsigned dst = smem_u32(slots + s * 32768 + m * 16384 + b * BOX * D * 2 + half * BOX * 128);
+            int row = PAGE ? (tile_of(t) * TROWS + b * BOX) % (PAGE ? PAGE : 1) : tile_of(t) * TROWS + b * BOX;
             if (hint)
               asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint"
                            " [%0], [%1, {%2, %3, %4, %5}], [%6], %7;"
@@ -307,10 +311,10 @@ __device__ void kvmap_read(const char* maps, int heads, int rows, const int* tab
       if (warm && t + warm < tiles) {             // (warm: each box's first line `warm` tiles ahead, into L2)
 #pragma unroll
         for (int b = 0; b < BOXES; ++b) {
-          int row = (tile_of(t + warm) * 64 + b * BOX) % (PAGE ? PAGE : rows);
+          int row = (tile_of(t + warm) * TROWS + b * BOX) % (PAGE ? PAGE : rows);
           size_t at_row = ((size_t)lookup(t + warm, b) * (PAGE ? PAGE : rows) + row) * heads + head_of(t + warm);
           for (int m = 0; m < 2; ++m)
-            asm volatile("prefetch.global.L2 [%0];" :: "l"(base + m * half_bytes + at_row * 256) : "memory");
+            asm volatile("prefetch.global.L2 [%0];" :: "l"(base + m * half_bytes + at_row * D * 2) : "memory");
         }
       }
     }
@@ -322,9 +326,9 @@ __device__ void kvmap_read(const char* maps, int heads, int rows, const int* tab
   __syncthreads();
   if (times && threadIdx.x == 0) { times[4 * blockIdx.x] = t0; times[4 * blockIdx.x + 3] = now(); }
 }
-#define KVMAP(NAME, BOX, PAGE, ACROSS) extern "C" __global__ void __launch_bounds__(160) NAME(const char* maps, \
+#define KVMAP(NAME, BOX, PAGE, ACROSS, ...) extern "C" __global__ void __launch_bounds__(160) NAME(const char* maps, \
   int heads, int rows, const int* table, int ahead, int hint, int warm, const char* base, size_t half, unsigned* o, \
-  u64* t) { kvmap_read<BOX, PAGE, ACROSS>(maps, heads, rows, table, ahead, hint, warm, base, half, o, t); }
+  u64* t) { kvmap_read<BOX, PAGE, ACROSS, ##__VA_ARGS__>(maps, heads, rows, table, ahead, hint, warm, base, half, o, t); }
 KVMAP(tma2kvmap, 16, 0, false)
 KVMAP(tma2kvmap_b8, 8, 0, false)
 KVMAP(tma2kvmap_b64, 64, 0, false)
@@ -334,6 +338,14 @@ KVMAP(tma2kvmap_p256, 16, 256, false)
 KVMAP(tma2kvmap_x, 16, 0, true)
 KVMAP(tma2kvmap_p16x, 16, 16, true)
 KVMAP(tma2kvmap_p64x, 16, 64, true)
+KVMAP(tma2kvmap_d64, 16, 0, false, 64)
+KVMAP(tma2kvmap_d64_p16, 16, 16, false, 64)
+KVMAP(tma2kvmap_d64_p64, 16, 64, false, 64)
+KVMAP(tma2kvmap_d64_p256, 16, 256, false, 64)
+KVMAP(tma2kvmap_d256, 16, 0, false, 256)
+KVMAP(tma2kvmap_d256_p16, 16, 16, false, 256)
+KVMAP(tma2kvmap_d256_p64, 16, 64, false, 256)
+KVMAP(tma2kvmap_d256_p256, 16, 256, false, 256)
 
 extern "C" __global__ void __launch_bounds__(256) static4(const uint4* s, size_t n, unsigned* o, u64* t) { read_static<4>(s, n, o, t); }
 extern "C" __global__ void __launch_bounds__(256) static8(const uint4* s, size_t n, unsigned* o, u64* t) { read_static<8>(s, n, o, t); }
@@ -347,7 +359,9 @@ HINTS = ("none", "first", "last", "normal", "unchanged")    # tma2kvmap's hint=:
 
 KERNELS = ("static4", "static8", "static16", "dynamic8", "tma2", "tma4", "tma6", "tma8", "tma16", "tma32", "tma2kv",
            "tma2kv2k", "tma3kv2k", "tma2kvmap", "tma2kvmap_b8", "tma2kvmap_b64", "tma2kvmap_p16", "tma2kvmap_p64",
-           "tma2kvmap_p256", "tma2kvmap_x", "tma2kvmap_p16x", "tma2kvmap_p64x")
+           "tma2kvmap_p256", "tma2kvmap_x", "tma2kvmap_p16x", "tma2kvmap_p64x", "tma2kvmap_d64", "tma2kvmap_d64_p16",
+           "tma2kvmap_d64_p64", "tma2kvmap_d64_p256", "tma2kvmap_d256", "tma2kvmap_d256_p16", "tma2kvmap_d256_p64",
+           "tma2kvmap_d256_p256")
 
 
 class Reader:
@@ -386,10 +400,10 @@ class Reader:
         with stream:
             if kind == "tma2kvmap":
                 assert arg[0] == "static", f"{way}: a static way"
-                options = ("heads", "box", "page", "order", "ahead", "across", "hint", "warm")
+                options = ("heads", "box", "page", "order", "ahead", "across", "hint", "warm", "d")
                 unknown = [a for a in arg[2:] if a.partition("=")[0] not in options]
                 assert not unknown, \
-                    f"{way}: unknown options {unknown} (heads=, box=, page=, order=, ahead=, across=, hint=, warm=)"
+                    f"{way}: unknown options {unknown} (heads=, box=, page=, order=, ahead=, across=, hint=, warm=, d=)"
                 blocks, heads = int(arg[1]), int(next(a[6:] for a in arg[2:] if a.startswith("heads=")))
                 box = int(next((a[4:] for a in arg[2:] if a.startswith("box=")), 16))
                 page = int(next((a[5:] for a in arg[2:] if a.startswith("page=")), 0))
@@ -399,14 +413,19 @@ class Reader:
                 hint = next((a[5:] for a in arg[2:] if a.startswith("hint=")), "none")
                 assert hint in HINTS, f"{way}: hint= one of {', '.join(HINTS)}"
                 warm = int(next((a[5:] for a in arg[2:] if a.startswith("warm=")), 0))
+                d = int(next((a[2:] for a in arg[2:] if a.startswith("d=")), 128))
                 name = kind + (f"_p{page}" if page else f"_b{box}" if box != 16 else "") + ("x" if across else "")
                 name = name.replace("kvmapx", "kvmap_x")
+                if d != 128:
+                    assert d in (64, 256) and box == 16 and not across, \
+                        f"{way}: d= 64, 128 or 256; other than 128 with boxes of 16, not across"
+                    name = name.replace("kvmap", f"kvmap_d{d}")
                 assert name in self.kern and (box == 16 or not page), \
                     f"{way}: box= 8, 16 or 64 contiguous, page= 16, 64 or 256 with boxes of 16; across=1 with " \
                     "boxes of 16, contiguous or in pages of 16 or 64"
                 assert order in ("random", "sorted"), f"{way}: order=random or sorted"
                 assert not with_times or times_at + 4 * blocks <= self.times.numel(), f"{way}: too many to time"
-                maps, rows, table = self.kv_maps(i, blocks, heads, box, page, order)
+                maps, rows, table = self.kv_maps(i, blocks, heads, box, page, order, d)
                 assert not across or rows // 64 % heads == 0, f"{way}: {rows // 64} tiles a sequence, not H shares"
                 self.kern[name]((blocks,), (160,), (np.uint64(maps.data_ptr()), np.int32(heads), np.int32(rows),
                                                     np.uint64(table.data_ptr() if page else 0), np.int32(ahead),
@@ -430,24 +449,25 @@ class Reader:
                 chunk = int(arg[0]) * 1024 // 16
                 self.kern[kind]((2 * SMS,), (256,), (buf.data_ptr(), np.uint64(n), np.uint64(chunk), out, counters))
 
-    def kv_maps(self, i, blocks, heads, box=16, page=0, order="random"):
-        """Buffer i's halves as a K and a V cache of [blocks / heads, rows, heads, 128] 16-bit elements (page:
-        of [pages, page, heads, 128], a sequence's pages through a block table, in `order`: a random
+    def kv_maps(self, i, blocks, heads, box=16, page=0, order="random", d=128):
+        """Buffer i's halves as a K and a V cache of [blocks / heads, rows, heads, d] 16-bit elements (page:
+        of [pages, page, heads, d], a sequence's pages through a block table, in `order`: a random
         permutation of the pages or the identity): their 4-D tensor maps as fakv's runtime encodes them (boxes
         of `box` rows x 64 channels, 128-byte swizzle, 128-byte L2 promotion), 256 bytes on the GPU, the rows
         a sequence (a multiple of 64) and the block table (int32 [blocks / heads, rows / page] or None)."""
         import ctypes
         import numpy as np
         import torch
-        key = (i, blocks, heads, box, page, order)
+        key = (i, blocks, heads, box, page, order, d)
         if key not in self.maps:
-            half = self.nbytes // 2
-            rows = half // (blocks * 256)
-            assert blocks % heads == 0 and rows % 64 == 0 and rows * blocks * 256 == half \
+            half, tile = self.nbytes // 2, 8192 // d          # (a tile's rows: a 32 KiB slot of K and V)
+            rows = half // (blocks * 2 * d)
+            assert blocks % heads == 0 and rows % tile == 0 and rows * blocks * 2 * d == half \
                 and rows % (page or 1) == 0, \
-                f"tma2kvmap: {half} bytes a cache are not {blocks // heads} sequences x 64k rows x {heads} heads"
+                f"tma2kvmap: {half} bytes a cache are not {blocks // heads} sequences x {tile}k rows x {heads} heads " \
+                f"x {d}"
             seqs = blocks // heads
-            dims = (128, heads, page, seqs * rows // page) if page else (128, heads, rows, seqs)
+            dims = (d, heads, page, seqs * rows // page) if page else (d, heads, rows, seqs)
             table = None
             if page:
                 pages = np.arange(seqs * rows // page, dtype=np.int32)
@@ -462,7 +482,7 @@ class Reader:
                 u64s, u32s = ctypes.c_uint64 * 4, ctypes.c_uint32 * 4
                 r = cuda.cuTensorMapEncodeTiled(
                     ctypes.c_void_p(at), 1, 4, ctypes.c_void_p(base),               # UINT16, rank 4
-                    u64s(*dims), (ctypes.c_uint64 * 3)(256, heads * 256, dims[2] * heads * 256),
+                    u64s(*dims), (ctypes.c_uint64 * 3)(2 * d, heads * 2 * d, dims[2] * heads * 2 * d),
                     u32s(64, 1, box, 1), u32s(1, 1, 1, 1), 0, 3, 2, 0)   # no interleave, 128B swizzle, L2 128B, no fill
                 assert r == 0, f"cuTensorMapEncodeTiled: CUresult {r}"
                 out += ctypes.string_at(at, 128)

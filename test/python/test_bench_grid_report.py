@@ -44,7 +44,7 @@ def test_report_best_peer_wins_and_the_bare_read():
     assert "fakv at or ahead of the best peer (within 1 %): 2 of 3 cells." in md
     assert "Caches of 1 GiB or more at 105 % of copy or more: 1 of 2; below: b32 s8K @16 (102.1%, the bare " \
            "read 104.6%)" in md
-    assert "The bare read of the same bytes (no attention; stream_balance.py's tma2kvmap, in the cell's pages, at head dim 128, else tma2kv) in this run: 104.6% to " \
+    assert "The bare read of the same bytes (no attention; stream_balance.py's tma2kvmap, in the cell's pages, at head dims 64, 128 and 256, else tma2kv) in this run: 104.6% to " \
            "120.0% of copy over those 2 cells, 1 of them at 105 % or more." in md
     for cell in run["cells"]:                                        # no bare read timed: no bare line
         cell["impls"].pop("bare")
@@ -66,7 +66,23 @@ def test_the_bare_read_has_blocks_for_every_sm():
     assert g.bare_way(8, 8) == "tma2kvmap static 256 heads=8"            # b8 s32K: not 64 blocks
     assert g.bare_way(128, 8, 128, 16) == "tma2kvmap static 1024 heads=8 page=16"
     assert g.bare_way(8, 32, 128, 256) == "tma2kvmap static 256 heads=32 page=256"
-    assert g.bare_way(32, 8, 64, 16) == "tma2kv static 256"                # (maps of 128 channels only)
+    assert g.bare_way(32, 8, 64, 16) == "tma2kvmap static 256 heads=8 page=16 d=64"     # (head dims 64 and 256
+    assert g.bare_way(8, 8, 256) == "tma2kvmap static 256 heads=8 d=256"                  # through maps too)
+    assert g.bare_way(8, 8, 80) == "tma2kv static 256"
+
+
+def test_the_bare_read_counts_whole_tiles_and_pages():
+    """bare_bytes: tma2kvmap reads whole tiles (8192 / d rows: 64 at d128, 128 at d64, 32 at d256) and pages of
+    each block's share of K and V; a 1-D read takes every byte."""
+    g = _bench_grid()
+    assert g.bare_bytes(1 << 30, "tma2kv static 256") == 1 << 30
+    unit = 2 * 256 * 256 * 64                                        # K and V, 256 blocks, 64 rows of 256 bytes
+    assert g.bare_bytes(1 << 30, "tma2kvmap static 256 heads=8") == (1 << 30) // unit * unit
+    assert g.bare_bytes(1000 * unit + 5, "tma2kvmap static 256 heads=8 page=256") == 1000 * unit // (4 * unit) * 4 * unit
+    unit64 = 2 * 256 * 128 * 128                                     # d64: 128-row tiles of 128 bytes
+    assert g.bare_bytes(3 * unit64 + 7, "tma2kvmap static 256 heads=8 d=64") == 3 * unit64
+    unit256 = 2 * 256 * 512 * 32                                     # d256: 32-row tiles of 512 bytes
+    assert g.bare_bytes(3 * unit256 + 7, "tma2kvmap static 256 heads=8 page=16 d=256") == 3 * unit256
 
 
 def test_cells_with_no_peer_timed_are_named():
