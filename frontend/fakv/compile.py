@@ -43,6 +43,8 @@ def parse_type(text):
 
 def load_kernels(path):
     spec = importlib.util.spec_from_file_location(os.path.splitext(os.path.basename(path))[0], path)
+    if spec is None:                     # (not a .py file: Python finds no loader for it)
+        raise SystemExit(f"fakv.compile: {path!r} is not a Python file (kernels are @fakv.jit functions in a .py)")
     module = importlib.util.module_from_spec(spec)
     sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
     spec.loader.exec_module(module)

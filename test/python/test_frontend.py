@@ -673,6 +673,11 @@ def test_cli_refuses_bad_attention_values_and_files():
     bad = subprocess.run([sys.executable, "-m", "fakv.compile", "no-such-file.py", "--emit", "fakv"], env=env,
                          capture_output=True, text=True)
     assert bad.returncode == 1 and bad.stderr.strip() == "fakv.compile: no file 'no-such-file.py'"
+    readme = os.path.join(ROOT, "README.md")                          # (an AttributeError traceback before)
+    bad = subprocess.run([sys.executable, "-m", "fakv.compile", readme, "--emit", "fakv"], env=env,
+                         capture_output=True, text=True)
+    assert bad.returncode == 1 and bad.stderr.strip() == f"fakv.compile: {readme!r} is not a Python file (kernels " \
+        "are @fakv.jit functions in a .py)", bad.stderr
     bad = subprocess.run([sys.executable, "-m", "fakv.compile", decode, "--emit", "fakv", "--attention", "batch=2",
                           "--divisible", "Q"], env=env, capture_output=True, text=True)
     assert bad.returncode == 1 and "--divisible is for --arg / --const" in bad.stderr
