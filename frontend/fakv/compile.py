@@ -154,11 +154,17 @@ def main(argv=None):
     else:
         types = {}
         for item in args.arg:
-            key, _, value = item.partition("=")
+            key, eq, value = item.partition("=")
+            if not eq or key in types:
+                raise SystemExit(f"fakv.compile: --arg {item}: " +
+                                 ("give NAME=TYPE" if not eq else f"{key} is given more than once"))
             types[key] = parse_type(value)
         constexprs = {}
         for item in args.const:
-            key, _, value = item.partition("=")
+            key, eq, value = item.partition("=")
+            if not eq or key in constexprs:
+                raise SystemExit(f"fakv.compile: --const {item}: " +
+                                 ("give NAME=VALUE" if not eq else f"{key} is given more than once"))
             try:
                 constexprs[key] = ast.literal_eval(value)
             except (ValueError, SyntaxError):
@@ -200,9 +206,18 @@ def main(argv=None):
         return
     payload = compiled
     if args.output:
-        open(args.output, "w").write(payload)
+        _write(args.output, payload)
     else:
         sys.stdout.write(payload)
+
+
+def _write(path, payload):
+    """payload (text or bytes) to -o's path, or a message saying why it cannot be."""
+    try:
+        with open(path, "wb" if isinstance(payload, bytes) else "w") as f:
+            f.write(payload)
+    except OSError as e:
+        raise SystemExit(f"fakv.compile: cannot write {path!r}: {e.strerror or e}") from None
 
 
 def _compile(ir, args, options):
@@ -226,9 +241,9 @@ def _compile(ir, args, options):
     if args.emit == "cubin":
         if not args.output:
             raise SystemExit("fakv.compile: --emit cubin needs -o FILE")
-        open(args.output, "wb").write(payload)
-        json.dump(with_occupancy(json.loads(facts), opts.get("ctas_per_sm", 0), opts["chip"]),
-                  open(os.path.splitext(args.output)[0] + ".json", "w"), indent=2)
+        _write(args.output, payload)
+        _write(os.path.splitext(args.output)[0] + ".json",
+               json.dumps(with_occupancy(json.loads(facts), opts.get("ctas_per_sm", 0), opts["chip"]), indent=2))
         print(f"wrote {args.output} and {os.path.splitext(args.output)[0]}.json")
         return None
     return payload

@@ -681,3 +681,25 @@ def test_cli_refuses_bad_attention_values_and_files():
     bad = subprocess.run([sys.executable, "-m", "fakv.compile", decode, "--emit", "fakv", "--attention", "batch=2",
                           "--divisible", "Q"], env=env, capture_output=True, text=True)
     assert bad.returncode == 1 and "--divisible is for --arg / --const" in bad.stderr
+
+
+def test_cli_refuses_bad_arg_lists_and_outputs(tmp_path):
+    """--arg / --const without `=` or given twice (the last one won, silently), and an -o that cannot be written
+    (a FileNotFoundError traceback): each a message."""
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "frontend"))
+    src = tmp_path / "mini.py"
+    src.write_text("import fakv, fakv.language as fl\n@fakv.jit\ndef k(Y, n, B: fl.constexpr):\n"
+                   "    fl.store(Y, fl.zeros((B,)), (0,), (1,))\n")
+    base = [sys.executable, "-m", "fakv.compile", str(src)]
+    for extra, message in ((["--arg", "Y", "--arg", "n=i32", "--const", "B=4"], "--arg Y: give NAME=TYPE"),
+                           (["--arg", "Y=*f32", "--arg", "n=i32", "--arg", "n=i64", "--const", "B=4"],
+                            "--arg n=i64: n is given more than once"),
+                           (["--arg", "Y=*f32", "--arg", "n=i32", "--const", "B"], "--const B: give NAME=VALUE"),
+                           (["--arg", "Y=*f32", "--arg", "n=i32", "--const", "B=4", "--emit", "fakv", "-o",
+                             str(tmp_path / "no" / "such" / "dir.mlir")],
+                            f"cannot write {str(tmp_path / 'no' / 'such' / 'dir.mlir')!r}: No such file or directory")):
+        bad = subprocess.run(base + extra, env=env, capture_output=True, text=True)
+        assert bad.returncode == 1 and bad.stderr.strip() == "fakv.compile: " + message, bad.stderr
+    good = subprocess.run(base + ["--arg", "Y=*f32", "--arg", "n=i32", "--const", "B=4", "--emit", "fakv", "-o",
+                                  str(tmp_path / "k.mlir")], env=env, capture_output=True, text=True)
+    assert good.returncode == 0 and "fakv.store" in (tmp_path / "k.mlir").read_text(), good.stderr
