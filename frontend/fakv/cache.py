@@ -219,7 +219,7 @@ def fakv_switches():
 
 
 def cache_dir():
-    d = os.environ.get("FAKV_CACHE_DIR")
+    d = os.path.expanduser(os.environ.get("FAKV_CACHE_DIR") or "")   # (`~/x` from an ENV line: no shell expanded it)
     if not d:
         base = os.environ.get("XDG_CACHE_HOME") or ""
         if not os.path.isabs(base):       # (unset, empty or relative: the XDG default)
@@ -236,10 +236,10 @@ def load(key):
             entry = json.load(f)
         with open(base + ".cubin", "rb") as f:
             binary = f.read()
-        if hashlib.sha256(binary).hexdigest() != entry["sha256"]:
-            return None
+        if hashlib.sha256(binary).hexdigest() != entry["sha256"] or not isinstance(entry["facts"], dict):
+            return None                  # (facts of another shape: a launch would fail on them, every run)
         return binary, entry["facts"]
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):    # (deep nesting: json's RecursionError)
         return None
 
 

@@ -513,7 +513,12 @@ def _canonical(value):
         return f"{t.__name__}({','.join(sorted(map(_canonical, value)))})"
     if isinstance(value, dict):
         return f"dict({','.join(sorted(f'{_canonical(k)}:{_canonical(v)}' for k, v in value.items()))})"
-    return repr(value)
+    # A kernel or a plain function in a container (`OPS = (scale, shift)`): its source key or code, as a global
+    # of its own is keyed (a repr holds an address: a miss in every process, or a stale hit where one repeats).
+    if isinstance(value, JITFunction):
+        return f"jit:{value.source_key()}"
+    text = _callable_text(value)
+    return f"fn:{text}" if text else repr(value)
 
 
 def _callable_text(value):

@@ -123,8 +123,10 @@ def specialise_all(jobs, index=None):
         index = index_of(jobs)
     if index is not None:
         found = indexed(index)
-        if found is not None:
+        # (an entry of other kernels than the jobs': rewritten or corrupt, though its checksums hold: compiled)
+        if found is not None and [c.name for c in found] == [fn.__name__ for fn, _, _ in jobs]:
             return found
+        INDEXED.pop(index, None)
     # (with_kernels' calls mix a user's kernel with a lazy default one)
     jobs = [(fn.resolve() if isinstance(fn, Lazy) else fn, args, consts) for fn, args, consts in jobs]
     found = [fn.specialize_for(args, consts, compile=False) for fn, args, consts in jobs]   # the caches

@@ -175,6 +175,30 @@ def test_source_key_follows_the_kernel():
         assert key(4, 3.0, tmp) != base                         # a kernel it calls
 
 
+def test_source_key_follows_kernels_in_a_container():
+    """A kernel picking a helper out of a global tuple (`OPS[0](x)`): the tuple was keyed by repr(), an object's
+    address (a miss in every process; a stale cubin where the address repeated): now by the helpers' source keys
+    and a plain function's code."""
+    import types
+    import tempfile
+    src = ("import fakv\nimport fakv.language as fl\n\n@fakv.jit\ndef scale(x):\n    return x * {k}\n\n"
+           "def plain(v):\n    return v + {k}\n\nOPS = (scale, {{'f': plain}})\n\n"
+           "@fakv.jit\ndef kernel(X):\n    fl.store(X, OPS[0](fl.full((4,), 1.0)), (0,), (1,))\n")
+
+    def key(k, tmp, name):
+        path = os.path.join(tmp, f"{name}.py")
+        with open(path, "w") as f:
+            f.write(src.format(k=k))
+        mod = types.ModuleType(name)
+        mod.__file__ = path
+        exec(compile(src.format(k=k), path, "exec"), mod.__dict__)
+        return mod.kernel.source_key()
+
+    with tempfile.TemporaryDirectory() as tmp:
+        assert key(2.0, tmp, "a") == key(2.0, tmp, "a")          # (other objects, other addresses: one key)
+        assert key(2.0, tmp, "a") != key(3.0, tmp, "a")          # the helper edited: another key
+
+
 def test_source_key_follows_a_modules_kernel(tmp_path, monkeypatch):
     """A kernel calling another module's kernel as `module.kernel(...)`:
     its key changes with that kernel's source (it had hashed the module's
@@ -239,6 +263,22 @@ def test_cache_dir_defaults(monkeypatch, tmp_path):
         assert cache.cache_dir() == want
     monkeypatch.setenv("FAKV_CACHE_DIR", "/somewhere")
     assert cache.cache_dir() == "/somewhere"
+    monkeypatch.setenv("FAKV_CACHE_DIR", "~/fakv-cache")               # (an ENV line: no shell expanded it)
+    assert cache.cache_dir() == os.path.join(str(tmp_path), "fakv-cache")
+
+
+def test_an_entry_too_deep_to_parse_is_a_miss(tmp_path, monkeypatch):
+    """An entry's .json nested past Python's recursion limit raised RecursionError out of every later process's
+    load; like other corrupt entries it is a miss (then recompiled). So are facts that are not a dict."""
+    monkeypatch.setenv("FAKV_CACHE_DIR", str(tmp_path))
+    assert cache.store("k", b"cubin", {"name": "k"})
+    assert cache.load("k") == (b"cubin", {"name": "k"})
+    entry = tmp_path / "k.json"
+    good = entry.read_text()
+    entry.write_text("[" * 100000)
+    assert cache.load("k") is None
+    entry.write_text(good.replace('{"name": "k"}', "null"))
+    assert cache.load("k") is None
 
 
 def test_malformed_index_entries_are_misses(tmp_path, monkeypatch):
@@ -302,3 +342,33 @@ def test_the_index_holds_what_the_kernel_files_say(tmp_path):
     assert run("edit", cache_dir=tmp_path / "a", kernels_dir=kernels) == ["0", "False", "0"]
     assert run("plain", cache_dir=tmp_path / "a", kernels_dir=kernels) == ["1", "True", "1"]   # the files now
     assert run("switch", str(kernels), cache_dir=tmp_path / "b") == ["1", "False", "1"]       # the first call's
+
+
+@needs_assembler
+def test_an_index_of_other_kernels_is_not_used(tmp_path, monkeypatch):
+    """An index entry whose checksums hold but whose kernels are not the call's (their order swapped: decode's
+    binary where combine's is expected, say, by a rewrite or a bug) was taken as it was; it is compiled (from the
+    cache's entries) and indexed again, right."""
+    env = {k: v for k, v in os.environ.items() if k != "FAKV_KERNELS"}
+    env.update(FAKV_CACHE_DIR=str(tmp_path), FAKV_COMPILE_ONLY="1", PYTHONPATH=os.path.join(ROOT, "frontend"))
+
+    script = ("import numpy as np, ml_dtypes, fakv\nq = np.zeros((1, 1, 8, 64), ml_dtypes.bfloat16)\n"
+              "k = np.zeros((1, 4096, 2, 64), ml_dtypes.bfloat16)\n"                 # (long splits: no cluster)
+              "fakv.flash_attn_with_kvcache(q, k, k, cache_seqlens=4000, num_splits=2)\n")   # (decode, combine)
+
+    def run():
+        p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600, env=env)
+        assert p.returncode == 0, p.stderr
+        [path] = list((tmp_path / "index").iterdir())
+        head, _, body = path.read_bytes().partition(b"\n")
+        return path, json.loads(head), body
+
+    path, head, body = run()
+    names = [k["name"] for k in head]
+    assert len(names) == 2 and names[0] != names[1], names
+    first, second = body[:head[0]["size"]], body[head[0]["size"]:]
+    path.write_bytes(json.dumps(head[::-1]).encode() + b"\n" + second + first)    # swapped, checksums intact
+    monkeypatch.setenv("FAKV_CACHE_DIR", str(tmp_path))
+    assert [k[1] for k in cache.load_index(path.stem)] == names[::-1]
+    _, head, _ = run()
+    assert [k["name"] for k in head] == names
