@@ -828,8 +828,9 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
     if by_lengths and _ragged(seqlens, capacity, on_gpu, capturing):
         p = plan(batch, seqlen_q, heads, kv_heads, head_dim, T.dtype(q), paged, page_size, capacity, causal,
                  int(num_splits), num_sms, l2, ragged=True, cluster=cluster)
-    # A decode step that appends: combine appends and attends the new keys if the plain call has splits.
-    combine_appends = (k is not None and seqlen_q == 1 and _COMBINE_APPENDS and combine is None
+    # A decode step that appends: combine appends and attends the new keys if the plain call has splits. Not
+    # with a variant's decode (with_kernels): combine_new.py scores the new keys without its score_mod.
+    combine_appends = (k is not None and seqlen_q == 1 and _COMBINE_APPENDS and decode is None and combine is None
                        and cache_leftpad is None
                        and not any(extras[f] for f in ("WINDOW", "ALIBI", "SOFTCAP", "PRESCALE")))
     if combine_appends:

@@ -50,6 +50,8 @@ class JITFunction:
         if type(ctas_per_sm) is not int or not 0 <= ctas_per_sm <= 32:
             raise ValueError(f"{fn.__name__}: ctas_per_sm is a number of blocks an SM (0: as many as fit), "
                              f"got {ctas_per_sm!r}")
+        if type(stages) is not int or not 1 <= stages <= 8:      # (fakv-pipeline's kMaxStages)
+            raise ValueError(f"{fn.__name__}: stages is a number of ring stages in [1, 8], got {stages!r}")
         if type(warm_pages) is not int or not 0 <= warm_pages <= 8:
             raise ValueError(f"{fn.__name__}: warm_pages is a number of tiles ahead in [0, 8] (0: none), "
                              f"got {warm_pages!r}")

@@ -555,6 +555,9 @@ def test_warm_pages_option(monkeypatch, tmp_path):
     for bad in (-1, 9, True, 2.0):
         with pytest.raises(ValueError, match="warm_pages is a number of tiles ahead"):
             fakv.jit(warm_pages=bad)(decode.fn)
+    for bad in (0, 9, 2.0, None):          # (stages=0 was the pipeline's "-:1:1: stages must be in [1, 8]")
+        with pytest.raises(ValueError, match=r"stages is a number of ring stages in \[1, 8\]"):
+            decode.with_options(stages=bad)
 
 
 def test_cli_cubin(tmp_path):

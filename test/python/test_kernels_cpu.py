@@ -324,6 +324,28 @@ def test_score_mod_variant(tmp_path, page, splits):
     assert np.abs(out.astype(np.float64) - plain).max() > 0.1
 
 
+@pytest.mark.parametrize("page,splits", [(None, 3), (16, 0), (64, 2)])
+def test_score_mod_variant_appending(tmp_path, page, splits):
+    """A variant's decode on a decode step that appends (one query row, new keys, several splits): the default
+    kernels' route where combine appends and attends the new keys scored them without the variant's score_mod
+    (a user's review: out 0.1-0.8 off, no error); a variant's call appends and attends through its own decode.
+    Its output is the same variant's on the cache with the new keys already in it."""
+    import variant
+    attn = fakv.with_kernels(decode=variant.load(str(tmp_path)).decode)
+    q, k, v, seqlens, table, causal = make("bf16", (8, 2), page, (1, True), seed=5)
+    q = (q.astype(np.float32) * 4).astype(q.dtype)            # scores large enough for the cap to matter
+    seqlens = np.maximum(seqlens - 1, 0).astype(np.int32)     # (room for the new key)
+    rng = np.random.default_rng(3)
+    new_k = (rng.standard_normal((q.shape[0], 1) + k.shape[2:]) * 4).astype(k.dtype)   # keys the cap matters for
+    new_v = rng.standard_normal((q.shape[0], 1) + v.shape[2:]).astype(v.dtype)
+    k2, v2 = k.copy(), v.copy()
+    out = attn(q, k2, v2, k=new_k, v=new_v, cache_seqlens=seqlens, block_table=table, causal=causal,
+               num_splits=splits)
+    want = attn(q, k2, v2, cache_seqlens=seqlens + 1, block_table=table, causal=causal, num_splits=splits)
+    assert np.abs(out.astype(np.float64) - want.astype(np.float64)).max() <= 1e-2, \
+        np.abs(out.astype(np.float64) - want.astype(np.float64)).max()
+
+
 @pytest.mark.parametrize("page,splits", [(None, 1), (16, 3), (64, 0)])
 def test_per_head_score_mod_variant(tmp_path, page, splits):
     """kernels/README.md: a score modifier that depends on the query head (a temperature 1 + 0.25 h) written
