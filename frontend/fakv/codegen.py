@@ -508,6 +508,9 @@ class CodeGen:
         with self.b.capture() as init_lines:
             for n in carried:
                 v = before[n]
+                if isinstance(v, (tuple, list, dict)):
+                    raise self.error(node, f"`{n}` is a {type(v).__name__} assigned in this fl.range loop: a loop "
+                                           f"carries single values, not tuples; carry each under its own name")
                 if not sem.is_value(v):
                     v = sem.to_value(self.b, v)
                 inits.append(v)

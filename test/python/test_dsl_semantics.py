@@ -851,6 +851,14 @@ def pointer_or_tile(Y, X, n):
 
 
 @fakv.jit
+def tuple_in_loop(Y, n):
+    t = (n, 0)
+    for i in fl.range(0, 2):
+        t = (t[0] + 1, t[1])
+    fl.store(Y, fl.full((4,), t[0]), (0,), (1,))
+
+
+@fakv.jit
 def return_in_loop(Y, n):
     for i in fl.range(0, n):
         return
@@ -871,6 +879,9 @@ def test_clear_refusals_from_a_review():
             kernel[(1,)](y, 1)
     with pytest.raises(fakv.CompilationError, match=r"`p` has type tile\[4\]:f32 in one branch and ptr<f32> in "):
         pointer_or_tile[(1,)](y, y.copy(), 1)        # (not broadcast like a scalar: a splat of a pointer)
+    with pytest.raises(fakv.CompilationError, match=r"`t` is a tuple assigned in this fl.range loop: a loop "
+                                                    r"carries single values"):    # (IR names in the message before)
+        tuple_in_loop[(1,)](y, 1)
     with pytest.raises(fakv.CompilationError, match=r"`return` inside an fl.range loop is not supported"):
         return_in_loop[(1,)](y, 1)
     with pytest.raises(fakv.CompilationError, match=r"sum reduces float or i32 tiles, got i1 \(a mask: "
