@@ -77,6 +77,11 @@ PYCMP = {"lt": lambda a, b: a < b, "le": lambda a, b: a <= b, "gt": lambda a, b:
          "ge": lambda a, b: a >= b, "eq": lambda a, b: a == b, "ne": lambda a, b: a != b}
 
 
+def _is_number(x):
+    """A Python number (bool, int or float) a kernel value can be made of."""
+    return isinstance(x, (bool, int, float))
+
+
 def _holds_value(x):
     """Whether x is a kernel value or a tuple / list / dict holding one (at any depth)."""
     if sem.is_value(x):
@@ -354,15 +359,18 @@ class CodeGen:
             if not sem.is_value(a) and not sem.is_value(c) and type(a) is type(c) and a == c:
                 same[n] = a               # one Python value whichever branch runs: it holds after the `if`
                 continue
-            if not (sem.is_value(a) or sem.is_value(c)):
+            if not (sem.is_value(a) or sem.is_value(c)) and not (_is_number(a) and _is_number(c)):
                 same[n] = _NoValue(n, "is a different Python value in each branch of a runtime `if`")
                 continue
-            results.append(n)
+            results.append(n)            # (two numbers: a run-time value of their promoted type, `r = 0; if c: r = 1`)
         # Yields: make both sides kernel values of one type; a Python number beside a kernel number, their
         # promoted type, as an operation of the two would have (`v = 0.5` beside an i32 `n`: f32, not 0).
         types = []
         for n in results:
             a, c = then_scope[n], else_scope[n]
+            if not (sem.is_value(a) or sem.is_value(c)):      # two numbers
+                types.append(sem.common_type(a, c))
+                continue
             t = (a if sem.is_value(a) else c).type
             if not (sem.is_value(a) and sem.is_value(c)) and not isinstance(t, PtrType):
                 t = sem.common_type(a, c)

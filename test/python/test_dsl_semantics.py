@@ -925,4 +925,29 @@ def test_a_branch_broadcasts_a_scalar_beside_a_tile():
 @needs_assembler
 def test_a_branch_broadcast_compiles_for_sm90a(tmp_path):
     _compiles_for_sm90a("import sys, numpy as np\nsys.path.insert(0, sys.argv[1])\nimport test_dsl_semantics as t\n"
-                        "t.scalar_or_tile[(1,)](np.zeros(4, np.float32), 2)\n", tmp_path)
+                        "t.scalar_or_tile[(1,)](np.zeros(4, np.float32), 2)\n"
+                        "t.numbers_in_branches[(1,)](np.zeros(4, np.float32), 2)\n", tmp_path)
+
+
+@fakv.jit
+def numbers_in_branches(Y, n):
+    r = 0
+    if n > 2:
+        r = 1
+    f = 0.5
+    if n > 1:
+        f = 2
+    b = True
+    if n > 3:
+        b = False
+    fl.store(Y, fl.full((4,), r * 100 + f * 10) + fl.where(b, 1.0, 0.0), (0,), (1,))
+
+
+def test_two_numbers_in_branches_are_a_runtime_value():
+    """`r = 0; if n > 2: r = 1` (a user's first pattern) was refused ("a different Python value in each branch"):
+    the two numbers become a run-time value of their promoted type (i32; 0.5 and 2: f32; True and False: i1)."""
+    for n in range(5):
+        y = np.zeros(4, np.float32)
+        numbers_in_branches[(1,)](y, n)
+        want = (100 if n > 2 else 0) + (20 if n > 1 else 5) + (0 if n > 3 else 1)
+        assert (y == want).all(), (n, y)
