@@ -90,13 +90,15 @@ def test_the_bare_read_of_a_ragged_batch_takes_whole_tiles():
     way16 = g.bare_way(128, 8, 128, 16)
     assert g.bare_bytes(ragged, way16) == 1056 * 2 ** 20                      # 1024 blocks x 64 rows, K and V
     assert g.bare_bytes(ragged, g.bare_way(128, 8, 128, 256)) == gib          # pages of 256 rows
-    assert g.bare_bytes(ragged, g.bare_way(128, 8, 64, 16)) == ragged         # tma2kv: any bytes
+    assert g.bare_bytes(ragged, g.bare_way(128, 8, 80, 16)) == ragged         # tma2kv (head dim 80): any bytes
+    assert g.bare_bytes(ragged, g.bare_way(128, 8, 64, 16)) == 1056 * 2 ** 20  # d64: 1024 blocks x 128 rows
     # what stream_balance.kv_maps asks of a cache: rows of whole 64-row tiles and pages
-    for way in (way16, g.bare_way(128, 8, 128, 256), g.bare_way(8, 32, 128, 64)):
-        blocks, page = int(way.split()[2]), int(way.rpartition("page=")[2])
+    for way, d in ((way16, 128), (g.bare_way(128, 8, 128, 256), 128), (g.bare_way(8, 32, 128, 64), 128),
+                   (g.bare_way(128, 8, 64, 16), 64), (g.bare_way(8, 8, 256, 64), 256)):
+        blocks, page = int(way.split()[2]), int(way.partition("page=")[2].split()[0])
         half = g.bare_bytes(ragged, way) // 2
-        rows = half // (blocks * 256)
-        assert rows * blocks * 256 == half and rows % 64 == 0 and rows % page == 0
+        rows = half // (blocks * 2 * d)
+        assert rows * blocks * 2 * d == half and rows % (8192 // d) == 0 and rows % page == 0, way
 
 
 def test_a_copy_is_timed_behind_the_sleep_too(timing):
