@@ -556,8 +556,10 @@ LogicalResult Packer::rewriteScalar(Operation *op, ImplicitLocOpBuilder &b) {
   } else if (isa<arith::DivSIOp, arith::DivUIOp, arith::FloorDivSIOp,
                  arith::RemSIOp, arith::RemUIOp>(op)) {
     if (!splitsHead(op))
-      return fail(op, "only program_id(")
-             << axis << ") itself may be divided by GROUP = " << group;
+      return fail(op, "a scalar of the query head divided or taken modulo: only program_id(")
+             << axis << ") itself may be divided by GROUP = " << group
+             << " (a value or branch that depends on the head is written as tile math "
+                "of it, kernels/README.md)";
     if (isa<arith::RemSIOp, arith::RemUIOp>(op)) {
       r.base = cst(b, t, 0);
       r.coef = cst(b, t, 1);

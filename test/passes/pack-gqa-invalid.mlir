@@ -181,3 +181,22 @@ func.func @branches(%x: !fakv.ptr<f32>, %o: !fakv.ptr<f32>, %n: i32) attributes 
 ^bb2:
   return
 }
+
+// -----
+
+// `h % 2 == 0` on the query head in a grouped kernel (a user's variant): the message says it is the head's
+// value that is divided, and where a per-head value is written instead.
+func.func @head_modulo(%out: !fakv.ptr<f32>) attributes {fakv.kernel, fakv.pack_gqa = 1 : i32} {
+  %h = fakv.program_id 1
+  %c4 = arith.constant 4 : i32
+  %kvh = arith.divsi %h, %c4 : i32
+  %c2 = arith.constant 2 : i32
+  // expected-error @+1 {{a scalar of the query head divided or taken modulo: only program_id(1) itself may be divided by GROUP = 4 (a value or branch that depends on the head is written as tile math of it, kernels/README.md)}}
+  %odd = arith.remsi %h, %c2 : i32
+  %x = fakv.splat %odd : i32 -> tensor<16xi32>
+  %f = arith.sitofp %x : tensor<16xi32> to tensor<16xf32>
+  %c0 = arith.constant 0 : i32
+  %s = arith.constant 1 : i64
+  fakv.store %f, %out[%c0] strides [%s] : tensor<16xf32>, !fakv.ptr<f32>
+  return
+}
