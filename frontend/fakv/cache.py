@@ -218,8 +218,13 @@ def fakv_switches():
     return sorted((k, v) for k, v in os.environ.items() if k.startswith("FAKV_") and k != "FAKV_CACHE_DIR")
 
 
+_RELATIVE = {}       # a relative FAKV_CACHE_DIR: the folder it named when first used (a chdir later moves nothing)
+
+
 def cache_dir():
     d = os.path.expanduser(os.environ.get("FAKV_CACHE_DIR") or "")   # (`~/x` from an ENV line: no shell expanded it)
+    if d and not os.path.isabs(d):
+        d = _RELATIVE.setdefault(d, os.path.abspath(d))
     if not d:
         base = os.environ.get("XDG_CACHE_HOME") or ""
         if not os.path.isabs(base):       # (unset, empty or relative: the XDG default)

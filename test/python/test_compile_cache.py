@@ -265,6 +265,15 @@ def test_cache_dir_defaults(monkeypatch, tmp_path):
     assert cache.cache_dir() == "/somewhere"
     monkeypatch.setenv("FAKV_CACHE_DIR", "~/fakv-cache")               # (an ENV line: no shell expanded it)
     assert cache.cache_dir() == os.path.join(str(tmp_path), "fakv-cache")
+    # A relative one: the folder it names when first used, wherever the process goes after (it had split the
+    # cache over the folders a process changed into).
+    monkeypatch.setenv("FAKV_CACHE_DIR", "relative-fakv-cache-test")
+    (tmp_path / "a").mkdir()
+    monkeypatch.chdir(tmp_path / "a")
+    assert cache.cache_dir() == str(tmp_path / "a" / "relative-fakv-cache-test")
+    monkeypatch.chdir(tmp_path)
+    assert cache.cache_dir() == str(tmp_path / "a" / "relative-fakv-cache-test")
+    cache._RELATIVE.pop("relative-fakv-cache-test")
 
 
 def test_an_entry_too_deep_to_parse_is_a_miss(tmp_path, monkeypatch):
