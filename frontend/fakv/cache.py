@@ -224,7 +224,7 @@ _RELATIVE = {}       # a relative FAKV_CACHE_DIR: the folder it named when first
 def cache_dir():
     d = os.path.expanduser(os.environ.get("FAKV_CACHE_DIR") or "")   # (`~/x` from an ENV line: no shell expanded it)
     if d and not os.path.isabs(d):
-        d = _RELATIVE.setdefault(d, os.path.abspath(d))
+        d = _RELATIVE.get(d) or _RELATIVE.setdefault(d, os.path.abspath(d))
     if not d:
         base = os.environ.get("XDG_CACHE_HOME") or ""
         if not os.path.isabs(base):       # (unset, empty or relative: the XDG default)

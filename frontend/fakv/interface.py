@@ -599,7 +599,7 @@ def _check_contents(seqlens, block_table, cache_batch_idx, batch, capacity, page
         cols = np.arange(block_table.shape[1])[None, :]
         used = cols < ((lens + seqlen_new + page_size - 1) // page_size)[:, None]
         if leftpad is not None:          # (pages wholly before the padding, and before new rows, are not used)
-            used &= cols >= (np.minimum(T.host(leftpad).astype("int64"), lens) // page_size)[:, None]
+            used &= cols >= (np.minimum(pads, lens) // page_size)[:, None]
         entries = T.host(block_table)
         bad = used & ((entries < 0) | (entries >= num_pages))
         if bad.any():
