@@ -42,6 +42,9 @@ constexpr int64_t kMaxTileElements = int64_t(1) << 24;
 /// Verifies that every tile (ranked tensor) an op takes or gives is within
 /// kMaxTileElements.
 LogicalResult verifyBoundedTiles(Operation *op);
+/// A static tile's elements, or limit + 1 when they are more than `limit`
+/// (counted without overflow: a shape's product may pass int64).
+int64_t elementsUpTo(RankedTensorType tile, int64_t limit);
 } // namespace mlir::fakv
 
 namespace mlir::OpTrait::fakv {

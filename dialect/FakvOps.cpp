@@ -123,19 +123,22 @@ void DotOp::getEffects(
       effects.emplace_back(MemoryEffects::Read::get(), operand, TileMemoryResource::get());
 }
 
+int64_t mlir::fakv::elementsUpTo(RankedTensorType tile, int64_t limit) {
+  int64_t n = 1;
+  for (int64_t d : tile.getShape()) {
+    if (d > 0 && n > limit / d)
+      return limit + 1;
+    n *= d;
+  }
+  return n;
+}
+
 LogicalResult mlir::fakv::verifyBoundedTiles(Operation *op) {
   auto check = [&](Type t) -> LogicalResult {
     auto tile = dyn_cast<RankedTensorType>(t);
-    if (!tile || !tile.hasStaticShape())
-      return success();
-    int64_t n = 1;
-    for (int64_t d : tile.getShape()) {
-      if (d > kMaxTileElements || n > kMaxTileElements / std::max<int64_t>(d, 1))
-        return op->emitOpError() << "tile " << t << " holds more than "
-                                 << kMaxTileElements
-                                 << " elements (2^24), fakv's limit for one tile";
-      n *= d;
-    }
+    if (tile && tile.hasStaticShape() && elementsUpTo(tile, kMaxTileElements) > kMaxTileElements)
+      return op->emitOpError() << "tile " << t << " holds more than " << kMaxTileElements
+                               << " elements (2^24), fakv's limit for one tile";
     return success();
   };
   for (Type t : op->getOperandTypes())

@@ -47,18 +47,6 @@ bool gpuElementType(Type t) {
   return true;                          // (pointers, index: not elements of this check)
 }
 
-/// A tile's elements, saturated past `limit` (a shape's product may overflow
-/// int64: 2^32 x 2^32 wrapped to 0 and passed the size check).
-int64_t elementsUpTo(RankedTensorType t, int64_t limit) {
-  int64_t n = 1;
-  for (int64_t d : t.getShape()) {
-    if (d > 0 && n > limit / d)
-      return limit + 1;
-    n *= d;
-  }
-  return n;
-}
-
 /// The dialects a kernel's ops may come from on the GPU path (what the DSL
 /// emits, and what fakv's passes make of it).
 bool gpuDialect(Operation *op) {
@@ -192,6 +180,7 @@ LogicalResult LayoutAssigner::checkShapes() {
       }
       // Register tiles are unrolled per thread: past this the kernel
       // spills and the compile takes minutes (4096x4096: ~30 s).
+      // (counted without overflow: 2^32 x 2^32 wrapped to 0 and passed)
       if (isTile(v) &&
           elementsUpTo(tileType(v), kMaxGPUTileElements) > kMaxGPUTileElements) {
         op->emitOpError() << "the GPU lowering holds a tile in registers, at most "
