@@ -158,15 +158,15 @@ def append(Q, KNew, VNew, K, V, QOut, Table, Seqlens, BatchIdx, Cos, Sin, Errors
                 pos = seqlen + t
             inside = (pos >= 0) & (pos < rotary_rows)        # a row of Cos / Sin: else reported, row 0 read
             fl.report(Errors, not inside, fl.where(pos < 0, SEQLENS_ERROR, ROTARY_ERROR) + b)
-            copy_row(Q + b * q_batch_stride + t * q_seq_stride + h * q_head_stride,
-                     QOut + b * qo_batch_stride + t * qo_seq_stride + h * qo_head_stride,
+            copy_row(Q + b.to(fl.int64) * q_batch_stride + t * q_seq_stride + h * q_head_stride,
+                     QOut + b.to(fl.int64) * qo_batch_stride + t * qo_seq_stride + h * qo_head_stride,
                      Cos, Sin, Errors, fl.where(inside, pos, 0), head_dim, rotary_dim, cos_stride, HEAD_DIM, ROTARY,
                      INTERLEAVED)
     if APPEND:
         if h < kv_heads:
             fits = (seqlen >= 0) & (seqlen <= capacity - seqlen_new)      # (seqlen + seqlen_new may wrap)
             fl.report(Errors, not fits, fl.where(seqlen < 0, SEQLENS_ERROR, APPEND_ERROR) + b)
-            new = b * new_batch_stride + h * new_head_stride
+            new = b.to(fl.int64) * new_batch_stride + h * new_head_stride
             append_rows(KNew + new, VNew + new, new_seq_stride, K + h.to(fl.int64) * head_stride,
                         V + h.to(fl.int64) * head_stride, Table + b * table_stride, BatchIdx, Cos, Sin, Errors,
                         b, t, fl.minimum(t + 1, seqlen_new), 1, fl.where(fits, seqlen, -1), page_stride,

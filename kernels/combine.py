@@ -27,7 +27,7 @@ def split_partials(OutPart, LsePart, b, qi, h0, num_splits, batch, seqlen_q, hea
 def store_rows(Out, Lse, out, lse, b, qi, h0, out_batch_stride, out_seq_stride, out_head_stride, seqlen_q, heads,
                head_dim):
     """out and lse of heads [h0, h0 + HEAD_BLOCK) (no key in any split: +inf, as FlashAttention 2)."""
-    fl.store(Out + b * out_batch_stride + qi * out_seq_stride, out, (h0, 0), (out_head_stride, 1),
+    fl.store(Out + b.to(fl.int64) * out_batch_stride + qi * out_seq_stride, out, (h0, 0), (out_head_stride, 1),
              bounds=(heads, head_dim))
     fl.store(Lse + b * heads * seqlen_q + qi, fl.where(lse == float("-inf"), float("inf"), lse), (h0,), (seqlen_q,),
              bounds=(heads,))

@@ -44,16 +44,16 @@ def combine_new(OutPart, LsePart, Out, Lse, Q, KNew, VNew, K, V, Table, Seqlens,
     old = Seqlens[b]
     fits = (old >= 0) & (old <= capacity - new_keys)        # (not old + new_keys <= capacity: it may wrap)
     fl.report(Errors, not fits, fl.where(old < 0, SEQLENS_ERROR, APPEND_ERROR) + b)
-    new = b * new_batch_stride + kvh * new_head_stride       # this kv head's new rows in KNew, VNew
+    new = b.to(fl.int64) * new_batch_stride + kvh * new_head_stride     # this kv head's new rows in KNew, VNew
     if h0 % GROUP == 0:                      # the kv head's first program appends its rows
         append_rows(KNew + new, VNew + new, new_seq_stride, K + kvh.to(fl.int64) * head_stride,
                     V + kvh.to(fl.int64) * head_stride, Table + b * table_stride, BatchIdx, Cos, Sin, Errors, b, 0,
                     new_keys, 1, fl.where(fits, old, -1), page_stride, row_stride, num_pages, head_dim, rotary_dim,
                     cos_stride, HEAD_DIM, PAGE_SIZE, BATCH_IDX, ROTARY, INTERLEAVED, True)
-    out_new, lse_new = attend_new(Q + b * q_batch_stride + h0 * q_head_stride, KNew + new, VNew + new, Cos, Sin, Errors, b,
-                                  old, fl.where(fits, new_keys, 0), q_head_stride, new_seq_stride, head_dim,
-                                  cos_stride, rotary_dim, rotary_rows, scale, HEAD_BLOCK, NEW_N, HEAD_DIM, ROTARY,
-                                  INTERLEAVED)
+    out_new, lse_new = attend_new(Q + b.to(fl.int64) * q_batch_stride + h0 * q_head_stride, KNew + new, VNew + new,
+                                  Cos, Sin, Errors, b, old, fl.where(fits, new_keys, 0), q_head_stride, new_seq_stride,
+                                  head_dim, cos_stride, rotary_dim, rotary_rows, scale, HEAD_BLOCK, NEW_N, HEAD_DIM,
+                                  ROTARY, INTERLEAVED)
     fl.dependency_wait()                     # decode's partials from here on
     fl.launch_dependents()                   # (the next call's decode not before: measured faster)
     out, lse = split_partials(OutPart, LsePart, b, 0, h0, num_splits, batch, 1, heads, head_dim, HEAD_DIM,

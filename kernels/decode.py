@@ -93,9 +93,9 @@ def decode(Q, K, V, Table, Seqlens, Out, Lse, OutPart, LsePart,
     first, last = lo + split * per_split, fl.minimum(lo + (split + 1) * per_split, hi)
 
     # Queries [q0, q0 + SQ_BLOCK) of head h, with ROTARY rotated at old + q0 + i * q_step (FlashAttention's).
-    q = rotated_rows(Q + b * q_batch_stride + h * q_head_stride + q0 * q_seq_stride, q_seq_stride, seqlen_q - q0,
-                     head_dim, Cos, Sin, old + q0 * q_step, q_step, cos_stride, rotary_dim, rotary_rows, Errors,
-                     ROTARY_ERROR + b, SQ_BLOCK, HEAD_DIM, ROTARY, INTERLEAVED)
+    q = rotated_rows(Q + b.to(fl.int64) * q_batch_stride + h * q_head_stride + q0 * q_seq_stride, q_seq_stride,
+                     seqlen_q - q0, head_dim, Cos, Sin, old + q0 * q_step, q_step, cos_stride, rotary_dim,
+                     rotary_rows, Errors, ROTARY_ERROR + b, SQ_BLOCK, HEAD_DIM, ROTARY, INTERLEAVED)
     q_pos = q0 + fl.arange(0, SQ_BLOCK)
     # Scores scaled before the masks with softcap (softcap * tanh(scale * q.k / softcap)) or a scale <= 0.
     sm_scale, scale = scale, (1.0 if SOFTCAP or PRESCALE else scale)
@@ -106,7 +106,7 @@ def decode(Q, K, V, Table, Seqlens, Out, Lse, OutPart, LsePart,
 
     table, strides = Table + b * table_stride, (page_stride, row_stride, head_stride)
     if APPEND:      # first: the new rows written (past every split's keys: a share each, the last split's first)
-        new = b * new_batch_stride + kvh * new_head_stride
+        new = b.to(fl.int64) * new_batch_stride + kvh * new_head_stride
         append_rows(KNew + new, VNew + new, new_seq_stride, K + kvh.to(fl.int64) * head_stride,
                     V + kvh.to(fl.int64) * head_stride, table, BatchIdx, Cos, Sin, Errors, b,
                     (num_splits - 1 - split) * m_blocks + bm % m_blocks, new_keys, num_splits * m_blocks,
@@ -136,7 +136,7 @@ def decode(Q, K, V, Table, Seqlens, Out, Lse, OutPart, LsePart,
         out, lse = cluster_merge(out, lse, MERGE)
     if MERGE > 1 or num_splits == 1:       # (merged in the cluster: split 0 stores the LSE)
         c0 = split * (HEAD_DIM // MERGE) if MERGE > 1 else 0
-        fl.store(Out + b * q_batch_stride + h * q_head_stride, out, (q0, c0), (q_seq_stride, 1),
+        fl.store(Out + b.to(fl.int64) * q_batch_stride + h * q_head_stride, out, (q0, c0), (q_seq_stride, 1),
                  bounds=(seqlen_q, head_dim))
         fl.store(Lse + (b * heads + h) * seqlen_q, fl.where(lse == float("-inf"), float("inf"), lse), (q0,), (1,),
                  bounds=(fl.where(split == 0, seqlen_q, 0),))

@@ -30,7 +30,7 @@ def used_splits(Seqlens, length, num_splits, capacity, BATCH: fl.constexpr):
         n = fl.minimum(fl.maximum(Seqlens[i], 0), capacity)
         longest, mean = fl.maximum(longest, n), mean + n // BATCH     # (no sum to overflow int32)
     share = fl.maximum((longest + num_splits - 1) // num_splits, 1)
-    mine = fl.minimum(fl.maximum((length + share - 1) // share, 1), num_splits)
+    mine = fl.minimum(fl.maximum((length - 1) // share + 1, 1), num_splits)   # (not length + share - 1: a wrap)
     return fl.where(near_equal(longest, mean), 1, mine)
 
 
@@ -106,8 +106,9 @@ def merge_splits(OutPart, LsePart, Out, Lse, Counters, b, h, q0, counter, num_sp
             m, l, w, alpha = fl.online_softmax(lse, m, l)
             acc = acc * alpha[:, None] + fl.sum(o * w[:, :, None], 1)
         empty = l == 0.0        # no key in any split: 0 and +inf, as FlashAttention 2
-        fl.store(Out + b * out_batch_stride + h * out_head_stride, acc * fl.where(empty, 0.0, 1.0 / l)[:, None],
-                 (q0, 0), (out_seq_stride, 1), bounds=(seqlen_q, head_dim))
+        fl.store(Out + b.to(fl.int64) * out_batch_stride + h * out_head_stride,
+                 acc * fl.where(empty, 0.0, 1.0 / l)[:, None], (q0, 0), (out_seq_stride, 1),
+                 bounds=(seqlen_q, head_dim))
         fl.store(Lse + (b * heads + h) * seqlen_q, fl.where(empty, float("inf"), m + fl.log(l)), (q0,), (1,),
                  bounds=(seqlen_q,))
         fl.atomic_add(Counters, counter, -num_splits)

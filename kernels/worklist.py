@@ -24,8 +24,8 @@ def merge_parts(OutPart, LsePart, Out, Lse, parts, b, h, batch, heads, head_dim,
                     bounds=(1, parts - k, head_dim))
         m, l, w, alpha = fl.online_softmax(lse, m, l)
         acc = acc * alpha[:, None] + fl.sum(o * w[:, :, None], 1)
-    fl.store(Out + b * q_batch_stride + h * q_head_stride, acc * fl.where(l == 0.0, 0.0, 1.0 / l)[:, None], (0, 0),
-             (0, 1), bounds=(1, head_dim))
+    fl.store(Out + b.to(fl.int64) * q_batch_stride + h * q_head_stride, acc * fl.where(l == 0.0, 0.0, 1.0 / l)[:, None],
+             (0, 0), (0, 1), bounds=(1, head_dim))
     fl.store(Lse + b * heads + h, fl.where(l == 0.0, float("inf"), m + fl.log(l)), (0,), (1,))
 
 
@@ -37,15 +37,15 @@ def decode_worklist(Q, K, V, Table, Out, Lse, OutPart, LsePart, Counters, Work, 
     h, p = fl.program_id(0), fl.program_id(1)
     kvh, strides = h // GROUP, (page_stride, row_stride, head_stride)
     m, l, acc = fl.full((1,), float("-inf")), fl.zeros((1,)), fl.zeros((1, HEAD_DIM))
-    q = fl.load(Q + (Work[p * work_stride] >> 16) * q_batch_stride + h * q_head_stride, (1, HEAD_DIM), (0, 0), (0, 1),
-                bounds=(1, head_dim))           # (the first entry's; an empty list has one of zeros)
+    q = fl.load(Q + (Work[p * work_stride] >> 16).to(fl.int64) * q_batch_stride + h * q_head_stride, (1, HEAD_DIM),
+                (0, 0), (0, 1), bounds=(1, head_dim))           # (the first entry's; an empty list has one of zeros)
     for f in fl.range(0, Count[p]):
         w, g = Work[p * work_stride + f], Flags[p * work_stride + f]
         b, blk, fresh = w >> 16, w % 65536, g % 2 == 1
         n0 = blk * BLOCK_N
         seqlen = n0 + (g >> 9)                  # (the keys of this block the list counted: no length to read)
         if fresh:                               # a part's first block: its query; the running max / sum reset
-            q = fl.load(Q + b * q_batch_stride + h * q_head_stride, (1, HEAD_DIM), (0, 0), (0, 1),
+            q = fl.load(Q + b.to(fl.int64) * q_batch_stride + h * q_head_stride, (1, HEAD_DIM), (0, 0), (0, 1),
                         bounds=(1, head_dim))
         k = load_kv(K, Table + b * table_stride, kvh, b, b, n0, seqlen, 0, head_dim, page_size, num_pages, strides,
                     Errors, BLOCK_N, HEAD_DIM, PAGE_SIZE)
@@ -58,7 +58,8 @@ def decode_worklist(Q, K, V, Table, Out, Lse, OutPart, LsePart, Counters, Work, 
         if (g // 2) % 2 == 1:                   # a part's last block: out = acc / l, lse = m + log(l)
             out, lse = acc * fl.where(l == 0.0, 0.0, 1.0 / l)[:, None], fl.where(l == 0.0, float("-inf"), m + fl.log(l))
             if parts == 1:
-                fl.store(Out + b * q_batch_stride + h * q_head_stride, out, (0, 0), (0, 1), bounds=(1, head_dim))
+                fl.store(Out + b.to(fl.int64) * q_batch_stride + h * q_head_stride, out, (0, 0), (0, 1),
+                         bounds=(1, head_dim))
                 fl.store(Lse + b * heads + h, fl.where(l == 0.0, float("inf"), lse), (0,), (1,))
             else:                               # the last part to finish merges them all
                 store_partial(OutPart, LsePart, out, lse, ((g >> 2) % 8) * batch + b, h, 0, 1, heads, head_dim,

@@ -181,7 +181,7 @@ class CodeGen:
 
     def at(self, node):
         if hasattr(node, "lineno"):
-            self.b.loc = (node.lineno + self.f.first_line - 1, node.col_offset + 1)
+            self.b.loc = (self.f.filename, node.lineno + self.f.first_line - 1, node.col_offset + 1)
 
     # ---- the kernel ---------------------------------------------------------------------
 

@@ -21,6 +21,7 @@ from .heuristics import num_splits_heuristic
 
 _DTYPES = ("f16", "bf16")
 MAX_SPLITS = 64
+_MAX_ROWS = 2 ** 31 - 256      # a sequence's cache rows at most (int32 lengths, with a block's headroom)
 MAX_ROWS = 64  # query rows (GQA group x query positions) per program: one wgmma's M (in the 64-row form)
 
 
@@ -287,6 +288,9 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
                 if (ragged and by_lengths) or _ADAPTIVE_SPLITS is not None:
                     num_splits, adaptive = adaptive_splits, batch
     num_splits = max(1, min(num_splits, MAX_SPLITS, n_blocks))
+    # The splits' partials (splits x batch x seqlen_q x heads x head_tile f32) are addressed in int32
+    # (kernels/splits.py): fewer splits where they would pass 2**31 elements.
+    num_splits = max(1, min(num_splits, (2 ** 31 - 1) // (batch * seqlen_q * heads * head_tile)))
     if seqlen_q > 65535 or batch > 65535:     # (combine's grid (heads, seqlen_q, batch): CUDA's 65535 on y and z)
         num_splits, adaptive = 1, 0
     # Heads first, but sequences first for one wave of contiguous MHA programs (_SEQ_FIRST_MHA).
@@ -665,7 +669,16 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
                f"k_cache holds {k_cache.shape[0]} sequences, q has {batch}")
         num_pages, page_size = k_cache.shape[0], k_cache.shape[1]
         capacity = page_size
-    _check(capacity < 2 ** 31, f"a sequence's cache holds {capacity} rows; at most 2**31 - 1 (int32 lengths)")
+    # Lengths are int32 in the kernels, with headroom for a block's or a split's rounding up (decode.py's
+    # `cached + BLOCK_N - 1`); offsets within one sequence's q, out, k and v too (a sequence's: kernels/*.py take
+    # the batch's in int64).
+    _check(capacity <= _MAX_ROWS, f"a sequence's cache holds {capacity} rows; at most {_MAX_ROWS} = 2**31 - 256 "
+                                  f"(int32 lengths)")
+    _check(batch * seqlen_q * heads < 2 ** 31, f"q holds {batch * seqlen_q * heads} query rows (batch x seqlen_q x "
+                                               f"heads); at most 2**31 - 1 (int32 offsets of the LSE)")
+    _check(seqlen_q * heads * head_dim < 2 ** 31, f"q holds {seqlen_q * heads * head_dim} elements a sequence "
+                                                  f"(seqlen_q x heads x head_dim); at most 2**31 - 1 (int32 offsets "
+                                                  f"within a sequence)")
 
     on_gpu = T.device(q) == "cuda"
     mode = prepare.check_data()
@@ -711,6 +724,9 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
                    f"`{name}` has a zero stride {T.strides(t)} (a broadcast): the rows appended into it would "
                    f"overwrite each other; pass a cache of its own memory")
         seqlen_new = k.shape[1]
+        span = 1 + sum((n - 1) * abs(st) for n, st in zip(k.shape[1:], T.strides(k)[1:]))
+        _check(span < 2 ** 31, f"`k` and `v` span {span} elements a sequence (seqlen_new x heads x head_dim, with "
+                               f"their strides); at most 2**31 - 1 (int32 offsets within a sequence)")
         _check(1 <= seqlen_new <= capacity, f"`k` holds {seqlen_new} new keys; a sequence's cache holds "
                                             f"{capacity} (FlashAttention: at most the cache's seqlen)")
     _check((rotary_cos is None) == (rotary_sin is None), "`rotary_cos` and `rotary_sin` are given together")

@@ -89,7 +89,7 @@ class Builder:
         self.lines = []
         self.indent = 1
         self.counter = 0
-        self.loc = (0, 0)
+        self.loc = (filename, 0, 0)      # (file, line, column): an inlined helper's ops carry its own file
 
     def fresh(self, hint="v"):
         """A new SSA name, `%hintN` (codegen names a kernel parameter of that form `%name.p`)."""
@@ -97,8 +97,8 @@ class Builder:
         return f"%{hint}{self.counter}"
 
     def location(self):
-        line, col = self.loc
-        return f'loc("{self.filename}":{line}:{col})'
+        filename, line, col = self.loc
+        return f'loc("{filename}":{line}:{col})'
 
     def emit(self, text):
         self.lines.append("  " * self.indent + text)

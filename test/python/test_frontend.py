@@ -1,5 +1,6 @@
 """The DSL front end: the IR it writes for small kernels, its errors (with
 the kernel's file and line), the on-disk cache, FAKV_DUMP_IR and the CLI."""
+import inspect
 import json
 import os
 import re
@@ -12,6 +13,7 @@ import pytest
 
 import fakv
 import fakv.language as fl
+from fakv.kernels import splits
 from needs import HAS_ASSEMBLER, needs_assembler
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -42,6 +44,24 @@ def test_ir_of_a_small_kernel():
     assert re.search(r"fakv.splat %alpha : f32 -> tensor<64xf32>", ir)
     assert "arith.mulf" in ir and "arith.addf" in ir
     assert 'loc("' + __file__ in ir                       # locations point at this file
+
+
+@fakv.jit
+def stores_through_a_helper_of_another_file(OutPart, LsePart, X, BLOCK: fl.constexpr):
+    out, lse = fl.load(X, (BLOCK, BLOCK), (0, 0), (BLOCK, 1)), fl.load(X, (BLOCK,), (0,), (1,))
+    splits.store_partial(OutPart, LsePart, out, lse, 0, 0, 0, BLOCK, 1, BLOCK, BLOCK)
+
+
+def test_locations_of_an_inlined_helper_name_its_file():
+    """Ops of a helper inlined from another file carry that file's name with its lines (they carried the
+    kernel's file with the helper's lines: a diagnostic pointed at an unrelated line of the kernel's file)."""
+    x = np.zeros(64, np.float32)
+    ir = stores_through_a_helper_of_another_file.ir(x, x, x, BLOCK=8)
+    lines, first = inspect.getsourcelines(splits.store_partial.fn)
+    line = first + next(i for i, text in enumerate(lines) if "fl.store(OutPart" in text)
+    stores = re.findall(r"fakv.store .* loc\((.*)\)", ir)
+    assert len(stores) == 2 and f'"{inspect.getsourcefile(splits.store_partial.fn)}":{line}:' in stores[0], stores
+    assert 'loc("' + __file__ in ir                       # the kernel's own ops: this file
 
 
 def test_specialises_on_divisibility(monkeypatch, tmp_path):
