@@ -115,6 +115,17 @@ bool mlir::fakv::isKernel(func::FuncOp func) {
   return func && func->hasAttr(FakvDialect::getKernelAttrName());
 }
 
+LogicalResult mlir::fakv::checkNestedKernels(ModuleOp module) {
+  WalkResult nested = module.walk([&](func::FuncOp func) {
+    if (!isKernel(func) || func->getParentOp() == module.getOperation())
+      return WalkResult::advance();
+    func.emitError() << "a fakv kernel must be a function of the module the passes run on, not of a nested '"
+                     << func->getParentOp()->getName().getStringRef() << "'";
+    return WalkResult::interrupt();
+  });
+  return failure(nested.wasInterrupted());
+}
+
 LogicalResult PtrType::verify(function_ref<InFlightDiagnostic()> emitError,
                               Type elementType) {
   // (whole bytes: memory holds no i1 the GPU and the CPU path would read alike, bit-packed or a byte each)

@@ -11,6 +11,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Dialect.h"
 #include "mlir/IR/OpDefinition.h"
@@ -63,6 +64,11 @@ public:
 namespace mlir::fakv {
 /// True when `func` carries the `fakv.kernel` attribute.
 bool isKernel(func::FuncOp func);
+/// Failure, with a diagnostic, when a kernel of `module` is not one of its
+/// own functions (a nested module's, a gpu.module's): the passes take the
+/// kernels of the module they run on, and the conversions would reach a
+/// nested one unprepared.
+LogicalResult checkNestedKernels(ModuleOp module);
 } // namespace mlir::fakv
 
 #endif // FAKV_DIALECT_FAKVDIALECT_H

@@ -234,14 +234,96 @@ LogicalResult BarriersType::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
+/// The integer `attr` holds when it is one in [lo, hi], else an error naming
+/// what it must be.
+static FailureOr<int64_t> integerIn(Operation *op, NamedAttribute attr, int64_t lo, int64_t hi,
+                                    StringRef what) {
+  auto value = dyn_cast<IntegerAttr>(attr.getValue());
+  if (value && value.getType().isSignlessInteger() && value.getType().getIntOrFloatBitWidth() <= 64 &&
+      value.getInt() >= lo && value.getInt() <= hi)
+    return value.getInt();
+  return op->emitError() << "'" << attr.getName().getValue() << "' must be an integer in [" << lo << ", "
+                         << hi << "] (" << what << ")";
+}
+
+/// The function `op` is, or is in (attributes naming its arguments).
+static FunctionOpInterface functionOf(Operation *op) {
+  if (auto fn = dyn_cast<FunctionOpInterface>(op))
+    return fn;
+  return op->getParentOfType<FunctionOpInterface>();
+}
+
 LogicalResult FakvGPUDialect::verifyOperationAttribute(Operation *op, NamedAttribute attr) {
-  if (attr.getName() == kNumWarpsAttr) {
+  StringRef name = attr.getName().getValue();
+  auto onKernel = [&]() -> LogicalResult {
+    if (!isa<FunctionOpInterface>(op))
+      return op->emitError() << "'" << name << "' applies to kernels";
+    return success();
+  };
+  if (name == kNumWarpsAttr) {
     auto warps = dyn_cast<IntegerAttr>(attr.getValue());
     if (!warps || !warps.getType().isSignlessInteger(32) || warps.getInt() < 1 || warps.getInt() > 32)
       return op->emitError() << "'" << kNumWarpsAttr << "' must be an i32 in [1, 32] (warps a "
                              << "program: at most 1024 threads)";
-    if (!isa<FunctionOpInterface>(op))
-      return op->emitError() << "'" << kNumWarpsAttr << "' applies to kernels";
+    return onKernel();
+  }
+  // What the lowering leaves (lowering/GPUCodegen.h): values it relies on.
+  if (name == kSmemOffsetAttr)
+    return integerIn(op, attr, 0, INT32_MAX, "a byte offset in shared memory");
+  if (name == kSmemBytesAttr) {
+    if (failed(integerIn(op, attr, 0, INT32_MAX, "the kernel's shared-memory bytes")))
+      return failure();
+    return onKernel();
+  }
+  if (name == kMaxRegistersAttr) {
+    FailureOr<int64_t> regs = integerIn(op, attr, 24, 256, "registers a thread, a multiple of 8");
+    if (failed(regs))
+      return failure();
+    if (*regs % 8 != 0)
+      return op->emitError() << "'" << name << "' must be a multiple of 8 (setmaxnreg's), got " << *regs;
+    return onKernel();
+  }
+  if (name == kClusterSizeAttr) {
+    if (failed(integerIn(op, attr, 1, 16, "programs a cluster")))
+      return failure();
+    return onKernel();
+  }
+  if (name == kStoredRowsAttr) {
+    if (failed(integerIn(op, attr, 1, 256, "the rows a shared tile is stored with: a wgmma's N at most")))
+      return failure();
+    if (!isa<ConvertLayoutOp>(op))
+      return op->emitError() << "'" << name << "' applies to fakvgpu.convert_layout";
+    return success();
+  }
+  if (name == kRoleAttr) {
+    auto role = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
+    if (!role || role.size() != 3 || role[0] < 0 || role[0] % 32 != 0 || role[1] < 32 || role[1] % 32 != 0 ||
+        role[0] + role[1] > 1024 || role[2] < 0 || role[2] > 15)
+      return op->emitError() << "'" << name << "' must be array<i64: first, count, barrier>: threads "
+                             << "[first, first + count) in whole warps within 1024, a barrier in [0, 15]";
+    return success();
+  }
+  if (name == kTmaParamAttr || name == kTmaArgsAttr || name == kTmaBoxesAttr) {
+    FunctionOpInterface fn = functionOf(op);
+    int64_t args = fn ? int64_t(fn.getNumArguments()) : 0;
+    if (name == kTmaParamAttr) {
+      if (failed(integerIn(op, attr, 0, args - 1, "the kernel argument holding the copy's tensor map")))
+        return failure();
+      return success();
+    }
+    auto list = dyn_cast<DenseI32ArrayAttr>(attr.getValue());
+    if (!list || int64_t(list.size()) > args)
+      return op->emitError() << "'" << name << "' must be an array<i32> of at most the kernel's " << args
+                             << " arguments";
+    bool boxes = name == kTmaBoxesAttr;
+    for (int32_t v : list.asArrayRef())
+      if (boxes ? (v < 1 || v > 256) : (v < 0 || v >= args))
+        return op->emitError() << "'" << name << "' holds " << v << "; "
+                               << (boxes ? "a box's rows are in [1, 256]" : "not one of the kernel's arguments");
+    auto other = op->getAttrOfType<DenseI32ArrayAttr>(boxes ? kTmaArgsAttr : kTmaBoxesAttr);
+    if (other && other.size() != list.size())
+      return op->emitError() << "'" << kTmaArgsAttr << "' and '" << kTmaBoxesAttr << "' must have one length";
+    return onKernel();
   }
   return success();
 }

@@ -36,6 +36,24 @@ constexpr llvm::StringLiteral kWholeChunksAttr = "fakvgpu.whole_chunks";
 /// On a fakvgpu.convert_layout to shared memory: the rows the tile is stored
 /// with (i64), where not the default 64 (a swapped dot's A: AssignLayouts).
 constexpr llvm::StringLiteral kStoredRowsAttr = "fakvgpu.stored_rows";
+
+/// Attributes the lowering leaves on ops and kernels (lowering/GPUCodegen.h
+/// says what each holds); the dialect verifies their values, so hand-written
+/// or stale IR gets a diagnostic, not a lowering that trusts them.
+/// An op's byte offset in the kernel's shared memory (i64 >= 0).
+constexpr llvm::StringLiteral kSmemOffsetAttr = "fakvgpu.smem_offset";
+/// A kernel's shared memory, bytes (i64 >= 0).
+constexpr llvm::StringLiteral kSmemBytesAttr = "fakvgpu.smem_bytes";
+/// A warp role's threads [first, first + count) and its hardware barrier:
+/// array<i64: first, count, barrier>.
+constexpr llvm::StringLiteral kRoleAttr = "fakvgpu.role";
+/// A kernel's arguments read through tensor maps, and each map's box rows.
+constexpr llvm::StringLiteral kTmaArgsAttr = "fakvgpu.tma_args";
+constexpr llvm::StringLiteral kTmaBoxesAttr = "fakvgpu.tma_boxes";
+/// On a fakvgpu.async_paged_load: the kernel argument holding its tensor map.
+constexpr llvm::StringLiteral kTmaParamAttr = "fakvgpu.tma_param";
+constexpr llvm::StringLiteral kMaxRegistersAttr = "fakvgpu.max_registers";
+constexpr llvm::StringLiteral kClusterSizeAttr = "fakvgpu.cluster_size";
 } // namespace mlir::fakvgpu
 
 #endif // FAKV_DIALECT_FAKVGPUDIALECT_H

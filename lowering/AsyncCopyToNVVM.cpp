@@ -38,6 +38,8 @@ struct AllocRingLowering : OpConversionPattern<fakvgpu::AllocRingOp> {
   LogicalResult
   matchAndRewrite(fakvgpu::AllocRingOp op, OpAdaptor,
                   ConversionPatternRewriter &rewriter) const override {
+    if (failed(requirePlacement(op)))
+      return failure();
     rewriter.replaceOp(op, smemOf(rewriter, op.getLoc(), op));
     return success();
   }
@@ -49,6 +51,8 @@ struct AllocBarriersLowering : OpConversionPattern<fakvgpu::AllocBarriersOp> {
   matchAndRewrite(fakvgpu::AllocBarriersOp op, OpAdaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
+    if (failed(requirePlacement(op)))
+      return failure();
     Value bars = smemOf(rewriter, loc, op);
     Value tid = roleThreadId(rewriter, loc, op);
     Value first = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq,
@@ -172,7 +176,7 @@ struct ClearRowsLowering : OpConversionPattern<fakvgpu::ClearRowsOp> {
 // can follow `op`'s under the same page lookups and report.
 static fakvgpu::AsyncPagedLoadOp tmaTwin(fakvgpu::AsyncPagedLoadOp op) {
   auto twin = dyn_cast_or_null<fakvgpu::AsyncPagedLoadOp>(op->getNextNode());
-  if (!twin || !op.getTable() || !twin->hasAttr("fakvgpu.tma_param"))
+  if (!twin || !op.getTable() || !twin->hasAttr(kTmaParamAttr))
     return {};
   bool same = twin.getTable() == op.getTable() && twin.getHead() == op.getHead() &&
               twin.getRow() == op.getRow() && twin.getValid() == op.getValid() &&
@@ -280,7 +284,7 @@ struct AsyncPagedLoadLowering : OpConversionPattern<fakvgpu::AsyncPagedLoadOp> {
     // still counted). So with fakv.row_boxes a key block's boxes past the
     // sequence's last key read no DRAM, paged or contiguous (a ragged
     // batch's last blocks: 1.7 % of b128 s<=4K's bytes read in whole boxes).
-    if (auto tma = op->getAttrOfType<IntegerAttr>("fakvgpu.tma_param")) {
+    if (auto tma = op->getAttrOfType<IntegerAttr>(kTmaParamAttr)) {
       auto func = op->getParentOfType<FunctionOpInterface>();
       Value map = func.getArgument(tma.getInt());
       fakvgpu::AsyncPagedLoadOp twin = tmaTwin(op);
@@ -392,7 +396,7 @@ struct AsyncPagedLoadLowering : OpConversionPattern<fakvgpu::AsyncPagedLoadOp> {
       // A twin (decode's V after its K, tmaTwin): its tile copied right after
       // this one, under the same lookups and report (not looked up again).
       if (twin) {
-        Value twinMap = func.getArgument(twin->getAttrOfType<IntegerAttr>("fakvgpu.tma_param").getInt());
+        Value twinMap = func.getArgument(twin->getAttrOfType<IntegerAttr>(kTmaParamAttr).getInt());
         Value twinSlot = slotAt(tb, loc, rewriter.getRemappedValue(twin.getRing()), twin.getRing().getType(),
                                 a.getSlot());
         copyTile(twinMap, twinSlot, barrierAt(tb, loc, rewriter.getRemappedValue(twin.getSignal()), a.getSlot()));

@@ -45,6 +45,8 @@ struct ConvertFakvGPUToNVVMPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     MLIRContext *ctx = &getContext();
+    if (failed(checkNestedKernels(module)))
+      return signalPassFailure();
     SmallVector<func::FuncOp> kernels;
     for (auto func : llvm::make_early_inc_range(module.getOps<func::FuncOp>())) {
       if (!isKernel(func)) {

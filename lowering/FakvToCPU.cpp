@@ -430,6 +430,8 @@ struct ConvertFakvToCPUPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     MLIRContext *ctx = &getContext();
+    if (failed(checkNestedKernels(module)))
+      return signalPassFailure();
     // The CPU path runs a launch's programs one after another: no cluster.
     WalkResult clusters = module.walk([](ClusterGatherOp op) {
       op.emitOpError() << "runs on the GPU only: the CPU path has no clusters of programs";

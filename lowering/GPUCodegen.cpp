@@ -152,6 +152,13 @@ Value codegen::smemBase(OpBuilder &b, Location loc, Operation *op) {
                              ValueRange{arith::SubIOp::create(b, loc, aligned, addr)});
 }
 
+LogicalResult codegen::requirePlacement(Operation *op) {
+  if (op->hasAttr(kSmemOffsetAttr))
+    return success();      // (an i64 >= 0: the dialect verifies it)
+  return op->emitError() << "has no shared-memory placement ('" << kSmemOffsetAttr
+                         << "'): run fakvgpu-plan-shared-memory first";
+}
+
 Value codegen::smemOf(OpBuilder &b, Location loc, Operation *op) {
   auto offset = op->getAttrOfType<IntegerAttr>(kSmemOffsetAttr);
   assert(offset && "op without a shared-memory placement");

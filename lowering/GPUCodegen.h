@@ -20,18 +20,21 @@
 
 namespace mlir::fakv::codegen {
 
-/// Attributes the lowering leaves on ops and kernels.
-constexpr llvm::StringLiteral kSmemOffsetAttr = "fakvgpu.smem_offset";
-constexpr llvm::StringLiteral kSmemBytesAttr = "fakvgpu.smem_bytes";
-constexpr llvm::StringLiteral kRoleAttr = "fakvgpu.role";
-constexpr llvm::StringLiteral kTmaArgsAttr = "fakvgpu.tma_args";
-constexpr llvm::StringLiteral kTmaBoxesAttr = "fakvgpu.tma_boxes";
-/// The per-thread register count a kernel is compiled for (`.maxnreg`) when
-/// its roles rebalance registers with setmaxnreg.
-constexpr llvm::StringLiteral kMaxRegistersAttr = "fakvgpu.max_registers";
-/// The programs of a kernel's clusters (on grid axis 2; fakv.cluster_gather):
-/// the kernel's `.reqnctapercluster 1, 1, n` (fakv-kernel-abi).
-constexpr llvm::StringLiteral kClusterSizeAttr = "fakvgpu.cluster_size";
+/// Attributes the lowering leaves on ops and kernels (named, and their values
+/// verified, in dialect/FakvGPUDialect.h): shared-memory offsets and sizes,
+/// warp roles, tensor-map arguments; the per-thread register count a kernel
+/// is compiled for (`.maxnreg`) when its roles rebalance registers with
+/// setmaxnreg; the programs of a kernel's clusters (on grid axis 2;
+/// fakv.cluster_gather): the kernel's `.reqnctapercluster 1, 1, n`
+/// (fakv-kernel-abi).
+using fakvgpu::kClusterSizeAttr;
+using fakvgpu::kMaxRegistersAttr;
+using fakvgpu::kRoleAttr;
+using fakvgpu::kSmemBytesAttr;
+using fakvgpu::kSmemOffsetAttr;
+using fakvgpu::kTmaArgsAttr;
+using fakvgpu::kTmaBoxesAttr;
+using fakvgpu::kTmaParamAttr;
 /// A load or store whose vectors are aligned whatever the run-time values.
 constexpr llvm::StringLiteral kAlignedAttr = "fakvgpu.aligned";
 /// An aligned load or store whose last bound is a multiple of its vector
@@ -96,8 +99,12 @@ SmallVector<Value> elementCoords(OpBuilder &b, Location loc,
 
 /// The 1024-aligned base of the kernel's dynamic shared memory.
 Value smemBase(OpBuilder &b, Location loc, Operation *op);
-/// Shared-memory address of the buffer placed for `op` (kSmemOffsetAttr).
+/// Shared-memory address of the buffer placed for `op` (kSmemOffsetAttr;
+/// a pattern checks requirePlacement(op) first).
 Value smemOf(OpBuilder &b, Location loc, Operation *op);
+/// Failure, with a diagnostic on `op`, when fakvgpu-plan-shared-memory left
+/// it no placement (hand-written or edited IR): what smemOf needs.
+LogicalResult requirePlacement(Operation *op);
 /// `base + bytes` for a shared or global pointer.
 Value addBytes(OpBuilder &b, Location loc, Value base, Value bytes);
 

@@ -292,6 +292,8 @@ struct AtomicAddLowering : OpConversionPattern<AtomicAddOp> {
   matchAndRewrite(AtomicAddOp op, OpAdaptor a,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
+    if (failed(requirePlacement(op)))
+      return failure();
     Value word = smemOf(rewriter, loc, op);
     syncRole(rewriter, loc, op);
     Value leader = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq,

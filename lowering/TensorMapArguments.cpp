@@ -49,7 +49,7 @@ void addTensorMapArguments(func::FuncOp func) {
       cacheArgs.push_back(cacheArg);
       boxRows.push_back(rows);
     }
-    op->setAttr("fakvgpu.tma_param",
+    op->setAttr(kTmaParamAttr,
                 IntegerAttr::get(IntegerType::get(ctx, 64), param[key]));
   });
   func->setAttr(kTmaArgsAttr, DenseI32ArrayAttr::get(ctx, cacheArgs));

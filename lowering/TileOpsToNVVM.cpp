@@ -386,6 +386,8 @@ struct ReduceLowering : OpConversionPattern<ReduceOp> {
       if (src.warps[bit][axis])
         warpBits.push_back(bit);
     if (!warpBits.empty()) {
+      if (failed(requirePlacement(op)))
+        return failure();
       int64_t k = int64_t(1) << warpBits.size();
       Value tid = roleThreadId(rewriter, loc, op);
       Value warp = arith::ShRUIOp::create(rewriter, loc, tid, i32(rewriter, loc, 5));
@@ -488,6 +490,8 @@ struct ConvertLayoutLowering : OpConversionPattern<fakvgpu::ConvertLayoutOp> {
   matchAndRewrite(fakvgpu::ConvertLayoutOp op, OpAdaptor a,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
+    if (failed(requirePlacement(op)))
+      return failure();
     auto srcType = cast<RankedTensorType>(op.getSrc().getType());
     auto dstType = cast<RankedTensorType>(op.getType());
     LinearLayout src = layoutOf(srcType);
@@ -600,6 +604,8 @@ void startClusterKernel(ConversionPatternRewriter &rewriter, func::FuncOp func) 
   {
     OpBuilder tb = OpBuilder::atBlockBegin(&ifOp.getThenRegion().front());
     func.walk([&](ClusterGatherOp op) {
+      if (!op->hasAttr(kSmemOffsetAttr))
+        return;                       // (its own lowering reports it)
       size = op.getSize();
       NVVM::MBarrierInitOp::create(tb, loc, smemOf(tb, loc, op), i32(tb, loc, size), Value());
     });
@@ -625,6 +631,8 @@ struct ClusterGatherLowering : OpConversionPattern<ClusterGatherOp> {
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     int64_t size = op.getSize();
+    if (failed(requirePlacement(op)))
+      return failure();
     startClusterKernel(rewriter, op->getParentOfType<func::FuncOp>());
     Value tid = roleThreadId(rewriter, loc, op);
     Value bar = smemOf(rewriter, loc, op);

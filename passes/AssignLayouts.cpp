@@ -556,6 +556,8 @@ struct FakvAssignLayoutsPass
                                  << static_cast<unsigned>(numWarps);
       return signalPassFailure();
     }
+    if (failed(checkNestedKernels(getOperation())))
+      return signalPassFailure();
     for (auto func : getOperation().getOps<func::FuncOp>())
       if (isKernel(func) && failed(LayoutAssigner(func, numWarps).run()))
         return signalPassFailure();

@@ -758,6 +758,8 @@ LogicalResult Packer::rewriteIf(scf::IfOp op, ImplicitLocOpBuilder &b) {
 
 struct FakvPackGQAPass : public fakv::impl::FakvPackGQABase<FakvPackGQAPass> {
   void runOnOperation() override {
+    if (failed(checkNestedKernels(getOperation())))
+      return signalPassFailure();
     auto name = FakvDialect::getPackGQAAttrName();
     getOperation().walk([&](func::FuncOp f) {
       auto axis = f->getAttrOfType<IntegerAttr>(name);

@@ -272,3 +272,85 @@ func.func @too_many_arrivals() {
   %b = fakvgpu.alloc_barriers arrivals 1048576 : !fakvgpu.barriers<2>
   return
 }
+
+// -----
+
+// The attributes the lowering leaves are verified: hand-written or stale IR gets a diagnostic (these crashed or
+// hung convert-fakvgpu-to-nvvm: a tensor-map argument past the kernel's, a role of no threads, a huge stored tile).
+
+// expected-error @+1 {{'fakvgpu.smem_bytes' must be an integer in [0, 2147483647] (the kernel's shared-memory bytes)}}
+func.func @smem_bytes_negative() attributes {fakvgpu.smem_bytes = -8 : i64} {
+  return
+}
+
+// -----
+
+func.func @smem_offset_not_an_integer() {
+  // expected-error @+1 {{'fakvgpu.smem_offset' must be an integer in [0, 2147483647] (a byte offset in shared memory)}}
+  %b = fakvgpu.alloc_barriers arrivals 1 {fakvgpu.smem_offset = []} : !fakvgpu.barriers<2>
+  return
+}
+
+// -----
+
+func.func @tma_param_past_the_arguments(%kc: !fakv.ptr<bf16>, %bt: !fakv.ptr<i32>, %n: i32, %np: i32) {
+  %c0 = arith.constant 0 : i32
+  %c64 = arith.constant 64 : i32
+  %s = arith.constant 64 : i64
+  %r = fakvgpu.alloc_ring : !fakvgpu.ring<2, tensor<32x64xbf16, #fakvgpu.shared<swizzle = 128>>>
+  %b = fakvgpu.alloc_barriers arrivals 1 : !fakvgpu.barriers<2>
+  // expected-error @+1 {{'fakvgpu.tma_param' must be an integer in [0, 3] (the kernel argument holding the copy's tensor map)}}
+  fakvgpu.async_paged_load %kc[%c0, %c0] table %bt valid %n page_size %c64 num_pages %np strides [%s, %s, %s] into %r[%c0] signal %b {fakvgpu.tma_param = 100 : i64} : !fakv.ptr<bf16>, !fakvgpu.ring<2, tensor<32x64xbf16, #fakvgpu.shared<swizzle = 128>>>, !fakvgpu.barriers<2>
+  return
+}
+
+// -----
+
+func.func @role_too_short(%c: i1) {
+  // expected-error @+1 {{'fakvgpu.role' must be array<i64: first, count, barrier>: threads [first, first + count) in whole warps within 1024, a barrier in [0, 15]}}
+  scf.if %c {
+  } {fakvgpu.role = array<i64>}
+  return
+}
+
+// -----
+
+func.func @role_of_no_threads(%c: i1) {
+  // expected-error @+1 {{'fakvgpu.role' must be array<i64: first, count, barrier>}}
+  scf.if %c {
+  } {fakvgpu.role = array<i64: 0, 0, 1>}
+  return
+}
+
+// -----
+
+func.func @stored_rows_huge(%p: !fakv.ptr<bf16>) attributes {fakv.kernel, fakvgpu.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : i32
+  %s1 = arith.constant 1 : i64
+  %s64 = arith.constant 64 : i64
+  %t = fakv.load %p[%c0, %c0] strides [%s64, %s1] : !fakv.ptr<bf16> -> tensor<16x64xbf16, #fakvgpu.linear<regs = [[0, 1], [0, 2], [0, 4], [0, 8], [0, 16], [0, 32]], lanes = [[1, 0], [2, 0], [4, 0], [8, 0], [0, 0]], warps = [[0, 0], [0, 0]]>>
+  // expected-error @+1 {{'fakvgpu.stored_rows' must be an integer in [1, 256] (the rows a shared tile is stored with: a wgmma's N at most)}}
+  %s = fakvgpu.convert_layout %t {fakvgpu.stored_rows = 144115188075855872 : i64} : tensor<16x64xbf16, #fakvgpu.linear<regs = [[0, 1], [0, 2], [0, 4], [0, 8], [0, 16], [0, 32]], lanes = [[1, 0], [2, 0], [4, 0], [8, 0], [0, 0]], warps = [[0, 0], [0, 0]]>> -> tensor<16x64xbf16, #fakvgpu.shared<swizzle = 128>>
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'fakvgpu.max_registers' must be a multiple of 8 (setmaxnreg's), got 100}}
+func.func @max_registers_not_multiple_of_8() attributes {fakvgpu.max_registers = 100 : i32} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'fakvgpu.tma_args' holds 7; not one of the kernel's arguments}}
+func.func @tma_args_past_the_arguments(%a: !fakv.ptr<bf16>) attributes {fakvgpu.tma_args = array<i32: 7>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'fakvgpu.tma_args' and 'fakvgpu.tma_boxes' must have one length}}
+func.func @tma_boxes_of_another_length(%a: !fakv.ptr<bf16>, %m: !llvm.ptr) attributes {fakvgpu.tma_args = array<i32: 0>, fakvgpu.tma_boxes = array<i32: 64, 64>} {
+  return
+}

@@ -62,3 +62,20 @@ func.func @paged_tile_outside_a_loop(%q: !fakv.ptr<bf16>, %kc: !fakv.ptr<bf16> {
   fakv.store %acc, %o[%c0, %c0] strides [%s32, %s1] : tensor<16x32xf32>, !fakv.ptr<f32>
   return
 }
+
+// -----
+
+// A kernel in a gpu.module or a nested module: the pipelines take the module's own functions (it reached the
+// NVVM conversion without layouts and crashed).
+module {
+  module @inner {
+    // expected-error @+1 {{a fakv kernel must be a function of the module the passes run on, not of a nested 'builtin.module'}}
+    func.func @k(%o: !fakv.ptr<f32>, %x: f32) attributes {fakv.kernel} {
+      %c0 = arith.constant 0 : i32
+      %s1 = arith.constant 1 : i64
+      %t = fakv.splat %x : f32 -> tensor<128xf32>
+      fakv.store %t, %o[%c0] strides [%s1] : tensor<128xf32>, !fakv.ptr<f32>
+      return
+    }
+  }
+}

@@ -117,3 +117,19 @@ func.func @too_many_warps(%o: !fakv.ptr<f32>, %f: f32) attributes {fakv.kernel, 
   fakv.store %x, %o[%c0, %c0] strides [%s1, %s1] : tensor<16x32xf32, #l8>, !fakv.ptr<f32>
   return
 }
+
+// -----
+
+// A kernel in a nested module (the passes take the module's own functions): refused, not reached unprepared.
+module {
+  module @inner {
+    // expected-error @+1 {{a fakv kernel must be a function of the module the passes run on, not of a nested 'builtin.module'}}
+    func.func @k(%o: !fakv.ptr<f32>, %x: f32) attributes {fakv.kernel} {
+      %c0 = arith.constant 0 : i32
+      %s1 = arith.constant 1 : i64
+      %t = fakv.splat %x : f32 -> tensor<128xf32>
+      fakv.store %t, %o[%c0] strides [%s1] : tensor<128xf32>, !fakv.ptr<f32>
+      return
+    }
+  }
+}
