@@ -26,7 +26,15 @@ func.func @shared_zeros(%a: !fakv.ptr<bf16>, %o: !fakv.ptr<f32>) attributes {fak
 
 // -----
 
+// The (4, 8) tiles take the (4, 8, 128) partials' layout, sliced (the weights' exp and expand_dims feed the
+// broadcast without a conversion): each tile with a layout, none converted.
 // CHECK-LABEL: func.func @largest_first
+// CHECK-NOT: fakvgpu.convert_layout
+// CHECK: fakv.load {{.*}} -> tensor<4x8xf32, #linear
+// CHECK-NOT: fakvgpu.convert_layout
+// CHECK: fakv.load {{.*}} -> tensor<4x8x128xf32, [[PARTS:#linear[0-9]*]]>
+// CHECK-NOT: fakvgpu.convert_layout
+// CHECK: fakv.broadcast {{.*}} -> tensor<4x8x128xf32, [[PARTS]]>
 // CHECK-NOT: fakvgpu.convert_layout
 // CHECK: return
 func.func @largest_first(%lse: !fakv.ptr<f32>, %parts: !fakv.ptr<f32>, %out: !fakv.ptr<f32>) attributes {fakv.kernel} {

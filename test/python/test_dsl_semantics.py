@@ -129,6 +129,27 @@ def test_shifts_past_the_width_shift_everything_out(k):
 
 
 @fakv.jit
+def c_division(Y, F, a, b, x, y, FOLD_A: fl.constexpr, FOLD_B: fl.constexpr):
+    i = fl.arange(0, 4)
+    r = fl.where(i == 0, a // b, fl.where(i == 1, a % b, fl.where(i == 2, FOLD_A // FOLD_B, FOLD_A % FOLD_B)))
+    fl.store(Y, r, (0,), (1,))
+    t = fl.full((2,), a, fl.int32) // fl.full((2,), b, fl.int32)      # tiles too
+    fl.store(Y + 4, t, (0,), (1,))
+    fl.store(F, fl.full((1,), x % y), (0,), (1,))
+
+
+@pytest.mark.parametrize("a,b", [(-7, 2), (7, -2), (-7, -2), (7, 2), (-8, 2)])
+def test_run_time_division_truncates_as_c(a, b):
+    """docs/frontend.md: on run-time integers `//` and `%` are C's (-7 // 2 is -3, -7 % 2 is -1), `%` on floats
+    fmod; on constexprs Python's (-4, 1)."""
+    y, f = np.zeros(6, np.int32), np.zeros(1, np.float32)
+    c_division[(1,)](y, f, a, b, -7.5, 2.0, FOLD_A=a, FOLD_B=b)
+    q = int(a / b)                                      # (exact for these: truncation toward zero)
+    assert y.tolist() == [q, a - q * b, a // b, a % b, q, q]
+    assert f[0] == np.fmod(np.float32(-7.5), np.float32(2.0)) == -1.5
+
+
+@fakv.jit
 def same_in_both(Y, n):
     v = n
     if n > 0:

@@ -103,7 +103,8 @@ def run_case(c, edit=None):
         args["q"], args["k_cache"], args["v_cache"], args["cache_seqlens"], k=args["k"], v=args["v"],
         cos=args["rotary_cos"], sin=args["rotary_sin"], leftpad=args["cache_leftpad"], table=args["block_table"],
         batch_idx=args["cache_batch_idx"], causal=args["causal"], window=args["window_size"],
-        interleaved=args["rotary_interleaved"], alibi=args["alibi_slopes"])
+        interleaved=args["rotary_interleaved"], alibi=args["alibi_slopes"], softcap=args.get("softcap", 0.0),
+        scale=args.get("softmax_scale"))
     out, lse = fakv.flash_attn_with_kvcache(**args, return_softmax_lse=True)
     ok, msg = check(out, ref_out, ref_pt, alibi=c["alibi"])
     assert ok, msg
@@ -373,16 +374,41 @@ def test_decode_step_with_several_new_keys(new, page, d, mha, combine_runs):
     assert combine_runs == [True]
 
 
-@pytest.mark.parametrize("change", ["one split", "two queries", "window", "leftpad", "alibi"])
+@pytest.mark.parametrize("change", ["one split", "two queries", "window", "leftpad", "alibi", "softcap"])
 def test_decode_step_route_only_where_it_applies(change, combine_runs):
     """combine_new.py attends the new keys of one query row with no window, ALiBi, padding or softcap, when the
-    plain call has splits; the others keep the routes before it (and still pass)."""
+    plain call has splits; the others keep the routes before it (and still pass: combine_new.py scores without
+    softcap, 0.11 off at softcap 2)."""
     base = next(c for c in CASES if c["new_kv"])
     case = dict(base, seqlens=(2 if change == "two queries" else 1, 128), page_size=16, d=64, rotary_fraction=0.5,
                 causal=False, local=change == "window", alibi=change == "alibi", has_leftpad=change == "leftpad",
                 has_batch_idx=False, num_splits=1 if change == "one split" else 3, seqlen_new_eq_seqlen_q=True)
-    run_case(case)
+    run_case(case, (lambda args: args.update(softcap=2.0)) if change == "softcap" else None)
     assert combine_runs == []
+
+
+@pytest.mark.parametrize("page", [None, 16])
+def test_decode_step_with_a_scale_near_float32s_largest(page, combine_runs):
+    """An appending decode step (one query row, splits) with a scale whose product with log2(e) float32 cannot
+    hold keeps decode's prescaled route (combine_new.py's online softmax made 128 of 512 outputs NaN). Every
+    key holds one value row per kv head, so any weighing gives that row (the splits' LSEs, near 1e36, cannot
+    hold log(keys) in float32: the split weights are off there, as FlashAttention 2's would be)."""
+    f16 = NP_DTYPES["f16"]
+    rng = np.random.default_rng(0)
+    q = np.full((2, 1, 8, 64), 2.0 ** -7, f16)          # q.k = 2**-8 exactly, in any order of the sum
+    shape = (2, 128, 2, 64) if page is None else (16, 16, 2, 64)
+    kc = np.full(shape, 2.0 ** -7, f16)
+    row = rng.standard_normal((2, 64)).astype(f16)      # (kv head, channel)
+    vc = np.broadcast_to(row, shape).copy()
+    table = None if page is None else np.arange(16, dtype=np.int32).reshape(2, 8)
+    new_k, new_v = np.full((2, 1, 2, 64), 2.0 ** -7, f16), np.broadcast_to(row, (2, 1, 2, 64)).copy()
+    out, lse = fakv.flash_attn_with_kvcache(q, kc, vc, k=new_k, v=new_v, cache_seqlens=np.array([100, 37], np.int32),
+                                            block_table=table, softmax_scale=3e38, num_splits=3,
+                                            return_softmax_lse=True)
+    assert combine_runs == []
+    got = out[:, 0].astype(np.float32).reshape(2, 2, 4, 64)
+    assert np.allclose(got, row.astype(np.float32)[None, :, None, :], atol=2e-3), np.abs(got - row[None, :, None]).max()
+    assert np.isfinite(lse).all() and np.allclose(lse, np.float32(3e38) * 2.0 ** -8, rtol=1e-5)
 
 
 def test_decode_step_refuses_a_wrapping_length(monkeypatch, combine_runs):
