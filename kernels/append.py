@@ -168,7 +168,7 @@ def append(Q, KNew, VNew, K, V, QOut, Table, Seqlens, BatchIdx, Cos, Sin, Errors
             fl.report(Errors, not fits, fl.where(seqlen < 0, SEQLENS_ERROR, APPEND_ERROR) + b)
             new = b.to(fl.int64) * new_batch_stride + h * new_head_stride
             append_rows(KNew + new, VNew + new, new_seq_stride, K + h.to(fl.int64) * head_stride,
-                        V + h.to(fl.int64) * head_stride, Table + b * table_stride, BatchIdx, Cos, Sin, Errors,
-                        b, t, fl.minimum(t + 1, seqlen_new), 1, fl.where(fits, seqlen, -1), page_stride,
-                        row_stride, num_pages, head_dim, rotary_dim, cos_stride, HEAD_DIM, PAGE_SIZE, BATCH_IDX,
-                        ROTARY, INTERLEAVED, True)
+                        V + h.to(fl.int64) * head_stride, Table + b.to(fl.int64) * table_stride, BatchIdx, Cos,
+                        Sin, Errors, b, t, fl.minimum(t + 1, seqlen_new), 1, fl.where(fits, seqlen, -1),
+                        page_stride, row_stride, num_pages, head_dim, rotary_dim, cos_stride, HEAD_DIM, PAGE_SIZE,
+                        BATCH_IDX, ROTARY, INTERLEAVED, True)

@@ -47,9 +47,9 @@ def combine_new(OutPart, LsePart, Out, Lse, Q, KNew, VNew, K, V, Table, Seqlens,
     new = b.to(fl.int64) * new_batch_stride + kvh * new_head_stride     # this kv head's new rows in KNew, VNew
     if h0 % GROUP == 0:                      # the kv head's first program appends its rows
         append_rows(KNew + new, VNew + new, new_seq_stride, K + kvh.to(fl.int64) * head_stride,
-                    V + kvh.to(fl.int64) * head_stride, Table + b * table_stride, BatchIdx, Cos, Sin, Errors, b, 0,
-                    new_keys, 1, fl.where(fits, old, -1), page_stride, row_stride, num_pages, head_dim, rotary_dim,
-                    cos_stride, HEAD_DIM, PAGE_SIZE, BATCH_IDX, ROTARY, INTERLEAVED, True)
+                    V + kvh.to(fl.int64) * head_stride, Table + b.to(fl.int64) * table_stride, BatchIdx, Cos, Sin,
+                    Errors, b, 0, new_keys, 1, fl.where(fits, old, -1), page_stride, row_stride, num_pages, head_dim,
+                    rotary_dim, cos_stride, HEAD_DIM, PAGE_SIZE, BATCH_IDX, ROTARY, INTERLEAVED, True)
     out_new, lse_new = attend_new(Q + b.to(fl.int64) * q_batch_stride + h0 * q_head_stride, KNew + new, VNew + new,
                                   Cos, Sin, Errors, b, old, fl.where(fits, new_keys, 0), q_head_stride, new_seq_stride,
                                   head_dim, cos_stride, rotary_dim, rotary_rows, scale, HEAD_BLOCK, NEW_N, HEAD_DIM,

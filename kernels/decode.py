@@ -101,10 +101,10 @@ def decode(Q, K, V, Table, Seqlens, Out, Lse, OutPart, LsePart,
     sm_scale, scale = scale, (1.0 if SOFTCAP or PRESCALE else scale)
     slopes = fl.zeros((SQ_BLOCK,))
     if ALIBI:                              # this head's slope on every row, in units of the scores
-        slopes = fl.load(Slopes + b * slopes_batch_stride + h, (SQ_BLOCK,), (0,), (0,)) / scale
+        slopes = fl.load(Slopes + b.to(fl.int64) * slopes_batch_stride + h, (SQ_BLOCK,), (0,), (0,)) / scale
     mods = (seqlen_q, left, right, slopes, scale, sm_scale, softcap, CAUSAL, WINDOW, ALIBI, SOFTCAP, PRESCALE)
 
-    table, strides = Table + b * table_stride, (page_stride, row_stride, head_stride)
+    table, strides = Table + b.to(fl.int64) * table_stride, (page_stride, row_stride, head_stride)
     if APPEND:      # first: the new rows written (past every split's keys: a share each, the last split's first)
         new = b.to(fl.int64) * new_batch_stride + kvh * new_head_stride
         append_rows(KNew + new, VNew + new, new_seq_stride, K + kvh.to(fl.int64) * head_stride,

@@ -47,10 +47,11 @@ def decode_worklist(Q, K, V, Table, Out, Lse, OutPart, LsePart, Counters, Work, 
         if fresh:                               # a part's first block: its query; the running max / sum reset
             q = fl.load(Q + b.to(fl.int64) * q_batch_stride + h * q_head_stride, (1, HEAD_DIM), (0, 0), (0, 1),
                         bounds=(1, head_dim))
-        k = load_kv(K, Table + b * table_stride, kvh, b, b, n0, seqlen, 0, head_dim, page_size, num_pages, strides,
-                    Errors, BLOCK_N, HEAD_DIM, PAGE_SIZE)
-        v = load_kv(V, Table + b * table_stride, kvh, b, b, n0, seqlen, 0, head_dim, page_size, num_pages, strides,
-                    Errors, BLOCK_N, HEAD_DIM, PAGE_SIZE)
+        table = Table + b.to(fl.int64) * table_stride
+        k = load_kv(K, table, kvh, b, b, n0, seqlen, 0, head_dim, page_size, num_pages, strides, Errors, BLOCK_N,
+                    HEAD_DIM, PAGE_SIZE)
+        v = load_kv(V, table, kvh, b, b, n0, seqlen, 0, head_dim, page_size, num_pages, strides, Errors, BLOCK_N,
+                    HEAD_DIM, PAGE_SIZE)
         m, l, acc = fl.where(fresh, float("-inf"), m), fl.where(fresh, 0.0, l), fl.where(fresh, 0.0, acc)
         m, l, acc = attend(q, k, v, m, l, acc, fl.arange(0, 1), n0 + fl.arange(0, BLOCK_N), seqlen, seqlen, 1, -1,
                            -1, fl.zeros((1,)), scale, scale, 0.0, False, False, False, False, False)

@@ -21,7 +21,7 @@ from .heuristics import num_splits_heuristic
 
 _DTYPES = ("f16", "bf16")
 MAX_SPLITS = 64
-_MAX_ROWS = 2 ** 31 - 256      # a sequence's cache rows at most (int32 lengths, with a block's headroom)
+_MAX_CAPACITY = 2 ** 31 - 256      # a sequence's cache rows at most (int32 lengths, with a block's headroom)
 MAX_ROWS = 64  # query rows (GQA group x query positions) per program: one wgmma's M (in the 64-row form)
 
 
@@ -37,6 +37,12 @@ def _append_kernel():
 
 def _lazy_kernels():
     return prepare.Lazy.get("decode", "decode"), prepare.Lazy.get("combine", "combine")
+
+
+def _sequence_span(t):
+    """The elements one sequence (index 0 of axis 0) of t reaches through its strides: what a kernel's offsets
+    within a sequence address."""
+    return 1 + sum((n - 1) * abs(st) for n, st in zip(t.shape[1:], T.strides(t)[1:]))
 
 
 def _pow2(n):
@@ -672,10 +678,11 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
     # Lengths are int32 in the kernels, with headroom for a block's or a split's rounding up (decode.py's
     # `cached + BLOCK_N - 1`); offsets within one sequence's q, out, k and v too (a sequence's: kernels/*.py take
     # the batch's in int64).
-    _check(capacity <= _MAX_ROWS, f"a sequence's cache holds {capacity} rows; at most {_MAX_ROWS} = 2**31 - 256 "
+    _check(capacity <= _MAX_CAPACITY, f"a sequence's cache holds {capacity} rows; at most {_MAX_CAPACITY} = 2**31 - 256 "
                                   f"(int32 lengths)")
-    _check(batch * seqlen_q * heads < 2 ** 31, f"q holds {batch * seqlen_q * heads} query rows (batch x seqlen_q x "
-                                               f"heads); at most 2**31 - 1 (int32 offsets of the LSE)")
+    _check(batch * seqlen_q * heads <= _MAX_CAPACITY, f"q holds {batch * seqlen_q * heads} query rows (batch x "
+                                                      f"seqlen_q x heads); at most {_MAX_CAPACITY} = 2**31 - 256 "
+                                                      f"(int32 offsets of the LSE)")
     _check(seqlen_q * heads * head_dim < 2 ** 31, f"q holds {seqlen_q * heads * head_dim} elements a sequence "
                                                   f"(seqlen_q x heads x head_dim); at most 2**31 - 1 (int32 offsets "
                                                   f"within a sequence)")
@@ -724,9 +731,12 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
                    f"`{name}` has a zero stride {T.strides(t)} (a broadcast): the rows appended into it would "
                    f"overwrite each other; pass a cache of its own memory")
         seqlen_new = k.shape[1]
-        span = 1 + sum((n - 1) * abs(st) for n, st in zip(k.shape[1:], T.strides(k)[1:]))
-        _check(span < 2 ** 31, f"`k` and `v` span {span} elements a sequence (seqlen_new x heads x head_dim, with "
-                               f"their strides); at most 2**31 - 1 (int32 offsets within a sequence)")
+        if _sequence_span(k) >= 2 ** 31:      # (views whose strides reach further: compact copies)
+            k, v = T.contiguous(k), T.contiguous(v)
+            copied_kv = True
+        _check(seqlen_new * kv_heads * head_dim < 2 ** 31,
+               f"`k` and `v` hold {seqlen_new * kv_heads * head_dim} elements a sequence (seqlen_new x kv heads x "
+               f"head_dim); at most 2**31 - 1 (int32 offsets within a sequence)")
         _check(1 <= seqlen_new <= capacity, f"`k` holds {seqlen_new} new keys; a sequence's cache holds "
                                             f"{capacity} (FlashAttention: at most the cache's seqlen)")
     _check((rotary_cos is None) == (rotary_sin is None), "`rotary_cos` and `rotary_sin` are given together")
@@ -890,7 +900,8 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
         _check(not on_gpu or batch <= 65535, f"a batch of {batch} sequences appending `k` / `v` on the GPU: at "
                                              f"most 65535 (the append kernel's grid axis z)")
         q_rot = T.empty(tuple(q.shape), T.dtype(q), q) if rotary_dim else q
-        _append(q, k, v, k_cache, v_cache, q_rot, block_table, seqlens, batch_idx, rotary_cos, rotary_sin,
+        q_in = T.contiguous(q) if rotary_dim and _sequence_span(q) >= 2 ** 31 else q   # (append.py: int32 offsets)
+        _append(q_in, k, v, k_cache, v_cache, q_rot, block_table, seqlens, batch_idx, rotary_cos, rotary_sin,
                 errors, capacity, num_pages, page_size, paged, has_batch_idx, rotary_dim,
                 bool(rotary_interleaved), q_rows, tile, on_gpu)
         q = q_rot

@@ -150,11 +150,12 @@ def error_word(context=None, device=None):
             if _word is None:
                 from . import _runtime
                 _take = _runtime.take_word
-                _word = _early and _runtime.wait_host_mapped()
-                if not _word:
+                word = _early and _runtime.wait_host_mapped()
+                if not word:      # (_word stays None until an allocation succeeds: a failure is retried)
                     if context is None and device is not None and not _runtime.current_context():
                         _runtime.bind_primary_context(device)
-                    _word = _runtime.host_mapped(64, context)
+                    word = _runtime.host_mapped(64, context)
+                _word = word
     return _word
 
 

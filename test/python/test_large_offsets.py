@@ -25,19 +25,22 @@ def sparse(path, shape, dtype):
 
 
 class Spread:
-    """A kernel whose launches get q (decode's argument 0) and out (decode's 5, combine's 2) as views of sparse
-    files, sequences APART elements apart (the batch stride arguments too), and copy out back."""
+    """A kernel whose launches get q (decode's argument 0), out (decode's 5, combine's 2) and the block table
+    (decode's 3) as views of sparse files, sequences APART elements apart (the batch stride arguments too), and
+    copy out back."""
 
-    def __init__(self, kernel, tmp_path, q_arg, out_arg, stride_arg):
+    def __init__(self, kernel, tmp_path, q_arg, out_arg, stride_arg, table_arg=None, table_stride_arg=None):
         self.kernel, self.tmp_path = kernel, tmp_path
         self.q_arg, self.out_arg, self.stride_arg = q_arg, out_arg, stride_arg
+        self.table_arg, self.table_stride_arg = table_arg, table_stride_arg
         self.launches, self.variants = 0, []
 
     def __getattr__(self, name):          # (pack_gqa and the like: the kernel's)
         return getattr(self.kernel, name)
 
     def with_options(self, **options):
-        spread = Spread(self.kernel.with_options(**options), self.tmp_path, self.q_arg, self.out_arg, self.stride_arg)
+        spread = Spread(self.kernel.with_options(**options), self.tmp_path, self.q_arg, self.out_arg, self.stride_arg,
+                        self.table_arg, self.table_stride_arg)
         self.variants.append(spread)
         return spread
 
@@ -51,6 +54,11 @@ class Spread:
                 args[self.q_arg] = sparse(self.tmp_path / f"q{self.launches}", q.shape, q.dtype)
                 args[self.q_arg][...] = q
             args[self.out_arg], args[self.stride_arg] = wide_out, APART
+            if self.table_arg is not None:
+                table = args[self.table_arg]
+                args[self.table_arg] = sparse(self.tmp_path / f"table{self.launches}", table.shape, table.dtype)
+                args[self.table_arg][...] = table
+                args[self.table_stride_arg] = APART
             self.launches += 1
             self.kernel[grid](*args, **consts)
             out[...] = wide_out
@@ -67,7 +75,7 @@ def test_sequences_past_int32_elements(splits, tmp_path, monkeypatch):
     table = rng.permutation(48).astype(np.int32).reshape(batch, 16)
     seqlens = np.array([150, 256, 37], np.int32)
     decode, combine = interface._lazy_kernels()
-    spread = (Spread(decode, tmp_path, 0, 5, 9), Spread(combine, tmp_path, None, 2, 4))
+    spread = (Spread(decode, tmp_path, 0, 5, 9, 3, 15), Spread(combine, tmp_path, None, 2, 4))
     monkeypatch.setattr(interface, "_lazy_kernels", lambda: spread)
     out, lse = fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=seqlens, block_table=table, causal=True,
                                            num_splits=splits, return_softmax_lse=True)
@@ -82,7 +90,8 @@ def test_sequences_past_int32_elements(splits, tmp_path, monkeypatch):
 
 
 def test_a_capacity_near_int32_is_refused():
-    """2**31 - 64 rows a sequence (1082401 pages of 1984 rows): decode's `cached + BLOCK_N - 1` would wrap."""
+    """2**31 - 64 rows a sequence (1082401 pages of 1984 rows): past 2**31 - 256, the limit that leaves the
+    kernels' int32 lengths room for a block's and a split's rounding up (decode's `cached + BLOCK_N - 1`)."""
     q = np.zeros((1, 1, 1, 16), NP_DTYPES["bf16"])
     cache = np.zeros((1, 1984, 1, 16), NP_DTYPES["bf16"])
     with pytest.raises(fakv.FakvError, match=r"cache holds 2147483584 rows; at most 2147483392 = 2\*\*31 - 256"):
@@ -101,14 +110,31 @@ def test_a_sequence_of_q_past_int32_elements_is_refused():
         fakv.flash_attn_with_kvcache(q, cache, cache, cache_seqlens=1)
 
 
-def test_new_keys_spanning_int32_elements_are_refused():
-    """New keys whose rows lie 2**24 elements apart (a view: no memory), 129 of them: a span past int32."""
+def test_views_reaching_past_int32_are_read_through_copies(tmp_path):
+    """q whose sequences lie 2**30 elements apart (read by append.py when it rotates q) and new keys taken from a
+    heads-first buffer (kv heads 2**31 x 8 elements apart): int32 offsets within a sequence would wrap; fakv reads
+    compact copies, and the call gives what the compact arrays give."""
     bf16 = NP_DTYPES["bf16"]
-    q = np.zeros((1, 1, 1, 16), bf16)
-    cache = np.zeros((1, 256, 1, 16), bf16)
-    new = np.lib.stride_tricks.as_strided(np.zeros(16, bf16), shape=(1, 129, 1, 16), strides=(0, 2 ** 25, 0, 2))
-    with pytest.raises(fakv.FakvError, match=r"`k` and `v` span 2147483664 elements a sequence"):
-        fakv.flash_attn_with_kvcache(q, cache, cache.copy(), k=new, v=new, cache_seqlens=0)
+    rng = np.random.default_rng(0)
+    q = rng.standard_normal((3, 1, 4, 8)).astype(bf16)
+    wide_q = sparse(tmp_path / "q", q.shape, bf16)
+    wide_q[...] = q
+    buf = np.memmap(tmp_path / "k", dtype=bf16, mode="w+", shape=(1 * 2 * 2 ** 31 * 8,)).reshape(1, 2, 2 ** 31, 8)
+    new_k = rng.standard_normal((1, 1, 2, 8)).astype(bf16)
+    buf[:, :, 5] = new_k[:, 0]
+    wide_k = buf[:, :, 5:6].transpose(0, 2, 1, 3)            # (1, 1, 2, 8), kv heads 2**34 elements apart
+    cache = rng.standard_normal((3, 32, 2, 8)).astype(bf16)
+    cos, sin = (rng.random((40, 4)).astype(np.float32) for _ in range(2))
+    lens = np.array([5, 20, 31], np.int32)
+    new = np.broadcast_to(new_k, (3, 1, 2, 8))
+    wide_new = np.lib.stride_tricks.as_strided(wide_k, shape=(3, 1, 2, 8), strides=(0, *wide_k.strides[1:]))
+    runs = []
+    for qq, kk in ((wide_q, wide_new), (q, new.copy())):
+        kc, vc = cache.copy(), cache.copy()
+        runs.append(fakv.flash_attn_with_kvcache(qq, kc, vc, k=kk, v=kk, cache_seqlens=lens.copy(), rotary_cos=cos,
+                                                 rotary_sin=sin, causal=True, return_softmax_lse=True) + (kc, vc))
+    for got, want in zip(*runs):
+        assert np.array_equal(got, want)
 
 
 def test_split_partials_stay_within_int32():

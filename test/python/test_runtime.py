@@ -437,3 +437,25 @@ def test_the_error_word_binds_a_context_first(monkeypatch):
     monkeypatch.setattr(runtime, "_word", None)
     runtime.error_word(device=3)                                # (a context current: none bound)
     assert order == ["bind 3", "host_mapped", "host_mapped"]
+
+def test_a_failed_error_word_is_retried(monkeypatch):
+    """A first allocation of the error word that raised left it False (not None): never retried, and every later
+    call, the CPU path's too, failed in raise_pending with "take_word: 0x(nil) is not the address of an int32"
+    (a review, session 41). The failure is raised, and the next call allocates it."""
+    from fakv import runtime
+    monkeypatch.setattr(runtime, "_word", None)
+    monkeypatch.setattr(runtime, "_early", False)
+    monkeypatch.setattr(_runtime, "current_context", lambda: 7)
+    results = [RuntimeError("fakv_host_mapped: cuMemHostAlloc: out of memory"), 0x2000]
+
+    def host_mapped(n, context=None):
+        r = results.pop(0)
+        if isinstance(r, Exception):
+            raise r
+        return r
+
+    monkeypatch.setattr(_runtime, "host_mapped", host_mapped)
+    with pytest.raises(RuntimeError, match="out of memory"):
+        runtime.error_word()
+    assert runtime._word is None
+    assert runtime.error_word() == 0x2000 and results == []
