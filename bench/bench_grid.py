@@ -404,8 +404,9 @@ def markdown(run):
              "**win** when fakv is at most 1 % slower.", "",
              "| shape | " + " | ".join("contiguous" if p == 0 else f"pages of {p}" for p in run["layouts"]) + " |",
              "|---|" + "---|" * len(run["layouts"])]
-    wins = total = 0
+    wins = total = ahead = 0
     alone = []                  # the cells where fakv ran and no peer was timed (every one failed or refused)
+    failed = []                 # the cells where fakv failed and a peer ran: lost
     by = {(c["shape"], c["layout"]): c for c in run["cells"]}
     for shape in run["shapes"]:
         row = [shape]
@@ -417,6 +418,9 @@ def markdown(run):
             f = c["impls"]["fakv"]
             if "us" not in f:
                 row.append(f"fakv failed: {f.get('failed')}")
+                if best_peer(c):
+                    total += 1
+                    failed.append(f"{shape} @{page}")
                 continue
             text = f"{f['us']:.1f} µs ({f['copy_fraction']:.1%})"
             if "us" in c["impls"].get("fakv-merge", {}):
@@ -429,12 +433,15 @@ def markdown(run):
                 p = c["impls"][name]
                 win = f["us"] <= 1.01 * us
                 wins += win
+                ahead += f["us"] < 0.99 * us
                 total += 1
                 eager = " (eager: host work included)" if p.get("timing") == "eager" else ""
                 text += f" vs {name}{eager} {us:.1f} µs ({p['copy_fraction']:.1%}){' **win**' if win else ''}"
             row.append(text)
         lines.append("| " + " | ".join(row) + " |")
-    lines += ["", f"fakv at or ahead of the best peer (within 1 %): {wins} of {total} cells"
+    lines += ["", f"fakv at or ahead of the best peer (within 1 %): {wins} of {total} cells ({ahead} more than 1 % "
+                  f"ahead, {wins - ahead} within 1 % either way, {total - wins} behind)"
+              + (f"; {len(failed)} where fakv failed (lost): {', '.join(failed)}" if failed else "")
               + (f"; {len(alone)} with no peer timed: {', '.join(alone)}." if alone else "."), ""]
     large = [c for c in run["cells"] if c["kv_bytes"] >= 1 << 30 and "us" in c["impls"]["fakv"]]
     def bare(c):

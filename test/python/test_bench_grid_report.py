@@ -41,7 +41,8 @@ def test_report_best_peer_wins_and_the_bare_read():
     assert "vs sdpa 241.0 µs (106.0%) **win**" in md                # 242.0 <= 1.01 x 241.0
     assert "vs triton 5.0 µs (21.0%) |" in md and "5.0 µs (21.0%) **win**" not in md     # 5.3 > 1.01 x 5.0
     assert "[merged splits: 100.0 µs]" in md
-    assert "fakv at or ahead of the best peer (within 1 %): 2 of 3 cells." in md
+    assert "fakv at or ahead of the best peer (within 1 %): 2 of 3 cells (1 more than 1 % ahead, 1 within 1 % " \
+           "either way, 1 behind)." in md                               # 250 vs 255 ahead; 242 vs 241 within
     assert "Caches of 1 GiB or more at 105 % of copy or more: 1 of 2; below: b32 s8K @16 (102.1%, the bare " \
            "read 104.6%)" in md
     assert "The bare read of the same bytes (no attention; stream_balance.py's tma2kvmap, in the cell's pages, at head dims 64, 128 and 256, else tma2kv) in this run: 104.6% to " \
@@ -86,7 +87,8 @@ def test_the_bare_read_counts_whole_tiles_and_pages():
 
 
 def test_cells_with_no_peer_timed_are_named():
-    """A cell where every peer failed (a wrong output, say) is not a win, and the footer says which."""
+    """A cell where every peer failed (a wrong output, say) is not a win, and the footer says which; a cell where
+    fakv failed and a peer ran is lost (it was left out of the count)."""
     g = _bench_grid()
     run = {"device": "H200", "date": "2026-12-05", "copy_tbps": 4.2, "layouts": [0, 16], "shapes": ["b8 s8K"],
            "cells": [{"shape": "b8 s8K", "layout": 0, "kv_bytes": 1 << 28, "impls": {
@@ -94,7 +96,14 @@ def test_cells_with_no_peer_timed_are_named():
                      {"shape": "b8 s8K", "layout": 16, "kv_bytes": 1 << 28, "impls": {
                           "fakv": _impl(69.0, 0.9), "triton": {"failed": "output differs"}}}]}
     md = g.markdown(run)
-    assert "within 1 %): 0 of 1 cells; 1 with no peer timed: b8 s8K @16." in md
+    assert "within 1 %): 0 of 1 cells (0 more than 1 % ahead, 0 within 1 % either way, 1 behind); 1 with no " \
+           "peer timed: b8 s8K @16." in md
+    run["layouts"].append(64)
+    run["cells"].append({"shape": "b8 s8K", "layout": 64, "kv_bytes": 1 << 28, "impls": {
+        "fakv": {"failed": "does not compile"}, "triton": _impl(90.0, 0.7)}})
+    md = g.markdown(run)
+    assert "0 of 2 cells (0 more than 1 % ahead, 0 within 1 % either way, 2 behind); 1 where fakv failed (lost): " \
+           "b8 s8K @64; 1 with no peer timed: b8 s8K @16." in md
     assert "- b8 s8K, layout 16: triton: output differs" in md
 
 
