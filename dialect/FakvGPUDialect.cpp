@@ -306,11 +306,8 @@ LogicalResult FakvGPUDialect::verifyOperationAttribute(Operation *op, NamedAttri
   if (name == kTmaParamAttr || name == kTmaArgsAttr || name == kTmaBoxesAttr) {
     FunctionOpInterface fn = functionOf(op);
     int64_t args = fn ? int64_t(fn.getNumArguments()) : 0;
-    if (name == kTmaParamAttr) {
-      if (failed(integerIn(op, attr, 0, args - 1, "the kernel argument holding the copy's tensor map")))
-        return failure();
-      return success();
-    }
+    if (name == kTmaParamAttr)
+      return integerIn(op, attr, 0, args - 1, "the kernel argument holding the copy's tensor map");
     auto list = dyn_cast<DenseI32ArrayAttr>(attr.getValue());
     if (!list || int64_t(list.size()) > args)
       return op->emitError() << "'" << name << "' must be an array<i32> of at most the kernel's " << args

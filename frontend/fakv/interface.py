@@ -678,8 +678,8 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
     # Lengths are int32 in the kernels, with headroom for a block's or a split's rounding up (decode.py's
     # `cached + BLOCK_N - 1`); offsets within one sequence's q, out, k and v too (a sequence's: kernels/*.py take
     # the batch's in int64).
-    _check(capacity <= _MAX_CAPACITY, f"a sequence's cache holds {capacity} rows; at most {_MAX_CAPACITY} = 2**31 - 256 "
-                                  f"(int32 lengths)")
+    _check(capacity <= _MAX_CAPACITY, f"a sequence's cache holds {capacity} rows; at most {_MAX_CAPACITY} = "
+                                      f"2**31 - 256 (int32 lengths)")
     _check(batch * seqlen_q * heads <= _MAX_CAPACITY, f"q holds {batch * seqlen_q * heads} query rows (batch x "
                                                       f"seqlen_q x heads); at most {_MAX_CAPACITY} = 2**31 - 256 "
                                                       f"(int32 offsets of the LSE)")
