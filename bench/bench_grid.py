@@ -4,6 +4,7 @@ run on the GPU machine.
 
     python bench/bench_grid.py [--out DIR] [--only NAME[,NAME...]] [--layouts 0,16,64,256] [--peers LIST] [--sustain S]
                                [--rounds N]
+    python bench/bench_grid.py --shapes "NAME=batch,seqlen_k,heads,kv_heads,head_dim;..." [...]   # other shapes
     python bench/bench_grid.py --plot DIR/grid.json     # the PNG plots (needs matplotlib)
 
 Shapes (bf16, seqlen_q 1, causal, num_splits=0 for fakv): GQA 32/8 with
@@ -511,6 +512,8 @@ def main():
                     help="seconds of replays before each implementation is timed (steady clocks under load)")
     ap.add_argument("--rounds", type=int, default=1,
                     help="timings per implementation, interleaved within a cell; the median counts")
+    ap.add_argument("--shapes", default="", metavar="NAME=b,s,h,hkv,d;...",
+                    help="time these shapes instead of the grid's (shapes outside the grid the plans were tuned on)")
     ap.add_argument("--plot", metavar="JSON", help="only make the plots of a run")
     args = ap.parse_args()
     if args.plot:
@@ -519,7 +522,12 @@ def main():
     import torch
     layouts = [int(x) for x in args.layouts.split(",")]
     peers = [p for p in args.peers.split(",") if p]
-    shapes = [s for s in SHAPES if any(name in s[0] for name in args.only.split(","))]
+    if args.shapes:
+        extra = shapes_by_name(args.shapes)
+        shapes = [extra[e.partition("=")[0].strip()] for e in filter(None, args.shapes.split(";"))]
+    else:
+        shapes = SHAPES
+    shapes = [s for s in shapes if any(name in s[0] for name in args.only.split(","))]
     copy_bw = copy_bandwidth(args.sustain)
     run = {"device": torch.cuda.get_device_name(), "date": time.strftime("%Y-%m-%d"), "copy_tbps": copy_bw,
            "layouts": layouts, "shapes": [s[0] for s in shapes], "peers": peers, "sustain_s": args.sustain,
@@ -543,6 +551,8 @@ def main():
     md = markdown(run)
     open(os.path.join(args.out, "grid.md"), "w").write(md + "\n")
     print(md)
+    if args.shapes:
+        return          # (the plots are of the grid's GQA cells)
     try:
         plot(os.path.join(args.out, "grid.json"))
     except ImportError:

@@ -321,27 +321,26 @@ PyObject *run(PreparedCallObject *self, uint64_t *a, PyObject *q, PyObject *seql
   void *context = nullptr;
   if (fakv_current_context(&context))
     return raiseRuntime();
-  // A thread whose first CUDA work is this call has no current context yet
-  // (the runtime binds one lazily): the call's own, for the call only (the
-  // thread is left as it was, on no device).
-  struct Unbind {
+  // FlashAttention's CUDA guard: the call runs in the context it was
+  // prepared in (its tensors' device: the key holds their devices), the
+  // thread's own made current again after it. Torch's allocations below
+  // (out, the LSE, the workspace from its raw allocator) follow the current
+  // context's device. A thread whose first CUDA work is this call has none
+  // (the runtime binds one lazily): it is left on none.
+  struct Restore {
     bool on = false;
-    ~Unbind() {
+    void *previous = nullptr;
+    ~Restore() {
       if (on)
-        fakv_set_current_context(nullptr);
+        fakv_set_current_context(previous);
     }
-  } unbind;
-  if (!context && self->context) {
+  } restore;
+  if (context != self->context) {
     if (fakv_set_current_context(self->context))
       return raiseRuntime();
+    restore.on = true;
+    restore.previous = context;
     context = self->context;
-    unbind.on = true;
-  }
-  if (context != self->context) {
-    PyErr_SetString(PyExc_ValueError,
-                    "flash_attn_with_kvcache: the tensors are not on the current CUDA device; "
-                    "call it inside `with torch.cuda.device(q.device):`");
-    return nullptr;
   }
   uint64_t stream;
   if (!asAddress(PyObject_CallNoArgs(self->stream), stream))

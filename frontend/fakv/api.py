@@ -12,6 +12,8 @@ signature an earlier process kept is prepared from its recipe on disk
 (checks, plan, compilation), which keeps its prepared call. A warm start
 imports this module, prepare.py and recipes.py, not interface.py.
 """
+import contextlib
+
 from . import _gc_paused, prepare, runtime
 from .errors import FakvError
 
@@ -36,6 +38,20 @@ def _from_recipe(kernels, arguments, options):
         return None
     prepare.keep(found[0], call, kernels)
     return call(found[1], arguments[0], arguments[3])
+
+
+def _on_device_of(q):
+    """FlashAttention's CUDA guard: q's device made current for the call
+    (its kernels, allocations and prepared call are that device's), the
+    caller's restored after; nothing to do when it already is current (or q
+    is not a CUDA tensor). The fast path's prepared call does the same in C
+    (runtime/PreparedCall.cpp)."""
+    if getattr(q, "is_cuda", False):
+        import torch
+        device = q.get_device()
+        if device != torch._C._cuda_getDevice():
+            return torch.cuda.device(device)
+    return contextlib.nullcontext()
 
 
 def with_kernels(decode=None, combine=None):
@@ -64,7 +80,7 @@ def with_kernels(decode=None, combine=None):
                               num_splits, return_softmax_lse)
             if out is not None:
                 return out
-        with _gc_paused:                       # (a call prepared: fakv/__init__.py's _GCPaused)
+        with _gc_paused, _on_device_of(q):     # (a call prepared: fakv/__init__.py's _GCPaused)
             if k is None and kernels == (None, None):
                 out = _from_recipe(kernels, (q, k_cache, v_cache, cache_seqlens, block_table, cache_batch_idx,
                                              alibi_slopes, k, v, rotary_cos, rotary_sin, cache_leftpad),

@@ -657,6 +657,58 @@ def test_prepared_call_in_a_fresh_thread(page):
 
 
 @pytest.mark.parametrize("page", [None, 256])
+def test_call_on_another_device(page):
+    """As FlashAttention's (a CUDA guard on q's device): tensors on cuda:1 while cuda:0 is current run on
+    cuda:1, the slow path's call and the prepared call's, the current device left as it was; what a call
+    allocates (out, its workspace) is cuda:1's, nothing cuda:0's; a call prepared inside
+    `with torch.cuda.device(1):` runs outside it. (Before: "not on the current CUDA device".)"""
+    q, k, v, lens, table = _inputs(page)
+    if COMPILE_ONLY:
+        return None
+    if torch.cuda.device_count() < 2:
+        pytest.skip("needs two GPUs")
+    from fakv import prepare
+    call = lambda *t: fakv.flash_attn_with_kvcache(*t[:3], cache_seqlens=t[3], block_table=t[4],  # noqa: E731
+                                                   num_splits=3)
+    torch.cuda.set_device(0)
+    want = call(q, k, v, lens, table)
+    one = [None if t is None else t.to("cuda:1") for t in (q, k, v, lens, table)]
+    torch.cuda.synchronize(0)
+    for prepared_inside in (False, True):
+        prepare.CALLS.clear()
+        before = torch.cuda.memory_allocated(0)
+        if prepared_inside:
+            with torch.cuda.device(1):
+                call(*one)
+        outs = [call(*one) for _ in range(3)]       # the slow path's (prepared_inside: the fast path's), then kept
+        assert torch.cuda.current_device() == 0
+        torch.cuda.synchronize(1)
+        for out in outs:
+            assert out.device == torch.device("cuda:1")
+            assert torch.equal(out.cpu(), want.cpu())
+        assert torch.cuda.memory_allocated(0) == before, "a call on cuda:1 allocated on cuda:0"
+        del outs
+
+
+@pytest.mark.parametrize("dim", [0, 2])
+@pytest.mark.parametrize("splits", [1, 3])
+def test_broadcast_cache(dim, splits):
+    """A cache broadcast along the batch or the kv heads (a zero stride, as torch's expand makes it; FlashAttention
+    reads it through its strides) reads as its copy does."""
+    q, k, v, lens, table = _inputs(None)
+    if COMPILE_ONLY:
+        return None
+    one = tuple(slice(0, 1) if i == dim else slice(None) for i in range(4))
+    kb, vb = k[one].expand(k.shape), v[one].expand(v.shape)
+    assert kb.stride(dim) == 0
+    call = lambda kc, vc: fakv.flash_attn_with_kvcache(q, kc, vc, cache_seqlens=lens, num_splits=splits)  # noqa: E731
+    want = call(kb.contiguous(), vb.contiguous())
+    got = call(kb, vb)
+    torch.cuda.synchronize()
+    assert torch.equal(got, want)
+
+
+@pytest.mark.parametrize("page", [None, 256])
 def test_appending_call_is_prepared(page, monkeypatch):
     """A call with new keys, rotary and left padding is prepared too: the
     second such call (other caches, other new keys) runs the prepared call,
@@ -826,6 +878,8 @@ def run_all():
     cases += [(second_call_is_prepared, c) for c in [(256, "tensor"), (None, "int")]]
     cases += [(appending_call_is_prepared, (p,)) for p in (None, 256)]
     cases += [(test_prepared_call_in_a_fresh_thread, (p,)) for p in (None, 256)]
+    cases += [(test_call_on_another_device, (p,)) for p in (None, 256)]
+    cases += [(test_broadcast_cache, c) for c in [(0, 1), (2, 1), (0, 3), (2, 3)]]
     cases += [(test_new_process_prepares_from_the_recipe, c) for c in [(256, "tensor"), (None, "int")]]
     cases += [(test_first_call_inside_a_capture, c) for c in [(256, False), (None, True), (16, False)]]
     fails = 0
