@@ -60,17 +60,29 @@ def errors_for(like):
     return np.zeros(1, np.int32)
 
 
-def raw_allocator(torch):
+def raw_allocator(torch, device):
     """torch's caching allocator as (alloc(nbytes, stream) -> address,
-    delete(address)) on the current device, or (None, None) when this torch
-    has no such binding."""
+    delete(address)) on device `device` (an index), or (None, None) when
+    this torch has no such binding. torch's binding allocates on the device
+    torch holds current (c10::cuda::GetDevice), which a device guard's exit
+    may leave other than the driver's current context (a device without a
+    context yet: torch only notes it): then `device` is made current for
+    the allocation (PreparedCall.cpp makes the call's context current again
+    after)."""
     alloc = getattr(torch._C, "_cuda_cudaCachingAllocator_raw_alloc", None)
     delete = getattr(torch._C, "_cuda_cudaCachingAllocator_raw_delete", None)
     try:
-        delete(alloc(256, torch.cuda.current_stream().cuda_stream))
-        return alloc, delete
+        delete(alloc(256, torch.cuda.current_stream(device).cuda_stream))
     except Exception:  # noqa: BLE001  (another signature: torch.empty instead)
         return None, None
+    current, on_device = torch._C._cuda_getDevice, torch.cuda.device
+
+    def alloc_on(nbytes, stream):
+        if current() == device:
+            return alloc(nbytes, stream)
+        with on_device(device):
+            return alloc(nbytes, stream)
+    return alloc_on, delete
 
 
 class SeqlensTensors:
@@ -250,7 +262,7 @@ def call(decode, decode_args, decode_consts, decode_grid, combine, combine_args,
     up = lambda n: -(-n // 64) * 64  # noqa: E731  (256-byte parts: the kernels assume 16-byte alignment)
     part_out, part_lse = 4 * up(part_out), 4 * up(part_lse)
     lse_bytes = 0 if return_lse else 4 * lse_shape[0] * lse_shape[1] * lse_shape[2]
-    raw_alloc, raw_delete = raw_allocator(torch)
+    raw_alloc, raw_delete = raw_allocator(torch, dev)
     device = q.device                      # (the kept call holds no tensor of the call that prepared it)
     from . import _runtime
     if not _runtime.current_context():    # a thread whose first CUDA work this is: bound as torch would bind

@@ -690,6 +690,41 @@ def test_call_on_another_device(page):
         del outs
 
 
+_OTHER_DEVICE_ONLY = """
+import sys, torch
+sys.path[:0] = {paths!r}
+import source_tree, fakv
+from test_frontend_gpu import _inputs
+with torch.cuda.device(1):            # (its exit leaves cuda:0 only noted by torch: no context made for it)
+    q, k, v, lens, table = _inputs({page!r})
+assert torch.cuda.current_device() == 0
+call = lambda q: fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table, num_splits=3)
+outs = [call(q) for _ in range(3)]    # the slow path's, then the prepared call's
+with torch.cuda.device(1):
+    fakv.prepare.CALLS.clear()
+    want = call(q)
+torch.cuda.synchronize(1)
+assert all(o.device == torch.device("cuda:1") and torch.equal(o, want) for o in outs)
+assert torch.cuda.memory_allocated(0) == 0, torch.cuda.memory_allocated(0)
+print("same")
+"""
+
+
+@pytest.mark.parametrize("page", [None, 256])
+def test_call_on_another_device_only(page):
+    """A process that never uses cuda:0, its tensors on cuda:1: torch notes cuda:0 as current without a
+    context (c10's targetDeviceIndex) while the driver's context is cuda:1's, and torch's raw allocator takes
+    torch's device: the prepared call's workspace is still cuda:1's (prepare.raw_allocator)."""
+    import subprocess
+    if COMPILE_ONLY:
+        return None
+    if torch.cuda.device_count() < 2:
+        pytest.skip("needs two GPUs")
+    script = _OTHER_DEVICE_ONLY.format(paths=[HERE, os.path.join(ROOT, "test", "python")], page=page)
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and r.stdout.split()[-1:] == ["same"], r.stderr[-3000:]
+
+
 @pytest.mark.parametrize("dim", [0, 2])
 @pytest.mark.parametrize("splits", [1, 3])
 def test_broadcast_cache(dim, splits):
@@ -879,6 +914,7 @@ def run_all():
     cases += [(appending_call_is_prepared, (p,)) for p in (None, 256)]
     cases += [(test_prepared_call_in_a_fresh_thread, (p,)) for p in (None, 256)]
     cases += [(test_call_on_another_device, (p,)) for p in (None, 256)]
+    cases += [(test_call_on_another_device_only, (p,)) for p in (None, 256)]
     cases += [(test_broadcast_cache, c) for c in [(0, 1), (2, 1), (0, 3), (2, 3)]]
     cases += [(test_new_process_prepares_from_the_recipe, c) for c in [(256, "tensor"), (None, "int")]]
     cases += [(test_first_call_inside_a_capture, c) for c in [(256, False), (None, True), (16, False)]]
