@@ -4,6 +4,7 @@ signature prepares the call from it, without the checks and the plan. Here
 torch is a stand-in (tensors with a layout and an address; the PreparedCall
 a recorder); test/gpu runs the real one."""
 import os
+import contextlib
 import subprocess
 import sys
 import types
@@ -60,17 +61,28 @@ def gpu(monkeypatch, tmp_path):
     torch = types.ModuleType("torch")
     torch.Tensor, torch.float16, torch.bfloat16, torch.float32, torch.int32 = Tensor, None, BF16, None, I32
     torch.empty = lambda shape, dtype, device: Tensor(shape, dtype)
-    torch.cuda = types.SimpleNamespace(is_current_stream_capturing=lambda: False)
+    current = [0]                                   # the current CUDA device
+
+    @contextlib.contextmanager
+    def device(index):
+        before, current[0] = current[0], index
+        try:
+            yield
+        finally:
+            current[0] = before
+    torch.cuda = types.SimpleNamespace(is_current_stream_capturing=lambda: False, device=device)
+    torch._C = types.SimpleNamespace(_cuda_getDevice=lambda: current[0])
     monkeypatch.setitem(sys.modules, "torch", torch)
     monkeypatch.setenv("FAKV_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(recipes, "ENABLED", True)
     monkeypatch.setattr(interface.T, "device_properties", lambda x: (132, 50 << 20))
     errors = runtime.Pointer(0x1000, "i32", 0)
     monkeypatch.setattr(prepare, "errors_for", lambda like: errors)
-    prepared, planned = [], []
+    prepared, planned, devices = [], [], []
 
     def record(*args, **kwargs):
         prepared.append((args, kwargs))
+        devices.append(current[0])
         return lambda addresses, q, seqlens: "out"
     monkeypatch.setattr(prepare, "call", record)
     real_plan = interface.plan
@@ -79,7 +91,8 @@ def gpu(monkeypatch, tmp_path):
     monkeypatch.setattr(recipes, "_patched", False)
     monkeypatch.setattr(prepare, "CALLS", {})
     monkeypatch.setattr(prepare, "tensor_type", None)
-    return types.SimpleNamespace(prepared=prepared, planned=planned, tmp=tmp_path)
+    return types.SimpleNamespace(prepared=prepared, planned=planned, tmp=tmp_path, devices=devices,
+                                 current=current)
 
 
 def _call(batch=8, seqlen=8192, page=256, lengths=None, **options):
@@ -124,6 +137,18 @@ def test_a_new_process_prepares_from_the_recipe(gpu, monkeypatch):
     jobs = prepare.jobs_of(decode, decode_args, decode_consts, combine, combine_args, combine_consts, q, slow[14])
     assert restored_kw["index"] == prepare.index_key(jobs) is not None
     assert call() == "out" and len(gpu.prepared) == 2          # then kept as the slow path's would be
+
+
+def test_a_call_is_prepared_on_qs_device(gpu, monkeypatch):
+    """FlashAttention's CUDA guard: with another device current, the slow path's call and the one prepared
+    from a recipe are prepared with q's device current (api._on_device_of), the caller's current after."""
+    call = _call()
+    gpu.current[0] = 1
+    assert call() == "out"
+    _new_process(monkeypatch)
+    gpu.planned.clear()
+    assert call() == "out" and not gpu.planned        # (from the recipe)
+    assert gpu.devices == [0, 0] and gpu.current[0] == 1
 
 
 def test_an_int_cache_seqlens_gets_buffers_for_its_lengths_tensor(gpu, monkeypatch):
