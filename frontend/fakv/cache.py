@@ -1,22 +1,23 @@
 """The on-disk kernel cache: a cubin and its launch facts per key.
 
     $FAKV_CACHE_DIR (default ~/.cache/fakv)/<key>.cubin
-                                            /<key>.json   {"facts": ..., "sha256": <the cubin's>}
+                                            /<key>.json   {"facts": ..., "sha256": <the cubin's and facts'>}
 
                                             /index/<key>.bin    a prepared call's kernels: their
                                                                 entries as a JSON line, then their cubins
 
 Entries are written to temporary files and renamed into place, the JSON
 last, so that processes sharing the directory never read half an entry. An
-entry whose cubin does not match its checksum, or whose JSON does not parse,
-is a miss (and is rewritten). A directory that cannot be written leaves the
+entry whose cubin and facts do not match its checksum, or whose JSON does not
+parse, is a miss (and is rewritten). A directory that cannot be written leaves the
 kernel in memory only, with one warning.
 
 The index (load_index / store_index) maps what an API call specialises on
 (prepare.py) to its kernels, cubins included (one file read on a warm
 start: the lent GPU machines' file systems cost 0.1-0.2 ms an open), so
 that a new process finds them without importing the kernels and the DSL;
-a cubin whose checksum does not match makes the whole entry a miss. Its keys include
+a kernel whose checksum (its cubin, names, parameters and facts) does not match makes the whole
+entry a miss. Its keys include
 kernels_version(), a hash of the stats of every file the kernels' code
 comes from.
 """
@@ -159,6 +160,16 @@ def compiled_as_keyed():
     return True
 
 
+def checksum(binary, *described):
+    """The sha256 of a cubin and what describes it (JSON-able: its facts,
+    names, parameters), so that an entry damaged anywhere, a parseable
+    JSON too, is a miss (a changed launch fact would launch the kernel
+    wrongly)."""
+    h = hashlib.sha256(bytes(binary))
+    h.update(json.dumps(described, sort_keys=True).encode())
+    return h.hexdigest()
+
+
 def index_key(parts):
     """The index key of a call's specialisations (`parts`: their JSON-able
     description) under the current kernels."""
@@ -178,7 +189,7 @@ def load_index(key):
             if type(size) is not int or size < 0 or type(k["params"]) is not list:
                 return None
             binary, at = body[at:at + size], at + size
-            if hashlib.sha256(binary).hexdigest() != k["sha256"]:
+            if checksum(binary, k["entry"], k["name"], k["params"], k["facts"]) != k["sha256"]:
                 return None
             out.append((str(k["entry"]), str(k["name"]), k["params"], binary, k["facts"]))
         return out if at == len(body) else None
@@ -190,7 +201,7 @@ def store_index(key, items):
     """Records a call's kernels ((entry, name, params, cubin, facts) each);
     quietly nothing when the directory cannot be written (store() warns)."""
     head = [{"entry": e, "name": n, "params": list(p), "facts": f, "size": len(b),
-             "sha256": hashlib.sha256(b).hexdigest()} for e, n, p, b, f in items]
+             "sha256": checksum(b, e, n, list(p), f)} for e, n, p, b, f in items]
     write_quietly(os.path.join(cache_dir(), "index", key + ".bin"),
                   json.dumps(head).encode() + b"\n" + b"".join(bytes(i[3]) for i in items))
 
@@ -241,7 +252,7 @@ def load(key):
             entry = json.load(f)
         with open(base + ".cubin", "rb") as f:
             binary = f.read()
-        if hashlib.sha256(binary).hexdigest() != entry["sha256"] or not isinstance(entry["facts"], dict):
+        if not isinstance(entry["facts"], dict) or checksum(binary, entry["facts"]) != entry["sha256"]:
             return None                  # (facts of another shape: a launch would fail on them, every run)
         return binary, entry["facts"]
     except (OSError, ValueError, KeyError, TypeError, RecursionError):    # (deep nesting: json's RecursionError)
@@ -259,7 +270,7 @@ def store(key, binary, facts):
         with open(tmp + ".cubin", "wb") as f:
             f.write(binary)
         with open(tmp + ".json", "w") as f:
-            json.dump({"facts": facts, "sha256": hashlib.sha256(binary).hexdigest()}, f)
+            json.dump({"facts": facts, "sha256": checksum(binary, facts)}, f)
         os.replace(tmp + ".cubin", base + ".cubin")
         os.replace(tmp + ".json", base + ".json")
         return True

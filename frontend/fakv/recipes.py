@@ -124,14 +124,18 @@ def store(k, recipe):
         data = json.dumps(recipe).encode()
     except (TypeError, ValueError):
         return
-    cache.write_quietly(_path(k), data)
+    cache.write_quietly(_path(k), hashlib.sha256(data).hexdigest().encode() + b"\n" + data)
 
 
 def load(k):
-    """The recipe of key `k`, or None."""
+    """The recipe of key `k`, or None (none, or one damaged: its checksum,
+    the first line, is of the rest)."""
     try:
-        with open(_path(k)) as f:
-            recipe = json.load(f)
+        with open(_path(k), "rb") as f:
+            sha, _, data = f.read().partition(b"\n")
+        if hashlib.sha256(data).hexdigest().encode() != sha:
+            return None
+        recipe = json.loads(data)
         return recipe if isinstance(recipe, dict) else None
     except (OSError, ValueError, RecursionError):
         return None
@@ -212,5 +216,5 @@ def prepared(k, arguments):
             r["combine_consts"], tuple(r["combine_grid"]), q, tuple(r["lse_shape"]), r["part_out"],
             r["part_lse"], r["return_lse"], r["capacity"], r["copy_q"], 0, r["paged"],
             early_decode=r["early_decode"], combine_slots=None, index=r["index"])
-    except (KeyError, TypeError, ValueError, IndexError, AttributeError, ImportError):
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError, ImportError, OverflowError):
         return None                      # (ImportError: a kernel module it names is gone; the slow path says why)

@@ -290,16 +290,34 @@ def test_an_entry_too_deep_to_parse_is_a_miss(tmp_path, monkeypatch):
     assert cache.load("k") is None
 
 
+def test_edited_facts_are_misses(tmp_path, monkeypatch):
+    """The checksum covers the launch facts (and an index's names and parameters), not only the cubin: facts
+    damaged into other valid JSON (threads 128 -> 168: a wrong launch) are a miss, then recompiled."""
+    monkeypatch.setenv("FAKV_CACHE_DIR", str(tmp_path))
+    facts = {"threads": 128, "smem_bytes": 1024}
+    assert cache.store("k", b"cubin", facts) and cache.load("k") == (b"cubin", facts)
+    entry = tmp_path / "k.json"
+    entry.write_text(entry.read_text().replace("128", "168"))
+    assert cache.load("k") is None
+    cache.store_index("i", [("entry", "kernel", [1, 2], b"cubin", facts)])
+    index = tmp_path / "index" / "i.bin"
+    good = index.read_bytes()
+    for old, new in ((b"128", b"168"), (b'"kernel"', b'"kernal"'), (b"[1, 2]", b"[1, 3]")):
+        index.write_bytes(good.replace(old, new, 1))
+        assert cache.load_index("i") is None, new
+
+
 def test_malformed_index_entries_are_misses(tmp_path, monkeypatch):
     """Index files that do not parse or check out are misses, never an
     exception: heads that are not lists of entries, sizes that are not
     counts, bytes left over, deep nesting."""
-    import hashlib
     monkeypatch.setenv("FAKV_CACHE_DIR", str(tmp_path))
     cubin = b"\x7fELF-not-really"
     cache.store_index("k", [("entry", "kernel", [1, 2], cubin, {"smem": 1})])
     assert cache.load_index("k") == [("entry", "kernel", [1, 2], cubin, {"smem": 1})]
-    good = dict(entry="e", name="n", params=[], facts={}, size=len(cubin), sha256=hashlib.sha256(cubin).hexdigest())
+    good = dict(entry="e", name="n", params=[], facts={}, size=len(cubin), sha256=cache.checksum(cubin, "e", "n", [], {}))
+    (tmp_path / "index" / "good.bin").write_bytes(json.dumps([good]).encode() + b"\n" + cubin)
+    assert cache.load_index("good") == [("e", "n", [], cubin, {})]         # (each head below spoils it)
     heads = [b"{}", b"7", b'"text"', b"[1]", json.dumps([dict(good, size=-1)]).encode(),
              json.dumps([dict(good, size="3")]).encode(), json.dumps([dict(good, params="ab")]).encode(),
              json.dumps([{k: v for k, v in good.items() if k != "sha256"}]).encode(), b"[" * 100000,

@@ -196,10 +196,19 @@ def test_a_bad_recipe_takes_the_slow_path(gpu, monkeypatch):
     call = _call()
     call()
     (path,) = (gpu.tmp / "recipes").iterdir()
+    good = path.read_bytes()
     path.write_text('{"decode": 1}')
     _new_process(monkeypatch)
     gpu.planned.clear()
     assert call() == "out" and gpu.planned and len(gpu.prepared) == 2
+    # Damaged into another valid recipe (a grid of one split fewer would leave part of out unwritten): its
+    # checksum, the first line, does not match.
+    sha, _, data = good.partition(b"\n")
+    assert b'"decode_grid": [' in data
+    path.write_bytes(sha + b"\n" + data.replace(b'"decode_grid": [', b'"decode_grid": [1, ', 1))
+    _new_process(monkeypatch)
+    gpu.planned.clear()
+    assert call() == "out" and gpu.planned and len(gpu.prepared) == 3
 
 
 def test_not_for_host_checks_nor_with_recipes_off(gpu, monkeypatch):
