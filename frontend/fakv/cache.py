@@ -170,6 +170,13 @@ def checksum(binary, *described):
     return h.hexdigest()
 
 
+def read(path):
+    """The bytes of a cache file, opened without blocking: a FIFO (or a device) in an entry's place reads as
+    nothing, a miss, where a plain open() waited for a writer for ever."""
+    with open(path, "rb", opener=lambda p, flags: os.open(p, flags | os.O_NONBLOCK)) as f:
+        return f.read()
+
+
 def index_key(parts):
     """The index key of a call's specialisations (`parts`: their JSON-able
     description) under the current kernels."""
@@ -181,8 +188,7 @@ def load_index(key):
     """The kernels of an indexed call as (entry, name, params, cubin, facts)
     each, or None (no entry, or one that does not parse or check out)."""
     try:
-        with open(os.path.join(cache_dir(), "index", key + ".bin"), "rb") as f:
-            head, _, body = f.read().partition(b"\n")
+        head, _, body = read(os.path.join(cache_dir(), "index", key + ".bin")).partition(b"\n")
         out, at = [], 0
         for k in json.loads(head):
             size = k["size"]
@@ -248,10 +254,8 @@ def load(key):
     """(cubin, facts) of `key`, or None."""
     base = os.path.join(cache_dir(), key)
     try:
-        with open(base + ".json") as f:
-            entry = json.load(f)
-        with open(base + ".cubin", "rb") as f:
-            binary = f.read()
+        entry = json.loads(read(base + ".json"))
+        binary = read(base + ".cubin")
         if not isinstance(entry["facts"], dict) or checksum(binary, entry["facts"]) != entry["sha256"]:
             return None                  # (facts of another shape: a launch would fail on them, every run)
         return binary, entry["facts"]

@@ -131,8 +131,7 @@ def load(k):
     """The recipe of key `k`, or None (none, or one damaged: its checksum,
     the first line, is of the rest)."""
     try:
-        with open(_path(k), "rb") as f:
-            sha, _, data = f.read().partition(b"\n")
+        sha, _, data = cache.read(_path(k)).partition(b"\n")
         if hashlib.sha256(data).hexdigest().encode() != sha:
             return None
         recipe = json.loads(data)

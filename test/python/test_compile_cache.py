@@ -307,6 +307,23 @@ def test_edited_facts_are_misses(tmp_path, monkeypatch):
         assert cache.load_index("i") is None, new
 
 
+def test_a_fifo_in_an_entrys_place_is_a_miss(tmp_path, monkeypatch):
+    """A FIFO where an entry, an index or a recipe file belongs is read without blocking: a miss (a plain
+    open() waited for a writer for ever), then replaced by the entry stored."""
+    import threading
+    monkeypatch.setenv("FAKV_CACHE_DIR", str(tmp_path))
+    (tmp_path / "index").mkdir()
+    for name in ("k.json", "index/i.bin"):
+        os.mkfifo(tmp_path / name)
+    got = {}
+    t = threading.Thread(target=lambda: got.update(entry=cache.load("k"), index=cache.load_index("i")), daemon=True)
+    t.start()
+    t.join(30)
+    assert not t.is_alive(), "a read of a FIFO blocked"
+    assert got == {"entry": None, "index": None}
+    assert cache.store("k", b"cubin", {"threads": 128}) and cache.load("k") == (b"cubin", {"threads": 128})
+
+
 def test_malformed_index_entries_are_misses(tmp_path, monkeypatch):
     """Index files that do not parse or check out are misses, never an
     exception: heads that are not lists of entries, sizes that are not
