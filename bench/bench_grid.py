@@ -97,7 +97,13 @@ def shapes_by_name(extra=""):
     the probes' --shapes) added."""
     shapes = {s[0]: s for s in SHAPES + MORE_SHAPES}
     for name, _, dims in (e.partition("=") for e in filter(None, extra.split(";"))):
-        shapes[name.strip()] = (name.strip(), *map(int, dims.split(",")), False)
+        try:
+            values = tuple(map(int, dims.split(",")))
+        except ValueError:
+            values = ()
+        if len(values) != 5:
+            raise SystemExit(f"a shape is NAME=batch,seqlen_k,heads,kv_heads,head_dim, got {name}={dims}")
+        shapes[name.strip()] = (name.strip(), *values, False)
     return shapes
 PEERS = ("sdpa", "triton", "flashinfer", "flashinfer-tc")
 ROTATE_BYTES = 512 << 20

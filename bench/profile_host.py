@@ -41,7 +41,7 @@ def steps():
     import fakv
     from fakv import prepare, runtime
     from bench_host import inputs
-    raw_alloc, raw_delete = prepare.raw_allocator(torch)
+    raw_alloc, raw_delete = prepare.raw_allocator(torch, torch.cuda.current_device())
     stream = runtime.stream_getter()
     for paged in (True, False):
         q, k, v, lens, table = inputs(1, 1024, paged)

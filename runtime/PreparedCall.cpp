@@ -410,15 +410,12 @@ PyObject *run(PreparedCallObject *self, uint64_t *a, PyObject *q, PyObject *seql
   }
   {
     // Python ran since (torch's allocations, the raw one's device guard, a finalizer): where it left
-    // another context current, the call's own made current again (and the thread's restored after).
+    // another context current, the call's own made current again (which is also the thread's own on
+    // entry, unless `restore` puts that back after).
     void *now = nullptr;
     if (fakv_current_context(&now) || (now != context && fakv_set_current_context(context))) {
       raiseRuntime();
       goto done;
-    }
-    if (now != context && !restore.on) {
-      restore.on = true;
-      restore.previous = context;
     }
     uint64_t lsePart = wp + self->partOutBytes;
     if (!self->returnLse)

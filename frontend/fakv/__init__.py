@@ -20,12 +20,14 @@ __all__ = ["CompilationError", "DataError", "FakvError", "JITFunction", "check_e
            "jit", "language", "synchronize", "with_kernels"]
 
 
-def synchronize():
-    """Waits for the current CUDA device, then raises DataError if a fakv
-    kernel found bad data (a cache length past the cache, a block-table
-    entry outside it) since the last check."""
+def synchronize(device=None):
+    """Waits for `device` (a torch device or index; None: the current CUDA
+    device), then raises DataError if a fakv kernel found bad data (a cache
+    length past the cache, a block-table entry outside it) since the last
+    check. After calls on another device than the current one, name
+    theirs."""
     from .runtime import synchronize as sync
-    sync()
+    sync(device)
 
 
 def check_errors():

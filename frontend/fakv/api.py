@@ -43,14 +43,14 @@ def _from_recipe(kernels, arguments, options):
 def _on_device_of(q):
     """FlashAttention's CUDA guard: q's device made current for the call
     (its kernels, allocations and prepared call are that device's), the
-    caller's restored after; nothing to do when it already is current (or q
-    is not a CUDA tensor). The fast path's prepared call does the same in C
-    (runtime/PreparedCall.cpp)."""
+    caller's restored after; nothing for a q not on a CUDA device. Entered
+    even when torch says q's device is current: torch may only have noted
+    it (a device a guard's exit left without a context) while the driver's
+    current context is another's, and entering makes it so. The fast
+    path's prepared call does the same in C (runtime/PreparedCall.cpp)."""
     if getattr(q, "is_cuda", False):
         import torch
-        device = q.get_device()
-        if device != torch._C._cuda_getDevice():
-            return torch.cuda.device(device)
+        return torch.cuda.device(q.get_device())
     return contextlib.nullcontext()
 
 

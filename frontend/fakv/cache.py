@@ -24,6 +24,7 @@ comes from.
 import hashlib
 import json
 import os
+import stat
 import threading
 import warnings
 
@@ -171,10 +172,13 @@ def checksum(binary, *described):
 
 
 def read(path):
-    """The bytes of a cache file, opened without blocking: a FIFO (or a device) in an entry's place reads as
-    nothing, a miss, where a plain open() waited for a writer for ever."""
-    with open(path, "rb", opener=lambda p, flags: os.open(p, flags | os.O_NONBLOCK)) as f:
-        return f.read()
+    """The bytes of a cache file; b"" (a miss) for anything but a plain file: opened without blocking and
+    checked, so that a FIFO in an entry's place does not wait for a writer for ever (nor /dev/zero read
+    for ever)."""
+    with open(path, "rb", opener=lambda p, flags: os.open(p, flags | getattr(os, "O_NONBLOCK", 0))) as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            return b""
+        return f.read() or b""
 
 
 def index_key(parts):

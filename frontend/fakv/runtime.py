@@ -205,9 +205,11 @@ def raise_pending():
             raise DataError(describe(code))
 
 
-def synchronize():
-    """Waits for the current device, then raises DataError if a fakv kernel
-    reported bad data."""
+def synchronize(device=None):
+    """Waits for `device` (a torch device or index; None: the current one),
+    then raises DataError if a fakv kernel reported bad data. After calls on
+    another device than the current one, name theirs: a kernel still
+    running there reports later."""
     import torch
-    torch.cuda.synchronize()
+    torch.cuda.synchronize(device)
     raise_pending()

@@ -656,38 +656,48 @@ def test_prepared_call_in_a_fresh_thread(page):
     assert torch.equal(done["out"], want)
 
 
-@pytest.mark.parametrize("page", [None, 256])
-def test_call_on_another_device(page):
+@pytest.mark.parametrize("page,seqlens", [(None, "tensor"), (256, "tensor"), (256, "int")])
+def test_call_on_another_device(page, seqlens, monkeypatch):
     """As FlashAttention's (a CUDA guard on q's device): tensors on cuda:1 while cuda:0 is current run on
     cuda:1, the slow path's call and the prepared call's, the current device left as it was; what a call
-    allocates (out, its workspace) is cuda:1's, nothing cuda:0's; a call prepared inside
-    `with torch.cuda.device(1):` runs outside it. (Before: "not on the current CUDA device".)"""
+    allocates (out, its workspace, an int cache_seqlens' tensor) is cuda:1's, nothing cuda:0's; a call
+    prepared inside `with torch.cuda.device(1):` runs outside it. (Before: "not on the current CUDA
+    device".)"""
+    import gc
+    from fakv import interface, prepare
     q, k, v, lens, table = _inputs(page)
+    lens = lens if seqlens == "tensor" else 200
     if COMPILE_ONLY:
         return None
     if torch.cuda.device_count() < 2:
         pytest.skip("needs two GPUs")
-    from fakv import prepare
     call = lambda *t: fakv.flash_attn_with_kvcache(*t[:3], cache_seqlens=t[3], block_table=t[4],  # noqa: E731
                                                    num_splits=3)
     torch.cuda.set_device(0)
     want = call(q, k, v, lens, table)
-    one = [None if t is None else t.to("cuda:1") for t in (q, k, v, lens, table)]
+    one = [t.to("cuda:1") if hasattr(t, "to") else t for t in (q, k, v, lens, table)]
     torch.cuda.synchronize(0)
+    slow = []
+    real = interface._attention
+    monkeypatch.setattr(interface, "_attention", lambda *a, **kw: slow.append(1) or real(*a, **kw))
     for prepared_inside in (False, True):
         prepare.CALLS.clear()
+        slow.clear()
+        gc.collect()
         before = torch.cuda.memory_allocated(0)
         if prepared_inside:
             with torch.cuda.device(1):
                 call(*one)
         outs = [call(*one) for _ in range(3)]       # the slow path's (prepared_inside: the fast path's), then kept
+        assert len(slow) == 1, "the prepared call did not run"
         assert torch.cuda.current_device() == 0
         torch.cuda.synchronize(1)
         for out in outs:
             assert out.device == torch.device("cuda:1")
             assert torch.equal(out.cpu(), want.cpu())
-        assert torch.cuda.memory_allocated(0) == before, "a call on cuda:1 allocated on cuda:0"
         del outs
+        gc.collect()
+        assert torch.cuda.memory_allocated(0) == before, "a call on cuda:1 allocated on cuda:0"
 
 
 _OTHER_DEVICE_ONLY = """
@@ -697,7 +707,7 @@ import source_tree, fakv
 from test_frontend_gpu import _inputs
 with torch.cuda.device(1):            # (its exit leaves cuda:0 only noted by torch: no context made for it)
     q, k, v, lens, table = _inputs({page!r})
-assert torch.cuda.current_device() == 0
+assert torch.cuda.current_device() == 0 and not torch._C._cuda_hasPrimaryContext(0)
 call = lambda q: fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table, num_splits=3)
 outs = [call(q) for _ in range(3)]    # the slow path's, then the prepared call's
 with torch.cuda.device(1):
@@ -706,6 +716,7 @@ with torch.cuda.device(1):
 torch.cuda.synchronize(1)
 assert all(o.device == torch.device("cuda:1") and torch.equal(o, want) for o in outs)
 assert torch.cuda.memory_allocated(0) == 0, torch.cuda.memory_allocated(0)
+assert not torch._C._cuda_hasPrimaryContext(0), "a call on cuda:1 made a context on cuda:0"
 print("same")
 """
 
@@ -857,6 +868,14 @@ def second_call_is_prepared(page, seqlens):
         mp.undo()
 
 
+def call_on_another_device(page, seqlens):
+    mp = pytest.MonkeyPatch()
+    try:
+        test_call_on_another_device(page, seqlens, mp)
+    finally:
+        mp.undo()
+
+
 def appending_call_is_prepared(page):
     mp = pytest.MonkeyPatch()
     try:
@@ -913,7 +932,7 @@ def run_all():
     cases += [(second_call_is_prepared, c) for c in [(256, "tensor"), (None, "int")]]
     cases += [(appending_call_is_prepared, (p,)) for p in (None, 256)]
     cases += [(test_prepared_call_in_a_fresh_thread, (p,)) for p in (None, 256)]
-    cases += [(test_call_on_another_device, (p,)) for p in (None, 256)]
+    cases += [(call_on_another_device, c) for c in [(None, "tensor"), (256, "tensor"), (256, "int")]]
     cases += [(test_call_on_another_device_only, (p,)) for p in (None, 256)]
     cases += [(test_broadcast_cache, c) for c in [(0, 1), (2, 1), (0, 3), (2, 3)]]
     cases += [(test_new_process_prepares_from_the_recipe, c) for c in [(256, "tensor"), (None, "int")]]

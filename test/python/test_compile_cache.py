@@ -309,7 +309,7 @@ def test_edited_facts_are_misses(tmp_path, monkeypatch):
 
 def test_a_fifo_in_an_entrys_place_is_a_miss(tmp_path, monkeypatch):
     """A FIFO where an entry, an index or a recipe file belongs is read without blocking: a miss (a plain
-    open() waited for a writer for ever), then replaced by the entry stored."""
+    open() waited for a writer for ever), then replaced by the entry stored; so is a device."""
     import threading
     monkeypatch.setenv("FAKV_CACHE_DIR", str(tmp_path))
     (tmp_path / "index").mkdir()
@@ -322,6 +322,8 @@ def test_a_fifo_in_an_entrys_place_is_a_miss(tmp_path, monkeypatch):
     assert not t.is_alive(), "a read of a FIFO blocked"
     assert got == {"entry": None, "index": None}
     assert cache.store("k", b"cubin", {"threads": 128}) and cache.load("k") == (b"cubin", {"threads": 128})
+    os.symlink("/dev/zero", tmp_path / "z.json")         # (read for ever, as plain open() would)
+    assert cache.load("z") is None
 
 
 def test_malformed_index_entries_are_misses(tmp_path, monkeypatch):
