@@ -859,29 +859,16 @@ def test_first_call_inside_a_capture(page, append):
             assert r.returncode == 0 and r.stdout.split()[-1] == "same", (r.stdout + r.stderr)[-3000:]
 
 
-def second_call_is_prepared(page, seqlens):
-    """test_second_call_is_prepared without pytest's fixture."""
-    mp = pytest.MonkeyPatch()
-    try:
-        test_second_call_is_prepared(page, seqlens, mp)
-    finally:
-        mp.undo()
-
-
-def call_on_another_device(page, seqlens):
-    mp = pytest.MonkeyPatch()
-    try:
-        test_call_on_another_device(page, seqlens, mp)
-    finally:
-        mp.undo()
-
-
-def appending_call_is_prepared(page):
-    mp = pytest.MonkeyPatch()
-    try:
-        test_appending_call_is_prepared(page, mp)
-    finally:
-        mp.undo()
+def without_fixture(test):
+    """`test`, which takes pytest's monkeypatch fixture last, as a function of the rest (run_all)."""
+    def run(*args):
+        mp = pytest.MonkeyPatch()
+        try:
+            test(*args, mp)
+        finally:
+            mp.undo()
+    run.__name__ = test.__name__
+    return run
 
 
 def compile_all():
@@ -929,10 +916,11 @@ def run_all():
     cases += [(test_int_length_first_seen_in_a_capture, (p,)) for p in (None, 256)]
     cases += [(test_bad_seqlens_are_reported, (p,)) for p in (None, 16, 256)]
     cases += [(test_call_does_not_wait_for_the_gpu, c) for c in [(256, "tensor"), (None, "int")]]
-    cases += [(second_call_is_prepared, c) for c in [(256, "tensor"), (None, "int")]]
-    cases += [(appending_call_is_prepared, (p,)) for p in (None, 256)]
+    cases += [(without_fixture(test_second_call_is_prepared), c) for c in [(256, "tensor"), (None, "int")]]
+    cases += [(without_fixture(test_appending_call_is_prepared), (p,)) for p in (None, 256)]
     cases += [(test_prepared_call_in_a_fresh_thread, (p,)) for p in (None, 256)]
-    cases += [(call_on_another_device, c) for c in [(None, "tensor"), (256, "tensor"), (256, "int")]]
+    cases += [(without_fixture(test_call_on_another_device), c)
+              for c in [(None, "tensor"), (256, "tensor"), (256, "int")]]
     cases += [(test_call_on_another_device_only, (p,)) for p in (None, 256)]
     cases += [(test_broadcast_cache, c) for c in [(0, 1), (2, 1), (0, 3), (2, 3)]]
     cases += [(test_new_process_prepares_from_the_recipe, c) for c in [(256, "tensor"), (None, "int")]]
