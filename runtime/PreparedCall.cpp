@@ -232,9 +232,16 @@ PyObject *keptDelete = nullptr; // the allocator's free, for the kept blocks
 bool workspaceFor(PyObject *rawAlloc, PyObject *rawDelete, void *context, uint64_t stream, bool capturing,
                   unsigned long long bytes, uint64_t &out, bool *kept) {
   *kept = false;
+  // (prepare.raw_allocator may enter torch's device guard, whose exit can make another context current:
+  // the call's own made current again before its launches)
   auto allocate = [&](unsigned long long size, uint64_t &address) {
-    return asAddress(PyObject_CallFunction(rawAlloc, "KK", size, static_cast<unsigned long long>(stream)),
-                     address);
+    if (!asAddress(PyObject_CallFunction(rawAlloc, "KK", size, static_cast<unsigned long long>(stream)),
+                   address))
+      return false;
+    void *now = nullptr;
+    if (!fakv_current_context(&now) && now != context)
+      fakv_set_current_context(context);   // (were it to fail, the launch says so)
+    return true;
   };
   if (bytes > kKeptBytes || capturing)
     return allocate(bytes, out);
@@ -409,14 +416,6 @@ PyObject *run(PreparedCallObject *self, uint64_t *a, PyObject *q, PyObject *seql
       goto done;
   }
   {
-    // Python ran since (torch's allocations, the raw one's device guard, a finalizer): where it left
-    // another context current, the call's own made current again (which is also the thread's own on
-    // entry, unless `restore` puts that back after).
-    void *now = nullptr;
-    if (fakv_current_context(&now) || (now != context && fakv_set_current_context(context))) {
-      raiseRuntime();
-      goto done;
-    }
     uint64_t lsePart = wp + self->partOutBytes;
     if (!self->returnLse)
       lp = lsePart + self->partLseBytes;
