@@ -53,14 +53,19 @@ def FakvGuardCPUDivision : Pass<"fakv-guard-cpu-division", "::mlir::ModuleOp"> {
   let summary = "Make integer division by zero (and INT_MIN / -1) a reported fault on the host";
   let description = [{
     On x86 these trap (SIGFPE) and kill the process; on the GPU they give an
-    unspecified value. In the CPU path (after the tiles are loops, before
-    arith is lowered to LLVM) every `arith.divsi/divui/remsi/remui` whose
-    divisor is not a safe constant divides by 1 instead when the divisor is
-    0 (or the signed division overflows) and ors 1 into the i32 global
-    `fakv_cpu_fault`; the host reads it after each launch and raises
-    (fakv.DataError).
+    unspecified value. In the CPU path every `arith.divsi/divui/remsi/remui/
+    floordivsi/ceildivsi/ceildivui` whose divisor is not a safe constant
+    divides by 1 instead when the divisor is 0 (or the signed division
+    overflows) and ors 1 into the i32 global `fakv_cpu_fault`; the host
+    reads it after each launch and raises (fakv.DataError). A division of
+    tiles is checked element by element, the flags reduced to one
+    (`linalg.reduce`). The CPU pipeline runs the pass before its first
+    canonicalizer, so that a division whose result is unused or folded away
+    is still checked, and after arith-expand; a checked division carries
+    `fakv_cpu.divisor_checked` and is left alone.
   }];
-  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::LLVM::LLVMDialect"];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::LLVM::LLVMDialect",
+                           "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect"];
 }
 
 def ConvertFakvGPUToNVVM : Pass<"convert-fakvgpu-to-nvvm", "::mlir::ModuleOp"> {

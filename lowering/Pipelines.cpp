@@ -26,6 +26,7 @@ void fakv::buildFakvToLLVMCPUPipeline(OpPassManager &pm) {
   pm.addPass(createFakvPackGQA());
   pm.addPass(createConvertFakvToCPU());
   pm.addPass(createFakvGuardCPUMemory());    // (no access outside the launch's arrays: a fault)
+  pm.addPass(createFakvGuardCPUDivision());  // (before anything folds a division away)
   pm.addPass(createCanonicalizerPass());
   // Tiles: arith/math on tensors -> linalg, then one-shot bufferization with
   // ownership-based deallocation (loops over KV tiles would otherwise leak).
@@ -46,7 +47,7 @@ void fakv::buildFakvToLLVMCPUPipeline(OpPassManager &pm) {
   arith::ArithExpandOpsPassOptions expand;
   expand.includeBf16 = true;
   pm.addPass(arith::createArithExpandOpsPass(expand));
-  pm.addPass(createFakvGuardCPUDivision());   // (no SIGFPE: a fault the host reads)
+  pm.addPass(createFakvGuardCPUDivision());   // (no SIGFPE: a fault the host reads; lowering's divisions)
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass());
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());

@@ -34,3 +34,29 @@ func.func @divide(%a: i32, %b: i32) -> (i32, i32, i32) {
   %s = arith.divsi %a, %c8 : i32
   return %q, %r, %s : i32, i32, i32
 }
+
+// A division of tiles is checked element by element; the flags are reduced
+// to one (linalg.reduce) and or-ed into the fault. A tile of safe constants
+// is left alone; a division already checked is not checked again.
+// CHECK-LABEL: func.func @divide_tiles
+// CHECK-SAME: (%[[A:.*]]: tensor<4xi32>, %[[B:.*]]: tensor<4xi32>)
+// CHECK: %[[ZERO:.*]] = arith.constant dense<0> : tensor<4xi32>
+// CHECK: %[[IS0:.*]] = arith.cmpi eq, %[[B]], %[[ZERO]] : tensor<4xi32>
+// CHECK: %[[ONE:.*]] = arith.constant dense<1> : tensor<4xi32>
+// CHECK: %[[SAFE:.*]] = arith.select %[[IS0]], %[[ONE]], %[[B]] : tensor<4xi1>, tensor<4xi32>
+// CHECK: %[[ANY:.*]] = linalg.reduce ins(%[[IS0]] : tensor<4xi1>)
+// CHECK: arith.ori
+// CHECK: %[[FLAG:.*]] = tensor.extract %[[ANY]][] : tensor<i1>
+// CHECK: arith.extui %[[FLAG]] : i1 to i32
+// CHECK: llvm.store
+// CHECK: arith.divui %[[A]], %[[SAFE]] {fakv_cpu.divisor_checked} : tensor<4xi32>
+// CHECK: arith.remsi %[[A]], %{{.*}} : tensor<4xi32>
+// CHECK-NEXT: arith.divsi %[[A]], %[[B]] {fakv_cpu.divisor_checked} : tensor<4xi32>
+// CHECK-NEXT: return
+func.func @divide_tiles(%a: tensor<4xi32>, %b: tensor<4xi32>) -> (tensor<4xi32>, tensor<4xi32>, tensor<4xi32>) {
+  %q = arith.divui %a, %b : tensor<4xi32>
+  %c = arith.constant dense<[1, 2, 3, 4]> : tensor<4xi32>
+  %r = arith.remsi %a, %c : tensor<4xi32>
+  %s = arith.divsi %a, %b {fakv_cpu.divisor_checked} : tensor<4xi32>
+  return %q, %r, %s : tensor<4xi32>, tensor<4xi32>, tensor<4xi32>
+}

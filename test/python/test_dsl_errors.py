@@ -65,6 +65,23 @@ def divide_tiles(X, b):
     fl.store(X, (fl.arange(0, 4) // b).to(fl.float32), (0,), (1,))
 
 
+@fakv.jit
+def divide_unused(X, a, b):
+    q = a // b                                  # never used
+    t = fl.arange(0, 4) % b                     # never used
+    fl.store(X, fl.full((4,), 1.0) * ((a // b) * 0 + a), (0,), (1,))
+
+
+def test_a_division_by_zero_is_reported_when_its_result_is_not_used():
+    """Python raises on `a // 0` whatever becomes of the quotient; the CPU path checks every division before
+    anything folds one away (an unused quotient, `(a // b) * 0`)."""
+    x = np.zeros(4, np.float32)
+    with pytest.raises(fakv.DataError, match="`divide_unused` divided an integer by zero"):
+        divide_unused[(1,)](x, 7, 0)
+    divide_unused[(1,)](x, 7, 3)
+    assert (x == 7.0).all()
+
+
 def test_integer_division_by_zero_is_reported_on_the_cpu_path():
     x = np.zeros(4, np.float32)
     with pytest.raises(fakv.DataError, match="`divide` divided an integer by zero"):
