@@ -107,11 +107,17 @@ void Kernel_dealloc(KernelObject *self) {
   Py_TYPE(self)->tp_free(reinterpret_cast<PyObject *>(self));
 }
 
-/// The kernel in the current context (its module loaded on first use).
-void *function(KernelObject *self) {
+/// The kernel in the current context (its module loaded on first use); with
+/// `want`, in that context, made current when it is not.
+void *function(KernelObject *self, void *want) {
   void *ctx = nullptr;
   if (fakv_current_context(&ctx))
     return raiseRuntime();
+  if (want && ctx != want) {
+    if (fakv_set_current_context(want))
+      return raiseRuntime();
+    ctx = want;
+  }
   for (auto &[c, f] : *self->functions)
     if (c == ctx)
       return f;
@@ -384,14 +390,14 @@ const unsigned char *tensorMapAt(KernelObject *k, size_t t, uint64_t address,
 }
 
 bool launchSlots(KernelObject *k, const unsigned grid[3], uint64_t stream, unsigned char *slots,
-                 unsigned char (*maps)[128], bool early) {
+                 unsigned char (*maps)[128], bool early, void *context) {
   void *params[264];
   size_t n = k->kinds->size();
   for (size_t i = 0; i < n; ++i)
     params[i] = slots + 8 * i;
   for (size_t t = 0; t < k->tensormaps->size(); ++t)
     params[n + t] = maps[t];
-  void *f = function(k);
+  void *f = function(k, context);
   if (!f)
     return false;
   if (grid[0] == 0 || grid[1] == 0 || grid[2] == 0)

@@ -79,9 +79,12 @@ const unsigned char *tensorMapAt(KernelObject *k, size_t t, uint64_t address,
 /// (unless FAKV_DEPENDENT_LAUNCH says otherwise: LaunchKernel.cpp), so that `k` may be scheduled while
 /// the kernel before it in the stream (the same API call's decode, or
 /// whatever came before a small call's decode) finishes. False with a Python
-/// exception.
+/// exception. `context`, when not null: the context to launch in, made
+/// current when it is not (a prepared call's; Python run since it was
+/// checked may have switched it).
 bool launchSlots(KernelObject *k, const unsigned grid[3], uint64_t stream,
-                 unsigned char *slots, unsigned char (*maps)[128], bool early);
+                 unsigned char *slots, unsigned char (*maps)[128], bool early,
+                 void *context = nullptr);
 
 } // namespace fakv::runtime
 

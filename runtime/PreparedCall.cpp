@@ -232,16 +232,9 @@ PyObject *keptDelete = nullptr; // the allocator's free, for the kept blocks
 bool workspaceFor(PyObject *rawAlloc, PyObject *rawDelete, void *context, uint64_t stream, bool capturing,
                   unsigned long long bytes, uint64_t &out, bool *kept) {
   *kept = false;
-  // (prepare.raw_allocator may enter torch's device guard, whose exit can make another context current:
-  // the call's own made current again before its launches)
   auto allocate = [&](unsigned long long size, uint64_t &address) {
-    if (!asAddress(PyObject_CallFunction(rawAlloc, "KK", size, static_cast<unsigned long long>(stream)),
-                   address))
-      return false;
-    void *now = nullptr;
-    if (!fakv_current_context(&now) && now != context)
-      fakv_set_current_context(context);   // (were it to fail, the launch says so)
-    return true;
+    return asAddress(PyObject_CallFunction(rawAlloc, "KK", size, static_cast<unsigned long long>(stream)),
+                     address);
   };
   if (bytes > kKeptBytes || capturing)
     return allocate(bytes, out);
@@ -303,7 +296,7 @@ void setSlots(Launch &l, const int *slots, const uint64_t *values) {
       setSlot(l, slots[i], values[i]);
 }
 
-bool launch(Launch &l, uint64_t stream, const uint64_t *layout, bool early) {
+bool launch(Launch &l, void *context, uint64_t stream, const uint64_t *layout, bool early) {
   unsigned grid[3];
   if (!launchGrid(l.kernel, l.grid, grid))
     return false;
@@ -316,7 +309,7 @@ bool launch(Launch &l, uint64_t stream, const uint64_t *layout, bool early) {
       return false;
     std::memcpy(maps[t], map, 128);
   }
-  return launchSlots(l.kernel, grid, stream, l.slots.data(), maps, early);
+  return launchSlots(l.kernel, grid, stream, l.slots.data(), maps, early, context);
 }
 
 /// The call's work once its addresses are read (`a`: NumAddresses of them).
@@ -333,7 +326,11 @@ PyObject *run(PreparedCallObject *self, uint64_t *a, PyObject *q, PyObject *seql
   // thread's own made current again after it. Torch's allocations below
   // (out, the LSE, the workspace from its raw allocator) follow the current
   // context's device. A thread whose first CUDA work is this call has none
-  // (the runtime binds one lazily): it is left on none.
+  // (the runtime binds one lazily): it is left on none. Any Python run
+  // below (torch's allocations: a device guard's exit, from this thread or
+  // after another thread made a context for the device torch notes, may
+  // make another context current) is undone at each launch: launchSlots
+  // makes the call's context current when it is not.
   struct Restore {
     bool on = false;
     void *previous = nullptr;
@@ -437,11 +434,11 @@ PyObject *run(PreparedCallObject *self, uint64_t *a, PyObject *q, PyObject *seql
     v[Sin] = a[ASin] ? a[ASin] : a[AQ];
     v[LeftPad] = a[ALeftPad] ? a[ALeftPad] : a[ASeqlens];
     setSlots(*self->decode, self->decodeSlots, v);
-    if (!launch(*self->decode, stream, self->layout, self->earlyDecode))
+    if (!launch(*self->decode, context, stream, self->layout, self->earlyDecode))
       goto done;
     if (self->combine) {
       setSlots(*self->combine, self->combineSlots, v);
-      if (!launch(*self->combine, stream, self->layout, true))
+      if (!launch(*self->combine, context, stream, self->layout, true))
         goto done;
     }
     result = self->returnLse ? PyTuple_Pack(2, out, lse) : (Py_INCREF(out), out);

@@ -67,14 +67,10 @@ def raw_allocator(torch, device):
     torch holds current (c10::cuda::GetDevice), which a device guard's exit
     may leave other than the driver's current context (a device without a
     context yet: torch only notes it): then `device` is made current for
-    the allocation (PreparedCall.cpp makes the call's context current again
-    after)."""
+    the allocation (the prepared call's launches make the call's context
+    current again: LaunchKernel.cpp's function())."""
     alloc = getattr(torch._C, "_cuda_cudaCachingAllocator_raw_alloc", None)
     delete = getattr(torch._C, "_cuda_cudaCachingAllocator_raw_delete", None)
-    try:
-        delete(alloc(256, torch.cuda.current_stream(device).cuda_stream))
-    except Exception:  # noqa: BLE001  (another signature: torch.empty instead)
-        return None, None
     current, on_device = torch._C._cuda_getDevice, torch.cuda.device
 
     def alloc_on(nbytes, stream):
@@ -82,6 +78,10 @@ def raw_allocator(torch, device):
             return alloc(nbytes, stream)
         with on_device(device):
             return alloc(nbytes, stream)
+    try:                                   # (the probe on `device` too, whatever torch holds current)
+        delete(alloc_on(256, torch.cuda.current_stream(device).cuda_stream))
+    except Exception:  # noqa: BLE001  (another signature: torch.empty instead)
+        return None, None
     return alloc_on, delete
 
 

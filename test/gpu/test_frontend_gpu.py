@@ -656,6 +656,18 @@ def test_prepared_call_in_a_fresh_thread(page):
     assert torch.equal(done["out"], want)
 
 
+def _on_cuda1(inputs):
+    """For the two-GPU tests: a call with 3 splits, its result on cuda:0 (cuda:0 made current) and the inputs
+    copied to cuda:1; skips with fewer GPUs."""
+    if torch.cuda.device_count() < 2:
+        pytest.skip("needs two GPUs")
+    call = lambda *t: fakv.flash_attn_with_kvcache(*t[:3], cache_seqlens=t[3], block_table=t[4],  # noqa: E731
+                                                   num_splits=3)
+    torch.cuda.set_device(0)
+    want = call(*inputs).cpu()
+    return call, want, [t.to("cuda:1") if hasattr(t, "to") else t for t in inputs]
+
+
 @pytest.mark.parametrize("page,seqlens", [(None, "tensor"), (256, "tensor"), (256, "int")])
 def test_call_on_another_device(page, seqlens, monkeypatch):
     """As FlashAttention's (a CUDA guard on q's device): tensors on cuda:1 while cuda:0 is current run on
@@ -664,22 +676,16 @@ def test_call_on_another_device(page, seqlens, monkeypatch):
     prepared inside `with torch.cuda.device(1):` runs outside it. (Before: "not on the current CUDA
     device".)"""
     import gc
-    from fakv import interface, prepare
+    from fakv import _runtime, interface, prepare
     q, k, v, lens, table = _inputs(page)
     lens = lens if seqlens == "tensor" else 200
     if COMPILE_ONLY:
         return None
-    if torch.cuda.device_count() < 2:
-        pytest.skip("needs two GPUs")
-    call = lambda *t: fakv.flash_attn_with_kvcache(*t[:3], cache_seqlens=t[3], block_table=t[4],  # noqa: E731
-                                                   num_splits=3)
-    torch.cuda.set_device(0)
-    want = call(q, k, v, lens, table)
-    one = [t.to("cuda:1") if hasattr(t, "to") else t for t in (q, k, v, lens, table)]
-    torch.cuda.synchronize(0)
+    call, want, one = _on_cuda1((q, k, v, lens, table))
     slow = []
     real = interface._attention
     monkeypatch.setattr(interface, "_attention", lambda *a, **kw: slow.append(1) or real(*a, **kw))
+    context = _runtime.current_context()            # cuda:0's, which every call must leave current
     for prepared_inside in (False, True):
         prepare.CALLS.clear()
         slow.clear()
@@ -691,13 +697,49 @@ def test_call_on_another_device(page, seqlens, monkeypatch):
         outs = [call(*one) for _ in range(3)]       # the slow path's (prepared_inside: the fast path's), then kept
         assert len(slow) == 1, "the prepared call did not run"
         assert torch.cuda.current_device() == 0
+        assert _runtime.current_context() == context, "the thread's context was not restored"
         torch.cuda.synchronize(1)
         for out in outs:
             assert out.device == torch.device("cuda:1")
-            assert torch.equal(out.cpu(), want.cpu())
+            assert torch.equal(out.cpu(), want)
         del outs
         gc.collect()
         assert torch.cuda.memory_allocated(0) == before, "a call on cuda:1 allocated on cuda:0"
+
+
+@pytest.mark.parametrize("page", [None, 256])
+def test_prepared_call_launches_in_its_context(page, monkeypatch):
+    """Python that a prepared call runs before its launches (torch's allocations: a device guard's exit, or
+    another thread having made a context for the device torch notes) may leave another context current; the
+    launches make the call's own current again (else: cuda:1's kernels queued in cuda:0's context on cuda:1's
+    stream, an invalid handle or a launch on the wrong GPU)."""
+    from fakv import interface, prepare
+    q, k, v, lens, table = _inputs(page)
+    if COMPILE_ONLY:
+        return None
+    call, want, one = _on_cuda1((q, k, v, lens, table))
+    real, flip, flipped, slow = torch.empty_like, [], [], []
+
+    def empty_like(*a, **kw):
+        if flip:
+            torch.cuda.set_device(0)             # cuda:0's context current
+            flipped.append(1)
+        return real(*a, **kw)
+    monkeypatch.setattr(torch, "empty_like", empty_like)
+    attention = interface._attention
+    monkeypatch.setattr(interface, "_attention", lambda *a, **kw: slow.append(1) or attention(*a, **kw))
+    torch.cuda.set_device(1)
+    prepare.CALLS.clear()
+    outs = [call(*one)]                          # the slow path's: prepared (with the patched empty_like)
+    flip.append(1)
+    for _ in range(2):
+        torch.cuda.set_device(1)                 # the call's context current on entry (nothing to restore)
+        outs.append(call(*one))
+    assert len(slow) == 1, "the prepared call did not run"
+    assert len(flipped) == 2, "the prepared call did not run the patched empty_like"
+    torch.cuda.synchronize(1)
+    for out in outs:
+        assert out.device == torch.device("cuda:1") and torch.equal(out.cpu(), want)
 
 
 _OTHER_DEVICE_ONLY = """
@@ -717,6 +759,15 @@ torch.cuda.synchronize(1)
 assert all(o.device == torch.device("cuda:1") and torch.equal(o, want) for o in outs)
 assert torch.cuda.memory_allocated(0) == 0, torch.cuda.memory_allocated(0)
 assert not torch._C._cuda_hasPrimaryContext(0), "a call on cuda:1 made a context on cuda:0"
+# prepare.raw_allocator itself (the calls above may have allocated their kept workspace under the slow
+# path's device guard): made inside a guard on cuda:1, called outside it, where torch notes cuda:0
+with torch.cuda.device(1):
+    alloc, delete = fakv.prepare.raw_allocator(torch, 1)
+before = torch.cuda.memory_allocated(1)
+p = alloc(1 << 20, torch.cuda.current_stream(1).cuda_stream)
+assert torch.cuda.memory_allocated(1) >= before + (1 << 20) and torch.cuda.memory_allocated(0) == 0
+delete(p)
+assert not torch._C._cuda_hasPrimaryContext(0), "the allocator made a context on cuda:0"
 print("same")
 """
 
@@ -921,6 +972,7 @@ def run_all():
     cases += [(test_prepared_call_in_a_fresh_thread, (p,)) for p in (None, 256)]
     cases += [(without_fixture(test_call_on_another_device), c)
               for c in [(None, "tensor"), (256, "tensor"), (256, "int")]]
+    cases += [(without_fixture(test_prepared_call_launches_in_its_context), (p,)) for p in (None, 256)]
     cases += [(test_call_on_another_device_only, (p,)) for p in (None, 256)]
     cases += [(test_broadcast_cache, c) for c in [(0, 1), (2, 1), (0, 3), (2, 3)]]
     cases += [(test_new_process_prepares_from_the_recipe, c) for c in [(256, "tensor"), (None, "int")]]
