@@ -423,6 +423,9 @@ void appendProgramIdArguments(func::FuncOp kernel) {
     }
   });
   kernel->removeAttr(FakvDialect::getKernelAttrName());
+  // (a request of fakv-pack-gqa, which did not run: the kernel computes
+  // each query head in its own program, as written)
+  kernel->removeAttr(FakvDialect::getPackGQAAttrName());
 }
 
 struct ConvertFakvToCPUPass

@@ -367,6 +367,15 @@ LogicalResult Packer::run() {
                             << " has several blocks (cf branches); write its "
                                "control flow with scf.if / scf.for";
   analyse();
+  // Each tile the rewrite makes holds `padded` of the kernel's: none may pass the dialect's limit.
+  for (Operation *op : touched)
+    for (Value v : llvm::concat<Value>(op->getOperands(), op->getResults()))
+      if (auto t = dyn_cast<RankedTensorType>(v.getType());
+          t && t.hasStaticShape() && t.getNumElements() * padded > kMaxTileElements)
+        return fail(op, "packing the ") << group << " query heads of a kv head (padded to " << padded
+               << ") makes a tile " << padded << " times this op's " << t << ": "
+               << t.getNumElements() * padded << " elements, more than " << kMaxTileElements
+               << " (2^24); use smaller tiles or fewer query heads per kv head";
 
   Block &old = func.getBody().front();
   auto *fresh = new Block();

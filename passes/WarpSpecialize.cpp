@@ -278,6 +278,13 @@ struct FakvWarpSpecializePass
                                    << "(setmaxnreg), got " << regs;
         return signalPassFailure();
       }
+    // (fakvgpu.warp_specialize's verifier: both counts or neither, the producer's no more than the consumer's)
+    if ((producerRegisters == 0) != (consumerRegisters == 0) || producerRegisters > consumerRegisters) {
+      getOperation().emitError() << "producer-registers and consumer-registers are both 0 (no setmaxnreg) or "
+                                 << "both set, the producer's no more than the consumer's (it gives registers "
+                                 << "to the consumer), got " << producerRegisters << " and " << consumerRegisters;
+      return signalPassFailure();
+    }
     for (auto func : getOperation().getOps<func::FuncOp>()) {
       if (!isKernel(func))
         continue;

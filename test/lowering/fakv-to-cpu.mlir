@@ -152,3 +152,16 @@ func.func @launch_packed(%m: memref<4xf32>, %g: i32) {
   fakv.launch @packed[%g, %g, %g](%p) : (!fakv.ptr<f32>)
   return
 }
+
+// -----
+
+// A kernel that asks fakv-pack-gqa to pack its query heads, lowered without
+// that pass: each head in its own program, as written (the request dropped
+// with fakv.kernel; left on a function that is no longer a kernel, it failed
+// the verifier).
+// CHECK-LABEL: func.func @unpacked(
+// CHECK-NOT: fakv.pack_gqa
+// CHECK: return
+func.func @unpacked(%out: !fakv.ptr<i32>) attributes {fakv.kernel, fakv.pack_gqa = 2 : i32} {
+  return
+}

@@ -200,3 +200,21 @@ func.func @head_modulo(%out: !fakv.ptr<f32>) attributes {fakv.kernel, fakv.pack_
   fakv.store %f, %out[%c0] strides [%s] : tensor<16xf32>, !fakv.ptr<f32>
   return
 }
+
+// -----
+
+// Packing multiplies the head's tiles by the (padded) group: past the
+// dialect's 2^24 elements it is refused here, not by the verifier after.
+func.func @tile_too_big(%out: !fakv.ptr<i32>) attributes {fakv.kernel, fakv.pack_gqa = 2 : i32} {
+  %h = fakv.program_id 2
+  %group = arith.constant 1048576 : i32
+  %c0 = arith.constant 0 : i32
+  %s1 = arith.constant 1 : i64
+  %g = arith.divsi %h, %group : i32
+  // expected-error @+1 {{fakv-pack-gqa: packing the 1048576 query heads of a kv head (padded to 1048576) makes a tile 1048576 times this op's 'tensor<32xi32>': 33554432 elements, more than 16777216 (2^24)}}
+  %t = fakv.splat %h : i32 -> tensor<32xi32>
+  %h64 = arith.extsi %h : i32 to i64
+  %p = fakv.addptr %out, %h64 : !fakv.ptr<i32>
+  fakv.store %t, %p[%c0] strides [%s1] : tensor<32xi32>, !fakv.ptr<i32>
+  return
+}
