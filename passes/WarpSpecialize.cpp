@@ -296,9 +296,13 @@ struct FakvWarpSpecializePass
       if (refills.empty())
         continue;
       if (refills.size() > 1) {
-        func.emitError() << "warp specialization handles one pipelined loop "
-                            "per kernel, found "
-                         << refills.size();
+        // (at the second loop's line: the first is the one it can take)
+        Operation *second = refills[1]->getParentOp() ? refills[1]->getParentOp() : refills[1].getOperation();
+        InFlightDiagnostic d = second->emitError()
+                               << "warp specialization handles one pipelined loop per kernel, found "
+                               << refills.size() << " (@fakv.jit(warp_specialize=False) takes more)";
+        d.attachNote(refills[0]->getParentOp() ? refills[0]->getParentOp()->getLoc() : refills[0].getLoc())
+            << "the first";
         return signalPassFailure();
       }
       // (the attribute is fakv-pipeline's: its refill, an scf.if on an arith.cmpi in the pipelined loop's

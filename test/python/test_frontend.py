@@ -726,3 +726,33 @@ def test_cli_refuses_bad_arg_lists_and_outputs(tmp_path):
     good = subprocess.run(base + ["--arg", "Y=*f32", "--arg", "n=i32", "--const", "B=4", "--emit", "fakv", "-o",
                                   str(tmp_path / "k.mlir")], env=env, capture_output=True, text=True)
     assert good.returncode == 0 and "fakv.store" in (tmp_path / "k.mlir").read_text(), good.stderr
+
+
+@fakv.jit
+def two_pipelined_loops(Q, K, O, seqlen, cap, ps, rs, hs):
+    q = fl.load(Q, (64, 64), (0, 0), (64, 1))
+    acc = fl.zeros((64, 64), fl.float32)
+    for j in fl.range(0, seqlen, 64):
+        acc = fl.dot(q, fl.paged_load(K, 0, j, 64, 64, seqlen, cap, 1, (ps, rs, hs), page=0), acc)
+    for j in fl.range(0, seqlen, 64):
+        acc = fl.dot(q, fl.paged_load(K, 0, j, 64, 64, seqlen, cap, 1, (ps, rs, hs), page=0), acc)  # 2nd
+    fl.store(O, acc, (0, 0), (64, 1))
+
+
+def test_two_pipelined_loops_are_refused_at_the_second(monkeypatch, tmp_path):
+    """Warp specialization takes one pipelined loop a kernel: the error names the second loop (it named
+    the kernel's `def`, a GPU fuzz found) and the way out; without warp specialization the kernel compiles."""
+    monkeypatch.setenv("FAKV_COMPILE_ONLY", "1")
+    monkeypatch.setenv("FAKV_CACHE_DIR", str(tmp_path))
+    args = (np.zeros(4096, NP_BF16), np.zeros(16384, NP_BF16), np.zeros(4096, np.float32), 200, 256, 16384, 64, 64)
+    with pytest.raises(fakv.CompilationError,
+                       match=r"one pipelined loop per kernel, found 2 \(@fakv.jit\(warp_specialize=False\)") as e:
+        two_pipelined_loops[(1,)](*args)
+    assert f"{__file__}:{line_of(two_pipelined_loops.fn, '# 2nd')}:" in str(e.value)      # (the pipelined body's)
+    from fakv import _fakv
+    from fakv.ir import PtrType, ScalarType
+    types = dict(Q=PtrType("bf16"), K=PtrType("bf16"), O=PtrType("f32"),
+                 **{p: ScalarType("i32") for p in ("seqlen", "cap", "ps", "rs", "hs")})
+    ir, _ = two_pipelined_loops._ir({}, types, ())
+    ptx, _ = _fakv.compile(ir, "ptx", 2, False, "sm_90a", 0, 0)
+    assert ptx.count("wgmma.mma_async") >= 2 and "cp.async" in ptx
