@@ -73,7 +73,12 @@ def compile_gpu(name, ir, options):
         ptx_text, facts = compiler.compile(ir, "ptx", *args)
         binary = ptx.assemble(ptx_text, options["chip"])
     except (RuntimeError, ValueError) as e:
-        raise CompilationError(f"{name} does not compile for the GPU:\n{_with_source(e)}") from None
+        hint = ""
+        if "Insufficient registers" in str(e) and any(options.get("registers", (0, 0))):
+            p, c = options["registers"]
+            hint = (f"\n(@fakv.jit(registers=({p}, {c})) sets the kernel's register target, .maxnreg, to their "
+                    f"average over its warp groups: raise the counts, or leave registers= out)")
+        raise CompilationError(f"{name} does not compile for the GPU:\n{_with_source(e)}{hint}") from None
     return binary, with_occupancy(json.loads(facts), options.get("ctas_per_sm", 0), options["chip"])
 
 

@@ -756,3 +756,24 @@ def test_two_pipelined_loops_are_refused_at_the_second(monkeypatch, tmp_path):
     ir, _ = two_pipelined_loops._ir({}, types, ())
     ptx, _ = _fakv.compile(ir, "ptx", 2, False, "sm_90a", 0, 0)
     assert ptx.count("wgmma.mma_async") >= 2 and "cp.async" in ptx
+
+
+@fakv.jit(registers=(40, 232))
+def wide_dot_few_registers(Q, K, O, seqlen, cap, ps, rs, hs):
+    q = fl.load(Q, (64, 64), (0, 0), (64, 1))
+    acc = fl.zeros((64, 256), fl.float32)
+    for j in fl.range(0, seqlen, 64):
+        acc = fl.dot(q, fl.paged_load(K, 0, j, 64, 256, seqlen, cap, 1, (ps, rs, hs), page=0), acc)
+    fl.store(O, acc, (0, 0), (256, 1))
+
+
+@needs_assembler
+def test_too_few_registers_for_a_wide_dot_says_which_option(monkeypatch, tmp_path):
+    """An m64n256 wgmma needs more registers than registers=(40, 232) leaves the kernel (.maxnreg): ptxas's
+    refusal comes with the option that caused it (a GPU fuzz found it bare)."""
+    monkeypatch.setenv("FAKV_COMPILE_ONLY", "1")
+    monkeypatch.setenv("FAKV_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("PATH", "/usr/local/cuda/bin:" + os.environ.get("PATH", ""))
+    args = (np.zeros(4096, NP_BF16), np.zeros(65536, NP_BF16), np.zeros(16384, np.float32), 200, 256, 65536, 256, 256)
+    with pytest.raises(fakv.CompilationError, match=r"(?s)Insufficient registers.*registers=\(40, 232\)\) sets"):
+        wide_dot_few_registers[(1,)](*args)
