@@ -153,17 +153,18 @@ PyObject *bindPrimaryContext(PyObject *, PyObject *arg) {
   Py_RETURN_NONE;
 }
 
-/// device_properties(ordinal) -> (SM count, L2 bytes) of a CUDA device
+/// device_properties(ordinal) -> (SM count, L2 bytes, the memory's peak GB/s
+/// (0: unknown)) of a CUDA device
 /// (the driver's attributes: torch.cuda.get_device_properties costs ~0.2 ms
 /// on a new process's first call).
 PyObject *deviceProperties(PyObject *, PyObject *arg) {
   int ordinal = 0;
   if (!PyArg_Parse(arg, "i", &ordinal)) // (an int out of C int's range: OverflowError)
     return nullptr;
-  int sms = 0, l2 = 0;
-  if (fakv_device_properties(ordinal, &sms, &l2))
+  int sms = 0, l2 = 0, gbps = 0;
+  if (fakv_device_properties(ordinal, &sms, &l2, &gbps))
     return raiseRuntime();
-  return Py_BuildValue("(ii)", sms, l2);
+  return Py_BuildValue("(iii)", sms, l2, gbps);
 }
 
 /// take_word(address): the int32 at `address`, then 0 stored there (the
@@ -210,7 +211,7 @@ PyMethodDef moduleMethods[] = {
     {"bind_primary_context", bindPrimaryContext, METH_O,
      "bind_primary_context(ordinal): that device's primary context made this thread's current one"},
     {"device_properties", deviceProperties, METH_O,
-     "device_properties(ordinal) -> (SM count, L2 bytes) of that CUDA device"},
+     "device_properties(ordinal) -> (SM count, L2 bytes, memory GB/s) of that CUDA device"},
     {"take_word", takeWord, METH_O, "take_word(address) -> the int32 there, which is then zeroed"},
     {"kept_workspaces", fakv::runtime::keptWorkspaces, METH_NOARGS,
      "kept_workspaces() -> [(stream, bytes)]: the PreparedCall workspaces kept for the current context"},

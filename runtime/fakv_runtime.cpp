@@ -113,7 +113,7 @@ int fakv_bind_primary_context(int ordinal) {
   return 0;
 }
 
-int fakv_device_properties(int ordinal, int *sms, int *l2Bytes) {
+int fakv_device_properties(int ordinal, int *sms, int *l2Bytes, int *memoryGbps) {
   auto *d = cuda("fakv_device_properties");
   if (!d)
     return 1;
@@ -124,6 +124,13 @@ int fakv_device_properties(int ordinal, int *sms, int *l2Bytes) {
     return fail("fakv_device_properties: SM count", r);
   if (CUresult r = d->deviceGetAttribute(l2Bytes, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, dev); r != CUDA_SUCCESS)
     return fail("fakv_device_properties: L2 size", r);
+  // The memory's peak bandwidth: a double data rate clock (kHz) times the bus's bytes (0 where the driver
+  // does not say).
+  int kHz = 0, bits = 0;
+  if (d->deviceGetAttribute(&kHz, CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE, dev) != CUDA_SUCCESS ||
+      d->deviceGetAttribute(&bits, CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH, dev) != CUDA_SUCCESS)
+    kHz = bits = 0;
+  *memoryGbps = static_cast<int>(2.0 * kHz * 1e3 * (bits / 8) / 1e9);
   return 0;
 }
 

@@ -36,7 +36,7 @@ int fakv_set_current_context(void *context);
 int fakv_bind_primary_context(int ordinal);
 
 /* The SM count and the L2 cache's bytes of CUDA device `ordinal`. */
-int fakv_device_properties(int ordinal, int *sms, int *l2_bytes);
+int fakv_device_properties(int ordinal, int *sms, int *l2_bytes, int *memory_gbps);
 
 /* Whether `stream` is being captured into a CUDA graph. */
 int fakv_stream_capturing(void *stream, int *capturing);

@@ -202,12 +202,19 @@ _WAVES_TWO_STAGES = 16
 # -1.2 %, b8 s32768 contiguous -1.0 %; 2 and 8 heads within 1 % of 4, 1 head slower.
 _COMBINE_MAX_HEADS = 4
 
+# Memory bandwidth (GB/s, the driver's peak) from which head-dim-64 calls keep three stages (_plan): the H200's 4.8
+# TB/s (three measured faster, session 43) against the H100 SXM's 3.35 (two, session 39); Little's law: faster memory
+# needs more bytes in flight. 0 (unknown): two.
+_D64_THREE_STAGES_GBPS = 4000
+
 
 @functools.lru_cache(maxsize=4096)
 def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, max_seqlen_k, causal,
-         num_splits, num_sms=132, l2_bytes=50 * 1024 * 1024, appending=False, ragged=False, cluster=False):
+         num_splits, num_sms=132, l2_bytes=50 * 1024 * 1024, appending=False, ragged=False, cluster=False,
+         memory_gbps=0):
     """The kernel specialisations and launch grids of one call (no tensors
-    needed: shapes and options only; `ragged`: the lengths hint; `cluster`:
+    needed: shapes and options only; `memory_gbps`: the device memory's peak
+    bandwidth, 0 unknown; `ragged`: the lengths hint; `cluster`:
     whether splits may merge in a cluster, True, False or "auto" (where
     measured faster), _CLUSTER_SPLITS on the GPU). Returns a dict with the
     decode and combine constexprs and grids, the number of splits, whether
@@ -216,10 +223,10 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
     if cluster == "auto":
         args = (batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, max_seqlen_k, causal, num_splits,
                 num_sms, l2_bytes, appending, ragged)
-        p = _plan(*args, cluster=True)
+        p = _plan(*args, cluster=True, memory_gbps=memory_gbps)
         n = math.ceil(max(max_seqlen_k, 1) / p["decode"]["BLOCK_N"])
         small = -(-n // p["num_splits"]) <= _CLUSTER_BLOCKS and batch * kv_heads * p["m_blocks"] * p["num_splits"] <= _CLUSTER_PROGRAMS
-        return p if p["cluster"] and small else _plan(*args, cluster=False)
+        return p if p["cluster"] and small else _plan(*args, cluster=False, memory_gbps=memory_gbps)
     group = heads // kv_heads
     head_tile = max(64, _pow2(head_dim))     # tiles of at least 64 channels (128-byte rows)
     group_tile = _pow2(group)
@@ -337,11 +344,15 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
     # b1 s32K -3.2 / -1.7 % (contiguous / 256), b32 s8K -3.1 %, b8 s32K -3.4 %; several waves, two programs an SM:
     # b128 s8K -5.1 / -3.4 % (two stages alone -1.7 / -1.3 %), b128 s1K -2.6 % (-0.5 %). Not pages of 16 (a TMA box
     # a page): b8 s8K +3.1 %, b32 s8K +1.8 %, b32 s32K +0.9 %.
+    # But not on memory as fast as the H200's (_D64_THREE_STAGES_GBPS): there the same calls keep three stages (the
+    # programs an SM as above). H200, bench/plan_sweep.py (session 43), three stages against two: d64 b8 s8K 41.3 ->
+    # 37.1 / 40.1 -> 37.9 us (contiguous / pages of 256), d64 b32 s32K 508.9 -> 476.5, 513.3 -> 477.0 / 527.1 ->
+    # 484.0, 526.1 -> 485.0 / 520.7 -> 485.6 us (contiguous / 64 / 256); pages of 16 (three already) unchanged.
     clustered = cluster and not adaptive and num_splits in (2, 4, 8)
     d64 = swap and head_dim == 64 and seqlen_q == 1 and not appending and not adaptive and not clustered
     d64_two = d64 and not (paged and page_size < block_n)
     if d64_two:
-        stages = 2
+        stages = 2 if memory_gbps < _D64_THREE_STAGES_GBPS else 3
     two_per_sm = waves_two or (d64_two and programs(num_splits) > slots and per_split >= _WAVES_TWO_STAGES)
     gathered = paged and page_size < block_n and (_GATHER_PAGES is True or (
         _GATHER_PAGES == "auto" and one_wave and batch * kv_heads * max_seqlen_k * head_dim * 4 >= _GATHER_BYTES))
@@ -842,18 +853,19 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
     # softmax folds in otherwise, float32 cannot hold (above 2.36e38: every row NaN).
     extras["PRESCALE"] = (scale <= 0 or slopes is not None
                           or not math.isfinite(_float32(scale * 1.4426950408889634)))
-    num_sms, l2 = T.device_properties(q)
+    num_sms, l2, *rest = T.device_properties(q)
+    gbps = rest[0] if rest else 0
     # Planned on the cache's capacity, as FlashAttention does (no data needed):
     # each program stops at its sequence's length.
     cluster = _CLUSTER_SPLITS if (on_gpu or compile_only()) and k is None else False
     p = plan(batch, seqlen_q, heads, kv_heads, head_dim, T.dtype(q), paged, page_size, capacity, causal,
-             int(num_splits), num_sms, l2, appending=k is not None, cluster=cluster)
+             int(num_splits), num_sms, l2, appending=k is not None, cluster=cluster, memory_gbps=gbps)
     capturing = on_gpu and _capturing()
     # A plan that depends on whether the lengths are ragged (a tensor's): from the lengths hint.
     by_lengths = p["by_lengths"] and not seqlens_int
     if by_lengths and _ragged(seqlens, capacity, on_gpu, capturing):
         p = plan(batch, seqlen_q, heads, kv_heads, head_dim, T.dtype(q), paged, page_size, capacity, causal,
-                 int(num_splits), num_sms, l2, ragged=True, cluster=cluster)
+                 int(num_splits), num_sms, l2, ragged=True, cluster=cluster, memory_gbps=gbps)
     # A decode step that appends: combine appends and attends the new keys if the plain call has splits. Not
     # with a variant's decode (with_kernels): combine_new.py scores the new keys without its score_mod.
     combine_appends = (k is not None and seqlen_q == 1 and _COMBINE_APPENDS and decode is None and combine is None
@@ -861,7 +873,7 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
                        and not any(extras[f] for f in ("WINDOW", "ALIBI", "SOFTCAP", "PRESCALE")))
     if combine_appends:
         plain = plan(batch, seqlen_q, heads, kv_heads, head_dim, T.dtype(q), paged, page_size, capacity, causal,
-                     int(num_splits), num_sms, l2)
+                     int(num_splits), num_sms, l2, memory_gbps=gbps)
         combine_appends = plain["num_splits"] > 1
         p = plain if combine_appends else p
     splits = p["num_splits"]

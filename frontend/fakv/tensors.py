@@ -111,7 +111,8 @@ _PROPERTIES = {}
 
 
 def device_properties(x):
-    """(SM count, L2 bytes) of x's GPU, or an H100/H200's for the CPU path."""
+    """(SM count, L2 bytes, the memory's peak GB/s or 0 where unknown) of x's
+    GPU, or an H100's for the CPU path."""
     if is_torch(x) and x.is_cuda:
         index = x.device.index
         props = _PROPERTIES.get(index)
@@ -122,7 +123,8 @@ def device_properties(x):
             except (ImportError, AttributeError, RuntimeError):     # (no extension, an older one, no driver)
                 import torch
                 p = torch.cuda.get_device_properties(x.device)
-                props = (p.multi_processor_count, p.L2_cache_size)
+                gbps = 2 * getattr(p, "memory_clock_rate", 0) * getattr(p, "memory_bus_width", 0) // 8 // 10**6
+                props = (p.multi_processor_count, p.L2_cache_size, gbps)
             _PROPERTIES[index] = props
         return props
-    return 132, 50 * 1024 * 1024
+    return 132, 50 * 1024 * 1024, 3352

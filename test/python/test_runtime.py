@@ -154,11 +154,11 @@ def test_driver_missing_is_a_clear_error():
     with pytest.raises(TypeError):
         _runtime.host_mapped(64, "a context")
     try:
-        sms, l2 = _runtime.device_properties(0)
+        sms, l2, gbps = _runtime.device_properties(0)
     except RuntimeError as e:                                           # no driver, or no device 0
         assert "fakv_device_properties" in str(e)
     else:
-        assert sms > 0 and l2 > 0
+        assert sms > 0 and l2 > 0 and gbps >= 0
     with pytest.raises(TypeError):
         _runtime.device_properties("0")
     with pytest.raises(OverflowError):
