@@ -55,10 +55,13 @@ def rotated_rows(X, row_stride, rows, head_dim, Cos, Sin, pos, pos_step, cos_str
     if INTERLEAVED:     # element (i, k, j) is channel 2k + j, angle k; its partner 2k + 1 - j, sign 2j - 1
         cs = fl.load(cos, (ROWS, HEAD_DIM // 2), (0, 0), (a, 1), bounds=(rows, half), other=1.0).to(f32)
         sn = fl.load(sin, (ROWS, HEAD_DIM // 2), (0, 0), (a, 1), bounds=(rows, half)).to(f32)
-        x3, j = fl.reshape(x, (ROWS, HEAD_DIM // 2, 2)).to(f32), fl.arange(0, 2).to(f32)[None, None, :]
-        even, odd = fl.sum(x3 * (1.0 - j), axis=2), fl.sum(x3 * j, axis=2)      # a pair's two channels
-        rotated = x3 * cs[:, :, None] + (odd[:, :, None] * (1.0 - j) + even[:, :, None] * j) * sn[:, :, None] * \
-            (j * 2.0 - 1.0)
+        x3, j = fl.reshape(x, (ROWS, HEAD_DIM // 2, 2)).to(f32), fl.arange(0, 2)[None, None, :]
+        # (selects, not products with 0 or 1: an infinite channel must not make its partner NaN, nor may a pair
+        # past rotary_dim, which passes through)
+        even, odd = fl.sum(fl.where(j == 0, x3, 0.0), axis=2), fl.sum(fl.where(j == 1, x3, 0.0), axis=2)
+        partner = fl.where(j == 0, odd[:, :, None], even[:, :, None])
+        rotated = x3 * cs[:, :, None] + partner * sn[:, :, None] * (j * 2 - 1).to(f32)
+        rotated = fl.where(fl.arange(0, HEAD_DIM // 2)[None, :, None] < half, rotated, x3)
         return fl.reshape(rotated, (ROWS, HEAD_DIM)).to(x.dtype)
     if ROTARY == 2:     # rotary_dim == HEAD_DIM: element (i, j, k) is channel j * half + k, angle k, its partner
         shape, bounds = (ROWS, 2, HEAD_DIM // 2), (rows, 2, half)     # (1 - j) * half + k, sign 2j - 1

@@ -96,7 +96,12 @@ def reference(a):
         scale=1 / np.sqrt(d) if scale is None else scale)
 
 
-@pytest.mark.parametrize("seed", range(N_VALID))
+# Seeds past the default range that found bugs, kept: 175, an infinite query channel made its interleaved rotary
+# partner (and a pair past rotary_dim) NaN where FlashAttention's rotary keeps it finite (session 43).
+FOUND = [175]
+
+
+@pytest.mark.parametrize("seed", list(range(N_VALID)) + [s for s in FOUND if s >= N_VALID])
 def test_random_valid_calls(seed):
     rng = np.random.default_rng(1000 + seed)
     a = random_call(rng)
