@@ -133,7 +133,7 @@ SPANS = [
     ("RC", "key_of", "  recipes.key_of"),
     ("RC", "load", "  recipes.load (read, parse)"),
     ("I", "_attention", "_attention (the slow path)"),
-    ("T", "device_properties", "  device_properties (SMs, L2)"),
+    ("T", "device_properties", "  device_properties (SMs, L2, GB/s)"),
     ("C", "kernels_version", "    kernels_version (stat the sources)"),
     ("I", "plan", "  plan"),
     ("I", "_capturing", "  _capturing (torch)"),

@@ -51,7 +51,7 @@ def _layout(t):
 def key(arguments, options, check_mode, device):
     """The recipe key of a call: `arguments` its 12 tensor arguments (or
     None, or an int cache_seqlens) in fakv._runtime.signature's order,
-    `options` its scalar options, `device` (SM count, L2 bytes)."""
+    `options` its scalar options, `device` (SM count, L2 bytes, memory GB/s)."""
     text = json.dumps([_code_version(), _SWITCHES, list(device), [_layout(a) for a in arguments],
                        [repr(o) for o in options], check_mode])
     return hashlib.sha256(text.encode()).hexdigest()[:32]
