@@ -368,14 +368,26 @@ LogicalResult Packer::run() {
                                "control flow with scf.if / scf.for";
   analyse();
   // Each tile the rewrite makes holds `padded` of the kernel's: none may pass the dialect's limit.
-  for (Operation *op : touched)
+  // (in program order: the first such op named, whatever the set's order)
+  Operation *tooBig = nullptr;
+  RankedTensorType t;
+  func.walk<WalkOrder::PreOrder>([&](Operation *op) {
+    if (!touched.contains(op))
+      return WalkResult::advance();
     for (Value v : llvm::concat<Value>(op->getOperands(), op->getResults()))
-      if (auto t = dyn_cast<RankedTensorType>(v.getType());
-          t && t.hasStaticShape() && t.getNumElements() * padded > kMaxTileElements)
-        return fail(op, "packing the ") << group << " query heads of a kv head (padded to " << padded
-               << ") makes a tile " << padded << " times this op's " << t << ": "
-               << t.getNumElements() * padded << " elements, more than " << kMaxTileElements
-               << " (2^24); use smaller tiles or fewer query heads per kv head";
+      if (auto vt = dyn_cast<RankedTensorType>(v.getType());
+          vt && vt.hasStaticShape() && vt.getNumElements() * padded > kMaxTileElements) {
+        tooBig = op;
+        t = vt;
+        return WalkResult::interrupt();
+      }
+    return WalkResult::advance();
+  });
+  if (tooBig)
+    return fail(tooBig, "packing the ") << group << " query heads of a kv head (padded to " << padded
+           << ") makes a tile " << padded << " times this op's " << t << ": " << t.getNumElements() * padded
+           << " elements, more than " << kMaxTileElements << " (2^24); use smaller tiles or fewer query heads "
+           << "per kv head";
 
   Block &old = func.getBody().front();
   auto *fresh = new Block();
