@@ -35,7 +35,7 @@ int fakv_set_current_context(void *context);
  * a thread's first call. */
 int fakv_bind_primary_context(int ordinal);
 
-/* The SM count and the L2 cache's bytes of CUDA device `ordinal`. */
+/* The SM count, the L2 cache's bytes and the memory's peak GB/s (0: unknown) of CUDA device `ordinal`. */
 int fakv_device_properties(int ordinal, int *sms, int *l2_bytes, int *memory_gbps);
 
 /* Whether `stream` is being captured into a CUDA graph. */

@@ -853,8 +853,7 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
     # softmax folds in otherwise, float32 cannot hold (above 2.36e38: every row NaN).
     extras["PRESCALE"] = (scale <= 0 or slopes is not None
                           or not math.isfinite(_float32(scale * 1.4426950408889634)))
-    num_sms, l2, *rest = T.device_properties(q)
-    gbps = rest[0] if rest else 0
+    num_sms, l2, gbps = T.device_properties(q)
     # Planned on the cache's capacity, as FlashAttention does (no data needed):
     # each program stops at its sequence's length.
     cluster = _CLUSTER_SPLITS if (on_gpu or compile_only()) and k is None else False

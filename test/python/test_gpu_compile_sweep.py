@@ -154,7 +154,7 @@ import json, numpy as np, ml_dtypes
 import fakv
 from fakv import interface
 bf = ml_dtypes.bfloat16
-interface.T.device_properties = lambda x: (2, 50 << 20)     # a GPU of 2 SMs: a batch of 2 x 2 kv heads fills it
+interface.T.device_properties = lambda x: (2, 50 << 20, 3352)     # a GPU of 2 SMs: a batch of 2 x 2 kv heads fills it
 interface._ADAPTIVE_SPLITS = 4                              # FAKV_ADAPTIVE_SPLITS=4
 planned = []
 for d, paged, new in ((64, True, 0), (128, False, 0), (128, True, 1)):

@@ -122,7 +122,7 @@ def test_adaptive_splits_follow_the_lengths(monkeypatch, request, lengths, used,
     appended too (the last split a sequence uses attends it; every program
     writes a share); the splits used, through used_splits itself."""
     from fakv import interface
-    monkeypatch.setattr(interface.T, "device_properties", lambda x: (4, 50 << 20))
+    monkeypatch.setattr(interface.T, "device_properties", lambda x: (4, 50 << 20, 3352))
     monkeypatch.setattr(interface, "_ADAPTIVE_SPLITS", 4)       # FAKV_ADAPTIVE_SPLITS=4
     interface._plan.cache_clear()
     request.addfinalizer(interface._plan.cache_clear)
@@ -160,7 +160,7 @@ def test_ragged_lengths_planned_by_the_hint(monkeypatch, request, lengths, adapt
     then with ADAPTIVE and 4 splits. Results against the float64 reference
     either way; FAKV_LENGTHS_HINT=0 keeps the plan from shapes."""
     from fakv import interface
-    monkeypatch.setattr(interface.T, "device_properties", lambda x: (4, 50 << 20))
+    monkeypatch.setattr(interface.T, "device_properties", lambda x: (4, 50 << 20, 3352))
     monkeypatch.setattr(interface, "_ADAPTIVE_SPLITS", None)    # (unset)
     interface._plan.cache_clear()
     request.addfinalizer(interface._plan.cache_clear)
@@ -231,7 +231,7 @@ def test_longest_first_batch(monkeypatch, request, page):
     unsplit, over long caches, is planned with LONGEST_FIRST (its heads on grid axis 0, decode.py's programs
     taking sequences longest first): results as the float64 reference's, LSE too."""
     from fakv import interface
-    monkeypatch.setattr(interface.T, "device_properties", lambda x: (4, 50 << 20))
+    monkeypatch.setattr(interface.T, "device_properties", lambda x: (4, 50 << 20, 3352))
     monkeypatch.setattr(interface, "_LONGEST_FIRST", True)       # (the default)
     interface._plan.cache_clear()
     request.addfinalizer(interface._plan.cache_clear)

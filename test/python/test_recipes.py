@@ -75,7 +75,7 @@ def gpu(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "torch", torch)
     monkeypatch.setenv("FAKV_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(recipes, "ENABLED", True)
-    monkeypatch.setattr(interface.T, "device_properties", lambda x: (132, 50 << 20))
+    monkeypatch.setattr(interface.T, "device_properties", lambda x: (132, 50 << 20, 3352))
     errors = runtime.Pointer(0x1000, "i32", 0)
     monkeypatch.setattr(prepare, "errors_for", lambda like: errors)
     prepared, planned, devices = [], [], []
