@@ -350,10 +350,10 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
     # 484.0, 526.1 -> 485.0 / 520.7 -> 485.6 us (contiguous / 64 / 256); pages of 16 (three already) unchanged.
     clustered = cluster and not adaptive and num_splits in (2, 4, 8)
     d64 = swap and head_dim == 64 and seqlen_q == 1 and not appending and not adaptive and not clustered
-    d64_two = d64 and not (paged and page_size < block_n)
-    if d64_two:
+    d64_blocked = d64 and not (paged and page_size < block_n)     # (pages, if any, hold a key block)
+    if d64_blocked:
         stages = 2 if memory_gbps < _D64_THREE_STAGES_GBPS else 3
-    two_per_sm = waves_two or (d64_two and programs(num_splits) > slots and per_split >= _WAVES_TWO_STAGES)
+    two_per_sm = waves_two or (d64_blocked and programs(num_splits) > slots and per_split >= _WAVES_TWO_STAGES)
     gathered = paged and page_size < block_n and (_GATHER_PAGES is True or (
         _GATHER_PAGES == "auto" and one_wave and batch * kv_heads * max_seqlen_k * head_dim * 4 >= _GATHER_BYTES))
     return {

@@ -113,7 +113,7 @@ class JITFunction:
         """The lines of the kernel's definition."""
         if self._file_lines:
             return inspect.getblock(self._file_lines[self.fn.__code__.co_firstlineno - 1:])
-        return inspect.getsourcelines(self.fn)[0]
+        return self.function.source.splitlines(keepends=True)    # (codegen's: a clear error where there is none)
 
     def source_key(self):
         """A hash of what this kernel's IR is made from besides its arguments:
@@ -181,7 +181,7 @@ class JITFunction:
     def _watch(self):
         if self._watched is None:
             self._watched, self._cells, self._callees = [], [], []
-            todo, seen = [self], set()
+            todo, seen, helpers = [self], set(), []
             while todo:                       # this kernel and the kernels it calls, each once
                 k = todo.pop()
                 if id(k) in seen:
@@ -203,18 +203,27 @@ class JITFunction:
                         self._watched.append((g, name))
                         if isinstance(value, JITFunction):
                             todo.append(value)
+                        else:
+                            helpers.append(value)
                 self._cells += list(k.fn.__closure__ or ())
                 todo += [c.cell_contents for c in k.fn.__closure__ or ()
                          if _filled(c) and isinstance(c.cell_contents, JITFunction)]
+                helpers += [c.cell_contents for c in k.fn.__closure__ or () if _filled(c)]
+            # The plain functions those name (a helper the kernel calls at compile time): the globals and closure
+            # variables they read, one level, as _function_text keys them (a helper reading a changed global
+            # kept the kernel's old code and keyed a new specialisation with it on disk).
+            for fn in (f for h in helpers for f in _plain_functions(h)):
+                self._watched += [(fn.__globals__, n) for n in sorted(_global_names(fn.__code__))
+                                  if n in fn.__globals__ and not isinstance(fn.__globals__[n], _types.ModuleType)]
+                self._cells += list(fn.__closure__ or ())
             self._watch_values = None
         now = [space.get(name) for space, name in self._watched]
         for cell in self._cells:
             now.append(cell.cell_contents if _filled(cell) else None)
-        if self._watch_values is None:        # (the small containers, looked at by their text: found once)
-            self._containers = [i for i, v in enumerate(now) if (type(v) in (list, dict, set) and len(v) <= 1000)
-                                or (_is_ndarray(v) and v.nbytes <= _WATCHED_ARRAY_BYTES)]
+        if self._watch_values is None:        # (the containers looked at by their content: found once)
+            self._containers = [i for i, v in enumerate(now) if _looked_into(v)]
         for i in self._containers:
-            now[i] = _canonical(now[i]) if _is_ndarray(now[i]) else repr(now[i])
+            now[i] = _watch_text(now[i])
         seen = self._watch_values
         if seen is not None and (len(seen) != len(now) or any(
                 a is not b and _changed(a, b) for a, b in zip(seen, now))):
@@ -363,7 +372,7 @@ class JITFunction:
                     if dump_ir():
                         print(f"// fakv IR of {self.__name__} {dict(constexprs)}\n{c.ir}", file=sys.stderr)
                     if device == "cuda":
-                        self._compile_gpu(c)
+                        self._compile_gpu(c, key)
                     else:
                         self._compile_cpu(c, types)
                 self._compiled[key] = c
@@ -373,10 +382,7 @@ class JITFunction:
 
     def _load_gpu(self, c, key):
         """Names c's disk-cache entry and loads it when it is there."""
-        opts = dict(self.options, chip="sm_90a")
-        text = json.dumps([self.pack_gqa, self.source_key(), key[1:], opts], sort_keys=True)
-        c.entry = hashlib.sha256(text.encode()).hexdigest()[:32]
-        c.path = os.path.join(cache_dir(), c.entry + ".cubin")
+        self._name_entry(c, key, self.source_key())
         hit = cache.load(c.entry)
         if hit is None:
             return False
@@ -384,8 +390,23 @@ class JITFunction:
         c.cache = "hit"
         return True
 
-    def _compile_gpu(self, c):
-        c.binary, c.facts = compiler.compile_gpu(self.__name__, c.ir, dict(self.options, chip="sm_90a"))
+    def _name_entry(self, c, key, source_key):
+        opts = dict(self.options, chip="sm_90a")
+        text = json.dumps([self.pack_gqa, source_key, key[1:], opts], sort_keys=True)
+        c.entry = hashlib.sha256(text.encode()).hexdigest()[:32]
+        c.path = os.path.join(cache_dir(), c.entry + ".cubin")
+
+    def _compile_gpu(self, c, key):
+        ir = c.ir                   # (generated now: from the values the globals hold now)
+        # Stored under a key made now, from those values: the kept one may predate a change watch() does not
+        # see (a container past its size, a module's module's attribute), and an entry stored under it held
+        # code of other values: another process with the old values hit it.
+        with _KEYS:
+            fresh = self._compute_source_key()
+            if fresh != self._source_key:       # (later lookups by it too)
+                self._name_entry(c, key, fresh)
+                self._source_key = fresh
+        c.binary, c.facts = compiler.compile_gpu(self.__name__, ir, dict(self.options, chip="sm_90a"))
         cache.store(c.entry, c.binary, c.facts)
         c.cache = "miss"
 
@@ -520,7 +541,47 @@ def _canonical(value):
     if isinstance(value, JITFunction):
         return f"jit:{value.source_key()}"
     text = _callable_text(value)
-    return f"fn:{text}" if text else repr(value)
+    if text:
+        return f"fn:{text}"
+    if (isinstance(value, type) and value.__flags__ & _HEAP_TYPE) or (
+            type(value).__repr__ is object.__repr__ and hasattr(value, "__dict__")):
+        return _object_text(value)
+    return repr(value)
+
+
+_HEAP_TYPE = 1 << 9                     # (Py_TPFLAGS_HEAPTYPE: a class defined in Python)
+_OBJECT_DEPTH = threading.local()
+
+
+def _object_text(value):
+    """A class defined in Python, or an object with the default repr (an address), as key text: its class's
+    module and name and the attributes it holds, by content (a class's own and its bases', an object's own
+    and its class's), objects in them likewise down to 3 levels (deeper: by their type). repr named a class
+    only: two classes of one name from a factory, or one whose attribute changed, shared a kernel (a constexpr
+    class whose SCALE changed kept the old value, on disk too)."""
+    cls = value if isinstance(value, type) else type(value)
+    depth = getattr(_OBJECT_DEPTH, "n", 0)
+    if depth >= 3:
+        return f"object:{cls.__module__}.{cls.__qualname__}"
+    spaces = [vars(c) for c in reversed(cls.__mro__) if c is not object]
+    if not isinstance(value, type):
+        spaces.append(vars(value))
+    attrs = {}
+    for space in spaces:
+        attrs.update((k, v) for k, v in space.items() if not (k.startswith("__") and k.endswith("__")))
+    _OBJECT_DEPTH.n = depth + 1
+    try:
+        parts = []
+        for name in sorted(attrs):
+            v = attrs[name]
+            if isinstance(v, (staticmethod, classmethod)):
+                v = v.__func__
+            elif isinstance(v, property):
+                v = v.fget
+            parts.append(f"{name}={_canonical(v)}")
+    finally:
+        _OBJECT_DEPTH.n = depth
+    return f"object:{cls.__module__}.{cls.__qualname__}({','.join(parts)})"
 
 
 def _callable_text(value):
@@ -552,7 +613,7 @@ def _function_text(fn):
     for v in list(fn.__defaults__ or ()) + sorted((fn.__kwdefaults__ or {}).items()) + \
             [c.cell_contents for c in fn.__closure__ or () if _filled(c)] + \
             [fn.__globals__.get(n) for n in sorted(_global_names(code))]:
-        parts.append(_canonical(v) if isinstance(v, _PLAIN) or _is_ndarray(v) else type(v).__name__)
+        parts.append(_canonical(v) if isinstance(v, _PLAIN + (list, dict, set)) or _is_ndarray(v) else type(v).__name__)
     text = repr((fn.__qualname__, _code_digest(code), parts))
     return hashlib.sha256(text.encode()).hexdigest()
 
@@ -603,6 +664,55 @@ def _filled(cell):
         return True
     except ValueError:
         return False
+
+
+def _plain_functions(value):
+    """The plain functions a value is (through functools.partial and __wrapped__, as _callable_text walks it)."""
+    found, seen = [], set()
+    while value is not None and id(value) not in seen:
+        seen.add(id(value))
+        if isinstance(value, functools.partial):
+            value = value.func
+            continue
+        if isinstance(value, _types.FunctionType):
+            found.append(value)
+        try:
+            value = getattr(value, "__wrapped__", None)
+        except Exception:  # noqa: BLE001  (an object's own __getattr__ failing)
+            value = None
+    return found
+
+
+_WATCHED_ITEMS = 1000    # containers looked into by content up to this many items (larger: by identity)
+
+
+def _looked_into(value):
+    """Whether _watch compares a value by its content (_watch_text) rather than by identity: lists, dicts and
+    sets of up to _WATCHED_ITEMS items, arrays of up to _WATCHED_ARRAY_BYTES, and tuples and frozensets holding
+    any of those (a tuple holding a list changed in place was missed)."""
+    t = type(value)
+    if t in (list, dict, set):
+        return len(value) <= _WATCHED_ITEMS
+    if t in (tuple, frozenset):
+        return len(value) <= _WATCHED_ITEMS and any(type(v) not in _REPR_KEYED for v in value)
+    return _is_ndarray(value) and value.nbytes <= _WATCHED_ARRAY_BYTES
+
+
+def _watch_text(value, depth=0):
+    """A watched container's content as text, looked at each launch: plain values by repr, arrays of up to
+    _WATCHED_ARRAY_BYTES by a hash of their bytes (larger ones, and containers past _WATCHED_ITEMS items or
+    nested deeper than 8, by identity), containers element by element, anything else by identity. (repr
+    elided a 2000-element array in a dict: a change there was missed.)"""
+    t = type(value)
+    if t in _REPR_KEYED:
+        return repr(value)
+    if _is_ndarray(value) and value.nbytes <= _WATCHED_ARRAY_BYTES:
+        return _canonical(value)
+    if t in (list, tuple, set, frozenset, dict) and len(value) <= _WATCHED_ITEMS and depth < 8:
+        items = value.items() if t is dict else ((None, v) for v in value)
+        inner = [f"{_watch_text(k, depth + 1)}:{_watch_text(v, depth + 1)}" for k, v in items]
+        return f"{t.__name__}({','.join(sorted(inner) if t in (set, frozenset, dict) else inner)})"
+    return f"{t.__name__}@{id(value)}"
 
 
 def _changed(a, b):

@@ -6,6 +6,7 @@ import numpy as np
 
 import fakv
 import fakv.language as fl
+from needs import needs_assembler
 SCALE = 2.0
 TABLE = {"k": 2.0}
 
@@ -272,6 +273,7 @@ def firsts(n):
 
 _KERNEL = '''import fakv
 import fakv.language as fl
+from needs import needs_assembler
 from helpers import cached, firsts, kwonly, wrapped
 
 @fakv.jit
@@ -348,3 +350,126 @@ def test_an_array_changed_in_place_and_a_callee_launched_itself():
         assert y[0] == 5.0
     finally:
         INNER_SCALE = 2.0
+
+
+HELPER_SCALE = 2.0
+
+
+def _helper_scale():
+    return HELPER_SCALE
+
+
+@fakv.jit
+def _calls_helper(Y):
+    fl.store(Y, fl.full((1,), _helper_scale()), (0,), (1,))
+
+
+def test_a_global_a_plain_helper_reads_is_seen():
+    """A plain function the kernel calls at compile time reads a global; changed after a launch, the next
+    launch runs the new value (the look each launch followed the kernel's own globals only: the old code ran,
+    and a new specialisation was stored on disk under the old value's key)."""
+    global HELPER_SCALE
+    y = np.zeros(1, np.float32)
+    _calls_helper[(1,)](y)
+    assert y[0] == 2.0
+    HELPER_SCALE = 3.0
+    try:
+        _calls_helper[(1,)](y)
+        assert y[0] == 3.0
+    finally:
+        HELPER_SCALE = 2.0
+    _calls_helper[(1,)](y)
+    assert y[0] == 2.0
+
+
+LIST_PAIR = ([2.0], "x")
+HOLDS_ARRAY = {"t": np.full(100, 2.0)}
+
+
+@fakv.jit
+def _reads_nested(Y):
+    fl.store(Y, fl.full((1,), LIST_PAIR[0][0] * HOLDS_ARRAY["t"][50]), (0,), (1,))
+
+
+def test_containers_in_a_tuple_and_arrays_in_a_dict_changed_in_place():
+    """A list inside a tuple global and a small array inside a dict global, changed in place: seen by the
+    next launch (a tuple was compared by identity, a dict by its repr, which numpy's elides)."""
+    y = np.zeros(1, np.float32)
+    _reads_nested[(1,)](y)
+    assert y[0] == 4.0
+    LIST_PAIR[0][0] = 3.0
+    try:
+        _reads_nested[(1,)](y)
+        assert y[0] == 6.0
+        HOLDS_ARRAY["t"][50] = 5.0
+        _reads_nested[(1,)](y)
+        assert y[0] == 15.0
+    finally:
+        LIST_PAIR[0][0], HOLDS_ARRAY["t"][50] = 2.0, 2.0
+
+
+@fakv.jit
+def _reads_config(Y, CFG: fl.constexpr):
+    fl.store(Y, fl.full((1,), CFG.SCALE), (0,), (1,))
+
+
+def _config_class(value):
+    class Config:
+        SCALE = value
+    return Config
+
+
+class _Instance:
+    def __init__(self, scale):
+        self.SCALE = scale
+
+
+def test_classes_and_objects_as_constexprs_are_keyed_by_their_attributes():
+    """A class or an object passed as a constexpr is keyed by what it holds: two classes of one name (a
+    factory's), a class attribute changed, objects of one class with other values (repr keyed a class by
+    its name only and an object by an address another may reuse: all ran the first one's code)."""
+    y = np.zeros(1, np.float32)
+    for value in (2.0, 3.0):
+        _reads_config[(1,)](y, CFG=_config_class(value))
+        assert y[0] == value
+    fixed = _config_class(4.0)
+    _reads_config[(1,)](y, CFG=fixed)
+    assert y[0] == 4.0
+    fixed.SCALE = 5.0
+    _reads_config[(1,)](y, CFG=fixed)
+    assert y[0] == 5.0
+    for value in (6.0, 7.0, 8.0):
+        _reads_config[(1,)](y, CFG=_Instance(value))     # (each freed after: the next may take its address)
+        assert y[0] == value
+
+
+_UNSEEN = """
+import sys, numpy as np, fakv, fakv.language as fl
+BIG = [2.0] * 2000        # (past the 1000 items looked at each launch: a change in place is not seen)
+@fakv.jit
+def k(Y, N: fl.constexpr):
+    fl.store(Y, fl.full((1,), BIG[0] * N), (0,), (1,))
+y = np.zeros(1, np.float32)
+if sys.argv[1] == "change":
+    k[(1,)](y, N=1)
+    BIG[0] = 3.0
+print(k[(1,)](y, N=2).entry)
+"""
+
+
+@needs_assembler
+def test_a_compile_is_stored_under_the_key_of_what_it_compiled(tmp_path):
+    """A change no launch sees (a list past the items looked at) made before a new specialisation compiles:
+    its entry is keyed by the values it was compiled from (it was stored under the key kept from before the
+    change, and another process, never changed, loaded that code)."""
+    import subprocess
+    import sys
+    (tmp_path / "unseen.py").write_text(_UNSEEN)
+    env = dict(os.environ, FAKV_CACHE_DIR=str(tmp_path / "cache"), FAKV_COMPILE_ONLY="1")
+
+    def entry(mode):
+        return subprocess.run([sys.executable, str(tmp_path / "unseen.py"), mode], env=env, capture_output=True,
+                              text=True, check=True).stdout.strip()
+    changed, unchanged = entry("change"), entry("keep")
+    assert changed and unchanged and changed != unchanged
+    assert entry("keep") == unchanged                     # (a hit: one key for one set of values)
