@@ -191,6 +191,29 @@ def test_softmax_scale_zero_or_negative(scale, option):
     assert np.abs(lse - lse_ref).max() <= 1e-3
 
 
+@pytest.mark.parametrize("causal", [False, True])
+def test_alibi_slopes_of_one_row_for_every_sequence(causal):
+    """alibi_slopes of shape (nheads,), which FlashAttention allows besides (batch, nheads): the same slopes
+    for every sequence, checked against the reference given them broadcast (the grid passes (batch, nheads)
+    only; session 44's audit)."""
+    rng = np.random.default_rng(11)
+    dt = NP_DTYPES["bf16"]
+    b, sq, h, hk, d, s = 3, 2, 4, 2, 64, 96
+    q = rng.standard_normal((b, sq, h, d)).astype(dt)
+    kc, vc = (rng.standard_normal((b, s, hk, d)).astype(dt) for _ in range(2))
+    lens = np.array([37, 96, 5], np.int32)
+    slopes = (rng.random(h) * 0.5).astype(np.float32)
+    out_ref, out_pt, lse_ref, _, _ = kvcache_reference(q, kc, vc, lens, causal=causal,
+                                                       alibi=np.broadcast_to(slopes, (b, h)).copy())
+    out, lse = fakv.flash_attn_with_kvcache(q, kc, vc, cache_seqlens=lens, causal=causal, alibi_slopes=slopes,
+                                            return_softmax_lse=True)
+    ok, msg = check(out, out_ref, out_pt, alibi=True)
+    assert ok, msg
+    assert np.abs(lse - lse_ref).max() <= 1e-3
+    plain, _, _, _, _ = kvcache_reference(q, kc, vc, lens, causal=causal)
+    assert np.abs(out.astype(np.float32) - plain).max() > 0.05     # (the slopes count)
+
+
 APPEND_CASES = [c for c in CASES if c["new_kv"] and c["rotary_fraction"]][:6]
 
 
