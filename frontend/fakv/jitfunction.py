@@ -217,13 +217,7 @@ class JITFunction:
                                   if n in fn.__globals__ and not isinstance(fn.__globals__[n], _types.ModuleType)]
                 self._cells += list(fn.__closure__ or ())
             self._watch_values = None
-        now = [space.get(name) for space, name in self._watched]
-        for cell in self._cells:
-            now.append(cell.cell_contents if _filled(cell) else None)
-        if self._watch_values is None:        # (the containers looked at by their content: found once)
-            self._containers = [i for i, v in enumerate(now) if _looked_into(v)]
-        for i in self._containers:
-            now[i] = _watch_text(now[i])
+        now = self._watch_now()
         seen = self._watch_values
         if seen is not None and (len(seen) != len(now) or any(
                 a is not b and _changed(a, b) for a, b in zip(seen, now))):
@@ -233,6 +227,24 @@ class JITFunction:
                 k._fast.clear()
             return self._watch()
         self._watch_values = now
+
+    def _watch_now(self):
+        """The watched values now (containers as their _watch_text)."""
+        now = [space.get(name) for space, name in self._watched]
+        for cell in self._cells:
+            now.append(cell.cell_contents if _filled(cell) else None)
+        if self._watch_values is None:        # (the containers looked at by their content: found once)
+            self._containers = [i for i, v in enumerate(now) if _looked_into(v)]
+        for i in self._containers:
+            now[i] = _watch_text(now[i])
+        return now
+
+    def _watched_again(self):
+        """After code generation: what the helpers it ran changed of what they read (a memo, a counter) is
+        the new baseline, not a change (each launch compiled again)."""
+        with _KEYS:
+            if self._watched is not None and self._watch_values is not None:
+                self._watch_values = self._watch_now()
 
     def _key_part(self, name, value):
         """What a global (or a module's attribute) the kernel names adds to
@@ -369,12 +381,15 @@ class JITFunction:
                 elif not compile:
                     return None
                 else:
+                    if device == "cuda":
+                        self._fresh_entry(c, key)     # (before the IR: the helpers it runs may fill a memo)
                     if dump_ir():
                         print(f"// fakv IR of {self.__name__} {dict(constexprs)}\n{c.ir}", file=sys.stderr)
                     if device == "cuda":
-                        self._compile_gpu(c, key)
+                        self._compile_gpu(c)
                     else:
                         self._compile_cpu(c, types)
+                    self._watched_again()
                 self._compiled[key] = c
         return c
 
@@ -396,17 +411,19 @@ class JITFunction:
         c.entry = hashlib.sha256(text.encode()).hexdigest()[:32]
         c.path = os.path.join(cache_dir(), c.entry + ".cubin")
 
-    def _compile_gpu(self, c, key):
-        ir = c.ir                   # (generated now: from the values the globals hold now)
-        # Stored under a key made now, from those values: the kept one may predate a change watch() does not
-        # see (a container past its size, a module's module's attribute), and an entry stored under it held
-        # code of other values: another process with the old values hit it.
+    def _fresh_entry(self, c, key):
+        """A compile's entry, named by a key made now from the values its code is about to be generated from:
+        the kept one may predate a change watch() does not see (a container past its size, a module's module's
+        attribute), and an entry stored under it held code of other values: another process with the old
+        values hit it."""
         with _KEYS:
             fresh = self._compute_source_key()
             if fresh != self._source_key:       # (later lookups by it too)
                 self._name_entry(c, key, fresh)
                 self._source_key = fresh
-        c.binary, c.facts = compiler.compile_gpu(self.__name__, ir, dict(self.options, chip="sm_90a"))
+
+    def _compile_gpu(self, c):
+        c.binary, c.facts = compiler.compile_gpu(self.__name__, c.ir, dict(self.options, chip="sm_90a"))
         cache.store(c.entry, c.binary, c.facts)
         c.cache = "miss"
 
@@ -516,75 +533,87 @@ def _is_ndarray(value):
     return type(value).__module__ == "numpy" and type(value).__name__ == "ndarray"
 
 
-def _canonical(value):
+def _canonical(value, depth=0):
     """A value as key text, one text a value: reprs, but sets in sorted order and numpy arrays by dtype, shape
     and a hash of their bytes (numpy's repr elides past 1000 elements and rounds to 8 digits: two tables
-    differing in one entry shared a key), containers element by element."""
+    differing in one entry shared a key), containers element by element, classes and default-repr objects by
+    their attributes (_object_text). Nested deeper than _KEY_DEPTH (a list holding itself): the type's name.
+    Inside something (depth > 0) a repr holding an address (a lock, a builtin method) is its type's name: an
+    address made the key another in every process."""
     t = type(value)
     if t in _REPR_KEYED:
         return repr(value)
+    if depth > _KEY_DEPTH:
+        return f"deep:{t.__module__}.{t.__qualname__}"
+    inner = depth + 1
     if isinstance(value, fl.constexpr):
-        return f"constexpr({_canonical(value.value)})"
+        return f"constexpr({_canonical(value.value, inner)})"
     if _is_ndarray(value):
         import numpy as np
         data = np.ascontiguousarray(value)
         digest = hashlib.sha256(repr(data.tolist()).encode() if data.dtype == object else data.tobytes()).hexdigest()
         return f"ndarray({data.dtype.str},{data.shape},{digest})"
     if isinstance(value, (tuple, list)):
-        return f"{t.__name__}({','.join(map(_canonical, value))})"
+        return f"{t.__name__}({','.join(_canonical(v, inner) for v in value)})"
     if isinstance(value, (set, frozenset)):
-        return f"{t.__name__}({','.join(sorted(map(_canonical, value)))})"
+        return f"{t.__name__}({','.join(sorted(_canonical(v, inner) for v in value))})"
     if isinstance(value, dict):
-        return f"dict({','.join(sorted(f'{_canonical(k)}:{_canonical(v)}' for k, v in value.items()))})"
+        return f"dict({','.join(sorted(f'{_canonical(k, inner)}:{_canonical(v, inner)}' for k, v in value.items()))})"
     # A kernel or a plain function in a container (`OPS = (scale, shift)`): its source key or code, as a global
     # of its own is keyed (a repr holds an address: a miss in every process, or a stale hit where one repeats).
     if isinstance(value, JITFunction):
         return f"jit:{value.source_key()}"
-    text = _callable_text(value)
+    text = _callable_text(value, inner)
     if text:
         return f"fn:{text}"
-    if (isinstance(value, type) and value.__flags__ & _HEAP_TYPE) or (
-            type(value).__repr__ is object.__repr__ and hasattr(value, "__dict__")):
-        return _object_text(value)
-    return repr(value)
+    if (isinstance(value, type) and value.__flags__ & _HEAP_TYPE) or t.__repr__ is object.__repr__:
+        text = _object_text(value, inner)
+        if text is not None:
+            return text
+    text = repr(value)
+    return f"{t.__module__}.{t.__qualname__}" if depth and " at 0x" in text else text
 
 
+_KEY_DEPTH = 16                         # (_canonical's nesting; objects: _OBJECT_DEPTH levels of it)
+_OBJECT_DEPTH = 6
 _HEAP_TYPE = 1 << 9                     # (Py_TPFLAGS_HEAPTYPE: a class defined in Python)
-_OBJECT_DEPTH = threading.local()
 
 
-def _object_text(value):
+def _object_text(value, depth):
     """A class defined in Python, or an object with the default repr (an address), as key text: its class's
     module and name and the attributes it holds, by content (a class's own and its bases', an object's own
-    and its class's), objects in them likewise down to 3 levels (deeper: by their type). repr named a class
-    only: two classes of one name from a factory, or one whose attribute changed, shared a kernel (a constexpr
-    class whose SCALE changed kept the old value, on disk too)."""
+    and its class's; dunders left out), objects in them likewise while depth < _OBJECT_DEPTH (deeper: by
+    their class). None for an object without a plain __dict__ (its repr then). repr named a class only: two
+    classes of one name from a factory, or one whose attribute changed, shared a kernel (a constexpr class
+    whose SCALE changed kept the old value, on disk too)."""
     cls = value if isinstance(value, type) else type(value)
-    depth = getattr(_OBJECT_DEPTH, "n", 0)
-    if depth >= 3:
-        return f"object:{cls.__module__}.{cls.__qualname__}"
-    spaces = [vars(c) for c in reversed(cls.__mro__) if c is not object]
+    name = f"object:{cls.__module__}.{cls.__qualname__}"
+    spaces = [c.__dict__ for c in reversed(cls.__mro__) if c is not object]
     if not isinstance(value, type):
-        spaces.append(vars(value))
+        try:
+            own = object.__getattribute__(value, "__dict__")
+        except Exception:  # noqa: BLE001  (slots, or a __dict__ that is a property raising)
+            own = None
+        if type(own) is not dict:
+            return None
+        spaces.append(own)
+    if depth >= _OBJECT_DEPTH:
+        return name
     attrs = {}
     for space in spaces:
-        attrs.update((k, v) for k, v in space.items() if not (k.startswith("__") and k.endswith("__")))
-    _OBJECT_DEPTH.n = depth + 1
-    try:
-        parts = []
-        for name in sorted(attrs):
-            v = attrs[name]
-            if isinstance(v, (staticmethod, classmethod)):
-                v = v.__func__
-            elif isinstance(v, property):
-                v = v.fget
-            parts.append(f"{name}={_canonical(v)}")
-    finally:
-        _OBJECT_DEPTH.n = depth
-    return f"object:{cls.__module__}.{cls.__qualname__}({','.join(parts)})"
+        attrs.update((k, v) for k, v in space.items() if type(k) is str and not (k.startswith("__") and k.endswith("__")))
+    parts = []
+    for key in sorted(attrs):
+        v = attrs[key]
+        if isinstance(v, (staticmethod, classmethod)):
+            v = v.__func__
+        elif isinstance(v, property):
+            v = v.fget
+        parts.append(f"{key}={_canonical(v, depth + 1)}")
+    return f"{name}({','.join(parts)})"
 
 
-def _callable_text(value):
+def _callable_text(value, depth=0):
     """A plain function's key text (_function_text), through what decorates it (functools.wraps's
     __wrapped__, lru_cache, functools.partial, each layer's code and arguments keyed); None for anything
     else (a builtin, a class, an object)."""
@@ -592,11 +621,11 @@ def _callable_text(value):
     while value is not None and id(value) not in seen:
         seen.add(id(value))
         if isinstance(value, functools.partial):
-            parts.append(f"partial({_canonical(value.args)},{_canonical(value.keywords)})")
+            parts.append(f"partial({_canonical(value.args, depth + 1)},{_canonical(value.keywords, depth + 1)})")
             value = value.func
             continue
         if isinstance(value, _types.FunctionType):
-            parts.append(_function_text(value))
+            parts.append(_function_text(value, depth))
         try:
             value = getattr(value, "__wrapped__", None)
         except Exception:  # noqa: BLE001  (an object's own __getattr__ failing)
@@ -604,16 +633,19 @@ def _callable_text(value):
     return ";".join(parts) or None
 
 
-def _function_text(fn):
+def _function_text(fn, depth=0):
     """What a plain function's result may depend on, as a hash: its code (the code nested in it too:
     comprehensions, lambdas, inner functions, by content, not by the address their repr holds), its
     defaults (keyword-only ones too) and closure values, the plain values of the globals it names (one
-    level), and the text of the file it was defined in (the helpers it calls there, however deep)."""
+    level; lists, dicts and sets of up to _WATCHED_ITEMS items by content, as watch() looks at them, larger
+    ones by their type), and the text of the file it was defined in (the helpers it calls there, however
+    deep)."""
     code, parts = fn.__code__, []
     for v in list(fn.__defaults__ or ()) + sorted((fn.__kwdefaults__ or {}).items()) + \
             [c.cell_contents for c in fn.__closure__ or () if _filled(c)] + \
             [fn.__globals__.get(n) for n in sorted(_global_names(code))]:
-        parts.append(_canonical(v) if isinstance(v, _PLAIN + (list, dict, set)) or _is_ndarray(v) else type(v).__name__)
+        keyed = isinstance(v, _PLAIN) or _is_ndarray(v) or (type(v) in (list, dict, set) and len(v) <= _WATCHED_ITEMS)
+        parts.append(_canonical(v, depth + 1) if keyed else type(v).__name__)
     text = repr((fn.__qualname__, _code_digest(code), parts))
     return hashlib.sha256(text.encode()).hexdigest()
 

@@ -473,3 +473,82 @@ def test_a_compile_is_stored_under_the_key_of_what_it_compiled(tmp_path):
     changed, unchanged = entry("change"), entry("keep")
     assert changed and unchanged and changed != unchanged
     assert entry("keep") == unchanged                     # (a hit: one key for one set of values)
+
+
+_COMPILES = {"n": 0}
+SELF_LIST = []
+SELF_LIST.append(SELF_LIST)
+
+
+def _counting_helper():
+    _COMPILES["n"] += 1            # (a helper's own bookkeeping, changed by code generation itself)
+    return 2.0 + 0 * len(SELF_LIST)
+
+
+@fakv.jit
+def _counted(Y):
+    fl.store(Y, fl.full((1,), _counting_helper()), (0,), (1,))
+
+
+def test_a_helper_changing_its_own_globals_compiles_once():
+    """A helper that changes a global it reads while the kernel's code is generated (a counter, a memo) is
+    not a change the next launch recompiles for (every launch recompiled: 51 ms each), and a helper reading
+    a list that holds itself keys without a RecursionError (session 44's review of 5cf2d45)."""
+    y = np.zeros(1, np.float32)
+    before = _COMPILES["n"]
+    for _ in range(5):
+        _counted[(1,)](y)
+    assert y[0] == 2.0 and _COMPILES["n"] == before + 1
+
+
+class _SlotsAnswerAnything:
+    __slots__ = ("SCALE",)
+
+    def __init__(self):
+        self.SCALE = 3.0
+
+    def __getattr__(self, name):
+        return 0
+
+
+class _IntKeys:
+    def __init__(self):
+        self.SCALE = 4.0
+        self.__dict__[7] = "not a name"
+
+
+def test_objects_without_a_plain_dict_as_constexprs():
+    """Objects whose attributes cannot be listed plainly (slots with a __getattr__ answering any name, a
+    __dict__ with a key that is not a string) are keyed as before (by repr) instead of raising."""
+    y = np.zeros(1, np.float32)
+    for obj, want in ((_SlotsAnswerAnything(), 3.0), (_IntKeys(), 4.0)):
+        _reads_config[(1,)](y, CFG=obj)
+        assert y[0] == want
+
+
+_MEMO_SOURCE = """
+import numpy as np, fakv, fakv.language as fl
+_MEMO = {}
+def block_for(n):
+    if n not in _MEMO:
+        _MEMO[n] = n * 2
+    return _MEMO[n]
+@fakv.jit
+def k(Y, N: fl.constexpr):
+    fl.store(Y, fl.full((1,), block_for(N) * 1.0), (0,), (1,))
+print(k[(1,)](np.zeros(1, np.float32), N=4).cache)
+"""
+
+
+@needs_assembler
+def test_a_memo_filled_by_code_generation_still_hits_the_disk_cache(tmp_path):
+    """A helper's memo, empty when a process starts and filled by code generation: the entry is keyed
+    before the code is made, so the next process (memo empty again) hits it (keyed after, it missed in
+    every process)."""
+    import subprocess
+    import sys
+    (tmp_path / "memo.py").write_text(_MEMO_SOURCE)
+    env = dict(os.environ, FAKV_CACHE_DIR=str(tmp_path / "cache"), FAKV_COMPILE_ONLY="1")
+    runs = [subprocess.run([sys.executable, str(tmp_path / "memo.py")], env=env, capture_output=True, text=True,
+                           check=True).stdout.strip() for _ in range(2)]
+    assert runs == ["miss", "hit"]
