@@ -6,6 +6,8 @@ types and constexprs, cached in memory and on disk, launched on the GPU
     def kernel(X, Y, n, BLOCK: fl.constexpr): ...
     kernel[(grid_x, grid_y, grid_z)](x, y, n, BLOCK=128)
 """
+import collections
+import enum
 import functools
 import hashlib
 import inspect
@@ -20,7 +22,7 @@ import types as _types
 from . import _gc_paused, cache, compiler
 from . import language as fl
 from .compiler import dump_ir
-from .errors import DataError
+from .errors import CompilationError, DataError, FakvError
 from .ir import PtrType
 from .runtime import GPUKernel, Pointer, check_cluster, check_packing
 from .compiled import Compiled
@@ -259,7 +261,12 @@ class JITFunction:
                               frozenset)) or _is_ndarray(value):
             return f"{name}={_canonical(value)}"
         text = _callable_text(value)                    # a plain function (decorated, or a partial): its code
-        return f"{name}=fn:{text}" if text else ""
+        if text:
+            return f"{name}=fn:{text}"
+        # A Python class or an object of one (a config the kernel reads `Cfg.SCALE` of): its attributes. Not
+        # looked at by watch() (by identity there): a change in place reaches this process's next compile's
+        # key, not its compiled code; another process's key always (it ran the old code from disk).
+        return f"{name}={_canonical(value)}" if _keyed_global(value) else ""
 
     @property
     def pack_gqa(self):
@@ -521,9 +528,14 @@ def _constexpr_text(value):
     constexpr, say) its source key (what it calls and the globals it names included: looked at again each
     time), for a plain function its code and the values it reads, with the object (two closures never share
     one), not an address another process may reuse for another function."""
-    if isinstance(value, JITFunction):
+    if type(value) is JITFunction:
         return f"jit:{value.source_key()}"
-    text = _callable_text(value)
+    try:
+        text = _callable_text(value)
+    except (CompilationError, FakvError, KeyboardInterrupt):
+        raise
+    except Exception:  # noqa: BLE001  (an object's own __class__ or __getattr__ failing: _canonical's rule)
+        text = None
     if text:
         return f"fn:{text}:{id(value)}"
     return _canonical(value)
@@ -533,41 +545,75 @@ def _is_ndarray(value):
     return type(value).__module__ == "numpy" and type(value).__name__ == "ndarray"
 
 
-def _canonical(value, depth=0):
+def _canonical(value, depth=0, memo=None):
     """A value as key text, one text a value: reprs, but sets in sorted order and numpy arrays by dtype, shape
     and a hash of their bytes (numpy's repr elides past 1000 elements and rounds to 8 digits: two tables
-    differing in one entry shared a key), containers element by element, classes and default-repr objects by
-    their attributes (_object_text). Nested deeper than _KEY_DEPTH (a list holding itself): the type's name.
+    differing in one entry shared a key), containers element by element, Python classes and their instances
+    and default-repr objects by their attributes (_object_text), enum members by class, name and value.
+    A container or object met again in one text is keyed once (memo: a list holding itself three times
+    took exponential time); one met inside itself, or nested deeper than _KEY_DEPTH, by its type's name.
     Inside something (depth > 0) a repr holding an address (a lock, a builtin method) is its type's name: an
-    address made the key another in every process."""
+    address made the key another in every process. A value whose keying raises (its own __repr__, a dead
+    weak proxy) is keyed by its type and identity."""
     t = type(value)
     if t in _REPR_KEYED:
         return repr(value)
     if depth > _KEY_DEPTH:
         return f"deep:{t.__module__}.{t.__qualname__}"
+    memo = {} if memo is None else memo
+    found = memo.get(id(value))
+    if found is not None:
+        return found[1] if found[1] is not None else f"cycle:{t.__module__}.{t.__qualname__}"
+    memo[id(value)] = (value, None)     # (in progress; held, so that no temporary of the walk takes its id)
+    try:
+        text = _keyed(value, t, depth, memo)
+    except (CompilationError, FakvError, KeyboardInterrupt):
+        raise
+    except Exception:  # noqa: BLE001  (a user's __repr__ or attribute failing, a dead weak proxy)
+        text = f"{t.__module__}.{t.__qualname__}@{id(value)}"
+    memo[id(value)] = (value, text)
+    return text
+
+
+def _keyed(value, t, depth, memo):
+    """_canonical's text of a value not keyed by its repr alone."""
     inner = depth + 1
     if isinstance(value, fl.constexpr):
-        return f"constexpr({_canonical(value.value, inner)})"
-    if _is_ndarray(value):
-        import numpy as np
-        data = np.ascontiguousarray(value)
-        digest = hashlib.sha256(repr(data.tolist()).encode() if data.dtype == object else data.tobytes()).hexdigest()
-        return f"ndarray({data.dtype.str},{data.shape},{digest})"
-    if isinstance(value, (tuple, list)):
-        return f"{t.__name__}({','.join(_canonical(v, inner) for v in value)})"
+        return f"constexpr({_canonical(value.value, inner, memo)})"
+    np = sys.modules.get("numpy")
+    if np is not None and isinstance(value, np.ndarray):
+        dtype = value.dtype.str if value.dtype.fields is None else repr(value.dtype.descr)
+        if value.dtype == object:
+            data = _canonical(value.tolist(), inner, memo)
+        else:
+            data = hashlib.sha256(np.ascontiguousarray(value).tobytes()).hexdigest()
+        text = f"ndarray({dtype},{value.shape},{data})"
+        if t is not np.ndarray:             # (np.ma, np.matrix: the subclass and what it holds besides)
+            text = f"{t.__module__}.{t.__qualname__}:{text}:{_canonical(getattr(value, '__dict__', {}), inner, memo)}"
+        return text
+    # Subclasses (a namedtuple, a defaultdict) named by their class's text: its fields, its factory.
+    kind = t.__name__ if t in (tuple, list, set, frozenset, dict) else _object_text(t, inner, memo)
+    if isinstance(value, collections.defaultdict):
+        kind += f"[{_canonical(value.default_factory, inner, memo)}]"
+    if isinstance(value, (tuple, list, collections.deque)):
+        return f"{kind}({','.join(_canonical(v, inner, memo) for v in value)})"
     if isinstance(value, (set, frozenset)):
-        return f"{t.__name__}({','.join(sorted(_canonical(v, inner) for v in value))})"
+        return f"{kind}({','.join(sorted(_canonical(v, inner, memo) for v in value))})"
     if isinstance(value, dict):
-        return f"dict({','.join(sorted(f'{_canonical(k, inner)}:{_canonical(v, inner)}' for k, v in value.items()))})"
+        items = sorted(f"{_canonical(k, inner, memo)}:{_canonical(v, inner, memo)}" for k, v in value.items())
+        return f"{'dict' if t is dict else kind}({','.join(items)})"
     # A kernel or a plain function in a container (`OPS = (scale, shift)`): its source key or code, as a global
     # of its own is keyed (a repr holds an address: a miss in every process, or a stale hit where one repeats).
     if isinstance(value, JITFunction):
         return f"jit:{value.source_key()}"
-    text = _callable_text(value, inner)
+    if isinstance(value, enum.Enum):
+        return f"enum:{t.__module__}.{t.__qualname__}.{value.name}={_canonical(value.value, inner, memo)}"
+    text = _callable_text(value, inner, memo)
     if text:
         return f"fn:{text}"
-    if (isinstance(value, type) and value.__flags__ & _HEAP_TYPE) or t.__repr__ is object.__repr__:
-        text = _object_text(value, inner)
+    if isinstance(value, type) and value.__flags__ & _HEAP_TYPE or (
+            t.__flags__ & _HEAP_TYPE or t.__repr__ is object.__repr__ or t is _types.SimpleNamespace):
+        text = _object_text(value, inner, memo)
         if text is not None:
             return text
     text = repr(value)
@@ -577,15 +623,16 @@ def _canonical(value, depth=0):
 _KEY_DEPTH = 16                         # (_canonical's nesting; objects: _OBJECT_DEPTH levels of it)
 _OBJECT_DEPTH = 6
 _HEAP_TYPE = 1 << 9                     # (Py_TPFLAGS_HEAPTYPE: a class defined in Python)
+_METHODS = (_types.FunctionType, staticmethod, classmethod, property)
 
 
-def _object_text(value, depth):
-    """A class defined in Python, or an object with the default repr (an address), as key text: its class's
-    module and name and the attributes it holds, by content (a class's own and its bases', an object's own
-    and its class's; dunders left out), objects in them likewise while depth < _OBJECT_DEPTH (deeper: by
-    their class). None for an object without a plain __dict__ (its repr then). repr named a class only: two
-    classes of one name from a factory, or one whose attribute changed, shared a kernel (a constexpr class
-    whose SCALE changed kept the old value, on disk too)."""
+def _object_text(value, depth, memo):
+    """A class defined in Python, or an object of one (or with the default repr: an address), as key text:
+    its class's module and name and the attributes it holds, by content (a class's own and its bases', an
+    object's own and its class's; of the dunders only methods: __call__, __init__ ...), objects in them
+    likewise while depth < _OBJECT_DEPTH (deeper: by their class). None for an object without a plain
+    __dict__ (its repr then). repr named a class only, and a dataclass by its fields' reprs: two classes of
+    one name from a factory, or one whose attribute changed, shared a kernel (on disk too)."""
     cls = value if isinstance(value, type) else type(value)
     name = f"object:{cls.__module__}.{cls.__qualname__}"
     spaces = [c.__dict__ for c in reversed(cls.__mro__) if c is not object]
@@ -593,7 +640,7 @@ def _object_text(value, depth):
         try:
             own = object.__getattribute__(value, "__dict__")
         except Exception:  # noqa: BLE001  (slots, or a __dict__ that is a property raising)
-            own = None
+            own = _slots(value, cls)
         if type(own) is not dict:
             return None
         spaces.append(own)
@@ -601,7 +648,8 @@ def _object_text(value, depth):
         return name
     attrs = {}
     for space in spaces:
-        attrs.update((k, v) for k, v in space.items() if type(k) is str and not (k.startswith("__") and k.endswith("__")))
+        attrs.update((k, v) for k, v in space.items() if type(k) is str and (
+            not (k.startswith("__") and k.endswith("__")) or isinstance(v, _METHODS)))
     parts = []
     for key in sorted(attrs):
         v = attrs[key]
@@ -609,23 +657,51 @@ def _object_text(value, depth):
             v = v.__func__
         elif isinstance(v, property):
             v = v.fget
-        parts.append(f"{key}={_canonical(v, depth + 1)}")
+        parts.append(f"{key}={_canonical(v, depth + 1, memo)}")
     return f"{name}({','.join(parts)})"
 
 
-def _callable_text(value, depth=0):
-    """A plain function's key text (_function_text), through what decorates it (functools.wraps's
-    __wrapped__, lru_cache, functools.partial, each layer's code and arguments keyed); None for anything
-    else (a builtin, a class, an object)."""
+def _slots(value, cls):
+    """An object's __slots__ values as a dict (None where it has no slots, or one cannot be read plainly)."""
+    names = [n for c in cls.__mro__ for n in ((c.__dict__.get("__slots__") or ()) if not isinstance(
+        c.__dict__.get("__slots__"), str) else (c.__dict__["__slots__"],))]
+    if not names:
+        return None
+    own = {}
+    for n in names:
+        try:
+            own[n] = object.__getattribute__(value, n)
+        except AttributeError:       # (an unset slot)
+            continue
+        except Exception:  # noqa: BLE001
+            return None
+    return own
+
+
+def _callable_text(value, depth=0, memo=None):
+    """A plain function's key text (_function_text), through what decorates or binds it (functools.wraps's
+    __wrapped__, lru_cache, functools.partial, a bound method's object: each layer's code and arguments
+    keyed; a builtin by its name); None for anything else (a class, an object)."""
     parts, seen = [], set()
     while value is not None and id(value) not in seen:
         seen.add(id(value))
         if isinstance(value, functools.partial):
-            parts.append(f"partial({_canonical(value.args, depth + 1)},{_canonical(value.keywords, depth + 1)})")
+            parts.append(f"partial({_canonical(value.args, depth + 1, memo)},"
+                         f"{_canonical(value.keywords, depth + 1, memo)})")
             value = value.func
             continue
+        if isinstance(value, _types.MethodType):
+            parts.append(f"method({_canonical(value.__self__, depth + 1, memo)})")
+            value = value.__func__
+            continue
+        if isinstance(value, _types.BuiltinFunctionType):
+            owner = getattr(value, "__self__", None)
+            bound = "" if owner is None or isinstance(owner, _types.ModuleType) else \
+                f"({_canonical(owner, depth + 1, memo)})"
+            parts.append(f"builtin:{getattr(value, '__module__', None)}.{value.__qualname__}{bound}")
+            break
         if isinstance(value, _types.FunctionType):
-            parts.append(_function_text(value, depth))
+            parts.append(_function_text(value, depth, memo))
         try:
             value = getattr(value, "__wrapped__", None)
         except Exception:  # noqa: BLE001  (an object's own __getattr__ failing)
@@ -633,21 +709,31 @@ def _callable_text(value, depth=0):
     return ";".join(parts) or None
 
 
-def _function_text(fn, depth=0):
+def _function_text(fn, depth=0, memo=None):
     """What a plain function's result may depend on, as a hash: its code (the code nested in it too:
     comprehensions, lambdas, inner functions, by content, not by the address their repr holds), its
-    defaults (keyword-only ones too) and closure values, the plain values of the globals it names (one
-    level; lists, dicts and sets of up to _WATCHED_ITEMS items by content, as watch() looks at them, larger
-    ones by their type), and the text of the file it was defined in (the helpers it calls there, however
-    deep)."""
+    defaults (keyword-only ones too) and closure values, the values of the globals it names (one level:
+    plain values, numbers, arrays, Python classes and their objects; lists, dicts and sets of up to
+    _WATCHED_ITEMS items, as watch() looks at them; anything else, larger containers too, by its type),
+    and the text of the file it was defined in (the helpers it calls there, however deep)."""
     code, parts = fn.__code__, []
     for v in list(fn.__defaults__ or ()) + sorted((fn.__kwdefaults__ or {}).items()) + \
             [c.cell_contents for c in fn.__closure__ or () if _filled(c)] + \
             [fn.__globals__.get(n) for n in sorted(_global_names(code))]:
-        keyed = isinstance(v, _PLAIN) or _is_ndarray(v) or (type(v) in (list, dict, set) and len(v) <= _WATCHED_ITEMS)
-        parts.append(_canonical(v, depth + 1) if keyed else type(v).__name__)
+        parts.append(_canonical(v, depth + 1, memo) if _keyed_global(v) else type(v).__name__)
     text = repr((fn.__qualname__, _code_digest(code), parts))
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _keyed_global(v):
+    """Whether a helper's global (or default, or closure value) is keyed by its value (_function_text)."""
+    t = type(v)
+    if isinstance(v, _PLAIN) or isinstance(v, numbers.Number) or _is_ndarray(v):
+        return True
+    if t in (list, dict, set):
+        return len(v) <= _WATCHED_ITEMS
+    return (isinstance(v, type) and bool(v.__flags__ & _HEAP_TYPE)) or t is _types.SimpleNamespace or (
+        bool(t.__flags__ & _HEAP_TYPE) and not isinstance(v, (_types.FunctionType, JITFunction)))
 
 
 _CODE_DIGESTS = {}      # id(code) -> (code, digest): kept alive, so an id is never another code's
@@ -730,7 +816,7 @@ def _looked_into(value):
     return _is_ndarray(value) and value.nbytes <= _WATCHED_ARRAY_BYTES
 
 
-def _watch_text(value, depth=0):
+def _watch_text(value, depth=0, seen=None):
     """A watched container's content as text, looked at each launch: plain values by repr, arrays of up to
     _WATCHED_ARRAY_BYTES by a hash of their bytes (larger ones, and containers past _WATCHED_ITEMS items or
     nested deeper than 8, by identity), containers element by element, anything else by identity. (repr
@@ -740,9 +826,12 @@ def _watch_text(value, depth=0):
         return repr(value)
     if _is_ndarray(value) and value.nbytes <= _WATCHED_ARRAY_BYTES:
         return _canonical(value)
-    if t in (list, tuple, set, frozenset, dict) and len(value) <= _WATCHED_ITEMS and depth < 8:
+    seen = set() if seen is None else seen
+    if t in (list, tuple, set, frozenset, dict) and len(value) <= _WATCHED_ITEMS and depth < 8 and \
+            id(value) not in seen:                 # (one met again in the walk: by identity; it is held)
+        seen.add(id(value))
         items = value.items() if t is dict else ((None, v) for v in value)
-        inner = [f"{_watch_text(k, depth + 1)}:{_watch_text(v, depth + 1)}" for k, v in items]
+        inner = [f"{_watch_text(k, depth + 1, seen)}:{_watch_text(v, depth + 1, seen)}" for k, v in items]
         return f"{t.__name__}({','.join(sorted(inner) if t in (set, frozenset, dict) else inner)})"
     return f"{t.__name__}@{id(value)}"
 

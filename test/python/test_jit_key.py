@@ -552,3 +552,75 @@ def test_a_memo_filled_by_code_generation_still_hits_the_disk_cache(tmp_path):
     runs = [subprocess.run([sys.executable, str(tmp_path / "memo.py")], env=env, capture_output=True, text=True,
                            check=True).stdout.strip() for _ in range(2)]
     assert runs == ["miss", "hit"]
+
+
+_KEYS_ACROSS_SEEDS = """
+import dataclasses, enum, sys, types
+import numpy as np
+from fakv import jitfunction as J
+@dataclasses.dataclass
+class Config:
+    names: frozenset
+    table: np.ndarray
+class Mode(enum.Enum):
+    A = frozenset({"alpha", "beta", "gamma", "delta"})
+class Plain:
+    pass
+value = (Config(frozenset({"alpha", "beta", "gamma", "delta", "eps"}), np.arange(3)), Mode.A,
+         types.SimpleNamespace(s={"x", "y", "z", "w"}), [Plain()])
+print(J._canonical(value))
+"""
+
+
+def test_key_texts_are_one_across_processes_and_hash_seeds(tmp_path):
+    """A dataclass holding a set, an enum member whose value is a set, a SimpleNamespace, an object with the
+    default repr inside a list: one key text in every process whatever the hash seed, no address in it (they
+    were keyed by reprs: a set's order, an address; a miss in every process)."""
+    import subprocess
+    import sys
+    (tmp_path / "keys.py").write_text(_KEYS_ACROSS_SEEDS)
+    texts = {subprocess.run([sys.executable, str(tmp_path / "keys.py")], capture_output=True, text=True, check=True,
+                            env=dict(os.environ, PYTHONHASHSEED=str(seed))).stdout for seed in (1, 2, 3)}
+    assert len(texts) == 1 and " at 0x" not in next(iter(texts))
+
+
+def test_key_texts_tell_apart_what_a_kernel_could_see():
+    """Values a kernel could tell apart get other key texts (0-d and one-element arrays, structured
+    dtypes, namedtuples of other fields, defaultdicts of other factories, partials of other builtins), and
+    containers holding themselves many times are keyed at once (exponential before)."""
+    import collections
+    import functools
+    from fakv.jitfunction import _canonical
+    pairs = [(np.array(5), np.array([5])),
+             (np.zeros(2, dtype=[("a", "<i4"), ("b", "<f4")]), np.zeros(2, dtype=[("a", "<f4"), ("b", "<i4")])),
+             (collections.namedtuple("P", "x y")(1, 2), collections.namedtuple("P", "y x")(1, 2)),
+             (collections.defaultdict(int), collections.defaultdict(list)),
+             (functools.partial(max, 0), functools.partial(min, 0))]
+    for a, b in pairs:
+        assert _canonical(a) != _canonical(b), (a, b)
+    loop = []
+    loop.extend([loop] * 3)
+    nested = [[[[[[[0] * 10] * 10] * 10] * 10] * 10] * 10] * 10
+    assert _canonical(loop) and _canonical(nested)
+
+
+_READS_GLOBAL_CLASS = """
+import sys, numpy as np, fakv, fakv.language as fl
+class Cfg:
+    SCALE = float(sys.argv[1])
+@fakv.jit
+def k(Y):
+    fl.store(Y, fl.full((1,), Cfg.SCALE), (0,), (1,))
+print(k.source_key())
+"""
+
+
+def test_a_global_class_the_kernel_reads_is_in_its_key(tmp_path):
+    """A class the kernel reads an attribute of (`Cfg.SCALE`): its attributes are in the source key, so a
+    process with another value never loads this one's binary from disk (keyed by nothing before)."""
+    import subprocess
+    import sys
+    (tmp_path / "cls.py").write_text(_READS_GLOBAL_CLASS)
+    keys = [subprocess.run([sys.executable, str(tmp_path / "cls.py"), v], capture_output=True, text=True,
+                           check=True).stdout for v in ("2.0", "3.0", "2.0")]
+    assert keys[0] == keys[2] != keys[1]
