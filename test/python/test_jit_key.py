@@ -294,8 +294,9 @@ def test_helpers_of_another_module_are_keyed_by_their_code(tmp_path):
 
     def key(seed):
         env = dict(os.environ, PYTHONHASHSEED=str(seed))
-        return subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
-                              check=True).stdout.strip()
+        run = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
+        assert run.returncode == 0, run.stderr
+        return run.stdout.strip()
     base = dict(f=2, c=3, w=100, m=2)
     (tmp_path / "helpers.py").write_text(_HELPERS.format(**base))
     first = key(1)
