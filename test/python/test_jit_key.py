@@ -273,7 +273,6 @@ def firsts(n):
 
 _KERNEL = '''import fakv
 import fakv.language as fl
-from needs import needs_assembler
 from helpers import cached, firsts, kwonly, wrapped
 
 @fakv.jit
