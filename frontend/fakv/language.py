@@ -209,18 +209,32 @@ def where(b, cond, x, y):
 
 @builtin
 def maximum(b, x, y):
-    """The elementwise larger of x and y (of two Python numbers: folded)."""
+    """The elementwise larger of x and y (of two Python numbers: folded, as the run-time op gives it)."""
     if not sem.is_value(x) and not sem.is_value(y):      # two Python numbers: folded
-        return builtins.max(x, y)
+        return _folded_extremum(x, y, larger=True)
     return sem.binary(b, "max", x, y)
 
 
 @builtin
 def minimum(b, x, y):
-    """The elementwise smaller of x and y (of two Python numbers: folded)."""
+    """The elementwise smaller of x and y (of two Python numbers: folded, as the run-time op gives it)."""
     if not sem.is_value(x) and not sem.is_value(y):
-        return builtins.min(x, y)
+        return _folded_extremum(x, y, larger=False)
     return sem.binary(b, "min", x, y)
+
+
+def _folded_extremum(x, y, larger):
+    """maximum / minimum of two Python numbers as the run-time ops (and numpy) give them: NaN if either is,
+    +0.0 the larger of the two zeros, a float if either is one (builtins.max kept whichever came first:
+    maximum(1.0, nan) folded to 1.0, maximum(-0.0, 0.0) to -0.0)."""
+    if isinstance(x, float) or isinstance(y, float):
+        x, y = float(x), float(y)
+        if x != x or y != y:
+            return float("nan")
+        if x == y == 0.0:                               # (signed zeros: the sign bit decides)
+            return 0.0 if (larger and (math.copysign(1, x) > 0 or math.copysign(1, y) > 0)) or (
+                not larger and math.copysign(1, x) > 0 and math.copysign(1, y) > 0) else -0.0
+    return builtins.max(x, y) if larger else builtins.min(x, y)
 
 
 def _math(name):

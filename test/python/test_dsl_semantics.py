@@ -972,3 +972,30 @@ def test_two_numbers_in_branches_are_a_runtime_value():
         numbers_in_branches[(1,)](y, n)
         want = (100 if n > 2 else 0) + (20 if n > 1 else 5) + (0 if n > 3 else 1)
         assert (y == want).all(), (n, y)
+
+
+@fakv.jit
+def _folded_and_run(Y, A, N: fl.constexpr):
+    nan = float("nan")
+    fl.store(Y, fl.full((1,), fl.maximum(1.0, nan)), (0,), (1,))
+    fl.store(Y, fl.full((1,), fl.minimum(1.0, nan)), (1,), (1,))
+    fl.store(Y, fl.full((1,), fl.maximum(-0.0, 0.0)), (2,), (1,))
+    fl.store(Y, fl.full((1,), fl.minimum(0.0, -0.0)), (3,), (1,))
+    fl.store(Y, fl.full((1,), N, fl.float32), (4,), (1,))
+    h = fl.load(A, (2,), (0,), (1,))
+    fl.store(Y, fl.rsqrt(h).to(fl.float32), (5,), (1,))
+
+
+def test_folds_and_half_rsqrt_as_the_run_time_ops_give_them():
+    """maximum / minimum of two Python numbers fold as the run-time ops and numpy give them (they folded with
+    builtins.max: maximum(1.0, nan) was 1.0, maximum(-0.0, 0.0) -0.0); an integer constexpr made f32 rounds
+    once (2**60 + 2**36 + 1: 1.1529215e18 through f64, 1.1529216e18 correctly); rsqrt of an f16 tile rounds
+    once from f32 (15.8984375: 0.2509765625, 1 ulp off). Session 44's audit of the DSL's numerics."""
+    y = np.zeros(8, np.float32)
+    a = np.array([15.8984375, 1.0], np.float16)
+    v = 2 ** 60 + 2 ** 36 + 1
+    _folded_and_run[(1,)](y, a, N=v)
+    assert np.isnan(y[0]) and np.isnan(y[1])
+    assert y[2] == 0.0 and not np.signbit(y[2]) and y[3] == 0.0 and np.signbit(y[3])
+    assert y[4] == np.array(v, np.int64).astype(np.float32)
+    assert y[5] == np.float16(1 / np.sqrt(np.float32(15.8984375)))
