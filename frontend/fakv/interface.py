@@ -765,7 +765,7 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
         rotary_dim = 2 * rotary_cos.shape[1]
         _check(rotary_dim <= head_dim, f"rotary_dim (2 * rotary_cos.shape[1] = {rotary_dim}) must be at most "
                                        f"head_dim ({head_dim})")
-        _check(rotary_dim == 0 or k is not None,
+        _check(k is not None,
                "rotary_cos / rotary_sin rotate the new keys: give `k` and `v` too (FlashAttention's rule)")
         _check(rotary_dim == 0 or rotary_cos.shape[0] >= capacity,
                f"rotary_cos / rotary_sin: cos/sin seqlen ({rotary_cos.shape[0]}) must be at least the seqlen of "

@@ -124,7 +124,8 @@ _WHAT = {1: "is negative or more than the cache holds",
             "in the block_table row cache_batch_idx gives it, or that index is outside block_table's rows)",
          3: "is outside [0, the cache's batch)",
          4: "plus the new keys exceeds the capacity of the cache (max_num_blocks_per_seq * page_block_size "
-            "addressable by block_table, when paged): nothing was appended",
+            "addressable by block_table, when paged): nothing of this row was appended (other rows' new keys "
+            "were: retry only the rows that failed)",
          5: "is negative or past the sequence's keys",
          6: "has fewer rows than the positions q is rotated at (cache_seqlens + seqlen_q - 1 when causal "
             "or local)"}
@@ -210,6 +211,10 @@ def synchronize(device=None):
     then raises DataError if a fakv kernel reported bad data. After calls on
     another device than the current one, name theirs: a kernel still
     running there reports later."""
-    import torch
-    torch.cuda.synchronize(device)
+    try:
+        import torch
+    except ImportError:          # (the CPU path without torch: its kernels report as they return)
+        torch = None
+    if torch is not None and torch.cuda.is_available():
+        torch.cuda.synchronize(device)
     raise_pending()

@@ -34,6 +34,9 @@ def test_every_argument_is_supported():
     (dict(rotary_cos=np.zeros((64, 16), np.float32)), "`rotary_cos` and `rotary_sin` are given together"),
     (dict(rotary_cos=np.zeros((64, 16), np.float32), rotary_sin=np.zeros((64, 16), np.float32)),
      "give `k` and `v` too"),
+    # (tables of no columns too, as FlashAttention: they were taken silently; session 44's audit of api.md)
+    (dict(rotary_cos=np.zeros((64, 0), np.float32), rotary_sin=np.zeros((64, 0), np.float32)),
+     "give `k` and `v` too"),
     (dict(k=np.zeros((2, 1, 2, 64), bf16), v=np.zeros((2, 1, 2, 64), bf16),
           rotary_cos=np.zeros((64, 40), np.float32), rotary_sin=np.zeros((64, 40), np.float32)),
      r"rotary_dim \(2 \* rotary_cos.shape\[1\] = 80\) must be at most head_dim"),
@@ -609,3 +612,20 @@ def test_grids_stay_within_cudas_axes():
         assert p["num_splits"] == 1 and all(n <= 65535 for n in p["decode_grid"][1:]), p["decode_grid"]
     p = interface.plan(1, 60000, 8, 8, 128, "bf16", False, 0, 262144, False, 8)
     assert p["num_splits"] == 8 and p["combine_grid"][1:] == (60000, 1)
+
+
+def test_synchronize_works_on_the_cpu_path_without_torch():
+    """fakv.synchronize() raises a pending report or returns, with or without torch (it imported torch: a
+    ModuleNotFoundError on a machine without it; session 44's audit of api.md)."""
+    import builtins
+    real_import = builtins.__import__
+
+    def no_torch(name, *args, **kwargs):
+        if name == "torch" or name.startswith("torch."):
+            raise ImportError("no torch here")
+        return real_import(name, *args, **kwargs)
+    builtins.__import__ = no_torch
+    try:
+        assert fakv.synchronize() is None
+    finally:
+        builtins.__import__ = real_import
