@@ -62,6 +62,11 @@ struct FakvToCubinOptions : public PassPipelineOptions<FakvToCubinOptions> {
       llvm::cl::init(1)};
 };
 
+/// The options no pass checks itself (format, chip, LLVM level): an error
+/// through `error` for a bad one.
+LogicalResult checkFakvToCubinOptions(const FakvToCubinOptions &o,
+                                      llvm::function_ref<LogicalResult(const llvm::Twine &)> error);
+
 /// fakv IR -> tiles with layouts, pipelined and warp-specialized
 /// (fakv-to-fakvgpu).
 void buildFakvToFakvGPUPipeline(OpPassManager &pm, const FakvToCubinOptions &o);

@@ -118,14 +118,13 @@ void fakv::buildFakvToCubinPipeline(OpPassManager &pm,
   pm.addPass(createGpuModuleToBinaryPass(binary));
 }
 
-namespace {
 using fakv::FakvToCubinOptions;
 
 /// fakv-to-cubin's options that no pass checks itself (the passes check
 /// stages and the register counts): a bad one is an error, not a warning
-/// that leaves the exit status 0.
-LogicalResult checkOptions(const FakvToCubinOptions &o,
-                           function_ref<LogicalResult(const Twine &)> error) {
+/// that leaves the exit status 0 (fakv-compile checks its flags here too).
+LogicalResult fakv::checkFakvToCubinOptions(const FakvToCubinOptions &o,
+                                            function_ref<LogicalResult(const Twine &)> error) {
   static const char *formats[] = {"isa", "bin", "fatbin", "assembly", "binary", "fatbinary"};
   if (llvm::none_of(formats, [&](const char *f) { return o.format == f; }))
     return error("fakv-to-cubin: format must be isa (PTX), bin (cubin) or fatbin, got '" +
@@ -138,6 +137,7 @@ LogicalResult checkOptions(const FakvToCubinOptions &o,
   return success();
 }
 
+namespace {
 /// A pipeline taking FakvToCubinOptions, checked before it is built.
 void registerCubinPipeline(StringRef arg, StringRef description,
                            void (*build)(OpPassManager &, const FakvToCubinOptions &)) {
@@ -146,7 +146,7 @@ void registerCubinPipeline(StringRef arg, StringRef description,
       [build](OpPassManager &pm, StringRef text,
               function_ref<LogicalResult(const Twine &)> error) {
         FakvToCubinOptions o;
-        if (failed(o.parseFromString(text)) || failed(checkOptions(o, error)))
+        if (failed(o.parseFromString(text)) || failed(fakv::checkFakvToCubinOptions(o, error)))
           return failure();
         build(pm, o);
         return success();

@@ -80,6 +80,9 @@ def attention_specialisations(config, kernels):
         if type(c[key]) is not want:
             raise SystemExit(f"fakv.compile: --attention {key}={value}: "
                              f"{'True or False' if want is bool else 'an integer'}")
+        least = 0 if key in ("page_size", "num_splits") else 1
+        if want is int and c[key] < least:     # (numpy's "negative dimensions" or the API's refusal, as tracebacks)
+            raise SystemExit(f"fakv.compile: --attention {key}={value}: at least {least}")
     dt = ml_dtypes.bfloat16 if c["dtype"] == "bf16" else np.float16
     q = np.zeros((c["batch"], c["seqlen_q"], c["heads"], c["head_dim"]), dt)
     if c["page_size"]:
@@ -95,8 +98,11 @@ def attention_specialisations(config, kernels):
     kernels_used = [decode, *decode._variants.values(), combine]
     for fn in kernels_used:
         fn.clear()
-    api.with_kernels(decode, combine)(q, cache, cache, cache_seqlens=c["seqlen_k"], block_table=table,
-                                causal=c["causal"], num_splits=c["num_splits"])
+    try:
+        api.with_kernels(decode, combine)(q, cache, cache, cache_seqlens=c["seqlen_k"], block_table=table,
+                                    causal=c["causal"], num_splits=c["num_splits"])
+    except (ValueError, NotImplementedError) as e:      # the call's own refusal (heads % kv_heads, head_dim ...)
+        raise SystemExit(f"fakv.compile: --attention {config}: {e}") from None
     out = {}
     for fn in [decode, *decode._variants.values(), combine]:
         for compiled in fn._compiled.values():
@@ -234,7 +240,10 @@ def _compile(ir, args, options):
         given = dict(stages=args.stages, ctas_per_sm=args.ctas_per_sm, registers=args.registers,
                      warp_specialize=False if args.no_warp_specialize else None)
         opts.update((k, v) for k, v in given.items() if v is not None)
-        payload, facts = _fakv.compile(ir, "ptx" if args.emit == "cubin" else args.emit, *gpu_args(opts))
+        try:
+            payload, facts = _fakv.compile(ir, "ptx" if args.emit == "cubin" else args.emit, *gpu_args(opts))
+        except TypeError:       # (an option past the binding's int: --stages -1 or 99999999999)
+            raise SystemExit(f"fakv.compile: an option out of range: {given}") from None
         if args.emit == "cubin":
             from . import ptx
             payload = ptx.assemble(payload, "sm_90a")

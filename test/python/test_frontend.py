@@ -686,7 +686,12 @@ def test_cli_refuses_bad_attention_values_and_files():
     for attention, message in (("dtype=float32", "--attention dtype=float32: bf16 or f16"),
                                ("causal=yes", "--attention causal=yes: True or False"),
                                ("page_size=abc", "--attention page_size=abc: an integer"),
-                               ("batch=2.5", "--attention batch=2.5: an integer")):
+                               ("batch=2.5", "--attention batch=2.5: an integer"),
+                               # (session 44's review of the tools: tracebacks from numpy or the API before)
+                               ("batch=0", "--attention batch=0: at least 1"),
+                               ("page_size=-16", "--attention page_size=-16: at least 0"),
+                               ("heads=8,kv_heads=3", "--attention heads=8,kv_heads=3: flash_attn_with_kvcache: "
+                                                      "heads (8) must be a multiple of kv heads (3)")):
         bad = subprocess.run([sys.executable, "-m", "fakv.compile", decode, "--emit", "fakv", "--attention", attention],
                              env=env, capture_output=True, text=True)
         assert bad.returncode == 1 and bad.stderr.strip() == "fakv.compile: " + message, bad.stderr
@@ -777,3 +782,21 @@ def test_too_few_registers_for_a_wide_dot_says_which_option(monkeypatch, tmp_pat
     args = (np.zeros(4096, NP_BF16), np.zeros(65536, NP_BF16), np.zeros(16384, np.float32), 200, 256, 65536, 256, 256)
     with pytest.raises(fakv.CompilationError, match=r"(?s)Insufficient registers.*registers=\(40, 232\)\) sets"):
         wide_dot_few_registers[(1,)](*args)
+
+
+@pytest.mark.skipif(not os.path.exists(os.path.join(ROOT, "build", "bin", "fakv-compile")),
+                    reason="needs the build's fakv-compile")
+def test_fakv_compile_refuses_bad_chips_formats_and_empty_inputs(tmp_path):
+    """fakv-compile checks --chip and --format as fakv-opt's fakv-to-cubin does (an empty --chip crashed in
+    NVVM's target verifier; --format=xyz wrote a cubin and exited 0), and an input without a kernel is an
+    error, not an empty cubin (session 44's review of the tools)."""
+    tool = os.path.join(ROOT, "build", "bin", "fakv-compile")
+    decode = os.path.join(ROOT, "kernels", "decode.mlir")
+    for flag, message in (("--chip=", "chip must be sm_90a (the kernels use wgmma and TMA), got ''"),
+                          ("--format=xyz", "format must be isa (PTX), bin (cubin) or fatbin, got 'xyz'")):
+        bad = subprocess.run([tool, decode, "-o", str(tmp_path / "d"), flag], capture_output=True, text=True)
+        assert bad.returncode == 1 and message in bad.stderr and not (tmp_path / "d.cubin").exists(), bad.stderr
+    (tmp_path / "empty.mlir").write_text("module {}\n")
+    bad = subprocess.run([tool, str(tmp_path / "empty.mlir"), "-o", str(tmp_path / "e")], capture_output=True,
+                         text=True)
+    assert bad.returncode == 1 and "holds no kernel" in bad.stderr and not (tmp_path / "e.cubin").exists()

@@ -68,6 +68,12 @@ int main(int argc, char **argv) {
   options.format = format;
   options.stages = stages;
   options.warpSpecialize = !noWarpSpecialize;
+  // (an empty --chip crashed in NVVM's target verifier; --format=xyz wrote a cubin and exited 0)
+  if (failed(fakv::checkFakvToCubinOptions(options, [](const llvm::Twine &message) {
+        llvm::errs() << "fakv-compile: " << message << "\n";
+        return failure();
+      })))
+    return 1;
   PassManager toLLVM(&ctx);
   fakv::buildFakvToFakvGPUPipeline(toLLVM, options);
   fakv::buildFakvGPUToLLVMPipeline(toLLVM, options);
@@ -76,6 +82,10 @@ int main(int argc, char **argv) {
 
   // Launch facts, read off the lowered kernels.
   llvm::json::Array kernels = fakv::launchFacts(*module);
+  if (kernels.empty()) {
+    llvm::errs() << "fakv-compile: " << inputFile << " holds no kernel (no fakv.func / gpu kernel to compile)\n";
+    return 1;
+  }
 
   PassManager toBinary(&ctx);
   GpuModuleToBinaryPassOptions binary;
