@@ -591,17 +591,18 @@ def _keyed(value, t, depth, memo):
         if t is not np.ndarray:             # (np.ma, np.matrix: the subclass and what it holds besides)
             text = f"{t.__module__}.{t.__qualname__}:{text}:{_canonical(getattr(value, '__dict__', {}), inner, memo)}"
         return text
-    # Subclasses (a namedtuple, a defaultdict) named by their class's text: its fields, its factory.
-    kind = t.__name__ if t in (tuple, list, set, frozenset, dict) else _object_text(t, inner, memo)
-    if isinstance(value, collections.defaultdict):
-        kind += f"[{_canonical(value.default_factory, inner, memo)}]"
-    if isinstance(value, (tuple, list, collections.deque)):
-        return f"{kind}({','.join(_canonical(v, inner, memo) for v in value)})"
-    if isinstance(value, (set, frozenset)):
-        return f"{kind}({','.join(sorted(_canonical(v, inner, memo) for v in value))})"
-    if isinstance(value, dict):
-        items = sorted(f"{_canonical(k, inner, memo)}:{_canonical(v, inner, memo)}" for k, v in value.items())
-        return f"{'dict' if t is dict else kind}({','.join(items)})"
+    if isinstance(value, (tuple, list, collections.deque, set, frozenset, dict)):
+        # Subclasses (a namedtuple, a defaultdict) named by their class's text: its fields, its factory.
+        kind = t.__name__ if t in (tuple, list, set, frozenset, dict) else _object_text(t, inner, memo)
+        if isinstance(value, collections.defaultdict):
+            kind += f"[{_canonical(value.default_factory, inner, memo)}]"
+        if isinstance(value, dict):
+            items = sorted(f"{_canonical(k, inner, memo)}:{_canonical(v, inner, memo)}" for k, v in value.items())
+        else:
+            items = [_canonical(v, inner, memo) for v in value]
+            if isinstance(value, (set, frozenset)):
+                items.sort()
+        return f"{kind}({','.join(items)})"
     # A kernel or a plain function in a container (`OPS = (scale, shift)`): its source key or code, as a global
     # of its own is keyed (a repr holds an address: a miss in every process, or a stale hit where one repeats).
     if isinstance(value, JITFunction):
@@ -682,31 +683,42 @@ def _callable_text(value, depth=0, memo=None):
     """A plain function's key text (_function_text), through what decorates or binds it (functools.wraps's
     __wrapped__, lru_cache, functools.partial, a bound method's object: each layer's code and arguments
     keyed; a builtin by its name); None for anything else (a class, an object)."""
-    parts, seen = [], set()
-    while value is not None and id(value) not in seen:
-        seen.add(id(value))
-        if isinstance(value, functools.partial):
-            parts.append(f"partial({_canonical(value.args, depth + 1, memo)},"
-                         f"{_canonical(value.keywords, depth + 1, memo)})")
-            value = value.func
-            continue
-        if isinstance(value, _types.MethodType):
-            parts.append(f"method({_canonical(value.__self__, depth + 1, memo)})")
-            value = value.__func__
-            continue
-        if isinstance(value, _types.BuiltinFunctionType):
-            owner = getattr(value, "__self__", None)
+    parts = []
+    for layer in _callable_layers(value):
+        if isinstance(layer, functools.partial):
+            parts.append(f"partial({_canonical(layer.args, depth + 1, memo)},"
+                         f"{_canonical(layer.keywords, depth + 1, memo)})")
+        elif isinstance(layer, _types.MethodType):
+            parts.append(f"method({_canonical(layer.__self__, depth + 1, memo)})")
+        elif isinstance(layer, _types.BuiltinFunctionType):
+            owner = getattr(layer, "__self__", None)
             bound = "" if owner is None or isinstance(owner, _types.ModuleType) else \
                 f"({_canonical(owner, depth + 1, memo)})"
-            parts.append(f"builtin:{getattr(value, '__module__', None)}.{value.__qualname__}{bound}")
-            break
-        if isinstance(value, _types.FunctionType):
-            parts.append(_function_text(value, depth, memo))
-        try:
-            value = getattr(value, "__wrapped__", None)
-        except Exception:  # noqa: BLE001  (an object's own __getattr__ failing)
-            value = None
+            parts.append(f"builtin:{getattr(layer, '__module__', None)}.{layer.__qualname__}{bound}")
+        elif isinstance(layer, _types.FunctionType):
+            parts.append(_function_text(layer, depth, memo))
     return ";".join(parts) or None
+
+
+def _callable_layers(value):
+    """A callable's layers, outermost first: a functools.partial (then its func), a bound method (then its
+    function), a builtin (the last), a plain function, and what __wrapped__ (functools.wraps, lru_cache) leads
+    to from any of them; other values are passed through (the callers pick what they key)."""
+    seen = set()
+    while value is not None and id(value) not in seen:
+        seen.add(id(value))
+        yield value
+        if isinstance(value, functools.partial):
+            value = value.func
+        elif isinstance(value, _types.MethodType):
+            value = value.__func__
+        elif isinstance(value, _types.BuiltinFunctionType):
+            return
+        else:
+            try:
+                value = getattr(value, "__wrapped__", None)
+            except Exception:  # noqa: BLE001  (an object's own __getattr__ failing)
+                value = None
 
 
 def _function_text(fn, depth=0, memo=None):
@@ -785,20 +797,8 @@ def _filled(cell):
 
 
 def _plain_functions(value):
-    """The plain functions a value is (through functools.partial and __wrapped__, as _callable_text walks it)."""
-    found, seen = [], set()
-    while value is not None and id(value) not in seen:
-        seen.add(id(value))
-        if isinstance(value, functools.partial):
-            value = value.func
-            continue
-        if isinstance(value, _types.FunctionType):
-            found.append(value)
-        try:
-            value = getattr(value, "__wrapped__", None)
-        except Exception:  # noqa: BLE001  (an object's own __getattr__ failing)
-            value = None
-    return found
+    """The plain functions a value is, through what decorates or binds it (_callable_layers)."""
+    return [layer for layer in _callable_layers(value) if isinstance(layer, _types.FunctionType)]
 
 
 _WATCHED_ITEMS = 1000    # containers looked into by content up to this many items (larger: by identity)

@@ -231,9 +231,8 @@ def _folded_extremum(x, y, larger):
         x, y = float(x), float(y)
         if x != x or y != y:
             return float("nan")
-        if x == y == 0.0:                               # (signed zeros: the sign bit decides)
-            return 0.0 if (larger and (math.copysign(1, x) > 0 or math.copysign(1, y) > 0)) or (
-                not larger and math.copysign(1, x) > 0 and math.copysign(1, y) > 0) else -0.0
+        if x == y == 0.0:               # (signed zeros: +0.0 is the larger, -0.0 the smaller)
+            return x if (math.copysign(1, x) > 0) == larger else y
     return builtins.max(x, y) if larger else builtins.min(x, y)
 
 
