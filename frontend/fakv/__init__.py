@@ -12,8 +12,10 @@
 import gc as _gc
 import threading as _threading
 
+from . import cache as _cache  # first: the package's files as this process found them (cache._AT_IMPORT)
 from .errors import CompilationError, DataError, FakvError  # noqa: F401
 
+del _cache
 __version__ = "0.1.0"
 # (flash_attn_with_kvcache, with_kernels, language, jit and JITFunction load on first use: __getattr__)
 __all__ = ["CompilationError", "DataError", "FakvError", "JITFunction", "check_errors", "flash_attn_with_kvcache",

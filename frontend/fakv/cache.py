@@ -9,7 +9,9 @@
 Entries are written to temporary files and renamed into place, the JSON
 last, so that processes sharing the directory never read half an entry. An
 entry whose cubin and facts do not match its checksum, or whose JSON does not
-parse, is a miss (and is rewritten). A directory that cannot be written leaves the
+parse, is a miss (and is rewritten). A process's first write to a folder removes the
+temporary files there an hour old (a writer killed between writing and renaming left them). A
+directory that cannot be written leaves the
 kernel in memory only, with one warning.
 
 The index (load_index / store_index) maps what an API call specialises on
@@ -40,7 +42,45 @@ COMPILER_VERSION = "0.1.0+" + BUILD_ID
 # contents are part of every cache key (with BUILD_ID, the C++ compiler's).
 _FRONTEND_SOURCES = ("codegen.py", "language.py", "semantic.py", "ir.py", "jitfunction.py", "signature.py",
                      "compiler.py", "ptx.py")
+# Those a call's plan and recipe come from besides (recipes.py).
+_PLAN_SOURCES = ("interface.py", "heuristics.py", "tensors.py", "runtime.py", "cache.py", "recipes.py",
+                 "prepare.py", "api.py")
 _HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _source_stats():
+    """The package's files that make kernels, keys and plans (the frontend's and the plan's sources, the
+    compiler's build id and its extension modules), by size, inode, modification and change times."""
+    out = []
+    for name in _PACKAGE_FILES:
+        try:
+            st = os.stat(os.path.join(_HERE, name))
+            out.append(f"{name}:{st.st_size}:{st.st_ino}:{st.st_mtime_ns}:{st.st_ctime_ns};")
+        except OSError:
+            out.append(f"{name}:-;")
+    return "".join(out)
+
+
+try:
+    _EXTENSIONS = sorted(n for n in os.listdir(_HERE) if n.startswith(("_fakv.", "_runtime.")))
+except OSError:
+    _EXTENSIONS = []
+_PACKAGE_FILES = sorted(set(_FRONTEND_SOURCES + _PLAN_SOURCES + ("_build_id.py",)) | set(_EXTENSIONS))
+# Taken when fakv is imported (fakv/__init__.py imports this module first): the code a process runs is
+# read from these files then or later (codegen and ptx load at a first compile, _fakv at a first IR), so
+# keys hashed or stamped from the files are of that code only while they are as they were then.
+_AT_IMPORT = _source_stats()
+
+
+def sources_as_imported():
+    """Whether the package's files are as when fakv was imported. Else what the process runs may be older
+    than what its keys say (a file edited, a checkout switched, the package reinstalled or the compiler
+    rebuilt under a running process): it then loads nothing from the disk cache by the frontend's key and
+    stores nothing (binaries, index entries, recipes), so that no process runs a binary made from other code
+    than its key names; it compiles in memory instead."""
+    return _source_stats() == _AT_IMPORT
+
+
 _versions = {}
 _kernel_versions = {}   # (kernel_dirs(), the assembler's switches) -> kernels_version() (both may change in a process)
 
@@ -66,7 +106,9 @@ def frontend_version():
     switches = _assembler_switches()
     if switches not in _versions:
         h = hashlib.sha256((COMPILER_VERSION + switches).encode())
-        _versions[switches] = _hash_files(h, [os.path.join(_HERE, n) for n in _FRONTEND_SOURCES])
+        version = _hash_files(h, [os.path.join(_HERE, n) for n in _FRONTEND_SOURCES])
+        # (read, then checked: files changed since import key no entry any process stores or loads)
+        _versions[switches] = version if sources_as_imported() else version + ":changed-since-import"
     return _versions[switches]
 
 
@@ -88,8 +130,8 @@ def _stat_files(h, folder, names):
 
 
 def kernels_version():
-    """What the index's keys depend on besides a call: the compiler's build,
-    and the frontend's files and the Python files in fakv.kernels' folders
+    """What the index's and recipes' keys depend on besides a call: the compiler's build,
+    the package's files as fakv was imported (_AT_IMPORT) and the Python files in fakv.kernels' folders
     (decode, combine, append and what sits beside them, wherever
     $FAKV_KERNELS or the checkout puts them) by size, inode, modification
     and change times: a warm start neither reads nor imports them (the
@@ -102,8 +144,7 @@ def kernels_version():
 
 
 def _kernels_version_of(dirs):
-    h = hashlib.sha256((COMPILER_VERSION + _assembler_switches()).encode())
-    _stat_files(h, _HERE, _FRONTEND_SOURCES)
+    h = hashlib.sha256((COMPILER_VERSION + _assembler_switches() + _AT_IMPORT).encode())
     for d in dirs:
         names = sorted(n for n in os.listdir(d) if n.endswith(".py")) if os.path.isdir(d) else []
         h.update(f"{d}:{len(names)} files;".encode())
@@ -137,7 +178,8 @@ def compiled_as_keyed():
     import sys
     import tokenize
     dirs = tuple(kernel_dirs())
-    if _kernel_versions.get((dirs, _assembler_switches())) != _kernels_version_of(dirs):
+    if _kernel_versions.get((dirs, _assembler_switches())) != _kernels_version_of(dirs) \
+            or not sources_as_imported():
         return False
     for name, module in list(sys.modules.items()):
         if not name.startswith("fakv.kernels.") or module is None:
@@ -216,6 +258,33 @@ def store_index(key, items):
                   json.dumps(head).encode() + b"\n" + b"".join(bytes(i[3]) for i in items))
 
 
+_STALE_SECONDS = 3600     # a temporary file this old is a dead writer's (a write takes milliseconds)
+_swept = set()
+
+
+def _sweep(d):
+    """Removes the temporary files in folder `d` older than _STALE_SECONDS, once a process: those of
+    processes killed between writing an entry and renaming it (their names hold a pid no later store
+    shares), which nothing else would ever remove."""
+    if d in _swept:
+        return
+    _swept.add(d)
+    import time
+    now = time.time()
+    try:
+        with os.scandir(d) as found:
+            for e in found:
+                if ".tmp" in e.name and e.name.rpartition(".tmp")[2] in ("", ".cubin", ".json"):
+                    try:
+                        if e.is_file(follow_symlinks=False) and now - e.stat(follow_symlinks=False).st_mtime \
+                                > _STALE_SECONDS:
+                            os.unlink(e.path)
+                    except OSError:
+                        pass
+    except OSError:
+        pass
+
+
 def write_quietly(path, data):
     """Writes `data` (bytes) to `path` at once (a file of this process and
     thread renamed over it, so readers never see part of it), making its
@@ -223,6 +292,7 @@ def write_quietly(path, data):
     tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
+        _sweep(os.path.dirname(path))
         with open(tmp, "wb") as f:
             f.write(data)
         os.replace(tmp, path)
@@ -275,6 +345,7 @@ def store(key, binary, facts):
     tmp = f"{base}.{os.getpid()}.{threading.get_ident()}.tmp"
     try:
         os.makedirs(d, exist_ok=True)
+        _sweep(d)
         with open(tmp + ".cubin", "wb") as f:
             f.write(binary)
         with open(tmp + ".json", "w") as f:

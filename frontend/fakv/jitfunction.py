@@ -431,7 +431,8 @@ class JITFunction:
 
     def _compile_gpu(self, c):
         c.binary, c.facts = compiler.compile_gpu(self.__name__, c.ir, dict(self.options, chip="sm_90a"))
-        cache.store(c.entry, c.binary, c.facts)
+        if cache.sources_as_imported():     # (else the code compiled may not be what the key names)
+            cache.store(c.entry, c.binary, c.facts)
         c.cache = "miss"
 
     # ---- CPU ----------------------------------------------------------------------------
@@ -526,18 +527,21 @@ _REPR_KEYED = frozenset((int, bool, float, str, bytes, type(None)))     # (keyed
 def _constexpr_text(value):
     """A constexpr's part of a specialisation's key (_canonical): for a kernel (a score_mod passed as a
     constexpr, say) its source key (what it calls and the globals it names included: looked at again each
-    time), for a plain function its code and the values it reads, with the object (two closures never share
-    one), not an address another process may reuse for another function."""
+    time), for a plain function its code and the values it reads: those alone where each was keyed by its
+    content (another process loads the binary from the disk cache); with the object (an address, in this
+    process only) where one was keyed by its type only (a global of another file's function, a large list:
+    two functions of one text may differ there)."""
     if type(value) is JITFunction:
         return f"jit:{value.source_key()}"
+    before = _UNKEYED[0]
     try:
         text = _callable_text(value)
     except (CompilationError, FakvError, KeyboardInterrupt):
         raise
     except Exception:  # noqa: BLE001  (an object's own __class__ or __getattr__ failing: _canonical's rule)
         text = None
-    if text:
-        return f"fn:{text}:{id(value)}"
+    if text:        # (the object too where part of it was keyed by its type only: _UNKEYED)
+        return f"fn:{text}" if _UNKEYED[0] == before else f"fn:{text}:{id(value)}"
     return _canonical(value)
 
 
@@ -559,6 +563,7 @@ def _canonical(value, depth=0, memo=None):
     if t in _REPR_KEYED:
         return repr(value)
     if depth > _KEY_DEPTH:
+        _UNKEYED[0] += 1
         return f"deep:{t.__module__}.{t.__qualname__}"
     memo = {} if memo is None else memo
     found = memo.get(id(value))
@@ -570,6 +575,7 @@ def _canonical(value, depth=0, memo=None):
     except (CompilationError, FakvError, KeyboardInterrupt):
         raise
     except Exception:  # noqa: BLE001  (a user's __repr__ or attribute failing, a dead weak proxy)
+        _UNKEYED[0] += 1
         text = f"{t.__module__}.{t.__qualname__}@{id(value)}"
     memo[id(value)] = (value, text)
     return text
@@ -618,10 +624,17 @@ def _keyed(value, t, depth, memo):
         if text is not None:
             return text
     text = repr(value)
-    return f"{t.__module__}.{t.__qualname__}" if depth and " at 0x" in text else text
+    if depth and " at 0x" in text:
+        _UNKEYED[0] += 1
+        return f"{t.__module__}.{t.__qualname__}"
+    return text
 
 
 _KEY_DEPTH = 16                         # (_canonical's nesting; objects: _OBJECT_DEPTH levels of it)
+# Counts the values keyed by their type (or identity) only, not their content: past the depths, an address in a
+# repr, a keying that raised, a helper's global of another kind (_function_text). A function constexpr whose
+# text took none is keyed by it alone (the disk cache serves it to a later process); else by its object too.
+_UNKEYED = [0]
 _OBJECT_DEPTH = 6
 _HEAP_TYPE = 1 << 9                     # (Py_TPFLAGS_HEAPTYPE: a class defined in Python)
 _METHODS = (_types.FunctionType, staticmethod, classmethod, property)
@@ -646,6 +659,7 @@ def _object_text(value, depth, memo):
             return None
         spaces.append(own)
     if depth >= _OBJECT_DEPTH:
+        _UNKEYED[0] += 1
         return name
     attrs = {}
     for space in spaces:
@@ -732,7 +746,14 @@ def _function_text(fn, depth=0, memo=None):
     for v in list(fn.__defaults__ or ()) + sorted((fn.__kwdefaults__ or {}).items()) + \
             [c.cell_contents for c in fn.__closure__ or () if _filled(c)] + \
             [fn.__globals__.get(n) for n in sorted(_global_names(code))]:
-        parts.append(_canonical(v, depth + 1, memo) if _keyed_global(v) else type(v).__name__)
+        if _keyed_global(v):
+            parts.append(_canonical(v, depth + 1, memo))
+        elif isinstance(v, _types.ModuleType):
+            parts.append(f"module:{v.__name__}")
+        else:       # (a function of the same file: the file's text below holds its code)
+            if not (isinstance(v, _types.FunctionType) and v.__code__.co_filename == code.co_filename):
+                _UNKEYED[0] += 1
+            parts.append(type(v).__name__)
     text = repr((fn.__qualname__, _code_digest(code), parts))
     return hashlib.sha256(text.encode()).hexdigest()
 

@@ -26,20 +26,12 @@ from .runtime import Pointer
 ENABLED = os.environ.get("FAKV_RECIPES") != "0"
 # The FAKV_* switches (interface.py reads its own when imported; these when this loads, at a first call).
 _SWITCHES = cache.fakv_switches()
-# The frontend's files a recipe depends on besides cache.kernels_version()'s (the plan, the checks, this).
-_SOURCES = ("interface.py", "heuristics.py", "tensors.py", "signature.py", "runtime.py", "cache.py", "recipes.py",
-            "prepare.py", "api.py")
-_HERE = os.path.dirname(os.path.abspath(__file__))
-_version = None
 
 
 def _code_version():
-    global _version
-    if _version is None:
-        h = hashlib.sha256(cache.kernels_version().encode())
-        cache._stat_files(h, _HERE, _SOURCES)
-        _version = h.hexdigest()
-    return _version
+    """What a recipe's key depends on besides the call: cache.kernels_version() (the package's files as
+    imported, the plan's and checks' among them, and the kernels')."""
+    return cache.kernels_version()
 
 
 def _layout(t):
@@ -116,9 +108,7 @@ def options_of(ref):
 def store(k, recipe):
     """Writes a recipe (quietly nothing when the cache cannot be written, or when the code it was planned by
     changed since its key was taken: cache.compiled_as_keyed)."""
-    h = hashlib.sha256(cache.kernels_version().encode())
-    cache._stat_files(h, _HERE, _SOURCES)
-    if h.hexdigest() != _code_version() or not cache.compiled_as_keyed():
+    if not cache.compiled_as_keyed():
         return
     try:
         data = json.dumps(recipe).encode()

@@ -418,3 +418,116 @@ def test_an_index_of_other_kernels_is_not_used(tmp_path, monkeypatch):
     assert [k[1] for k in cache.load_index(path.stem)] == names[::-1]
     _, head, _ = run()
     assert [k["name"] for k in head] == names
+
+
+_SOURCES_SCRIPT = """
+import os, subprocess, sys, numpy as np
+front, kdir, edit = sys.argv[1:4]
+sys.path[:0] = [front, kdir]
+import kern                                         # imports fakv (this copy of it)
+from fakv import cache
+x = [np.zeros(4, np.float32)]
+path = os.path.join(front, "fakv", edit)
+if sys.argv[4] == "before":                         # changed before the first key (language.py already read)
+    with open(path, "a") as f:
+        f.write("# edited\\n")
+    # a process of the files now stores V=1 under their key, which this one (older code) must not load
+    subprocess.run([sys.executable, "-c", "import sys; sys.path[:0] = %r; import kern, numpy as np; "
+                    "kern.kernel.specialize_for([np.zeros(4, np.float32)], {'V': 1.0})" % [front, kdir]], check=True)
+    print(kern.kernel.specialize_for(x, {"V": 1.0}).cache)
+else:                                               # changed after a first compile (codegen / ptx read later)
+    print(kern.kernel.specialize_for(x, {"V": 1.0}).cache)
+    with open(path, "a") as f:
+        f.write("# edited\\n")
+    print(kern.kernel.specialize_for(x, {"V": 2.0}).cache)
+print(cache.sources_as_imported())
+"""
+
+
+@needs_assembler
+@pytest.mark.parametrize("edit", ["language.py", "ptx.py", "interface.py"])
+@pytest.mark.parametrize("when", ["before", "after"])
+def test_sources_changed_under_a_process_reach_no_other(tmp_path, edit, when):
+    """The frontend's files are read when first imported (codegen and ptx at a first compile, long after the
+    key's hash of them): a file changed under a running process (an edit, a pull, a reinstall) made it store
+    the old code's binary under the new files' key (or the new code's under the old key), and a later process
+    loaded it. Now a process whose package files changed since it imported fakv neither loads nor stores."""
+    import shutil
+    front = tmp_path / "frontend"
+    shutil.copytree(os.path.join(ROOT, "frontend", "fakv"), front / "fakv",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    (tmp_path / "kern.py").write_text("import fakv\nimport fakv.language as fl\n\n@fakv.jit\n"
+                                      "def kernel(X, V: fl.constexpr):\n"
+                                      "    fl.store(X, fl.full((4,), V), (0,), (1,))\n")
+    cache_dir = tmp_path / "cache"
+    env = {k: v for k, v in os.environ.items() if k not in ("FAKV_KERNELS", "PYTHONPATH")}
+    env.update(FAKV_CACHE_DIR=str(cache_dir), FAKV_COMPILE_ONLY="1", PYTHONDONTWRITEBYTECODE="1")
+    p = subprocess.run([sys.executable, "-c", _SOURCES_SCRIPT, str(front), str(tmp_path), edit, when],
+                       capture_output=True, text=True, timeout=600, env=env)
+    assert p.returncode == 0, p.stderr
+    if when == "before":
+        assert p.stdout.split() == ["miss", "False"]        # not the other process's entry
+        assert len(entries(cache_dir)) == 1                 # (that process's only)
+    else:
+        assert p.stdout.split() == ["miss", "miss", "False"]
+        assert len(entries(cache_dir)) == 1                 # V=1's only: V=2 was compiled by changed code
+
+
+def test_a_dead_writers_temporary_files_are_removed(tmp_path, monkeypatch):
+    """A process killed between writing an entry's temporary files and renaming them (the OOM killer, a
+    preempted node) left them for ever, a decode cubin's megabytes each time: a process's first store to a
+    folder removes those an hour old, and no other file (a writer's of now, an entry, a stranger's)."""
+    monkeypatch.setenv("FAKV_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(cache, "_swept", set())
+    index = tmp_path / "index"
+    index.mkdir()
+    old = [tmp_path / ("a" * 32 + ".1.2.tmp.cubin"), tmp_path / ("a" * 32 + ".1.2.tmp.json"),
+           index / ("b" * 32 + ".bin.1.2.tmp")]
+    kept = [tmp_path / ("c" * 32 + ".3.4.tmp.cubin"), index / ("d" * 32 + ".bin.3.4.tmp"),
+            tmp_path / ("e" * 32 + ".json"), tmp_path / "notes.tmp.txt"]
+    for i, path in enumerate(old + kept):
+        path.write_bytes(b"x")
+        if path in old or path.name.startswith("e") or path.name == "notes.tmp.txt":
+            os.utime(path, (0, 7200 * (i + 1)))       # (1970: old)
+    assert cache.store("f" * 32, b"cubin", {"n": 1})
+    cache.store_index("0" * 32, [])
+    assert not [p for p in old if p.exists()]
+    assert all(p.exists() for p in kept)
+    assert cache.load("f" * 32) == (b"cubin", {"n": 1})
+
+
+_FN_SCRIPT = """
+import sys, numpy as np
+sys.path.insert(0, sys.argv[1])
+import kern
+print(kern.kernel.specialize_for([np.zeros(4, np.float32)], {"F": getattr(kern, sys.argv[2])}).cache)
+"""
+
+
+@needs_assembler
+def test_a_function_constexpr_is_found_by_a_later_process(tmp_path):
+    """A plain function passed as a constexpr was keyed with its address on disk too: every process compiled
+    the kernel again and added an entry. Keyed by what it reads, a later process loads it; one that reads a
+    value keyed by its type only (a list past 1000 items, another file's function) keeps the address (two
+    functions of one text may differ there) and compiles in each process, as before."""
+    (tmp_path / "kern.py").write_text(
+        "import posixpath\nimport fakv\nimport fakv.language as fl\n\nBIG = [1.0] * 2000\n\n"
+        "def one():\n    return 1.0\n\n"
+        "def big():\n    return BIG[0]\n\n"
+        "def other_file():\n    return 1.0 if posixpath.join else 2.0\n\n"
+        "join = posixpath.join\n\ndef other_function():\n    return 1.0 if join else 2.0\n\n"
+        "@fakv.jit\ndef kernel(X, F: fl.constexpr):\n    fl.store(X, fl.full((4,), F()), (0,), (1,))\n")
+    env = {k: v for k, v in os.environ.items() if k != "FAKV_KERNELS"}
+    env.update(FAKV_CACHE_DIR=str(tmp_path / "cache"), FAKV_COMPILE_ONLY="1",
+               PYTHONPATH=os.path.join(ROOT, "frontend"))
+
+    def run(name):
+        p = subprocess.run([sys.executable, "-c", _FN_SCRIPT, str(tmp_path), name], capture_output=True, text=True,
+                           timeout=600, env=env)
+        assert p.returncode == 0, p.stderr
+        return p.stdout.strip()
+
+    assert [run("one"), run("one")] == ["miss", "hit"]
+    assert [run("other_file"), run("other_file")] == ["miss", "hit"]   # (a module: by its name)
+    assert [run("big"), run("big")] == ["miss", "miss"]
+    assert [run("other_function"), run("other_function")] == ["miss", "miss"]
