@@ -16,7 +16,7 @@ import textwrap
 from . import language as fl
 from .errors import CompilationError
 from . import semantic as sem
-from .ir import Builder, FakvTypeError, PtrType, ScalarType, TileType, Value
+from .ir import Builder, FakvTypeError, PtrType, ScalarType, TileType, Value, location
 
 
 class _Method:
@@ -144,10 +144,22 @@ class Function:
                 raise CompilationError(f"{fn.__name__}: its Python source cannot be read (a function made by "
                                        f"exec() or typed at an interactive prompt); fakv compiles a kernel from "
                                        f"its source: define it in a file") from None
+        if fn.__code__.co_name == "<lambda>":      # (its lines may not even parse alone)
+            raise CompilationError(f"fakv compiles a function defined by `def`, not a lambda", self.filename,
+                                   self.first_line, lines[0])
         self.source = textwrap.dedent("".join(lines))
+        try:
+            self.node = ast.parse(self.source).body[0]
+        except IndentationError:
+            # A line of it left of the def (a string's or a backslash's continuation) kept dedent from taking
+            # the indentation away: parsed inside a block instead, its lines moved back by that block's one.
+            self.source = "".join(lines)
+            self.node = ast.parse("if 1:\n" + self.source).body[0].body[0]
+            ast.increment_lineno(self.node, -1)
         self.lines = self.source.splitlines()
-        tree = ast.parse(self.source)
-        self.node = tree.body[0]
+        if not isinstance(self.node, ast.FunctionDef):
+            raise CompilationError(f"{fn.__name__}: fakv compiles a function defined by `def`, not `async def`",
+                                   self.filename, self.first_line, lines[0])
         self.globals = fn.__globals__
         self.params = [a.arg for a in self.node.args.args]
 
@@ -158,6 +170,9 @@ class CodeGen:
         self.b = builder or Builder(function.filename)
         self.scope = {}
         self.loops = 0          # loops around the statement being generated, in this function
+        # The innermost fl.range loop's carried names: {name: [its type, the assignment that last made it
+        # another]} (the one an error about its type at the loop's end names)
+        self.carried = {}
         self.copies = 0         # early-exit `if`s around it whose branches both took the statements after them
         self.is_kernel = False  # generating a kernel (kernel()), not a helper being inlined
 
@@ -183,6 +198,12 @@ class CodeGen:
         if hasattr(node, "lineno"):
             self.b.loc = (self.f.filename, node.lineno + self.f.first_line - 1, node.col_offset + 1)
 
+    def close(self, node):
+        """The `}` ending the region op of statement or expression `node`, at node's line (the builder's is its
+        body's last: a diagnostic about a loop named that)."""
+        self.at(node)
+        self.b.emit("} " + self.b.location())
+
     # ---- the kernel ---------------------------------------------------------------------
 
     def kernel(self, name, arg_types, constexprs, divisibility=None, attributes=()):
@@ -191,6 +212,8 @@ class CodeGen:
         runtime parameters known to be multiples of 16 (integers) or 16-byte
         aligned (pointers), marked {fakv.divisibility = 16}. `attributes`:
         more function attributes, as MLIR text."""
+        if not name.isascii():      # (MLIR's and PTX's symbols are ASCII; helpers, inlined, may be named so)
+            raise self.error(self.f.node, f"a kernel's name is ASCII (its PTX entry's): {name!r}")
         params, header = [], []
         for i, p in enumerate(self.f.params):
             if p in constexprs:
@@ -210,8 +233,8 @@ class CodeGen:
                 self.block(body)
             except _Return as r:
                 if r.value is not None:
-                    raise self.error(self.f.node, "a kernel returns nothing; write results with fl.store")
-        loc = f'loc("{self.f.filename}":{self.f.node.lineno + self.f.first_line - 1}:1)'
+                    raise self.error(r.node, "a kernel returns nothing; write results with fl.store")
+        loc = location(self.f.filename, self.f.node.lineno + self.f.first_line - 1, 1)
         text = [f"func.func @{name}({', '.join(header)}) attributes {{{', '.join(('fakv.kernel',) + tuple(attributes))}}} {{"]
         text += lines
         text += ["    return " + loc, "  } " + loc]
@@ -267,6 +290,7 @@ class CodeGen:
 
     def assign_to(self, target, value, node):
         if isinstance(target, ast.Name):
+            self.note_type(target.id, value, node)
             self.scope[target.id] = value
         elif isinstance(target, (ast.Tuple, ast.List)):
             values = list(value) if isinstance(value, (tuple, list)) else None
@@ -297,7 +321,17 @@ class CodeGen:
             raise self.error(node, f"`{ast.unparse(node)}`: augmented assignment updates a name; write to memory "
                                    f"with fl.store")
         name = node.target.id
-        self.scope[name] = self.binop(type(node.op), self.lookup(name, node), self.expr(node.value), node)
+        value = self.binop(type(node.op), self.lookup(name, node), self.expr(node.value), node)
+        self.note_type(name, value, node)
+        self.scope[name] = value
+
+    def note_type(self, name, value, node):
+        """Notes the assignment `node` of a loop-carried name that gives it another type than it carries."""
+        found = self.carried.get(name)
+        if found is not None:
+            other = [sem.is_value(v) and v.type != found[0] for v in (self.scope.get(name), value)]
+            if other == [False, True]:
+                found[1] = node
 
     def stmt_Assert(self, node):
         test = self.expr(node.test)
@@ -409,7 +443,7 @@ class CodeGen:
         if else_lines or types:
             self.b.emit("} else {")
             self.b.lines.extend(else_lines)
-        self.b.emit("} " + self.b.location())
+        self.close(node)
         for n, r in zip(results, res):
             self.scope[n] = r
         self.scope.update(same)
@@ -491,7 +525,7 @@ class CodeGen:
             head += f" -> ({', '.join(v.type.mlir() for v in inits)})"
         self.b.emit(head + f" : {dtype} {{")
         self.b.lines.extend(lines)
-        self.b.emit("} " + self.b.location())
+        self.close(node)
         self.scope = dict(before)
         for n, r in zip(carried, res):
             self.scope[n] = r
@@ -529,6 +563,7 @@ class CodeGen:
             self.scope[n] = a
         self.scope.update(dead)
         self.scope[node.target.id] = iv
+        outer, self.carried = self.carried, {n: [a.type, None] for n, a in zip(carried, iters)}
         with self.b.capture() as lines, self.b.nested():
             if counter:                    # the variable counted from `first` by `by`
                 first, by, var_dtype = counter
@@ -542,6 +577,7 @@ class CodeGen:
                                          "whole every trip); compute a flag and mask the work with it") from None
             finally:
                 self.loops -= 1
+                changed, self.carried = self.carried, outer
             unset = {n: self.scope[n] for n in carried if isinstance(self.scope[n], _NoValue)}
             if unset:
                 return unset
@@ -557,7 +593,7 @@ class CodeGen:
                 if not sem.is_value(v):
                     v = sem.to_value(self.b, v, a.type.dtype)
                 if v.type != a.type:
-                    raise self.error(last_assignment(node.body, n) or node,
+                    raise self.error(changed[n][1] or last_assignment(node.body, n) or node,
                                      f"loop-carried `{n}` changes type from {a.type!r} to {v.type!r}")
                 outs.append(v)
             if outs:
@@ -592,18 +628,20 @@ class CodeGen:
         if method is None:
             raise self.error(node, f"`{type(node).__name__}` expressions are not supported in kernels")
         try:
-            return method(node)
+            v = method(node)
         except (CompilationError, _Return):
             raise
         except Exception as e:  # noqa: BLE001
             raise self.error_from(node, e) from None
+        # An fl.constexpr wherever it is reached (a name, `cfg.FLAG`, `FLAGS[0]`): its value (the object is
+        # always true, and equal to nothing but itself).
+        return v.value if isinstance(v, fl.constexpr) else v
 
     def expr_Constant(self, node):
         return node.value
 
     def expr_Name(self, node):
-        v = self.lookup(node.id, node)
-        return v.value if isinstance(v, fl.constexpr) else v
+        return self.lookup(node.id, node)
 
     def expr_Tuple(self, node):
         return tuple(self.expr(e) for e in node.elts)
@@ -736,7 +774,7 @@ class CodeGen:
         self.b.lines.extend(decide if is_and else decided)
         self.b.emit("} else {")
         self.b.lines.extend(decided if is_and else decide)
-        self.b.emit("} " + self.b.location())
+        self.close(node)
         return out
 
     def expr_IfExp(self, node):
@@ -777,7 +815,7 @@ class CodeGen:
         self.b.lines.extend(arm_lines(a_lines, a))
         self.b.emit("} else {")
         self.b.lines.extend(arm_lines(c_lines, c))
-        self.b.emit("} " + self.b.location())
+        self.close(node)
         return out
 
     def expr_Subscript(self, node):

@@ -82,15 +82,24 @@ def compile_gpu(name, ir, options):
     return binary, with_occupancy(json.loads(facts), options.get("ctas_per_sm", 0), options["chip"])
 
 
+def cpu_symbol(name):
+    """Kernel `name`'s function in its CPU module: named apart from the C library's functions the lowering
+    calls (a kernel `expf` using fl.exp was the function its exp called: it called itself until the stack ran
+    out; `malloc`, `free`: the module did not link)."""
+    return f"__fakv_kernel_{name}"
+
+
 def compile_cpu(name, ir, params, types):
     """The CPU module of kernel `name` (its module `ir`, runtime parameters
     `params` of `types`) with a host function `__fakv_launch(params..., gx,
-    gy, gz)` that runs the grid."""
+    gy, gz)` that runs the grid; the kernel's function is cpu_symbol(name)."""
+    symbol = cpu_symbol(name)
+    ir = ir.replace(f"func.func @{name}(", f"func.func @{symbol}(", 1)
     sig = ", ".join(f"%a{i}: {types[p].mlir()}" for i, p in enumerate(params))
     args = ", ".join(f"%a{i}" for i in range(len(params)))
     tys = ", ".join(types[p].mlir() for p in params)
     launch = (f"  func.func @__fakv_launch({sig}{', ' if sig else ''}%gx: i32, %gy: i32, %gz: i32) {{\n"
-              f"    fakv.launch @{name}[%gx, %gy, %gz]({args})"
+              f"    fakv.launch @{symbol}[%gx, %gy, %gz]({args})"
               f"{' : (' + tys + ')' if tys else ''}\n    return\n  }}\n")
     module = ir.rstrip().rstrip("}") + launch + "}\n"
     try:

@@ -83,6 +83,14 @@ class Value:
         return f"{self.name}: {self.type!r}"
 
 
+def location(filename, line, col):
+    """An MLIR file location: the file's name as an MLIR string (a `"` or `\\` in a folder's name ended it
+    early: a parse error where the kernel's line belonged)."""
+    text = "".join(c if c.isprintable() and c not in '"\\' else "".join(f"\\{b:02X}" for b in c.encode())
+                   for c in filename)
+    return f'loc("{text}":{line}:{col})'
+
+
 class Builder:
     def __init__(self, filename):
         self.filename = filename
@@ -97,8 +105,7 @@ class Builder:
         return f"%{hint}{self.counter}"
 
     def location(self):
-        filename, line, col = self.loc
-        return f'loc("{filename}":{line}:{col})'
+        return location(*self.loc)
 
     def emit(self, text):
         self.lines.append("  " * self.indent + text)

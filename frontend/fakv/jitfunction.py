@@ -75,9 +75,10 @@ class JITFunction:
         # for a warm start): kernels take positional-or-keyword parameters.
         code = fn.__code__
         self.params = list(code.co_varnames[:code.co_argcount])
-        if code.co_kwonlyargcount or code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS):
-            raise TypeError(f"{fn.__name__}: a kernel takes plain parameters (no *args, **kwargs or "
-                            f"keyword-only ones)")
+        if code.co_kwonlyargcount or code.co_posonlyargcount or \
+                code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS):
+            raise TypeError(f"{fn.__name__}: a kernel takes plain parameters (no *args, **kwargs, keyword-only "
+                            f"or positional-only ones)")
         defaults = fn.__defaults__ or ()
         self._defaults = dict(zip(self.params[len(self.params) - len(defaults):], defaults))
         annotations = getattr(fn, "__annotations__", {})
@@ -507,7 +508,7 @@ class JITFunction:
                 call.append(("ptr", address(v)) if kind == "ptr" else (kind, v))
                 if kind == "ptr":
                     extents.append(extent(v))
-            check_packing(self.__name__, grid, c.cpu.grid_packing.get(self.__name__, (1, 1, 1)))
+            check_packing(self.__name__, grid, c.cpu.grid_packing.get(compiler.cpu_symbol(self.__name__), (1, 1, 1)))
             call += [("i32", int(g)) for g in grid]
             faults = c.cpu.call("__fakv_launch", call, extents)
             if faults & 2:

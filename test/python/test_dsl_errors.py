@@ -3,6 +3,9 @@
 a grid axis out of range; an integer division by zero on the CPU path is a
 fakv.DataError, not a SIGFPE that kills the process."""
 import inspect
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -208,3 +211,82 @@ def test_abs_of_kernel_values():
     absolute[(1,)](x, y, i, j, 5, BLOCK=16)
     assert np.array_equal(y, np.abs(x) + 15)
     assert np.array_equal(j, np.abs(i) + 18)
+
+
+# ---- a review of the front end's sources and messages (session 45): each failed before its fix ----
+
+@fakv.jit
+def returns_a_value(X):
+    x = fl.full((4,), 1.0)
+    fl.store(X, x, (0,), (1,))
+    return x  # the return
+
+
+@fakv.jit
+def carried_changes_type(Y, X, n):
+    x = fl.load(X, (4,), (0,), (1,))
+    acc = 0.0
+    for i in fl.range(0, n):
+        acc = acc + x  # made a tile here
+        acc = acc * 2.0
+        if n > 100:
+            acc = acc - 1.0
+    fl.store(Y, fl.full((4,), 1.0), (0,), (1,))
+
+
+@pytest.mark.parametrize("kernel,text,message", [
+    (returns_a_value, "# the return", "a kernel returns nothing"),                        # (named the def)
+    (carried_changes_type, "# made a tile", "loop-carried `acc` changes type from f32"),  # (named the last)
+])
+def test_the_line_named_is_the_mistakes(kernel, text, message):
+    args = [np.zeros(4, np.float32)] * (2 if kernel is carried_changes_type else 1) + \
+        ([3] if kernel is carried_changes_type else [])
+    with pytest.raises(fakv.CompilationError, match=message) as e:
+        kernel.ir(*args)
+    assert f"{__file__}:{line_of(kernel.fn, text)}:" in str(e.value)
+
+
+def test_odd_sources_are_compiled_or_refused_by_name(tmp_path):
+    """A lambda (an AttributeError), a kernel named outside ASCII (an MLIR parse error at `-:2:14`), positional-
+    only parameters (never bound: a global of the name was read instead), a kernel in a folder whose name holds
+    a quote (a parse error) and a nested kernel with a line left of its def (a bare IndentationError)."""
+    lam = fakv.jit(lambda Y: None)
+    with pytest.raises(fakv.CompilationError, match="defined by `def`, not a lambda"):
+        lam[(1,)](np.zeros(4, np.float32))
+
+    def named():
+        @fakv.jit
+        def κ(Y):
+            fl.store(Y, fl.zeros((4,)), (0,), (1,))
+        return κ
+    with pytest.raises(fakv.CompilationError, match="a kernel's name is ASCII .*'κ'"):
+        named()[(1,)](np.zeros(4, np.float32))
+
+    with pytest.raises(TypeError, match="positional-only"):
+        @fakv.jit
+        def posonly(N: fl.constexpr, /, Y):
+            fl.store(Y, fl.full((4,), N * 1.0), (0,), (1,))
+
+    def nested():
+        @fakv.jit
+        def k(Y, N: fl.constexpr):
+            """doc
+at column 0"""
+            fl.store(Y, fl.full((N,), 2.0), (0,), (1,))  # nested store
+        return k
+    y = np.zeros(4, np.float32)
+    nested()[(1,)](y, 4)
+    assert (y == 2).all()
+    with pytest.raises(fakv.CompilationError, match="dimensions of at least 1") as e:
+        nested()[(1,)](y, -4)     # (an error inside it names the file's line)
+    assert f"{__file__}:{line_of(nested, '# nested store')}:" in str(e.value)
+
+    folder = tmp_path / 'a"b\\c'
+    folder.mkdir()
+    (folder / "quoted.py").write_text("import fakv, fakv.language as fl\n\n@fakv.jit\ndef k(Y, n):\n"
+                                      "    fl.store(Y, fl.full((4,), n * 1.0), (0,), (1,))\n")
+    script = ("import sys, numpy as np; sys.path.insert(0, sys.argv[1]); import quoted\n"
+              "y = np.zeros(4, np.float32); quoted.k[(1,)](y, 3); print(y[0])\n")
+    out = subprocess.run([sys.executable, "-c", script, str(folder)], capture_output=True, text=True, timeout=300,
+                         env=dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(fakv.__file__))))
+    assert out.returncode == 0 and out.stdout.split() == ["3.0"], out.stderr

@@ -999,3 +999,55 @@ def test_folds_and_half_rsqrt_as_the_run_time_ops_give_them():
     assert y[2] == 0.0 and not np.signbit(y[2]) and y[3] == 0.0 and np.signbit(y[3])
     assert y[4] == np.array(v, np.int64).astype(np.float32)
     assert y[5] == np.float16(1 / np.sqrt(np.float32(15.8984375)))
+
+
+# (session 45's review: both gave wrong results, or none, before their fixes)
+class _Cfg:
+    FLAG = fl.constexpr(False)
+    MODE = fl.constexpr(1)
+
+
+_FLAGS = (fl.constexpr(False),)
+
+
+@fakv.jit
+def constexpr_through_attributes(Y):
+    r = fl.zeros((4,))
+    if _Cfg.FLAG:           # (the object is true: taken)
+        r = r + 1.0
+    if _FLAGS[0]:
+        r = r + 10.0
+    if _Cfg.MODE == 1:      # (the object equals nothing but itself: not taken)
+        r = r + 100.0
+    fl.store(Y, r, (0,), (1,))
+
+
+def test_a_constexpr_reached_through_an_attribute_or_index_is_its_value():
+    y = np.zeros(4, np.float32)
+    constexpr_through_attributes[(1,)](y)
+    assert (y == 100).all()
+
+
+_LIBM = """
+import numpy as np, fakv, fakv.language as fl
+@fakv.jit
+def {name}(Y, n):
+    fl.store(Y, fl.{op}(fl.full((4,), n * 1.0)), (0,), (1,))
+y = np.zeros(4, np.float32)
+{name}[(1,)](y, 3)
+print(y[0])
+"""
+
+
+@pytest.mark.parametrize("name,op,want", [("expf", "exp", np.exp(3)), ("log2f", "log2", np.log2(3)),
+                                          ("tanhf", "tanh", np.tanh(3)), ("malloc", "exp", np.exp(3)),
+                                          ("free", "exp", np.exp(3))])
+def test_a_kernel_may_be_named_as_a_c_library_function(tmp_path, name, op, want):
+    """On the CPU path a kernel `expf` using fl.exp was the function its exp called (it called itself until
+    the stack ran out: a segfault); `malloc` / `free` did not link."""
+    path = tmp_path / f"{name}.py"
+    path.write_text(_LIBM.format(name=name, op=op))
+    out = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=300,
+                         env=dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(fakv.__file__))))
+    assert out.returncode == 0, (out.returncode, out.stderr)
+    assert float(out.stdout) == pytest.approx(want, rel=1e-6)

@@ -737,10 +737,10 @@ def test_cli_refuses_bad_arg_lists_and_outputs(tmp_path):
 def two_pipelined_loops(Q, K, O, seqlen, cap, ps, rs, hs):
     q = fl.load(Q, (64, 64), (0, 0), (64, 1))
     acc = fl.zeros((64, 64), fl.float32)
-    for j in fl.range(0, seqlen, 64):
+    for j in fl.range(0, seqlen, 64):  # 1st
         acc = fl.dot(q, fl.paged_load(K, 0, j, 64, 64, seqlen, cap, 1, (ps, rs, hs), page=0), acc)
-    for j in fl.range(0, seqlen, 64):
-        acc = fl.dot(q, fl.paged_load(K, 0, j, 64, 64, seqlen, cap, 1, (ps, rs, hs), page=0), acc)  # 2nd
+    for j in fl.range(0, seqlen, 64):  # 2nd
+        acc = fl.dot(q, fl.paged_load(K, 0, j, 64, 64, seqlen, cap, 1, (ps, rs, hs), page=0), acc)
     fl.store(O, acc, (0, 0), (64, 1))
 
 
@@ -753,7 +753,9 @@ def test_two_pipelined_loops_are_refused_at_the_second(monkeypatch, tmp_path):
     with pytest.raises(fakv.CompilationError,
                        match=r"one pipelined loop per kernel, found 2 \(@fakv.jit\(warp_specialize=False\)") as e:
         two_pipelined_loops[(1,)](*args)
-    assert f"{__file__}:{line_of(two_pipelined_loops.fn, '# 2nd')}:" in str(e.value)      # (the pipelined body's)
+    # the loops' `for` lines (they named the last line of each body)
+    assert f"{__file__}:{line_of(two_pipelined_loops.fn, '# 2nd')}:5: error" in str(e.value)
+    assert f"{__file__}:{line_of(two_pipelined_loops.fn, '# 1st')}:5: note: the first" in str(e.value)
     from fakv import _fakv
     from fakv.ir import PtrType, ScalarType
     types = dict(Q=PtrType("bf16"), K=PtrType("bf16"), O=PtrType("f32"),
