@@ -116,7 +116,7 @@ def kernel_dirs():
     """The folders fakv.kernels finds its modules in, in order: $FAKV_KERNELS,
     the package's own folder (installed), the checkout's kernels/."""
     here = os.path.join(_HERE, "kernels")
-    dirs = [os.environ["FAKV_KERNELS"]] if os.environ.get("FAKV_KERNELS") else []
+    dirs = [_pinned(os.path.expanduser(os.environ["FAKV_KERNELS"]))] if os.environ.get("FAKV_KERNELS") else []
     dirs.append(here)
     if not os.path.exists(os.path.join(here, "decode.py")):
         dirs.append(os.path.join(os.path.dirname(os.path.dirname(_HERE)), "kernels"))
@@ -309,13 +309,17 @@ def fakv_switches():
     return sorted((k, v) for k, v in os.environ.items() if k.startswith("FAKV_") and k != "FAKV_CACHE_DIR")
 
 
-_RELATIVE = {}       # a relative FAKV_CACHE_DIR: the folder it named when first used (a chdir later moves nothing)
+_RELATIVE = {}       # a relative FAKV_CACHE_DIR / FAKV_KERNELS: the folder it named when first used
+
+
+def _pinned(d):
+    """Folder `d`, a relative one as it was first met (a chdir later moves neither the cache nor the kernels:
+    the kernels imported from one folder were keyed by another's files)."""
+    return d if not d or os.path.isabs(d) else _RELATIVE.get(d) or _RELATIVE.setdefault(d, os.path.abspath(d))
 
 
 def cache_dir():
-    d = os.path.expanduser(os.environ.get("FAKV_CACHE_DIR") or "")   # (`~/x` from an ENV line: no shell expanded it)
-    if d and not os.path.isabs(d):
-        d = _RELATIVE.get(d) or _RELATIVE.setdefault(d, os.path.abspath(d))
+    d = _pinned(os.path.expanduser(os.environ.get("FAKV_CACHE_DIR") or ""))   # (`~/x` from an ENV line)
     if not d:
         base = os.environ.get("XDG_CACHE_HOME") or ""
         if not os.path.isabs(base):       # (unset, empty or relative: the XDG default)

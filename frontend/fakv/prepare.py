@@ -363,5 +363,6 @@ def keep(found_key, call, kernels):
     """Keeps a prepared call for the fast path."""
     if len(CALLS) >= MAX_CALLS:
         CALLS.clear()
+        KEPT.clear()        # (no key names them now: with_kernels' pairs made and dropped no longer pile up)
     CALLS[found_key] = call
     KEPT.add(kernels)                                # the key holds their identities

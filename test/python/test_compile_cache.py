@@ -531,3 +531,16 @@ def test_a_function_constexpr_is_found_by_a_later_process(tmp_path):
     assert [run("other_file"), run("other_file")] == ["miss", "hit"]   # (a module: by its name)
     assert [run("big"), run("big")] == ["miss", "miss"]
     assert [run("other_function"), run("other_function")] == ["miss", "miss"]
+
+
+def test_a_relative_kernels_folder_stays_where_it_was(tmp_path, monkeypatch):
+    """$FAKV_KERNELS relative, then a chdir: the kernels were imported from the first folder and keyed by the
+    second's files (as a relative $FAKV_CACHE_DIR already was, it is pinned where first met)."""
+    (tmp_path / "a" / "kernels").mkdir(parents=True)
+    (tmp_path / "b" / "kernels").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path / "a")
+    monkeypatch.setenv("FAKV_KERNELS", "kernels")
+    monkeypatch.setattr(cache, "_RELATIVE", {})
+    first = cache.kernel_dirs()
+    monkeypatch.chdir(tmp_path / "b")
+    assert cache.kernel_dirs() == first and first[0] == str(tmp_path / "a" / "kernels")

@@ -459,3 +459,15 @@ def test_a_failed_error_word_is_retried(monkeypatch):
         runtime.error_word()
     assert runtime._word is None
     assert runtime.error_word() == 0x2000 and results == []
+
+
+def test_the_kept_kernels_go_with_the_calls_that_name_them(monkeypatch):
+    """The prepared calls are dropped together at MAX_CALLS; the with_kernels pairs their keys named stayed
+    for ever (each pair of a program that makes kernels as it goes, with its compiled code)."""
+    from fakv import prepare
+    monkeypatch.setattr(prepare, "CALLS", {})
+    monkeypatch.setattr(prepare, "KEPT", set())
+    pairs = [(object(), None) for _ in range(prepare.MAX_CALLS + 1)]
+    for i, pair in enumerate(pairs):
+        prepare.keep(b"key%d" % i, "call", pair)
+    assert list(prepare.CALLS) == [b"key%d" % prepare.MAX_CALLS] and prepare.KEPT == {pairs[-1]}
