@@ -20,11 +20,17 @@ namespace {
 /// A splat constant of `type` when `operand` is a splat constant (or a
 /// scalar constant), else null.
 Attribute splatOf(Attribute operand, ShapedType type) {
+  Attribute value;
   if (auto dense = dyn_cast_if_present<SplatElementsAttr>(operand))
-    return DenseElementsAttr::get(type, dense.getSplatValue<Attribute>());
-  if (isa_and_present<IntegerAttr, FloatAttr>(operand))
-    return DenseElementsAttr::get(type, operand);
-  return {};
+    value = dense.getSplatValue<Attribute>();
+  else if (isa_and_present<IntegerAttr, FloatAttr>(operand))
+    value = operand;
+  // (a constant typed otherwise than the elements, `llvm.mlir.constant(-1 : i8) : i64`: its bits are not
+  // the element's value; DenseElementsAttr::get asserts they agree)
+  auto typed = dyn_cast_if_present<TypedAttr>(value);
+  if (!typed || typed.getType() != type.getElementType())
+    return {};
+  return DenseElementsAttr::get(type, value);
 }
 } // namespace
 

@@ -153,6 +153,9 @@ LogicalResult LinearAttr::verifyEncoding(ArrayRef<int64_t> shape, Type,
   if (getRegs().size() / rank > 16)
     return emitError() << "a layout of at most 16 register bases (65536 registers), got "
                        << getRegs().size() / rank;
+  if (getWarps().size() / rank > 5)
+    return emitError() << "a layout of at most 5 warp bases (32 warps, a thread block's 1024 threads), got "
+                       << getWarps().size() / rank;
   // Each basis inside the tile; the bases' span (over GF(2), one bit a power
   // of two of each dimension) the whole tile: every element held somewhere.
   SmallVector<unsigned> offset;
@@ -475,4 +478,12 @@ LogicalResult WarpSpecializeOp::verify() {
     return emitOpError() << "the producer gives registers to the consumer: "
                             "producer count " << p << " above consumer count " << c;
   return success();
+}
+
+bool mlir::fakvgpu::isGPUElementType(Type t) {
+  if (auto i = dyn_cast<IntegerType>(t))
+    return i.getWidth() <= 64;
+  if (isa<FloatType>(t))
+    return t.isF16() || t.isBF16() || t.isF32() || t.isF64();
+  return true;
 }

@@ -54,6 +54,19 @@ constexpr llvm::StringLiteral kTmaBoxesAttr = "fakvgpu.tma_boxes";
 constexpr llvm::StringLiteral kTmaParamAttr = "fakvgpu.tma_param";
 constexpr llvm::StringLiteral kMaxRegistersAttr = "fakvgpu.max_registers";
 constexpr llvm::StringLiteral kClusterSizeAttr = "fakvgpu.cluster_size";
+
+/// The most elements a register tile may hold on the GPU: 512 per thread of
+/// a warpgroup, four times the decode kernel's largest tile (64x256 f32).
+/// Register tiles are unrolled per thread: past this the kernel spills and
+/// the compile takes minutes (a layout of 16384 registers a thread: 82 s).
+constexpr int64_t kMaxTileElements = 65536;
+constexpr int64_t kMaxTileRegisters = kMaxTileElements / 128;
+
+/// Whether the GPU lowering holds values of element type `t`: integers of 1
+/// to 64 bits and f16 / bf16 / f32 / f64 (NVPTX selects nothing for f80,
+/// f128 or the 8-bit floats: LLVM aborted in instruction selection). Other
+/// types (pointers, index) are not elements of this check.
+bool isGPUElementType(Type t);
 } // namespace mlir::fakvgpu
 
 #endif // FAKV_DIALECT_FAKVGPUDIALECT_H

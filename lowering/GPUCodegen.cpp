@@ -227,15 +227,29 @@ LogicalResult codegen::checkTiles(func::FuncOp func) {
   auto numWarps = func->getAttrOfType<IntegerAttr>(fakvgpu::kNumWarpsAttr);
   // Every tile has its place: registers (#fakvgpu.linear), or shared memory where a fakvgpu op put it.
   // (a layout over more warps than the kernel has: the missing warps' elements never computed or stored)
+  // (hand-written fakvgpu IR comes here without fakv-assign-layouts' checks: an f80 tile aborted LLVM in
+  // instruction selection, a layout of 16384 registers a thread took 82 s and 14 GB to lower)
   auto placed = [&](Value v, Operation *where) {
+    if (!fakvgpu::isGPUElementType(getElementTypeOrSelf(v.getType()))) {
+      where->emitOpError() << "the GPU lowering holds integers of up to 64 bits and f16, bf16, f32 or f64 "
+                              "values, got "
+                           << v.getType();
+      return false;
+    }
     auto t = dyn_cast<RankedTensorType>(v.getType());
     if (!t)
       return true;
     if (auto linear = dyn_cast_or_null<fakvgpu::LinearAttr>(t.getEncoding())) {
-      unsigned warps = LinearLayout::fromAttr(linear).numWarps();
+      LinearLayout layout = LinearLayout::fromAttr(linear);
+      unsigned warps = layout.numWarps();
       if (numWarps && warps > numWarps.getInt()) {
         where->emitOpError() << "has a tile laid out over " << warps << " warps (" << t
                              << ") in a kernel of " << numWarps.getInt();
+        return false;
+      }
+      if (layout.numRegs() > fakvgpu::kMaxTileRegisters) {
+        where->emitOpError() << "has a tile of " << layout.numRegs() << " registers a thread (" << t
+                             << "): the GPU lowering holds at most " << fakvgpu::kMaxTileRegisters;
         return false;
       }
       return true;
@@ -256,6 +270,9 @@ LogicalResult codegen::checkTiles(func::FuncOp func) {
                          << "): run fakv-assign-layouts first";
     return false;
   };
+  for (BlockArgument arg : func.getArguments())
+    if (!placed(arg, func))
+      return failure();
   WalkResult r = func.walk([&](Operation *op) {
     for (Value v : op->getResults())
       if (!placed(v, op))

@@ -22,11 +22,14 @@ static std::string parameterKind(Type t) {
 llvm::json::Array mlir::fakv::launchFacts(ModuleOp module) {
   llvm::json::Array kernels;
   module->walk([&](LLVM::LLVMFuncOp f) {
+    // (a kernel as the GPU pipeline outlines it: its warps, tensor-map arguments and shared memory; a
+    // function that only carries a warp count, written so by hand, is none)
     auto warps = f->getAttrOfType<IntegerAttr>(fakvgpu::kNumWarpsAttr);
-    if (!warps)
-      return;
     auto tmaArgs = f->getAttrOfType<DenseI32ArrayAttr>(codegen::kTmaArgsAttr);
     auto tmaBoxes = f->getAttrOfType<DenseI32ArrayAttr>(codegen::kTmaBoxesAttr);
+    auto smem = f->getAttrOfType<IntegerAttr>(codegen::kSmemBytesAttr);
+    if (!warps || !tmaArgs || !tmaBoxes || !smem)
+      return;
     llvm::json::Array params, maps, packing{1, 1, 1}, cluster{1, 1, 1};
     if (auto size = f->getAttrOfType<IntegerAttr>(codegen::kClusterSizeAttr))
       cluster = llvm::json::Array{1, 1, size.getInt()};
@@ -40,7 +43,7 @@ llvm::json::Array mlir::fakv::launchFacts(ModuleOp module) {
     kernels.push_back(llvm::json::Object{
         {"name", f.getName()},
         {"threads", warps.getInt() * 32},
-        {"smem_bytes", f->getAttrOfType<IntegerAttr>(codegen::kSmemBytesAttr).getInt()},
+        {"smem_bytes", smem.getInt()},
         {"params", std::move(params)},
         {"tensormaps", std::move(maps)},
         {"grid_packing", std::move(packing)},

@@ -29,23 +29,10 @@ using fakvgpu::SharedAttr;
 using fakvgpu::kStoredRowsAttr;
 
 namespace {
-/// The most elements a register tile may hold on the GPU: 512 per thread of
-/// a warpgroup, four times the decode kernel's largest tile (64x256 f32).
-constexpr int64_t kMaxGPUTileElements = 65536;
+using fakvgpu::kMaxTileElements;
 
 bool isTile(Value v) { return isa<RankedTensorType>(v.getType()); }
 RankedTensorType tileType(Value v) { return cast<RankedTensorType>(v.getType()); }
-
-/// Whether the GPU lowering holds values of element type `t`: integers of 1
-/// to 64 bits and f16 / bf16 / f32 / f64 (NVPTX selects nothing for f80,
-/// f128 or the 8-bit floats: LLVM aborted in instruction selection).
-bool gpuElementType(Type t) {
-  if (auto i = dyn_cast<IntegerType>(t))
-    return i.getWidth() <= 64;
-  if (isa<FloatType>(t))
-    return t.isF16() || t.isBF16() || t.isF32() || t.isF64();
-  return true;                          // (pointers, index: not elements of this check)
-}
 
 /// The dialects a kernel's ops may come from on the GPU path (what the DSL
 /// emits, and what fakv's passes make of it).
@@ -138,6 +125,12 @@ private:
 };
 
 LogicalResult LayoutAssigner::checkShapes() {
+  // (a kernel's arguments too: an unused f80 one reached NVPTX's printer, which trapped)
+  for (BlockArgument arg : func.getArguments())
+    if (!fakvgpu::isGPUElementType(getElementTypeOrSelf(arg.getType())))
+      return func.emitOpError() << "the GPU lowering holds integers of up to 64 bits and f16, bf16, f32 or "
+                                   "f64 values, got argument #"
+                                << arg.getArgNumber() << " of " << arg.getType();
   // (pre-order: an op of another dialect is named before the ops it holds)
   WalkResult r = func.walk<WalkOrder::PreOrder>([&](Operation *op) {
     if (!gpuDialect(op)) {
@@ -160,7 +153,7 @@ LogicalResult LayoutAssigner::checkShapes() {
                           << v.getType();
         return WalkResult::interrupt();
       }
-      if (!gpuElementType(et)) {
+      if (!fakvgpu::isGPUElementType(et)) {
         op->emitOpError() << "the GPU lowering holds integers of up to 64 bits "
                              "and f16, bf16, f32 or f64 values, got "
                           << v.getType();
@@ -182,10 +175,10 @@ LogicalResult LayoutAssigner::checkShapes() {
       // spills and the compile takes minutes (4096x4096: ~30 s).
       // (counted without overflow: 2^32 x 2^32 wrapped to 0 and passed)
       if (isTile(v) &&
-          elementsUpTo(tileType(v), kMaxGPUTileElements) > kMaxGPUTileElements) {
+          elementsUpTo(tileType(v), kMaxTileElements) > kMaxTileElements) {
         op->emitOpError() << "the GPU lowering holds a tile in registers, at most "
-                          << kMaxGPUTileElements << " elements ("
-                          << kMaxGPUTileElements / 128
+                          << kMaxTileElements << " elements ("
+                          << kMaxTileElements / 128
                           << " per thread of a warpgroup), got " << v.getType();
         return WalkResult::interrupt();
       }

@@ -138,7 +138,10 @@ private:
     return replicate(old, b);
   }
   Value replicate(Value old, ImplicitLocOpBuilder &b);
-  Value recompute(Value old, ImplicitLocOpBuilder &b);
+  /// `memo`: the values recomputed so far at this insertion point (null: not recomputable), so that a
+  /// tile reached along many paths is made once (`u = u + u`, n times: 2^n copies, minutes and gigabytes).
+  Value recompute(Value old, ImplicitLocOpBuilder &b, DenseMap<Value, Value> &memo);
+  Value recomputeOnce(Value old, ImplicitLocOpBuilder &b, DenseMap<Value, Value> &memo);
   /// (P * S0, S1, ...) -> (P, S0, S1, ...).
   Value unfold(Value storage, ArrayRef<int64_t> logical, ImplicitLocOpBuilder &b) {
     auto t = cast<RankedTensorType>(storage.getType());
@@ -291,7 +294,8 @@ Value Packer::replicate(Value old, ImplicitLocOpBuilder &b) {
   // Right after the uniform tile, so that the copy dominates every use.
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointAfterValue(uniform(old));
-  Value v = recompute(old, b);
+  DenseMap<Value, Value> memo;
+  Value v = recompute(old, b, memo);
   if (!v) {
     auto t = cast<RankedTensorType>(old.getType());
     SmallVector<int64_t> unit{1};
@@ -305,7 +309,15 @@ Value Packer::replicate(Value old, ImplicitLocOpBuilder &b) {
   return v;
 }
 
-Value Packer::recompute(Value old, ImplicitLocOpBuilder &b) {
+Value Packer::recompute(Value old, ImplicitLocOpBuilder &b, DenseMap<Value, Value> &memo) {
+  if (auto found = memo.find(old); found != memo.end())
+    return found->second;
+  Value made = recomputeOnce(old, b, memo);
+  memo[old] = made;
+  return made;
+}
+
+Value Packer::recomputeOnce(Value old, ImplicitLocOpBuilder &b, DenseMap<Value, Value> &memo) {
   Operation *def = old.getDefiningOp();
   if (!def || def->getNumResults() != 1)
     return {};
@@ -338,7 +350,7 @@ Value Packer::recompute(Value old, ImplicitLocOpBuilder &b) {
       m.map(operand, uniform(operand));
       continue;
     }
-    Value r = recompute(operand, b);
+    Value r = recompute(operand, b, memo);
     if (!r)
       return {};
     m.map(operand, r);

@@ -310,12 +310,25 @@ struct FakvWarpSpecializePass
       scf::IfOp refill = refills.front();
       auto loop = dyn_cast_or_null<scf::ForOp>(refill->getParentOp());
       if (!loop || !refill.getCondition().getDefiningOp<arith::CmpIOp>() ||
-          !func->getAttrOfType<IntegerAttr>(kNumWarpsAttr)) {
+          !func->getAttrOfType<IntegerAttr>(kNumWarpsAttr) || refill->getNumResults()) {
         refill.emitOpError() << "carries '" << kPrefetchAttr
-                             << "' but is not fakv-pipeline's refill (an scf.if on an arith.cmpi in the "
-                                "body of the pipelined scf.for, in a kernel with layouts)";
+                             << "' but is not fakv-pipeline's refill (an scf.if of no results on an "
+                                "arith.cmpi in the body of the pipelined scf.for, in a kernel with layouts)";
         return signalPassFailure();
       }
+      // (the prologue's ifs are erased from the consumer: ones with results, or holding the loop, are not
+      // fakv-pipeline's, and erasing them left uses of nothing or dropped the loop)
+      WalkResult bad = func.walk([&](scf::IfOp ifOp) {
+        if (ifOp->hasAttr(kPrologueAttr) && (ifOp->getNumResults() || ifOp->isAncestor(loop))) {
+          ifOp.emitOpError() << "carries '" << kPrologueAttr
+                             << "' but is not fakv-pipeline's prologue copy (an scf.if of no results "
+                                "before the pipelined loop)";
+          return WalkResult::interrupt();
+        }
+        return WalkResult::advance();
+      });
+      if (bad.wasInterrupted())
+        return signalPassFailure();
       if (failed(specialize(func, loop, refills.front(), producerRegisters,
                             consumerRegisters)))
         return signalPassFailure();

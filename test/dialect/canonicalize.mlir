@@ -127,3 +127,16 @@ func.func @addptr_zero(%p: !fakv.ptr<i32>) -> i32 {
   %v = fakv.load_scalar %q[%i] : !fakv.ptr<i32> -> i32
   return %v : i32
 }
+
+// -----
+
+// A splat of a constant typed otherwise than its value (llvm.mlir.constant(-1 : i8) : i64) is not folded: the
+// attribute's bits are not the element's value (the fold made dense<255>; builds with assertions aborted).
+// CHECK-LABEL: func.func @splat_of_retyped_constant
+// CHECK: fakv.splat
+// CHECK-NOT: dense<255>
+func.func @splat_of_retyped_constant() -> tensor<2xi64> {
+  %g = llvm.mlir.constant(-1 : i8) : i64
+  %v = fakv.splat %g : i64 -> tensor<2xi64>
+  return %v : tensor<2xi64>
+}

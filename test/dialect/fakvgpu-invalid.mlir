@@ -354,3 +354,11 @@ func.func @tma_args_past_the_arguments(%a: !fakv.ptr<bf16>) attributes {fakvgpu.
 func.func @tma_boxes_of_another_length(%a: !fakv.ptr<bf16>, %m: !llvm.ptr) attributes {fakvgpu.tma_args = array<i32: 0>, fakvgpu.tma_boxes = array<i32: 64, 64>} {
   return
 }
+
+// -----
+
+// A layout over more warps than a thread block has (its warp count, 1 << bases, overflowed past 31).
+// expected-error @+1 {{a layout of at most 5 warp bases (32 warps, a thread block's 1024 threads), got 6}}
+func.func @six_warp_bases(%t: tensor<64xf32, #fakvgpu.linear<regs = [], lanes = [[1], [2], [4], [8], [16]], warps = [[32], [0], [0], [0], [0], [0]]>>) {
+  return
+}

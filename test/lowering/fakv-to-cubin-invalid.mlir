@@ -79,3 +79,11 @@ module {
     }
   }
 }
+
+// -----
+
+// A kernel argument of a type the GPU holds no value of, unused (it reached NVPTX's printer, which trapped).
+// expected-error @+1 {{'func.func' op the GPU lowering holds integers of up to 64 bits and f16, bf16, f32 or f64 values, got argument #0 of 'f80'}}
+func.func @f80_argument(%x: f80, %p: !fakv.ptr<f32>) attributes {fakv.kernel} {
+  return
+}

@@ -133,3 +133,31 @@ module {
     }
   }
 }
+
+// -----
+
+// fakvgpu IR written by hand skips fakv-assign-layouts' checks: an f80 tile aborted LLVM in NVPTX's instruction
+// selection ("unsupported library call operation").
+#f80 = #fakvgpu.linear<regs = [[1], [2]], lanes = [[4], [8], [16], [32], [0]], warps = [[0], [0]]>
+func.func @f80_tile(%p: !fakv.ptr<f80>, %q: !fakv.ptr<f80>) attributes {fakv.kernel, fakvgpu.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : i32
+  %s1 = arith.constant 1 : i64
+  // expected-error @+1 {{'fakv.load' op the GPU lowering holds integers of up to 64 bits and f16, bf16, f32 or f64 values, got 'tensor<64xf80}}
+  %t = fakv.load %p[%c0] strides [%s1] : !fakv.ptr<f80> -> tensor<64xf80, #f80>
+  fakv.store %t, %q[%c0] strides [%s1] : tensor<64xf80, #f80>, !fakv.ptr<f80>
+  return
+}
+
+// -----
+
+// A layout every element of a 128x128 tile in each thread's registers (16384 a thread): 82 s and 14 GB to lower.
+#all = #fakvgpu.linear<regs = [[0, 1], [0, 2], [0, 4], [0, 8], [0, 16], [0, 32], [0, 64], [1, 0], [2, 0], [4, 0], [8, 0], [16, 0], [32, 0], [64, 0]], lanes = [[0, 0], [0, 0], [0, 0], [0, 0], [0, 0]], warps = [[0, 0], [0, 0]]>
+func.func @registers(%p: !fakv.ptr<f32>) attributes {fakv.kernel, fakvgpu.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : i32
+  %s1 = arith.constant 1 : i64
+  %sn = arith.constant 128 : i64
+  // expected-error @+1 {{'fakv.load' op has a tile of 16384 registers a thread}}
+  %t = fakv.load %p[%c0, %c0] strides [%sn, %s1] : !fakv.ptr<f32> -> tensor<128x128xf32, #all>
+  fakv.store %t, %p[%c0, %c0] strides [%sn, %s1] : tensor<128x128xf32, #all>, !fakv.ptr<f32>
+  return
+}

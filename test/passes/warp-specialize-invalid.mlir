@@ -1,6 +1,6 @@
 // fakv-warp-specialize splits the loop fakv-pipeline made: an scf.if that carries the refill's attribute but is
 // not a refill (no loop around it, no comparison, a kernel without layouts) is refused (it crashed).
-// RUN: fakv-opt %s -verify-diagnostics --fakv-warp-specialize
+// RUN: fakv-opt %s -split-input-file -verify-diagnostics --fakv-warp-specialize
 // Register counts are set both or neither, the producer's no more than the consumer's (fakvgpu.warp_specialize's
 // verifier; before, the pass made the op and the verifier refused it):
 // RUN: not fakv-opt %s --fakv-warp-specialize=producer-registers=24 2>&1 | FileCheck %s --check-prefix=PAIR
@@ -9,8 +9,76 @@
 // PAIR: error: producer-registers and consumer-registers are both 0 (no setmaxnreg) or both set, the producer's no more than the consumer's
 
 func.func @k(%c: i1) attributes {fakv.kernel} {
-  // expected-error @+1 {{'scf.if' op carries 'fakvgpu.pipeline_prefetch' but is not fakv-pipeline's refill (an scf.if on an arith.cmpi in the body of the pipelined scf.for, in a kernel with layouts)}}
+  // expected-error @+1 {{'scf.if' op carries 'fakvgpu.pipeline_prefetch' but is not fakv-pipeline's refill (an scf.if of no results on an arith.cmpi in the body of the pipelined scf.for, in a kernel with layouts)}}
   scf.if %c {
   } {fakvgpu.pipeline_prefetch}
+  return
+}
+
+// -----
+
+// A marked refill or prologue copy with results (erased, they left uses of nothing: a segfault in the verifier).
+func.func @refill_with_result(%a: i32, %out: !fakv.ptr<i32>) attributes {fakv.kernel, fakvgpu.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %t = arith.constant true
+  %b = fakvgpu.alloc_barriers arrivals 1 : !fakvgpu.barriers<2>
+  scf.for %i = %c0 to %a step %c1 : i32 {
+    %n = arith.addi %i, %c1 : i32
+    %cond = arith.cmpi slt, %n, %a : i32
+    // expected-error @+1 {{'scf.if' op carries 'fakvgpu.pipeline_prefetch' but is not fakv-pipeline's refill (an scf.if of no results}}
+    %r = scf.if %cond -> (i32) {
+      scf.yield %c0 : i32
+    } else {
+      scf.yield %c1 : i32
+    } {fakvgpu.pipeline_prefetch}
+    fakvgpu.wait %b[%c0], %c0 : !fakvgpu.barriers<2>
+    fakv.report %out, %t, %r : !fakv.ptr<i32>
+  }
+  return
+}
+
+// -----
+
+func.func @prologue_with_result(%a: i32, %out: !fakv.ptr<i32>) attributes {fakv.kernel, fakvgpu.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %t = arith.constant true
+  // expected-error @+1 {{'scf.if' op carries 'fakvgpu.pipeline_prologue' but is not fakv-pipeline's prologue copy (an scf.if of no results before the pipelined loop)}}
+  %r = scf.if %t -> (i32) {
+    scf.yield %c0 : i32
+  } else {
+    scf.yield %c1 : i32
+  } {fakvgpu.pipeline_prologue}
+  %b = fakvgpu.alloc_barriers arrivals 1 : !fakvgpu.barriers<2>
+  scf.for %i = %c0 to %a step %c1 : i32 {
+    %n = arith.addi %i, %c1 : i32
+    %cond = arith.cmpi slt, %n, %a : i32
+    scf.if %cond {
+    } {fakvgpu.pipeline_prefetch}
+    fakvgpu.wait %b[%c0], %c0 : !fakvgpu.barriers<2>
+  }
+  %x = arith.addi %r, %r : i32
+  fakv.report %out, %t, %x : !fakv.ptr<i32>
+  return
+}
+
+// -----
+
+// A prologue copy holding the pipelined loop (erased, the loop went with it).
+func.func @prologue_around_the_loop(%a: i32, %c: i1) attributes {fakv.kernel, fakvgpu.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %b = fakvgpu.alloc_barriers arrivals 1 : !fakvgpu.barriers<2>
+  // expected-error @+1 {{'scf.if' op carries 'fakvgpu.pipeline_prologue' but is not fakv-pipeline's prologue copy}}
+  scf.if %c {
+    scf.for %i = %c0 to %a step %c1 : i32 {
+      %n = arith.addi %i, %c1 : i32
+      %cond = arith.cmpi slt, %n, %a : i32
+      scf.if %cond {
+      } {fakvgpu.pipeline_prefetch}
+      fakvgpu.wait %b[%c0], %c0 : !fakvgpu.barriers<2>
+    }
+  } {fakvgpu.pipeline_prologue}
   return
 }
