@@ -273,8 +273,7 @@ public:
 
   /// Calls `name` with (kind, value) arguments: ptr (an address), i1, i32,
   /// i64, f32; `extents`: the [lo, hi) byte ranges of the arrays the kernel
-  /// may access (fakv-guard-cpu-memory; none, or more than it holds: not
-  /// checked). Returns the fault bits, then cleared: 1 an integer divided by
+  /// may access (fakv-guard-cpu-memory; none: not checked). Returns the fault bits, then cleared: 1 an integer divided by
   /// zero (or INT_MIN by -1, fakv-guard-cpu-division), 2 an access outside
   /// the extents (skipped).
   int call(const std::string &name, const std::vector<std::pair<std::string, py::object>> &args,
@@ -299,13 +298,12 @@ public:
     py::gil_scoped_release release;
     std::lock_guard<std::mutex> lock(callMutex);  // (one call at a time: the globals are the module's)
     uint64_t *table = global<uint64_t>("fakv_cpu_extents", extentsTable);
+    std::vector<uint64_t> pairs;                  // (the global holds their count and address)
     if (table) {
-      bool fits = extents.size() <= kMaxExtents;
-      table[0] = fits ? extents.size() : 0;
-      for (size_t i = 0; fits && i < extents.size(); ++i) {
-        table[1 + 2 * i] = extents[i].first;
-        table[2 + 2 * i] = extents[i].second;
-      }
+      for (auto [lo, hi] : extents)
+        pairs.insert(pairs.end(), {lo, hi});
+      table[0] = extents.size();
+      table[1] = reinterpret_cast<uintptr_t>(pairs.data());
     }
     if (llvm::Error e = engine->invokePacked(name, packed))
       throw std::runtime_error("cannot call " + name + ": " + llvm::toString(std::move(e)));
@@ -340,7 +338,6 @@ private:
     return *cached;
   }
 
-  static constexpr size_t kMaxExtents = 64;     // (fakv-guard-cpu-memory's table)
   OwningOpRef<ModuleOp> module;
   std::function<llvm::Error(llvm::Module *)> transform;
   std::unique_ptr<ExecutionEngine> engine;

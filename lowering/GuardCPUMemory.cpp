@@ -6,9 +6,10 @@
 // read garbage or corrupt the Python process. Right after
 // convert-fakv-to-cpu every llvm.load / llvm.store is the kernel's (the
 // lowering's own buffers come later): each runs only when its bytes lie in
-// one of the ranges the launcher wrote to the global `fakv_cpu_extents`
-// (i64 count, then count pairs [lo, hi); bit 63 of lo marks a range that is
-// read only: no store there); otherwise a load gives 0, a store does
+// one of the ranges the launcher lists in the global `fakv_cpu_extents`
+// (i64 count, then the address of count pairs [lo, hi) of i64, the
+// launcher's; bit 63 of lo marks a range that is read only: no store there;
+// an access whose last byte wraps past 2^64 lies in none); otherwise a load gives 0, a store does
 // nothing, and 2 is or-ed into `fakv_cpu_fault`, which the launcher
 // reads after the kernel (fakv.DataError). A count of 0 checks nothing
 // (mlir-runner's tests, and calls whose arrays have no known extent).
@@ -33,7 +34,6 @@ using namespace mlir;
 namespace {
 constexpr llvm::StringLiteral kExtentsGlobal = "fakv_cpu_extents";
 constexpr llvm::StringLiteral kCheckFunc = "fakv_cpu_in_extents";
-constexpr int64_t kMaxExtents = 64;     // (the launcher checks nothing past this many arrays)
 constexpr int32_t kMemoryFault = 2;     // fakv_cpu_fault's bit (1: an integer division)
 
 /// func.func @fakv_cpu_in_extents(%addr: !llvm.ptr, %bytes: i64, %store: i1)
@@ -47,26 +47,33 @@ func::FuncOp buildCheck(OpBuilder &b, Location loc, LLVM::GlobalOp extents) {
   Block *entry = func.addEntryBlock();
   OpBuilder fb = OpBuilder::atBlockBegin(entry);
   auto cst = [&](int64_t v) -> Value { return arith::ConstantIntOp::create(fb, loc, v, 64); };
-  Value base = LLVM::AddressOfOp::create(fb, loc, extents);
-  auto word = [&](OpBuilder &ob, Value index) -> Value {
+  auto word = [&](OpBuilder &ob, Value base, Value index) -> Value {
     Value at = LLVM::GEPOp::create(ob, loc, ptr, i64, base, ValueRange{index});
     return LLVM::LoadOp::create(ob, loc, i64, at);
   };
-  Value count = word(fb, cst(0));
+  Value global = LLVM::AddressOfOp::create(fb, loc, extents);
+  Value count = word(fb, global, cst(0));
+  // (the pairs where the launcher keeps them: any number of arrays; a table in the global held 64, and a
+  // launch of more checked nothing)
+  Value base = LLVM::IntToPtrOp::create(fb, loc, ptr, word(fb, global, cst(1)));
   Value lo = LLVM::PtrToIntOp::create(fb, loc, i64, entry->getArgument(0));
   Value hi = arith::AddIOp::create(fb, loc, lo, entry->getArgument(1));
+  // (an access whose end wraps past 2^64, a stride that reached the top of the address space, lies in no
+  // array: its end of 0 or so passed `hi <= to`, and the store segfaulted)
+  Value wraps = arith::CmpIOp::create(fb, loc, arith::CmpIPredicate::ult, hi, lo);
   Value none = arith::CmpIOp::create(fb, loc, arith::CmpIPredicate::eq, count, cst(0));
   auto loop = scf::ForOp::create(
       fb, loc, cst(0), count, cst(1), ValueRange{none},
       [&](OpBuilder &lb, Location, Value i, ValueRange found) {
-        Value at = arith::AddIOp::create(lb, loc, arith::MulIOp::create(lb, loc, i, cst(2)), cst(1));
-        Value tagged = word(lb, at);
+        Value at = arith::MulIOp::create(lb, loc, i, cst(2));
+        Value tagged = word(lb, base, at);
         Value from = arith::AndIOp::create(lb, loc, tagged, cst(INT64_MAX));
         Value readOnly = arith::CmpIOp::create(lb, loc, arith::CmpIPredicate::slt, tagged, cst(0));
-        Value to = word(lb, arith::AddIOp::create(lb, loc, at, cst(1)));
+        Value to = word(lb, base, arith::AddIOp::create(lb, loc, at, cst(1)));
         Value fromLo = arith::CmpIOp::create(lb, loc, arith::CmpIPredicate::uge, lo, from);
         Value toHi = arith::CmpIOp::create(lb, loc, arith::CmpIPredicate::ule, hi, to);
-        Value refused = arith::AndIOp::create(lb, loc, readOnly, entry->getArgument(2));
+        Value refused = arith::OrIOp::create(
+            lb, loc, arith::AndIOp::create(lb, loc, readOnly, entry->getArgument(2)), wraps);
         Value inside = arith::AndIOp::create(
             lb, loc, arith::AndIOp::create(lb, loc, fromLo, toHi),
             arith::XOrIOp::create(lb, loc, refused, arith::ConstantIntOp::create(lb, loc, 1, 1)));
@@ -130,11 +137,10 @@ struct FakvGuardCPUMemoryPass
       return;
     OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
     Location loc = module.getLoc();
-    auto extentsType = LLVM::LLVMArrayType::get(b.getI64Type(), 1 + 2 * kMaxExtents);
+    auto extentsType = LLVM::LLVMArrayType::get(b.getI64Type(), 2);
     auto extents = LLVM::GlobalOp::create(b, loc, extentsType, /*isConstant=*/false,
                                           LLVM::Linkage::External, kExtentsGlobal,
-                                          b.getZeroAttr(RankedTensorType::get(
-                                              {1 + 2 * kMaxExtents}, b.getI64Type())));
+                                          b.getZeroAttr(RankedTensorType::get({2}, b.getI64Type())));
     LLVM::GlobalOp fault = fakv::cpu::faultGlobal(module);
     func::FuncOp check = buildCheck(b, loc, extents);
     for (auto [op, addr, type] : accesses)

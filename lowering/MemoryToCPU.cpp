@@ -134,9 +134,14 @@ struct PagedLoadLowering : OpConversionPattern<PagedLoadOp> {
                       ? Value(arith::AddIOp::create(ib, r, a.getLeftpad()))
                       : r;
       // (A negative position is outside the op's contract: read as nothing
-      // here rather than before the page, or before the table.)
+      // here rather than before the page, or before the table. A row past
+      // 2^31 - 1 wraps negative: it is none either, not one below `valid`
+      // whose position wrapped back into the cache.)
       Value valid = arith::AndIOp::create(
-          ib, arith::CmpIOp::create(ib, arith::CmpIPredicate::slt, r, rowsRead),
+          ib,
+          arith::AndIOp::create(
+              ib, arith::CmpIOp::create(ib, arith::CmpIPredicate::slt, r, rowsRead),
+              arith::CmpIOp::create(ib, arith::CmpIPredicate::sge, r, a.getRow())),
           arith::CmpIOp::create(ib, arith::CmpIPredicate::sge, pos,
                                 arith::ConstantIntOp::create(ib, 0, 32)));
       return select(

@@ -39,8 +39,9 @@ def FakvGuardCPUMemory : Pass<"fakv-guard-cpu-memory", "::mlir::ModuleOp"> {
     read garbage or corrupt the process. Right after convert-fakv-to-cpu
     (every `llvm.load` / `llvm.store` is then a kernel's) each access runs
     only when its bytes lie in one of the ranges the launcher wrote to the
-    global `fakv_cpu_extents` (an i64 count, then that many [lo, hi) pairs,
-    at most 64; bit 63 of lo: read only, no store) and otherwise a load
+    global `fakv_cpu_extents` (an i64 count, then the address of that many
+    [lo, hi) pairs; bit 63 of lo: read only, no store; an access whose end
+    wraps past 2^64 lies in none) and otherwise a load
     gives 0, a store is dropped, and 2 is
     or-ed into the i32 global `fakv_cpu_fault`, which the host reads after
     each launch (fakv.DataError). A count of 0 checks nothing.

@@ -1,12 +1,13 @@
 // fakv-guard-cpu-memory: each llvm.load / llvm.store of a kernel (after
 // convert-fakv-to-cpu) runs only when @fakv_cpu_in_extents finds its bytes
-// in the launch's arrays (@fakv_cpu_extents: a count, then [lo, hi) pairs;
-// a count of 0 checks nothing; bit 63 of lo: read only, no store there);
+// in the launch's arrays (@fakv_cpu_extents: a count, then the address of
+// that many [lo, hi) pairs; a count of 0 checks nothing; bit 63 of lo: read
+// only, no store there; an access wrapping past 2^64 is in none);
 // else a load gives 0, a store is dropped,
 // and 2 is or-ed into @fakv_cpu_fault. A global's own word is not checked.
 // RUN: fakv-opt %s --fakv-guard-cpu-memory | FileCheck %s
 
-// CHECK-DAG: llvm.mlir.global external @fakv_cpu_extents(dense<0> : tensor<129xi64>)
+// CHECK-DAG: llvm.mlir.global external @fakv_cpu_extents(dense<0> : tensor<2xi64>)
 // CHECK-DAG: llvm.mlir.global external @fakv_cpu_fault(0 : i32)
 // CHECK-LABEL: func.func private @fakv_cpu_in_extents(
 // CHECK-SAME: %[[P:.*]]: !llvm.ptr, %[[N:.*]]: i64, %[[W:.*]]: i1) -> i1

@@ -290,3 +290,70 @@ at column 0"""
     out = subprocess.run([sys.executable, "-c", script, str(folder)], capture_output=True, text=True, timeout=300,
                          env=dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(fakv.__file__))))
     assert out.returncode == 0 and out.stdout.split() == ["3.0"], out.stderr
+
+
+# ---- the CPU path's memory guard, after a review (session 45): each failed before its fix ----
+
+@fakv.jit
+def store_strided(X, s):
+    fl.store(X, fl.full((2,), 1.0), (0,), (s,))
+
+
+_WRAP = """
+import numpy as np, fakv, sys
+sys.path.insert(0, sys.argv[1])
+from test_dsl_errors import store_strided
+x = np.zeros(4, np.float32)
+try:
+    store_strided[(1,)](x, (2**64 - 4 - x.ctypes.data) // 4)   # element 1 at the top of the address space
+except fakv.DataError as e:
+    print("DataError", x.tolist())
+"""
+
+
+def test_an_access_at_the_top_of_the_address_space_is_outside():
+    """An access whose last byte wrapped past 2^64 had an end of 0, inside every array's end: done (a
+    segfault)."""
+    out = subprocess.run([sys.executable, "-c", _WRAP, os.path.dirname(__file__)], capture_output=True, text=True,
+                         timeout=300, env=dict(os.environ, PYTHONPATH=os.pathsep.join(
+                             [os.path.dirname(os.path.dirname(fakv.__file__)), os.path.dirname(__file__)])))
+    assert out.returncode == 0 and out.stdout.split() == ["DataError", "[1.0,", "0.0,", "0.0,", "0.0]"], \
+        (out.returncode, out.stdout, out.stderr)
+
+
+def test_a_launch_of_many_arrays_is_checked(tmp_path):
+    """Past 64 arrays the launcher's table held none, and nothing was checked: a store past the first array
+    went into the memory after it."""
+    names = ", ".join(f"A{i}" for i in range(100))
+    (tmp_path / "many.py").write_text(f"import fakv, fakv.language as fl\n\n@fakv.jit\ndef many({names}, n):\n"
+                                      f"    fl.store(A0, fl.full((4,), 5.0), (n,), (1,))\n")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        import many
+    finally:
+        sys.path.remove(str(tmp_path))
+    base = np.zeros(16, np.float32)
+    arrays = [base[:4]] + [np.zeros(1, np.float32) for _ in range(99)]
+    with pytest.raises(fakv.DataError, match="outside the arrays"):
+        many.many[(1,)](*arrays, 8)
+    assert not base.any()
+    many.many[(1,)](*arrays, 0)
+    assert (base[:4] == 5).all() and not base[4:].any()
+
+
+@fakv.jit
+def paged_rows(Cache, Table, Y, row, valid, leftpad):
+    t = fl.paged_load(Cache, 0, row, 4, 2, valid, 4, 3, (8, 2, 2), table=Table, leftpad=leftpad)
+    fl.store(Y, t, (0, 0), (2, 1))
+
+
+def test_paged_rows_past_int32_are_past_the_sequence():
+    """Rows row + i past 2^31 - 1 wrapped negative, below `valid`, and their positions back into the cache:
+    the sequence's first keys where zeros belong."""
+    cache = np.zeros((3, 4, 1, 2), np.float32)
+    cache[2, :, 0, :] = np.arange(1, 5)[:, None]
+    y = np.full((4, 2), -1.0, np.float32)
+    paged_rows[(1,)](cache, np.array([2, 2, 2, 2], np.int32), y, 2**31 - 1, 8, 2**31 - 1)
+    assert not y.any()
+    paged_rows[(1,)](cache, np.array([2, 2, 2, 2], np.int32), y, 1, 8, 0)    # (and rows in range are read)
+    assert y[:, 0].tolist() == [2, 3, 4, 1]          # (row 4: the next page, page 2 again)
