@@ -468,8 +468,10 @@ def Fakv_OnlineSoftmaxOp : Fakv_Op<"online_softmax", [Pure,
     `probs * V`. All values are in natural-log units: after the last tile,
     `log(new_sum) + new_max` is the natural-log LSE of `t`'s rows. A lowering
     may compute `exp` as `exp2` with `log2(e)` folded into `scale`; the values
-    it produces are the ones above. A NaN score makes its row's `new_max`
-    NaN (max propagates NaN, as `reduce` does).
+    it produces are the ones above, for `t` and `max` of magnitude below
+    FLT_MAX / log2(e) (2.36e38; past it the scaled max is inf, the row NaN).
+    A NaN score makes its row's `new_max` NaN (max propagates NaN, as
+    `reduce` does).
 
     ```mlir
     %m1, %l1, %p, %alpha = fakv.online_softmax %s, %m0, %l0 scale %sm
@@ -671,7 +673,9 @@ def Fakv_WindowMaskOp : Fakv_Op<"window_mask", [Pure, AllTypesMatch<["scores", "
 def Fakv_SoftcapOp : Fakv_Op<"softcap", [Pure, AllTypesMatch<["scores", "result"]>]> {
   let summary = "soft capping of scores";
   let description = [{
-    `result = cap * tanh(scores / cap)`, elementwise (cap > 0); -inf stays -inf.
+    `result = cap * tanh(scores / cap)`, elementwise; -inf stays -inf. `cap`
+    is positive and at least 2.94e-39 (1 / FLT_MAX: the lowering multiplies
+    by `1 / cap`, which f32 must hold; below it a 0 score gives NaN).
 
     ```mlir
     %s1 = fakv.softcap %s, %cap : tensor<64x128xf32>

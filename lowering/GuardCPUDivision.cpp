@@ -10,7 +10,7 @@
 // canonicalizer (which would drop a division whose result is unused or
 // folded away, `(a // b) * 0`: Python raises there, so must we), where a
 // division of tiles is checked element by element and reduced to one flag;
-// and again after arith-expand, for the divisions that lowering made.
+// and again after fakv-expand-arith-cpu, for the divisions that lowering made.
 // A division checked once carries `fakv_cpu.divisor_checked` and is not checked
 // again.
 //

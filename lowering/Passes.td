@@ -50,6 +50,19 @@ def FakvGuardCPUMemory : Pass<"fakv-guard-cpu-memory", "::mlir::ModuleOp"> {
                            "::mlir::LLVM::LLVMDialect", "::mlir::scf::SCFDialect"];
 }
 
+def FakvExpandArithCPU : Pass<"fakv-expand-arith-cpu", "::mlir::ModuleOp"> {
+  let summary = "Expand the arith ops the CPU path's LLVM lowering has no pattern for";
+  let description = [{
+    bf16 conversions (to integer ops: no compiler-runtime helper at run time)
+    and ceil / floor divisions, as arith-expand-ops does, but not
+    `arith.maximumf` / `minimumf`: arith-expand-ops made them a compare and
+    select that gave -0.0 for maximum(+0.0, -0.0) (and order-dependent
+    fl.max reductions), where the compile-time folds and IEEE 754's maximum
+    give +0.0; arith-to-llvm lowers them to llvm.maximum / llvm.minimum.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
 def FakvGuardCPUDivision : Pass<"fakv-guard-cpu-division", "::mlir::ModuleOp"> {
   let summary = "Make integer division by zero (and INT_MIN / -1) a reported fault on the host";
   let description = [{
@@ -62,7 +75,7 @@ def FakvGuardCPUDivision : Pass<"fakv-guard-cpu-division", "::mlir::ModuleOp"> {
     tiles is checked element by element, the flags reduced to one
     (`linalg.reduce`). The CPU pipeline runs the pass before its first
     canonicalizer, so that a division whose result is unused or folded away
-    is still checked, and after arith-expand; a checked division carries
+    is still checked, and after fakv-expand-arith-cpu; a checked division carries
     `fakv_cpu.divisor_checked` and is left alone.
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::LLVM::LLVMDialect",

@@ -44,9 +44,7 @@ void fakv::buildFakvToLLVMCPUPipeline(OpPassManager &pm) {
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
-  arith::ArithExpandOpsPassOptions expand;
-  expand.includeBf16 = true;
-  pm.addPass(arith::createArithExpandOpsPass(expand));
+  pm.addPass(createFakvExpandArithCPU());
   pm.addPass(createFakvGuardCPUDivision());   // (no SIGFPE: a fault the host reads; lowering's divisions)
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass());

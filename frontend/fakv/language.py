@@ -95,6 +95,15 @@ def _const(x, what):
     return int(x)
 
 
+def _flag(x, what):
+    """A compile-time truth value (a literal, an fl.constexpr, a Python expression of them): a run-time value
+    was true as a Python object whatever it held (`trans_b=n > 0` with n = 0 transposed)."""
+    if sem.is_value(x):
+        raise FakvTypeError(f"{what} must be known at compile time (a literal or an fl.constexpr parameter), got "
+                            f"a runtime value")
+    return bool(x)
+
+
 def _shape(shape, what="a tile's shape"):
     """A tile shape: compile-time dimensions, each >= 1, at most 2^24 elements."""
     if not isinstance(shape, (tuple, list)):
@@ -407,6 +416,7 @@ def dot(b, x, y, acc=None, trans_a=False, trans_b=False):
     x, y = _tile(x, "dot's a"), _tile(y, "dot's b")
     if len(x.type.shape) != 2 or len(y.type.shape) != 2:
         raise FakvTypeError(f"fl.dot takes 2-D tiles, (M, K) and (K, N), got {x.type!r} and {y.type!r}")
+    trans_a, trans_b = _flag(trans_a, "dot's trans_a"), _flag(trans_b, "dot's trans_b")
     m = x.type.shape[1] if trans_a else x.type.shape[0]
     n = y.type.shape[0] if trans_b else y.type.shape[1]
     acc = sem.broadcast_to(b, sem.to_value(b, 0.0 if acc is None else acc, "f32"), (m, n))
@@ -454,7 +464,8 @@ def cluster_gather(b, xs, size, scatter=None):
     one = not isinstance(xs, (tuple, list))
     xs = [_tile(x, "cluster_gather's operand") for x in ([xs] if one else xs)]
     size = _const(size, "cluster_gather's size")
-    scatter = [bool(scatter)] * len(xs) if not isinstance(scatter, (tuple, list)) else [bool(s) for s in scatter]
+    scatter = [_flag(scatter, "cluster_gather's scatter")] * len(xs) if not isinstance(scatter, (tuple, list)) \
+        else [_flag(s, "cluster_gather's scatter") for s in scatter]
     if len(scatter) != len(xs):
         raise FakvTypeError(f"cluster_gather: `scatter` marks each of the {len(xs)} tiles, got {len(scatter)}")
     if not 2 <= size <= 8:
@@ -548,10 +559,12 @@ def window_mask(b, scores, rows, cols, offset, left, right):
 
 @builtin
 def softcap(b, scores, cap):
-    """cap * tanh(scores / cap), -inf kept at -inf (so masks and softcap commute); cap > 0."""
+    """cap * tanh(scores / cap), -inf kept at -inf (so masks and softcap commute); cap >= 2.94e-39 (1 / f32's
+    largest: the op multiplies by 1 / cap)."""
     scores = _tile(scores, "scores")
-    if isinstance(cap, (int, float)) and not cap > 0:
-        raise FakvTypeError(f"softcap's cap must be positive, got {cap!r}")
+    if isinstance(cap, (int, float)) and not 1 / 3.4028234663852886e38 <= cap <= 3.4028234663852886e38:
+        raise FakvTypeError(f"softcap's cap must be in [2.94e-39, 3.4e38] (f32 holds it and its reciprocal), got "
+                            f"{cap!r}")
     return b.op1(f"fakv.softcap {scores.name}, {_f32(b, cap).name} : {scores.type.mlir()}", scores.type)
 
 
@@ -570,7 +583,7 @@ def rotary(b, x, cos, sin, interleaved=False):
     """x rotated by (cos, sin) pairs of its channels: halves (x_i, x_{i+d/2}) or, `interleaved`, neighbours
     (x_2i, x_2i+1); cos / sin hold one angle per pair."""
     x, cos, sin = _tile(x, "x"), _tile(cos, "cos"), _tile(sin, "sin")
-    attr = " {interleaved}" if interleaved else ""
+    attr = " {interleaved}" if _flag(interleaved, "rotary's interleaved") else ""
     return b.op1(f"fakv.rotary {x.name}, {cos.name}, {sin.name}{attr} : {x.type.mlir()}, {cos.type.mlir()}",
                  x.type)
 

@@ -71,6 +71,9 @@ def constant(b, value, dtype):
         return b.op1(f"arith.constant {lit} : {dtype}", ScalarType(dtype), "c")
     if dtype == "i1":
         return b.op1(f"arith.constant {'true' if value else 'false'}", ScalarType("i1"), "c")
+    if isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral) and \
+            not float(value).is_integer():     # (2.5 was 2; nan a bare ValueError)
+        raise FakvTypeError(f"{value!r} made an {dtype} value: give an integer (int(x) where truncating is meant)")
     lo, hi = RANGE.get(dtype, (-2**63, 2**63))
     hi = 2**8 if dtype == "i8" else hi  # (i8 holds uint8 arrays' bytes too)
     if not lo <= int(value) < hi:       # (MLIR's parser refused it, naming no line of the kernel)

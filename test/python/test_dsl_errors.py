@@ -357,3 +357,17 @@ def test_paged_rows_past_int32_are_past_the_sequence():
     assert not y.any()
     paged_rows[(1,)](cache, np.array([2, 2, 2, 2], np.int32), y, 1, 8, 0)    # (and rows in range are read)
     assert y[:, 0].tolist() == [2, 3, 4, 1]          # (row 4: the next page, page 2 again)
+
+
+@fakv.jit
+def tiny_cap(Y, CAP: fl.constexpr):
+    fl.store(Y, fl.softcap(fl.zeros((2, 2)), CAP), (0, 0), (2, 1))
+
+
+def test_a_cap_whose_reciprocal_f32_cannot_hold_is_refused():
+    """softcap multiplies by 1 / cap: a cap below 2.94e-39 made a 0 score NaN (the API refused it already)."""
+    with pytest.raises(fakv.CompilationError, match=r"softcap's cap must be in \[2.94e-39, 3.4e38\]"):
+        tiny_cap[(1,)](np.zeros((2, 2), np.float32), CAP=1e-39)
+    y = np.ones((2, 2), np.float32)
+    tiny_cap[(1,)](y, CAP=3e-39)
+    assert not y.any()

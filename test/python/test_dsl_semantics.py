@@ -699,7 +699,7 @@ def mistake(Y, X, CASE: fl.constexpr):
     (1, "lse_combine", r"lse_combine takes partials \(splits, rows, d\) and lses \(splits, rows\), got \[4, 4\]"),
     (2, "X[0, 1]", r"a pointer is indexed by one integer offset"),
     (3, "s[:, None]", r"a scalar \(f32\) cannot be indexed"),
-    (4, "softcap", r"softcap's cap must be positive, got 0.0"),
+    (4, "softcap", r"softcap's cap must be in \[2.94e-39, 3.4e38\] .*, got 0.0"),
     (5, "Y == Y", r"pointers take `ptr \+ offset` only \(no other arithmetic, no comparison\)"),
 ])
 def test_session_38_mistakes_point_at_the_line(case, text, message):
@@ -1051,3 +1051,48 @@ def test_a_kernel_may_be_named_as_a_c_library_function(tmp_path, name, op, want)
                          env=dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(fakv.__file__))))
     assert out.returncode == 0, (out.returncode, out.stderr)
     assert float(out.stdout) == pytest.approx(want, rel=1e-6)
+
+
+# (session 45's review of the tile ops against numpy: each failed before its fix)
+@fakv.jit
+def signed_zero_extrema(X, Z, Y, W, R):
+    x = fl.load(X, (2,), (0,), (1,))
+    z = fl.load(Z, (2,), (0,), (1,))
+    fl.store(Y, fl.maximum(x, z), (0,), (1,))
+    fl.store(W, fl.minimum(x, z), (0,), (1,))
+    fl.store(R, fl.full((1,), fl.max(x, 0)), (0,), (1,))
+    fl.store(R, fl.full((1,), fl.max(z, 0)), (1,), (1,))
+    fl.store(R, fl.full((1,), fl.min(x, 0)), (2,), (1,))
+    fl.store(R, fl.full((1,), fl.min(z, 0)), (3,), (1,))
+
+
+def test_run_time_extrema_order_signed_zeros_as_the_folds_do():
+    """maximum(+0.0, -0.0) is +0.0 and minimum -0.0, as fl.maximum / fl.minimum of two numbers fold (IEEE 754's
+    maximum / minimum); the CPU path gave -0.0 for maximum(+0.0, -0.0), and fl.max of [-0.0, +0.0] -0.0."""
+    x, z = np.array([0.0, -0.0], np.float32), np.array([-0.0, 0.0], np.float32)
+    y, w, r = np.ones(2, np.float32), np.ones(2, np.float32), np.ones(4, np.float32)
+    signed_zero_extrema[(1,)](x, z, y, w, r)
+    assert np.signbit(y).tolist() == [False, False] and np.signbit(w).tolist() == [True, True]
+    assert np.signbit(r).tolist() == [False, False, True, True] and not r.any()
+
+
+@fakv.jit
+def run_time_flags(Y, A, n, WHICH: fl.constexpr):
+    a = fl.load(A, (64, 64), (0, 0), (64, 1))
+    if WHICH == 0:
+        fl.store(Y, fl.dot(a, a, trans_b=n > 0), (0, 0), (64, 1))
+    elif WHICH == 1:
+        fl.store(Y, fl.rotary(a, a, a, interleaved=n), (0, 0), (64, 1))
+    else:
+        fl.store(Y, fl.full((4,), 2.5, fl.int32), (0,), (1,))
+
+
+@pytest.mark.parametrize("which,message", [
+    (0, "dot's trans_b must be known at compile time"),           # (a run-time value was true: transposed)
+    (1, "rotary's interleaved must be known at compile time"),
+    (2, "2.5 made an i32 value: give an integer"),                 # (it was 2)
+])
+def test_compile_time_arguments_refuse_run_time_values(which, message):
+    a = np.zeros((64, 64), np.float32)
+    with pytest.raises(fakv.CompilationError, match=message):
+        run_time_flags[(1,)](np.zeros((64, 64), np.int32 if which == 2 else np.float32), a, 0, WHICH=which)
