@@ -1,7 +1,7 @@
 // Memory effects order the shared-memory pipeline in the IR (issue 10):
 // ring_view and fakv.dot on a shared tile read the tile memory that wait,
 // arrive, async_paged_load and clear_rows write, so CSE merges two views of
-// a slot only when no barrier lies between them, and LICM hoists a dot out
+// a slot only when no barrier (wait, arrive: tested here) lies between them, and LICM hoists a dot out
 // of a loop only when it reads registers alone.
 // RUN: fakv-opt %s --split-input-file --allow-unregistered-dialect --cse | FileCheck %s --check-prefix=CSE
 // RUN: fakv-opt %s --split-input-file --allow-unregistered-dialect --loop-invariant-code-motion | FileCheck %s --check-prefix=LICM
@@ -22,6 +22,25 @@ func.func @views(%r: !ring, %bars: !fakvgpu.barriers<2>, %s: i32, %p: i32)
   fakvgpu.wait %bars[%s], %p : !fakvgpu.barriers<2>
   %c = fakvgpu.ring_view %r[%s] : !ring
   return %a, %b, %c : tensor<64x64xbf16, #shared>, tensor<64x64xbf16, #shared>, tensor<64x64xbf16, #shared>
+}
+
+// -----
+
+// (an arrive between two views likewise)
+#shared = #fakvgpu.shared<swizzle = 128>
+!ring = !fakvgpu.ring<2, tensor<64x64xbf16, #shared>>
+
+// CSE-LABEL: func.func @views_across_arrive
+// CSE: %[[A:.*]] = fakvgpu.ring_view
+// CSE: fakvgpu.arrive
+// CSE: %[[C:.*]] = fakvgpu.ring_view
+// CSE: return %[[A]], %[[C]]
+func.func @views_across_arrive(%r: !ring, %bars: !fakvgpu.barriers<2>, %s: i32)
+    -> (tensor<64x64xbf16, #shared>, tensor<64x64xbf16, #shared>) {
+  %a = fakvgpu.ring_view %r[%s] : !ring
+  fakvgpu.arrive %bars[%s] : !fakvgpu.barriers<2>
+  %c = fakvgpu.ring_view %r[%s] : !ring
+  return %a, %c : tensor<64x64xbf16, #shared>, tensor<64x64xbf16, #shared>
 }
 
 // -----

@@ -23,9 +23,12 @@ def with_dtype(text, dtype):
 
 def fixed_page_size(text, page_size):
     """The decode kernel with its paged loads using a constant page size."""
-    text = text.replace("page_size %page_size num_pages", "page_size %fixed_page_size num_pages")
-    return text.replace("  %c4 = arith.constant 4 : i32\n",
-                        f"  %c4 = arith.constant 4 : i32\n  %fixed_page_size = arith.constant {page_size} : i32\n", 1)
+    fixed = text.replace("page_size %page_size num_pages", "page_size %fixed_page_size num_pages")
+    fixed = fixed.replace("  %c4 = arith.constant 4 : i32\n",
+                          f"  %c4 = arith.constant 4 : i32\n  %fixed_page_size = arith.constant {page_size} : i32\n", 1)
+    # (both edits made: if decode.mlir's text drifts, the "TMA" variant was quietly the run-time page size's)
+    assert "page_size %fixed_page_size" in fixed and "%fixed_page_size = arith.constant" in fixed
+    return fixed
 
 
 def variants():

@@ -197,14 +197,28 @@ GATHER_CASES = [(c, None) for c in CASES if c[3] in (1, 16)][::3] + [(("f16", 64
 
 @pytest.mark.parametrize("case,option", GATHER_CASES, ids=[f"{case_id(c)}-{o}" for c, o in GATHER_CASES])
 def test_gathered_pages(case, option, monkeypatch):
-    from fakv import interface, prepare
+    import functools
+    from fakv import interface, prepare, recipes
     monkeypatch.setattr(interface, "_GATHER_PAGES", True)
+    # (a recipe another test stored for the call is keyed by the environment's switches, not this one: it ran
+    # that test's plan, the TMA path, here)
+    monkeypatch.setattr(recipes, "ENABLED", False)
     prepare.CALLS.clear()
     interface._plan.cache_clear()
+    plans, real = [], interface._plan
+
+    @functools.wraps(real)
+    def seen(*args, **kwargs):              # (the plans the calls ran: gathered, or this tested the TMA path)
+        plans.append(real(*args, **kwargs))
+        return plans[-1]
+    seen.cache_clear = real.cache_clear
+    monkeypatch.setattr(interface, "_plan", seen)
     try:
         for splits in (1, 0):
+            plans.clear()
             ok, msg = run_case(case, splits, option=option)
             assert ok, msg
+            assert plans and all(p["decode_options"].get("gather_pages") for p in plans), plans
     finally:
         prepare.CALLS.clear()
         interface._plan.cache_clear()

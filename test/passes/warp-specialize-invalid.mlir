@@ -3,8 +3,8 @@
 // RUN: fakv-opt %s -split-input-file -verify-diagnostics --fakv-warp-specialize
 // Register counts are set both or neither, the producer's no more than the consumer's (fakvgpu.warp_specialize's
 // verifier; before, the pass made the op and the verifier refused it):
-// RUN: not fakv-opt %s --fakv-warp-specialize=producer-registers=24 2>&1 | FileCheck %s --check-prefix=PAIR
-// RUN: not fakv-opt %s "--fakv-warp-specialize=producer-registers=256 consumer-registers=240" 2>&1 \
+// RUN: %not fakv-opt %s --fakv-warp-specialize=producer-registers=24 2>&1 | FileCheck %s --check-prefix=PAIR
+// RUN: %not fakv-opt %s "--fakv-warp-specialize=producer-registers=256 consumer-registers=240" 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=PAIR
 // PAIR: error: producer-registers and consumer-registers are both 0 (no setmaxnreg) or both set, the producer's no more than the consumer's
 

@@ -312,15 +312,18 @@ def test_a_fifo_in_an_entrys_place_is_a_miss(tmp_path, monkeypatch):
     open() waited for a writer for ever), then replaced by the entry stored; so is a device."""
     import threading
     monkeypatch.setenv("FAKV_CACHE_DIR", str(tmp_path))
+    from fakv import recipes
     (tmp_path / "index").mkdir()
-    for name in ("k.json", "index/i.bin"):
+    (tmp_path / "recipes").mkdir()
+    for name in ("k.json", "index/i.bin", "recipes/r.json"):
         os.mkfifo(tmp_path / name)
     got = {}
-    t = threading.Thread(target=lambda: got.update(entry=cache.load("k"), index=cache.load_index("i")), daemon=True)
+    t = threading.Thread(target=lambda: got.update(entry=cache.load("k"), index=cache.load_index("i"),
+                                                   recipe=recipes.load("r")), daemon=True)
     t.start()
     t.join(30)
     assert not t.is_alive(), "a read of a FIFO blocked"
-    assert got == {"entry": None, "index": None}
+    assert got == {"entry": None, "index": None, "recipe": None}
     assert cache.store("k", b"cubin", {"threads": 128}) and cache.load("k") == (b"cubin", {"threads": 128})
     os.symlink("/dev/zero", tmp_path / "z.json")         # (read for ever, as plain open() would)
     assert cache.load("z") is None

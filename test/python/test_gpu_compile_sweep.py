@@ -12,6 +12,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from needs import needs_assembler
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -223,7 +225,7 @@ def test_longest_first_compiles_for_sm90a(tmp_path):
     for i, body in enumerate(ptxs):
         used = _registers(tmp_path / f"decode{i}.ptx", body)
         # (without the sort 111; 126 when the index was not known uniform)
-        assert used is None or used <= 120
+        assert used <= 120
 
 
 def _ptxas():
@@ -241,12 +243,12 @@ def _dumped_ptx(stderr, kernel):
 def _registers(path, ptx, max_spill=0):
     """The registers ptxas -v reports for `ptx` (written to `path`), asserting that it assembles with at most
     `max_spill` bytes of spill stores and without warpgroup arrives ptxas had to inject (C7519: an accumulator
-    register written between wgmma.fence and the wgmma that reads it); None without ptxas (nvJitLink alone gives
-    no report)."""
+    register written between wgmma.fence and the wgmma that reads it); the test skipped without ptxas
+    (nvJitLink alone gives no report: its register bounds were checks that could not fail)."""
     import re
     ptxas = _ptxas()
     if ptxas is None:
-        return None
+        pytest.skip("ptxas -v reports the registers (CI has it)")
     path.write_text(ptx)
     r = subprocess.run([ptxas, "-arch=sm_90a", "-v", str(path), "-o", os.devnull], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-2000:]
@@ -340,7 +342,7 @@ def test_swap_ab_compiles_for_sm90a(tmp_path):
     assert shapes == [["m64n8k16"], ["m64n8k16"], ["m64n8k16"], ["m64n8k16"], ["m64n16k16"], ["m64n16k16"]], shapes
     for i, body in enumerate(ptxs[:2]):
         used = _registers(tmp_path / f"swapped{i}.ptx", body)
-        assert used is None or used <= 96
+        assert used <= 96
 
 
 SWAPPED_APPEND_SCRIPT = """

@@ -344,6 +344,19 @@ def test_score_mod_variant_appending(tmp_path, page, splits):
     want = attn(q, k2, v2, cache_seqlens=seqlens + 1, block_table=table, causal=causal, num_splits=splits)
     assert np.abs(out.astype(np.float64) - want.astype(np.float64)).max() <= 1e-2, \
         np.abs(out.astype(np.float64) - want.astype(np.float64)).max()
+    # (and not by the kernel against itself: the new keys where they belong, the output the softcapped
+    # reference's over the cache with them, not plain attention's)
+    keys, values = gather(k2, table, seqlens + 1, page), gather(v2, table, seqlens + 1, page)
+    for i, n in enumerate(seqlens):
+        assert (keys[i][n] == new_k[i, 0]).all() and (values[i][n] == new_v[i, 0]).all()
+    d = q.shape[-1]
+    ref, _ = attention(q, keys, values, seqlens + 1, causal, 1 / math.sqrt(d), softcap=variant.CAP)
+    pt, _ = attention(q, keys, values, seqlens + 1, causal, 1 / math.sqrt(d), NP_DTYPES["bf16"],
+                      softcap=variant.CAP)
+    ok, msg = check(out, ref, pt)
+    assert ok, msg
+    plain, _ = attention(q, keys, values, seqlens + 1, causal, 1 / math.sqrt(d))
+    assert np.abs(out.astype(np.float64) - plain).max() > 0.1
 
 
 @pytest.mark.parametrize("page,splits", [(None, 1), (16, 3), (64, 0)])
@@ -534,7 +547,7 @@ def test_atomic_add_wants_an_int32_array():
     @fakv.jit
     def bad(X):
         fl.atomic_add(X, 0, 1)
-    with pytest.raises(Exception, match="atomic_add adds to an int32 array, not f32"):
+    with pytest.raises(fakv.CompilationError, match="atomic_add adds to an int32 array, not f32"):
         bad[(1,)](np.zeros(1, np.float32))
 
 
