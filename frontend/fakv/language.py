@@ -95,6 +95,13 @@ def _const(x, what):
     return int(x)
 
 
+def _scalar(x, what):
+    """A scalar operand: a tile is refused by name (the op's text took it for a scalar: a parse error)."""
+    if sem.is_tile(x):
+        raise FakvTypeError(f"{what} is a scalar, got a tile {x.type!r}")
+    return x
+
+
 def _flag(x, what):
     """A compile-time truth value (a literal, an fl.constexpr, a Python expression of them): a run-time value
     was true as a Python object whatever it held (`trans_b=n > 0` with n = 0 transposed)."""
@@ -431,9 +438,13 @@ def dot(b, x, y, acc=None, trans_a=False, trans_b=False):
 def online_softmax(b, scores, row_max, row_sum, scale=None):
     """One online-softmax step: returns (new_max, new_sum, probs, alpha)."""
     scores, row_max, row_sum = (_tile(v, "online_softmax operand") for v in (scores, row_max, row_sum))
+    if row_sum.type != row_max.type:      # (the op's text names one type for both: MLIR's parse error, no line)
+        raise FakvTypeError(f"online_softmax's row_sum must be a tile like row_max ({row_max.type!r}), got "
+                            f"{row_sum.type!r}")
     text = f"fakv.online_softmax {scores.name}, {row_max.name}, {row_sum.name}"
     if scale is not None:
-        text += f" scale {_f32(b, scale).name}"
+        scale = _f32(b, _scalar(scale, "online_softmax's scale"))
+        text += f" scale {scale.name}"
     return tuple(b.op(text + f" : {scores.type.mlir()}, {row_max.type.mlir()}",
                       [row_max.type, row_max.type, scores.type, row_max.type]))
 
@@ -565,7 +576,8 @@ def softcap(b, scores, cap):
     if isinstance(cap, (int, float)) and not 1 / 3.4028234663852886e38 <= cap <= 3.4028234663852886e38:
         raise FakvTypeError(f"softcap's cap must be in [2.94e-39, 3.4e38] (f32 holds it and its reciprocal), got "
                             f"{cap!r}")
-    return b.op1(f"fakv.softcap {scores.name}, {_f32(b, cap).name} : {scores.type.mlir()}", scores.type)
+    cap = _f32(b, _scalar(cap, "softcap's cap"))
+    return b.op1(f"fakv.softcap {scores.name}, {cap.name} : {scores.type.mlir()}", scores.type)
 
 
 @builtin
@@ -583,6 +595,8 @@ def rotary(b, x, cos, sin, interleaved=False):
     """x rotated by (cos, sin) pairs of its channels: halves (x_i, x_{i+d/2}) or, `interleaved`, neighbours
     (x_2i, x_2i+1); cos / sin hold one angle per pair."""
     x, cos, sin = _tile(x, "x"), _tile(cos, "cos"), _tile(sin, "sin")
+    if sin.type != cos.type:
+        raise FakvTypeError(f"rotary's sin must be a tile like cos ({cos.type!r}), got {sin.type!r}")
     attr = " {interleaved}" if _flag(interleaved, "rotary's interleaved") else ""
     return b.op1(f"fakv.rotary {x.name}, {cos.name}, {sin.name}{attr} : {x.type.mlir()}, {cos.type.mlir()}",
                  x.type)

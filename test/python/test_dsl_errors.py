@@ -371,3 +371,31 @@ def test_a_cap_whose_reciprocal_f32_cannot_hold_is_refused():
     y = np.ones((2, 2), np.float32)
     tiny_cap[(1,)](y, CAP=3e-39)
     assert not y.any()
+
+
+@fakv.jit
+def mismatched_operands(Y, WHICH: fl.constexpr):
+    s = fl.zeros((4, 8))
+    m = fl.zeros((4,))
+    if WHICH == 0:
+        a, b, c, d = fl.online_softmax(s, m, fl.zeros((8,)))  # the op
+    elif WHICH == 1:
+        a = fl.softcap(s, fl.zeros((4, 8)))  # the op
+    elif WHICH == 2:
+        a = fl.rotary(s, fl.zeros((4, 4)), fl.zeros((4, 2)))  # the op
+    else:
+        a, b, c, d = fl.online_softmax(s, m, m, scale=s)  # the op
+    fl.store(Y, fl.zeros((4, 8)), (0, 0), (8, 1))
+
+
+@pytest.mark.parametrize("which,message", [
+    (0, r"online_softmax's row_sum must be a tile like row_max \(tile\[4\]:f32\), got tile\[8\]:f32"),
+    (1, r"softcap's cap is a scalar, got a tile"),
+    (2, r"rotary's sin must be a tile like cos \(tile\[4, 4\]:f32\), got tile\[4, 2\]:f32"),
+    (3, r"online_softmax's scale is a scalar, got a tile"),
+])
+def test_operands_of_another_shape_are_named_at_their_line(which, message):
+    """These reached MLIR's parser (`-:29:59: use of value '%v26' expects different type`, no kernel line)."""
+    with pytest.raises(fakv.CompilationError, match=message) as e:
+        mismatched_operands[(1,)](np.zeros((4, 8), np.float32), WHICH=which)
+    assert f"{__file__}:" in str(e.value) and "# the op" in str(e.value)
