@@ -158,7 +158,9 @@ Value cpu::reduceTile(ImplicitLocOpBuilder &b, Value src, int64_t axis,
     initScalar = arith::ConstantOp::create(b, IntegerAttr::get(intType, initValue));
   } else {
     auto floatType = cast<FloatType>(et);
-    APFloat initValue = APFloat::getZero(floatType.getFloatSemantics());
+    // (a sum from -0.0, the additive identity that keeps signs: of -0.0s it is -0.0, as the GPU's, which
+    // starts from the first element, gives it; +0.0 made it +0.0)
+    APFloat initValue = APFloat::getZero(floatType.getFloatSemantics(), /*Negative=*/true);
     if (kind == ReduceKind::max)
       initValue = APFloat::getInf(floatType.getFloatSemantics(), /*neg=*/true);
     if (kind == ReduceKind::min)
