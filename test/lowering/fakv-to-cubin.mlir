@@ -24,7 +24,7 @@
 
 // FACTS: "name": "decode"
 // FACTS: "tensormap"
-// FACTS: "smem_bytes":
+// FACTS: "smem_bytes": 26624
 // FACTS: "tensormaps": [
 // FACTS: "arg": 1,
 // FACTS: "rows": 32
