@@ -632,13 +632,13 @@ def _keyed(value, t, depth, memo):
 
 
 _KEY_DEPTH = 16                         # (_canonical's nesting; objects: _OBJECT_DEPTH levels of it)
+_OBJECT_DEPTH = 6
+_HEAP_TYPE = 1 << 9                     # (Py_TPFLAGS_HEAPTYPE: a class defined in Python)
+_METHODS = (_types.FunctionType, staticmethod, classmethod, property)
 # Counts the values keyed by their type (or identity) only, not their content: past the depths, an address in a
 # repr, a keying that raised, a helper's global of another kind (_function_text). A function constexpr whose
 # text took none is keyed by it alone (the disk cache serves it to a later process); else by its object too.
 _UNKEYED = [0]
-_OBJECT_DEPTH = 6
-_HEAP_TYPE = 1 << 9                     # (Py_TPFLAGS_HEAPTYPE: a class defined in Python)
-_METHODS = (_types.FunctionType, staticmethod, classmethod, property)
 
 
 def _object_text(value, depth, memo):

@@ -84,6 +84,7 @@ def _ptr(x, what):
 
 
 MAX_TILE_ELEMENTS = 1 << 24      # fakv's bound on one tile (the dialect's kMaxTileElements)
+_F32_MAX = 3.4028234663852886e38
 
 
 def _const(x, what):
@@ -573,7 +574,7 @@ def softcap(b, scores, cap):
     """cap * tanh(scores / cap), -inf kept at -inf (so masks and softcap commute); cap >= 2.94e-39 (1 / f32's
     largest: the op multiplies by 1 / cap)."""
     scores = _tile(scores, "scores")
-    if isinstance(cap, (int, float)) and not 1 / 3.4028234663852886e38 <= cap <= 3.4028234663852886e38:
+    if isinstance(cap, (int, float)) and not 1 / _F32_MAX <= cap <= _F32_MAX:
         raise FakvTypeError(f"softcap's cap must be in [2.94e-39, 3.4e38] (f32 holds it and its reciprocal), got "
                             f"{cap!r}")
     cap = _f32(b, _scalar(cap, "softcap's cap"))

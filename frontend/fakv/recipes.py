@@ -28,12 +28,6 @@ ENABLED = os.environ.get("FAKV_RECIPES") != "0"
 _SWITCHES = cache.fakv_switches()
 
 
-def _code_version():
-    """What a recipe's key depends on besides the call: cache.kernels_version() (the package's files as
-    imported, the plan's and checks' among them, and the kernels')."""
-    return cache.kernels_version()
-
-
 def _layout(t):
     if t is None or type(t) is int:
         return None if t is None else "int"
@@ -44,7 +38,7 @@ def key(arguments, options, check_mode, device):
     """The recipe key of a call: `arguments` its 12 tensor arguments (or
     None, or an int cache_seqlens) in fakv._runtime.signature's order,
     `options` its scalar options, `device` (SM count, L2 bytes, memory GB/s)."""
-    text = json.dumps([_code_version(), _SWITCHES, list(device), [_layout(a) for a in arguments],
+    text = json.dumps([cache.kernels_version(), _SWITCHES, list(device), [_layout(a) for a in arguments],
                        [repr(o) for o in options], check_mode])
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
