@@ -5,6 +5,7 @@ import pytest
 
 import fakv
 from attention_ref import NP_DTYPES
+from kvcache_ref import rotate
 
 bf16 = NP_DTYPES["bf16"]
 
@@ -17,13 +18,18 @@ def test_every_argument_is_supported():
     """No argument of flash_attn_with_kvcache raises NotImplementedError:
     k/v (appended), rotary, cache_leftpad together on the CPU path."""
     q, k, v = tensors()
-    new = np.ones((2, 1, 2, 64), bf16)
-    cos = np.ones((64, 16), np.float32)
-    out = fakv.flash_attn_with_kvcache(q, k, v, k=new, v=new, rotary_cos=cos, rotary_sin=cos * 0,
+    new = (np.arange(2 * 2 * 64).reshape(2, 1, 2, 64) % 7 - 3).astype(bf16)
+    angle = np.arange(64)[:, None] * 0.3 / (1 + np.arange(16))[None, :]
+    cos, sin = np.cos(angle).astype(np.float32), np.sin(angle).astype(np.float32)
+    out = fakv.flash_attn_with_kvcache(q, k, v, k=new, v=new, rotary_cos=cos, rotary_sin=sin,
                                        cache_seqlens=np.array([3, 5], np.int32),
                                        cache_leftpad=np.array([1, 0], np.int32), rotary_interleaved=False)
     assert out.shape == q.shape
-    assert np.array_equal(k[0, 3], new[0, 0]) and np.array_equal(v[1, 5], new[1, 0])
+    # The keys are rotated at cache_seqlens (the left padding counted, as FlashAttention's), the values not.
+    for b, pos in ((0, 3), (1, 5)):
+        want = rotate(new[b, 0][None].astype(np.float32), cos, sin, np.array([pos]), False)[0]
+        assert np.allclose(k[b, pos].astype(np.float32), want, atol=0.07), b
+        assert not np.array_equal(k[b, pos], new[b, 0]) and np.array_equal(v[b, pos], new[b, 0])
 
 
 @pytest.mark.parametrize("kwargs,message", [
