@@ -5,7 +5,10 @@ run on the GPU machine.
     python bench/bench_grid.py [--out DIR] [--only NAME[,NAME...]] [--layouts 0,16,64,256] [--peers LIST] [--sustain S]
                                [--rounds N]
     python bench/bench_grid.py --shapes "NAME=batch,seqlen_k,heads,kv_heads,head_dim;..." [...]   # other shapes
-    python bench/bench_grid.py --plot DIR/grid.json     # the PNG plots (needs matplotlib)
+    python bench/bench_grid.py --plot DIR/NAME.json     # the PNG plots, DIR/NAME-<layout>.png (needs matplotlib)
+
+`--only`: shapes of that name, else those whose name holds its words ("d64": both head-dim-64 shapes; "b1": the
+batch-1 ones, not b128); `--peers`: names from the list below. An unknown one stops the run.
 
 Shapes (bf16, seqlen_q 1, causal, num_splits=0 for fakv): GQA 32/8 with
 head dim 128 at batch {1, 8, 32, 128} x seqlen_k {1K, 8K, 32K}; MHA 32/32;
@@ -35,10 +38,16 @@ device-to-device copy measured in the same run (2 GiB, bytes read +
 written, after S seconds of copies; again at the end, for the record).
 
 Every implementation's output, fakv's and each peer's, is checked against
-a float32 reference of every sequence first (max |out - reference| under
-tolerance(): 2e-2, tighter for small outputs); one that fails is listed,
-not timed; each implementation's second call is the one checked (fakv plans a ragged batch
-of one wave from an earlier call's lengths: fakv/lengths_hint.py):
+a float32 reference of every sequence first (each sequence's max |out -
+reference| under tolerance() of its own output's size: 2e-2, tighter for
+small outputs); one that fails is listed, not timed; each implementation's
+second call is the one checked (fakv plans a ragged batch of one wave from
+an earlier call's lengths: fakv/lengths_hint.py). After timing, the
+outputs of the graph's first and last calls (the first and the last cache
+copy) are checked the same way: a timed replay that computed something
+else fails the cell's implementation. A peer whose calls could not be
+captured in a graph is timed as launched (host work included) and is not
+counted as the best peer; the footer names it.
 - `sdpa`: torch's scaled_dot_product_attention with the cuDNN backend
   (enable_gqa; the backend torch picks when cuDNN refuses), contiguous
   caches of equal lengths only;
@@ -116,6 +125,16 @@ def tolerance(size):
     return min(TOLERANCE, 1e-3 + 5e-2 * size)
 
 
+def worst_error(errs, sizes):
+    """(error, tolerance) of the sequence furthest past its tolerance, given each sequence's largest error and
+    largest reference value (NaN counts as past any)."""
+    def excess(i):
+        e = errs[i]
+        return math.inf if e != e else e / tolerance(sizes[i])
+    i = max(range(len(errs)), key=excess)
+    return errs[i], tolerance(sizes[i])
+
+
 def copy_bandwidth(sustain=0.0):
     """A 2 GiB device-to-device copy's bandwidth (bytes read + written), TB/s: median of 10, after
     `sustain` seconds of copies."""
@@ -171,7 +190,8 @@ class Cell:
             torch.full((b,), s, dtype=torch.int32, device="cuda")
         self.kv_bytes = int(self.lens.sum()) * hk * d * 2 * 2
         cache_bytes = b * s * hk * d * 2 * 2
-        self.copies = max(1, min(64, math.ceil(ROTATE_BYTES / cache_bytes)))
+        # (two at least up to 1 GiB: b128 s1K and MHA b1 s32K, 512 MiB each, read one copy twice in a row)
+        self.copies = max(2 if cache_bytes <= 1 << 30 else 1, min(64, math.ceil(ROTATE_BYTES / cache_bytes)))
         self.q = torch.randn((b, 1, h, d), generator=g, device="cuda").to(torch.bfloat16)
         if page:
             per_seq = s // page
@@ -183,19 +203,19 @@ class Cell:
         self.k = torch.randn(shape_, generator=g, device="cuda", dtype=torch.bfloat16)
         self.v = torch.randn(shape_, generator=g, device="cuda", dtype=torch.bfloat16)
 
-    def dense(self, cache, i):
-        """Sequence i's keys (or values) of copy 0, (len, hk, d)."""
+    def dense(self, cache, i, copy=0):
+        """Sequence i's keys (or values) of copy `copy`, (len, hk, d)."""
         n = int(self.lens[i])
         if self.table is None:
-            return cache[0, i, :n]
+            return cache[copy, i, :n]
         pos = self.table[i].repeat_interleave(self.page)[:n].long()
         import torch
-        return cache[0][pos, torch.arange(n, device="cuda") % self.page]
+        return cache[copy][pos, torch.arange(n, device="cuda") % self.page]
 
-    def reference(self, i):
-        """float32 attention of sequence i over copy 0: (h, d)."""
+    def reference(self, i, copy=0):
+        """float32 attention of sequence i over copy `copy`: (h, d)."""
         import torch
-        k, v = self.dense(self.k, i).float(), self.dense(self.v, i).float()
+        k, v = self.dense(self.k, i, copy).float(), self.dense(self.v, i, copy).float()
         group = self.h // self.hk
         k, v = k.repeat_interleave(group, 1), v.repeat_interleave(group, 1)
         s = torch.einsum("hd,nhd->hn", self.q[i, 0].float(), k) / math.sqrt(self.d)
@@ -207,14 +227,22 @@ class Cell:
         call starts after an event, the others after a call)."""
         return [lambda i=i: run(i % self.copies) for i in range(max(self.copies, 2))]
 
-    def error(self, out):
-        """(max |out - reference| over every sequence, the most tolerance() lets an output of that size
-        differ): an implementation wrong on any one sequence fails, not only on the first or last."""
+    def error(self, out, copy=0):
+        """(max |out - reference| of a sequence, the most tolerance() lets that sequence's output differ) for
+        the sequence furthest past its own tolerance, over copy `copy`: an implementation wrong on any one
+        sequence fails, not only on the first or last, and each sequence is held to the size of its own
+        output (a ragged batch's short ones have the largest: one tolerance for all let the long ones drop
+        2 % of their keys)."""
         import torch
-        if not hasattr(self, "ref"):
-            self.ref = torch.stack([self.reference(i) for i in range(self.b)])
+        if not hasattr(self, "refs"):
+            self.refs = {}
+        if copy not in self.refs:
+            self.refs[copy] = torch.stack([self.reference(i, copy) for i in range(self.b)])
+        ref = self.refs[copy]
         assert tuple(out.shape) == (self.b, 1, self.h, self.d), f"output of shape {tuple(out.shape)}"
-        return (out.float()[:, 0] - self.ref).abs().max().item(), tolerance(self.ref.abs().max().item())
+        errs = (out.float()[:, 0] - ref).abs().flatten(1).max(1).values.tolist()
+        sizes = ref.abs().flatten(1).max(1).values.tolist()
+        return worst_error(errs, sizes)
 
 
 def fakv_calls(cell):
@@ -365,6 +393,17 @@ def measure(shape, page, peers, copy_bw, sustain=0.0, rounds=1):
                 result["impls"][name] = {"failed": failed(e)}
                 continue
             checked(name, run)
+    def replayed(entry, outs):
+        """What the timed replays computed, checked as the eager call was: the first call's output (copy 0)
+        and the last's (the last copy: a graph that read one copy throughout, or stale pointers, fails)."""
+        torch.cuda.synchronize()
+        for i in sorted({0, len(outs) - 1}):
+            err, tol = cell.error(outs[i].float(), i % cell.copies)
+            if not err <= tol:
+                entry["failed"] = f"a replay's output (call {i}, copy {i % cell.copies}) differs from the float32 " \
+                                  f"reference by {err:.3g} (at most {tol:.3g})"
+                return
+
     # Rounds interleave the implementations (fakv, peer, ..., then peer, ..., fakv, ...: each round starts one
     # later, so none always follows the checks or the same one); each one's median counts.
     times = {name: [] for name in runs}
@@ -380,9 +419,12 @@ def measure(shape, page, peers, copy_bw, sustain=0.0, rounds=1):
                 # As many calls a graph for every one (Cell.calls; the bare read's two buffers).
                 calls = [lambda i=i, run=run: run(i) for i in range(max(cell.copies, 2))] if name == "bare" \
                     else cell.calls(run)
-                t, mode = graph_time_ms(calls, warm_s=sustain)
+                outs = []
+                t, mode = graph_time_ms(calls, warm_s=sustain, outputs=outs)
                 times[name].append(t * 1e3)
                 entry["timing"] = mode
+                if name != "bare":          # (the bare read checked its words before it was timed)
+                    replayed(entry, outs)
             except Exception as e:  # noqa: BLE001
                 entry["failed"] = failed(e)
     for name, ts in times.items():
@@ -395,8 +437,15 @@ def measure(shape, page, peers, copy_bw, sustain=0.0, rounds=1):
 
 
 def best_peer(cell):
-    timed = [(e["us"], n) for n, e in cell["impls"].items() if n in PEERS and "us" in e]
+    """(us, name) of the fastest peer timed from a graph; a peer that could not be captured was timed with its
+    host work (eager) and does not count (fakv would win against its launches)."""
+    timed = [(e["us"], n) for n, e in cell["impls"].items()
+             if n in PEERS and "us" in e and e.get("timing") != "eager"]
     return min(timed) if timed else None
+
+
+def eager_peers(cell):
+    return [n for n, e in cell["impls"].items() if n in PEERS and "us" in e and e.get("timing") == "eager"]
 
 
 def markdown(run):
@@ -414,6 +463,8 @@ def markdown(run):
     wins = total = ahead = 0
     alone = []                  # the cells where fakv ran and no peer was timed (every one failed or refused)
     failed = []                 # the cells where fakv failed and a peer ran: lost
+    neither = []                # the cells where fakv failed and no peer ran
+    eager = []                  # the cells with a peer timed as launched (not counted)
     by = {(c["shape"], c["layout"]): c for c in run["cells"]}
     for shape in run["shapes"]:
         row = [shape]
@@ -423,13 +474,18 @@ def markdown(run):
                 row.append("")
                 continue
             f = c["impls"]["fakv"]
+            eager += [f"{shape} @{page} {n}" for n in eager_peers(c)]
             if "us" not in f:
                 row.append(f"fakv failed: {f.get('failed')}")
                 if best_peer(c):
                     total += 1
                     failed.append(f"{shape} @{page}")
+                else:
+                    neither.append(f"{shape} @{page}")
                 continue
             text = f"{f['us']:.1f} µs ({f['copy_fraction']:.1%})"
+            if f.get("timing") == "eager":
+                text += " (eager: host work included)"
             if "us" in c["impls"].get("fakv-merge", {}):
                 text += f" [merged splits: {c['impls']['fakv-merge']['us']:.1f} µs]"
             peer = best_peer(c)
@@ -442,22 +498,26 @@ def markdown(run):
                 wins += win
                 ahead += f["us"] < 0.99 * us
                 total += 1
-                eager = " (eager: host work included)" if p.get("timing") == "eager" else ""
-                text += f" vs {name}{eager} {us:.1f} µs ({p['copy_fraction']:.1%}){' **win**' if win else ''}"
+                text += f" vs {name} {us:.1f} µs ({p['copy_fraction']:.1%}){' **win**' if win else ''}"
             row.append(text)
         lines.append("| " + " | ".join(row) + " |")
     lines += ["", f"fakv at or ahead of the best peer (within 1 %): {wins} of {total} cells ({ahead} more than 1 % "
                   f"ahead, {wins - ahead} within 1 % either way, {total - wins} behind)"
               + (f"; {len(failed)} where fakv failed (lost): {', '.join(failed)}" if failed else "")
-              + (f"; {len(alone)} with no peer timed: {', '.join(alone)}." if alone else "."), ""]
+              + (f"; {len(alone)} with no peer timed: {', '.join(alone)}" if alone else "")
+              + (f"; {len(neither)} where fakv failed and no peer was timed: {', '.join(neither)}" if neither else "")
+              + "." + (f" Peers timed as launched (host work included; not counted): {', '.join(eager)}." if eager
+                       else "")
+              + (f" Peers asked for: {', '.join(run['peers'])}." if run.get("peers") else ""), ""]
     # (a cell where fakv failed counts as one below, as a lost cell counts above)
     large = [c for c in run["cells"] if c["kv_bytes"] >= 1 << 30 and "fakv" in c["impls"]]
+    # (two decimals: with one, 104.95 % below the line shows as 105.0 %)
     def bare(c):
-        return f", the bare read {c['impls']['bare']['copy_fraction']:.1%}" if "us" in c["impls"].get("bare", {}) \
+        return f", the bare read {c['impls']['bare']['copy_fraction']:.2%}" if "us" in c["impls"].get("bare", {}) \
             else ""
     def fraction(c):
         f = c["impls"]["fakv"]
-        return f"{f['copy_fraction']:.1%}" if "us" in f else "fakv failed"
+        return f"{f['copy_fraction']:.2%}" if "us" in f else "fakv failed"
     below = [f"{c['shape']} @{c['layout']} ({fraction(c)}{bare(c)})" for c in large
              if "us" not in c["impls"]["fakv"] or c["impls"]["fakv"]["copy_fraction"] < 1.05]
     lines += [f"Caches of 1 GiB or more at 105 % of copy or more: {len(large) - len(below)} of {len(large)}"
@@ -465,7 +525,8 @@ def markdown(run):
     bares = [c["impls"]["bare"]["copy_fraction"] for c in large if "us" in c["impls"].get("bare", {})]
     if bares:
         lines += ["The bare read of the same bytes (no attention; stream_balance.py's tma2kvmap, in the cell's pages, "
-                  f"at head dims 64, 128 and 256, else tma2kv) in this run: {min(bares):.1%} to {max(bares):.1%} of copy over those {len(bares)} cells, "
+                  f"at head dims 64, 128 and 256, else tma2kv) in this run: {min(bares):.2%} to {max(bares):.2%} of copy "
+                  f"over those {len(bares)} cells, "
                   f"{sum(b >= 1.05 for b in bares)} of them at 105 % or more.", ""]
     failures = [f"- {c['shape']}, layout {c['layout']}: {n}: {e['failed']}" for c in run["cells"]
                 for n, e in c["impls"].items() if "failed" in e]
@@ -479,7 +540,7 @@ def plot(path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     run = json.load(open(path))
-    out_dir = os.path.dirname(path)
+    stem = os.path.splitext(path)[0]          # grid.json: grid-contiguous.png, ...; grid-s46.json: grid-s46-...
     by = {(c["shape"], c["layout"]): c for c in run["cells"]}
     names = ["fakv"] + list(PEERS)
     written = []
@@ -505,17 +566,46 @@ def plot(path):
         fig.suptitle(f"decode, GQA 32/8, d128, bf16, {'contiguous' if page == 0 else f'pages of {page}'} "
                      f"({run['device']}, {run['date']})")
         fig.tight_layout()
-        name = os.path.join(out_dir, f"grid-{'contiguous' if page == 0 else f'page{page}'}.png")
+        name = f"{stem}-{'contiguous' if page == 0 else f'page{page}'}.png"
         fig.savefig(name, dpi=90)
         plt.close(fig)
         written.append(name)
     print("wrote " + ", ".join(written))
 
 
+def names_of(text, known, option):
+    """The comma-separated names of `text`, stripped; one not in `known` stops the run (a misspelt peer left
+    the best peer to the others)."""
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise SystemExit(f"{option}: unknown {', '.join(unknown)} (known: {', '.join(known)})")
+    return names
+
+
+def selected(shapes, only):
+    """The shapes `only` names (comma-separated; empty: all): a shape of that name, else those whose name holds
+    its words as whole words in order ("b1": b1 s1K, b1 s8K, b1 s32K, MHA b1 s32K, not b128; "d64": the
+    head-dim-64 cells); one that selects nothing stops the run."""
+    tokens = [t.strip() for t in only.split(",") if t.strip()]
+    if not tokens:
+        return list(shapes)
+    picked = set()
+    for t in tokens:
+        exact = [s[0] for s in shapes if s[0] == t]
+        words = t.split()
+        near = [s[0] for s in shapes if any(s[0].split()[i:i + len(words)] == words
+                                              for i in range(len(s[0].split())))]
+        if not (exact or near):
+            raise SystemExit(f"--only: {t!r} names no shape (shapes: {', '.join(s[0] for s in shapes)})")
+        picked.update(exact or near)
+    return [s for s in shapes if s[0] in picked]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=os.path.join(ROOT, "docs", "perf"))
-    ap.add_argument("--only", default="", help="shapes whose name contains this (or one of these, comma-separated)")
+    ap.add_argument("--only", default="", help="shapes of this name, else whose name holds its words (comma-separated)")
     ap.add_argument("--layouts", default=",".join(map(str, LAYOUTS)))
     ap.add_argument("--peers", default=",".join(PEERS))
     ap.add_argument("--sustain", type=float, default=0.0, metavar="S",
@@ -531,13 +621,13 @@ def main():
         return
     import torch
     layouts = [int(x) for x in args.layouts.split(",")]
-    peers = [p for p in args.peers.split(",") if p]
+    peers = names_of(args.peers, PEERS + ("bare", "fakv-merge"), "--peers")
     if args.shapes:
         extra = shapes_by_name(args.shapes)
         shapes = [extra[e.partition("=")[0].strip()] for e in filter(None, args.shapes.split(";"))]
     else:
         shapes = SHAPES
-    shapes = [s for s in shapes if any(name in s[0] for name in args.only.split(","))]
+    shapes = selected(shapes, args.only)
     copy_bw = copy_bandwidth(args.sustain)
     run = {"device": torch.cuda.get_device_name(), "date": time.strftime("%Y-%m-%d"), "copy_tbps": copy_bw,
            "layouts": layouts, "shapes": [s[0] for s in shapes], "peers": peers, "sustain_s": args.sustain,

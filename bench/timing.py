@@ -43,13 +43,15 @@ def copy_ms(dst, src, reps=5, iters=10):
     return statistics.median(event_ms(lambda: [dst.copy_(src) for _ in range(reps)], iters)) / reps
 
 
-def graph_time_ms(calls, replays=10, warmup=2, fallback=True, warm_s=WARM_S):
+def graph_time_ms(calls, replays=10, warmup=2, fallback=True, warm_s=WARM_S, outputs=None):
     """(median GPU ms per call, "graph") of `calls`, each run once per
     replay of a CUDA graph that holds them all, after `warm_s` seconds of
     replays, each replay's start event behind BUSY_CYCLES of sleep (the
     replay's launch not counted); timed as launched, (ms, "eager"), the
     host's work included, when they cannot be captured and `fallback`,
-    else the capture's exception propagates."""
+    else the capture's exception propagates. A list as `outputs` receives
+    what each call returned in the last replay timed (the graph's own
+    tensors), for the caller to check."""
     import torch
     for _ in range(warmup):
         for c in calls:
@@ -59,8 +61,7 @@ def graph_time_ms(calls, replays=10, warmup=2, fallback=True, warm_s=WARM_S):
     try:
         g = torch.cuda.CUDAGraph()
         with torch.cuda.graph(g):
-            for c in calls:
-                c()
+            returned = [c() for c in calls]
         replay = g.replay
     except Exception:  # noqa: BLE001
         if not fallback:
@@ -69,12 +70,15 @@ def graph_time_ms(calls, replays=10, warmup=2, fallback=True, warm_s=WARM_S):
         mode = "eager"
 
         def replay():
-            for c in calls:
-                c()
+            returned[:] = [c() for c in calls]
+        returned = []
     replay()
     start = time.perf_counter()
     while time.perf_counter() - start < warm_s:
         replay()
         torch.cuda.synchronize()
     busy = BUSY_CYCLES if mode == "graph" else 0
-    return statistics.median(event_ms(replay, replays, busy)) / len(calls), mode
+    ms = statistics.median(event_ms(replay, replays, busy)) / len(calls)
+    if outputs is not None:
+        outputs[:] = returned
+    return ms, mode

@@ -131,24 +131,33 @@ def test_every_graph_holds_two_calls_at_least():
         assert seen == want
 
 
+def _grid_without_gpu(monkeypatch):
+    """bench_grid over a stand-in torch that only synchronizes (measure's GPU pieces are stood in by each test)."""
+    torch = types.SimpleNamespace(cuda=types.SimpleNamespace(synchronize=lambda: None))
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    monkeypatch.syspath_prepend(os.path.join(ROOT, "test", "gpu"))
+    monkeypatch.syspath_prepend(os.path.join(ROOT, "bench"))
+    import bench_grid
+    return bench_grid
+
+
+class _Output:
+    """A stand-in output tensor (measure calls .float() before the check)."""
+    def float(self):
+        return self
+
+
 def test_a_cell_times_each_implementation_through_its_own_calls(monkeypatch):
     """bench_grid.measure with every GPU piece stood in: each implementation's graph calls its own run, two
     calls for one cache copy (the bare read: its two buffers), rounds starting one implementation later; a
     cell where nothing passes its check times nothing (it crashed: ZeroDivisionError). (A rebound `calls`
     once made the bare read's lambda call another implementation's graph.)"""
-    torch = types.SimpleNamespace(cuda=types.SimpleNamespace(synchronize=lambda: None))
-    monkeypatch.setitem(sys.modules, "torch", torch)
-    monkeypatch.syspath_prepend(os.path.join(ROOT, "test", "gpu"))
-    monkeypatch.syspath_prepend(os.path.join(ROOT, "bench"))
-    import bench_grid as g
+    g = _grid_without_gpu(monkeypatch)
     seen = []
 
-    class Out:
+    class Out(_Output):
         def __init__(self, good):
             self.good = good
-
-        def float(self):
-            return self
 
     class FakeCell:
         def __init__(self, shape, page):
@@ -156,7 +165,7 @@ def test_a_cell_times_each_implementation_through_its_own_calls(monkeypatch):
 
         calls = g.Cell.calls
 
-        def error(self, out):
+        def error(self, out, copy=0):
             return (0.0 if out.good else float("nan")), 0.02
 
     def impl(name, good=True):
@@ -174,10 +183,9 @@ def test_a_cell_times_each_implementation_through_its_own_calls(monkeypatch):
     monkeypatch.setattr(g, "triton_calls", lambda cell: impl("triton"))
     graphs = []
 
-    def graph_time_ms(calls, warm_s=0.0):
+    def graph_time_ms(calls, warm_s=0.0, outputs=None):
         seen.clear()
-        for c in calls:
-            c()
+        outputs[:] = [c() for c in calls]
         graphs.append(list(seen))
         return 0.1, "graph"
     monkeypatch.setattr(g, "graph_time_ms", graph_time_ms)
@@ -190,3 +198,52 @@ def test_a_cell_times_each_implementation_through_its_own_calls(monkeypatch):
     monkeypatch.setattr(g, "fakv_calls", lambda cell: impl("fakv", good=False))
     result = g.measure(shape, 0, [], copy_bw=4.0, rounds=2)
     assert graphs == [] and "failed" in result["impls"]["fakv"]
+
+
+def test_a_replay_that_computed_something_else_fails(monkeypatch):
+    """bench_grid.measure checks what the timed graph computed: the first call's output against copy 0's
+    reference, the last call's against the last copy's (a graph reading one copy throughout, or a stale
+    pointer, passed when only the eager call was checked)."""
+    g = _grid_without_gpu(monkeypatch)
+    checked = []
+
+    class Out(_Output):
+        def __init__(self, copy):
+            self.copy = copy
+
+    class FakeCell:
+        def __init__(self, shape, page):
+            self.kv_bytes, self.copies = 1 << 28, 3
+
+        calls = g.Cell.calls
+
+        def error(self, out, copy=0):
+            checked.append((out.copy, copy))
+            return (0.0 if out.copy == copy else 1.0), 0.02
+
+    monkeypatch.setattr(g, "Cell", FakeCell)
+    replay_copy = {"fakv": lambda i: i, "triton": lambda i: 0}      # triton's graph reads copy 0 throughout
+    monkeypatch.setattr(g, "fakv_calls", lambda cell: lambda i: Out(i))
+    monkeypatch.setattr(g, "triton_calls", lambda cell: lambda i: Out(i))
+
+    def graph_time_ms(calls, warm_s=0.0, outputs=None):
+        name = "triton" if len(checked) > 2 else "fakv"
+        outputs[:] = [Out(replay_copy[name](i)) for i, _ in enumerate(calls)]
+        return 0.1, "graph"
+    monkeypatch.setattr(g, "graph_time_ms", graph_time_ms)
+    result = g.measure(("b8 s8K", 8, 8192, 32, 8, 128, False), 0, ["triton"], copy_bw=4.0)
+    assert result["impls"]["fakv"]["us"] == 100.0
+    assert "a replay's output (call 2, copy 2) differs" in result["impls"]["triton"]["failed"]
+    assert "us" not in result["impls"]["triton"]
+    assert checked == [(0, 0), (0, 0), (0, 0), (2, 2), (0, 0), (0, 2)]   # eager checks, then each replay's ends
+
+
+def test_graph_outputs_are_what_the_last_replay_returned(timing):
+    t, log, capture = timing
+    outs = []
+    t.graph_time_ms([lambda: "a", lambda: "b"], replays=2, warmup=0, outputs=outs)
+    assert outs == ["a", "b"]
+    capture["fails"] = True
+    n = iter(range(100))
+    t.graph_time_ms([lambda: next(n)], replays=2, warmup=0, outputs=outs)
+    assert outs == [2]                               # (eager: the replay before timing, then 2 timed)
