@@ -2,6 +2,7 @@
 
 #include "runtime/LaunchKernel.h"
 
+#include "runtime/PythonGuard.h"
 #include "runtime/fakv_runtime.h"
 
 #include <cstdlib>
@@ -41,59 +42,72 @@ int Kernel_init(KernelObject *self, PyObject *args, PyObject *kwargs) {
   Py_buffer image;
   const char *name, *kinds;
   PyObject *tms;
-  unsigned threads, smem, px = 1, py = 1, pz = 1;
+  int threads, smem, px = 1, py = 1, pz = 1;
   int dependent = 0;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "y*ssOII|(III)p", const_cast<char **>(keywords),
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "y*ssOii|(iii)p", const_cast<char **>(keywords),
                                    &image, &name, &kinds, &tms, &threads, &smem, &px, &py, &pz,
                                    &dependent))
     return -1;
-  if (self->image || std::strlen(kinds) > 256) {   // (PreparedCalls sized their slots for its kinds)
+  // Everything is checked before the object is touched: a Kernel whose
+  // init failed stays uninitialised (it launched with what was set before).
+  auto fail = [&](PyObject *type, const char *message) {
     PyBuffer_Release(&image);
-    PyErr_SetString(self->image ? PyExc_TypeError : PyExc_ValueError,
-                    self->image ? "a Kernel is initialised once" : "more than 256 kernel parameters");
+    PyErr_SetString(type, message);
+    return -1;
+  };
+  if (self->image)
+    return fail(PyExc_TypeError, "a Kernel is initialised once");
+  size_t nkinds = std::strlen(kinds);
+  if (nkinds > 256)   // (PreparedCalls sized their slots for its kinds)
+    return fail(PyExc_ValueError, "more than 256 kernel parameters");
+  for (size_t i = 0; i < nkinds; ++i)
+    if (!std::strchr("pbcilf", kinds[i])) {
+      PyBuffer_Release(&image);
+      PyErr_Format(PyExc_ValueError, "unknown parameter kind '%c'", kinds[i]);
+      return -1;
+    }
+  if (threads <= 0 || smem < 0 || px < 0 || py < 0 || pz < 0)
+    return fail(PyExc_ValueError, "a Kernel's threads must be positive, its shared memory and packing not negative");
+  PyObject *seq = ownedItems(tms, "tensormaps must be a sequence of (arg, rows)");
+  if (!seq) {
+    PyBuffer_Release(&image);
+    return -1;
+  }
+  std::vector<TensorMapSpec> maps;
+  bool ok = PyTuple_GET_SIZE(seq) <= 8;
+  if (!ok)
+    PyErr_SetString(PyExc_ValueError, "more than 8 tensor maps");
+  for (Py_ssize_t i = 0; ok && i < PyTuple_GET_SIZE(seq); ++i) {
+    int arg, rows;
+    ok = PyArg_ParseTuple(PyTuple_GET_ITEM(seq, i), "ii", &arg, &rows);
+    if (ok && (arg < 0 || static_cast<size_t>(arg) >= nkinds || kinds[arg] != 'p')) {
+      PyErr_Format(PyExc_ValueError, "tensor map of parameter %d, which is not a pointer", arg);
+      ok = false;
+    } else if (ok && rows <= 0) {
+      PyErr_Format(PyExc_ValueError, "tensor map of parameter %d: %d rows a box", arg, rows);
+      ok = false;
+    }
+    if (ok)
+      maps.push_back({arg, static_cast<uint32_t>(rows)});
+  }
+  Py_DECREF(seq);
+  if (!ok) {
+    PyBuffer_Release(&image);
     return -1;
   }
   self->launchMode = launchModeOf(name, dependent);
   self->image = new std::string(static_cast<const char *>(image.buf), image.len);
   PyBuffer_Release(&image);
   self->name = new std::string(name);
-  self->kinds = new std::vector<char>(kinds, kinds + std::strlen(kinds));
-  self->tensormaps = new std::vector<TensorMapSpec>();
+  self->kinds = new std::vector<char>(kinds, kinds + nkinds);
+  self->tensormaps = new std::vector<TensorMapSpec>(std::move(maps));
   self->functions = new std::vector<std::pair<void *, void *>>();
   self->maps = new std::vector<CachedMap>();
-  self->threads = threads;
-  self->smem = smem;
+  self->threads = static_cast<unsigned>(threads);
+  self->smem = static_cast<unsigned>(smem);
   self->packing[0] = px ? px : 1;
   self->packing[1] = py ? py : 1;
   self->packing[2] = pz ? pz : 1;
-  for (char k : *self->kinds)
-    if (!std::strchr("pbcilf", k)) {
-      PyErr_Format(PyExc_ValueError, "unknown parameter kind '%c'", k);
-      return -1;
-    }
-  PyObject *seq = PySequence_Fast(tms, "tensormaps must be a sequence of (arg, rows)");
-  if (!seq)
-    return -1;
-  if (PySequence_Fast_GET_SIZE(seq) > 8) {
-    Py_DECREF(seq);
-    PyErr_SetString(PyExc_ValueError, "more than 8 tensor maps");
-    return -1;
-  }
-  for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); ++i) {
-    int arg;
-    unsigned rows;
-    if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "iI", &arg, &rows)) {
-      Py_DECREF(seq);
-      return -1;
-    }
-    if (arg < 0 || arg >= static_cast<int>(self->kinds->size()) || (*self->kinds)[arg] != 'p') {
-      Py_DECREF(seq);
-      PyErr_Format(PyExc_ValueError, "tensor map of parameter %d, which is not a pointer", arg);
-      return -1;
-    }
-    self->tensormaps->push_back({arg, rows});
-  }
-  Py_DECREF(seq);
   return 0;
 }
 
@@ -320,7 +334,7 @@ PyObject *Kernel_launch(KernelObject *self, PyObject *const *args, Py_ssize_t na
 }
 
 PyMethodDef kernelMethods[] = {
-    {"launch", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(Kernel_launch)),
+    {"launch", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(NoThrow<Kernel_launch>::call)),
      METH_FASTCALL,
      "launch(grid_x, grid_y, grid_z, stream, *args): launch on the current context's device"},
     {nullptr, nullptr, 0, nullptr}};
@@ -341,7 +355,7 @@ bool initKernelType() {
   KernelType.tp_doc = "Kernel(image, name, kinds, tensormaps, threads, smem, packing=(1, 1, 1), "
                          "dependent_launch=False)";
   KernelType.tp_new = PyType_GenericNew;
-  KernelType.tp_init = reinterpret_cast<initproc>(Kernel_init);
+  KernelType.tp_init = reinterpret_cast<initproc>(NoThrow<Kernel_init>::call);
   KernelType.tp_dealloc = reinterpret_cast<destructor>(Kernel_dealloc);
   KernelType.tp_methods = kernelMethods;
   dataPtrName = PyUnicode_InternFromString("data_ptr");

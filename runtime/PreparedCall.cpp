@@ -3,6 +3,7 @@
 #include "runtime/PreparedCall.h"
 
 #include "runtime/LaunchKernel.h"
+#include "runtime/PythonGuard.h"
 #include "runtime/fakv_runtime.h"
 
 #include <cstring>
@@ -60,7 +61,7 @@ bool pack(Launch &l, PyObject *kernel, PyObject *grid, PyObject *args) {
   }
   if (!PyArg_ParseTuple(grid, "LLL", &l.grid[0], &l.grid[1], &l.grid[2]))
     return false;
-  PyObject *fast = PySequence_Fast(args, "PreparedCall: arguments must be a sequence");
+  PyObject *fast = ownedItems(args, "PreparedCall: arguments must be a sequence");
   if (!fast)
     return false;
   size_t n = l.kernel->kinds->size();
@@ -99,7 +100,7 @@ bool checkSlots(const int *slots, const char *what, const Launch &l, bool option
 // A kernel's slots (NumSlots parameter indices, in Slot order; -1 for none
 // when `optional`), each a pointer parameter of the kernel.
 bool readSlots(PyObject *given, const char *what, const Launch &l, bool optional, int *out) {
-  PyObject *slots = PySequence_Fast(given, "PreparedCall: slots must be a sequence");
+  PyObject *slots = ownedItems(given, "PreparedCall: slots must be a sequence");
   if (!slots)
     return false;
   if (PySequence_Fast_GET_SIZE(slots) != NumSlots) {
@@ -119,6 +120,21 @@ bool readSlots(PyObject *given, const char *what, const Launch &l, bool optional
   return checkSlots(out, what, l, optional);
 }
 
+/// PyArg's "O&" converter of a byte count or a stride into a T: an int from
+/// 0 to 2^64 - 1 (PyArg's "K" wraps -1 and 2^64 + 7 without a word).
+template <typename T> int toU64(PyObject *o, void *out) {
+  static_assert(sizeof(T) == sizeof(unsigned long long));
+  PyObject *i = PyNumber_Index(o);
+  if (!i)
+    return 0;
+  unsigned long long v = PyLong_AsUnsignedLongLong(i);
+  Py_DECREF(i);
+  if (v == static_cast<unsigned long long>(-1) && PyErr_Occurred())
+    return 0;
+  *static_cast<T *>(out) = v;
+  return 1;
+}
+
 int PreparedCall_init(PreparedCallObject *self, PyObject *args, PyObject *kwargs) {
   static const char *keywords[] = {
       "decode", "decode_grid", "decode_args", "decode_slots", "combine", "combine_grid",
@@ -132,8 +148,9 @@ int PreparedCall_init(PreparedCallObject *self, PyObject *args, PyObject *kwargs
     return -1;
   }
   if (!PyArg_ParseTupleAndKeywords(
-          args, kwargs, "OOOOOOOOKKKppOOOOOOO|pO", const_cast<char **>(keywords), &decode, &dgrid,
-          &dargs, &dslots, &combine, &cgrid, &cargs, &layout, &self->wsBytes, &self->partOutBytes,
+          args, kwargs, "OOOOOOOOO&O&O&ppOOOOOOO|pO", const_cast<char **>(keywords), &decode, &dgrid,
+          &dargs, &dslots, &combine, &cgrid, &cargs, &layout, toU64<unsigned long long>,
+          &self->wsBytes, toU64<unsigned long long>, &self->partOutBytes, toU64<unsigned long long>,
           &self->partLseBytes, &self->returnLse, &self->copyQ, &emptyLike, &emptyLse, &rawAlloc,
           &rawDelete, &stream, &seqlensTensorOf, &emptyWorkspace, &self->earlyDecode, &cslots))
     return -1;
@@ -156,9 +173,10 @@ int PreparedCall_init(PreparedCallObject *self, PyObject *args, PyObject *kwargs
     if (self->combine && !checkSlots(self->combineSlots, "combine", *self->combine, true))
       return -1;
   }
-  if (!PyArg_ParseTuple(layout, "KKKKKKKK", &self->layout[0], &self->layout[1], &self->layout[2],
-                        &self->layout[3], &self->layout[4], &self->layout[5], &self->layout[6],
-                        &self->layout[7]))
+  auto u64 = toU64<uint64_t>;
+  if (!PyArg_ParseTuple(layout, "O&O&O&O&O&O&O&O&", u64, &self->layout[0], u64, &self->layout[1], u64,
+                        &self->layout[2], u64, &self->layout[3], u64, &self->layout[4], u64,
+                        &self->layout[5], u64, &self->layout[6], u64, &self->layout[7]))
     return -1;
   PyObject **keep[] = {&self->emptyLike, &self->emptyLse, &self->rawAlloc, &self->rawDelete,
                        &self->stream, &self->seqlensTensorOf, &self->emptyWorkspace};
@@ -167,7 +185,6 @@ int PreparedCall_init(PreparedCallObject *self, PyObject *args, PyObject *kwargs
     Py_INCREF(given[i]);
     Py_XSETREF(*keep[i], given[i]);
   }
-  Py_XSETREF(self->kernels, PyTuple_Pack(2, decode, combine));
   if (fakv_current_context(&self->context)) {
     raiseRuntime();
     return -1;
@@ -176,6 +193,8 @@ int PreparedCall_init(PreparedCallObject *self, PyObject *args, PyObject *kwargs
     PyErr_SetString(PyExc_RuntimeError, "PreparedCall: no current CUDA context in this thread");
     return -1;
   }
+  // Last: run() refuses a call without its kernels (one whose init failed).
+  Py_XSETREF(self->kernels, PyTuple_Pack(2, decode, combine));
   return self->kernels ? 0 : -1;
 }
 
@@ -517,9 +536,9 @@ bool initPreparedCallType() {
   PreparedCallType.tp_flags = Py_TPFLAGS_DEFAULT;
   PreparedCallType.tp_doc = "A checked, planned flash_attn_with_kvcache call (runtime/PreparedCall.h)";
   PreparedCallType.tp_new = PyType_GenericNew;
-  PreparedCallType.tp_init = reinterpret_cast<initproc>(PreparedCall_init);
+  PreparedCallType.tp_init = reinterpret_cast<initproc>(NoThrow<PreparedCall_init>::call);
   PreparedCallType.tp_dealloc = reinterpret_cast<destructor>(PreparedCall_dealloc);
-  PreparedCallType.tp_call = reinterpret_cast<ternaryfunc>(PreparedCall_call);
+  PreparedCallType.tp_call = reinterpret_cast<ternaryfunc>(NoThrow<PreparedCall_call>::call);
   dataPtrName = PyUnicode_InternFromString("data_ptr");
   contiguousName = PyUnicode_InternFromString("contiguous");
   return PyType_Ready(&PreparedCallType) == 0;

@@ -14,6 +14,7 @@
 #include "runtime/FastPath.h"
 #include "runtime/LaunchKernel.h"
 #include "runtime/PreparedCall.h"
+#include "runtime/PythonGuard.h"
 #include "runtime/fakv_runtime.h"
 
 #include <array>
@@ -199,31 +200,31 @@ PyObject *linkPtx(PyObject *, PyObject *arg) {
 }
 
 PyMethodDef moduleMethods[] = {
-    {"host_mapped", hostMapped, METH_VARARGS,
+    {"host_mapped", NoThrow<hostMapped>::call, METH_VARARGS,
      "host_mapped(nbytes, context=None) -> address of zeroed page-locked host memory every device can "
      "write (allocated with `context` made current in this thread, when given)"},
-    {"start_host_mapped", startHostMapped, METH_VARARGS,
+    {"start_host_mapped", NoThrow<startHostMapped>::call, METH_VARARGS,
      "start_host_mapped(nbytes, context) -> None: host_mapped begun in a native thread of its own"},
-    {"wait_host_mapped", waitHostMapped, METH_NOARGS,
+    {"wait_host_mapped", NoThrow<waitHostMapped>::call, METH_NOARGS,
      "wait_host_mapped() -> start_host_mapped's address once done, or None (none pending, or it failed)"},
-    {"current_context", currentContext, METH_NOARGS,
+    {"current_context", NoThrow<currentContext>::call, METH_NOARGS,
      "current_context() -> this thread's current CUDA context, or 0"},
-    {"bind_primary_context", bindPrimaryContext, METH_O,
+    {"bind_primary_context", NoThrow<bindPrimaryContext>::call, METH_O,
      "bind_primary_context(ordinal): that device's primary context made this thread's current one"},
-    {"device_properties", deviceProperties, METH_O,
+    {"device_properties", NoThrow<deviceProperties>::call, METH_O,
      "device_properties(ordinal) -> (SM count, L2 bytes, memory GB/s) of that CUDA device"},
-    {"take_word", takeWord, METH_O, "take_word(address) -> the int32 there, which is then zeroed"},
-    {"kept_workspaces", fakv::runtime::keptWorkspaces, METH_NOARGS,
+    {"take_word", NoThrow<takeWord>::call, METH_O, "take_word(address) -> the int32 there, which is then zeroed"},
+    {"kept_workspaces", NoThrow<fakv::runtime::keptWorkspaces>::call, METH_NOARGS,
      "kept_workspaces() -> [(stream, bytes)]: the PreparedCall workspaces kept for the current context"},
-    {"link_ptx", linkPtx, METH_O, "link_ptx(ptx) -> cubin bytes, by the CUDA driver's JIT"},
-    {"signature", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(fakv::runtime::callSignature)),
+    {"link_ptx", NoThrow<linkPtx>::call, METH_O, "link_ptx(ptx) -> cubin bytes, by the CUDA driver's JIT"},
+    {"signature", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(NoThrow<fakv::runtime::callSignature>::call)),
      METH_FASTCALL,
      "signature(tensors, scalars, objects) -> (key bytes, addresses) or None (runtime/CallSignature.h)"},
-    {"run_prepared", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(fakv::runtime::runPrepared)),
+    {"run_prepared", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(NoThrow<fakv::runtime::runPrepared>::call)),
      METH_FASTCALL,
      "run_prepared(calls, objects, extras, 12 tensors, 7 options) -> the prepared call's output, or None "
      "(runtime/FastPath.h)"},
-    {"set_tensor_type", fakv::runtime::setTensorType, METH_O,
+    {"set_tensor_type", NoThrow<fakv::runtime::setTensorType>::call, METH_O,
      "set_tensor_type(torch.Tensor): the type signature() reads as a tensor"},
     {nullptr, nullptr, 0, nullptr}};
 

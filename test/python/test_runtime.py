@@ -254,6 +254,103 @@ def test_kernel_arguments_are_checked():
         kernel.__init__(b"", "k", "p" * 5, [], 128, 0)
     with pytest.raises(TypeError, match="not initialised"):
         _runtime.Kernel.__new__(_runtime.Kernel).launch(1, 1, 1, 0)
+    # Sizes in range (PyArg's "I" wrapped -1 and 2^32 + 1 without a word).
+    for bad in (dict(threads=-1), dict(smem=-5), dict(packing=(-1, 1, 1))):
+        with pytest.raises(ValueError, match="threads must be positive"):
+            _runtime.Kernel(**dict(dict(image=b"", name="k", kinds="p", tensormaps=[], threads=128, smem=0), **bad))
+    with pytest.raises(OverflowError):
+        _runtime.Kernel(b"", "k", "p", [], 128, 2 ** 32 + 1)
+    with pytest.raises(ValueError, match="-1 rows a box"):
+        _runtime.Kernel(b"", "k", "p", [(0, -1)], 128, 0)
+
+
+def test_a_kernel_whose_init_failed_stays_unmade():
+    """Kind and tensor-map checks come before anything is set: a Kernel whose init failed is not launched
+    (it packed the unknown kind as an i1 and went on) and can be initialised again."""
+    kernel = _runtime.Kernel.__new__(_runtime.Kernel)
+    with pytest.raises(ValueError, match="unknown parameter kind 'x'"):
+        kernel.__init__(b"", "k", "px", [], 128, 0)
+    with pytest.raises(TypeError, match="not initialised"):
+        kernel.launch(1, 1, 1, 0, 0, 1)
+    with pytest.raises(ValueError, match="which is not a pointer"):
+        kernel.__init__(b"", "k", "pi", [(0, 32), (1, 32)], 128, 0)
+    with pytest.raises(TypeError, match="not initialised"):
+        kernel.launch(1, 1, 1, 0, 0, 1)
+    kernel.__init__(b"", "k", "pi", [(0, 32)], 128, 0)
+    with pytest.raises(TypeError, match="initialised once"):
+        kernel.__init__(b"", "k", "pi", [], 128, 0)
+
+
+def test_sequences_changed_while_they_are_read_are_not_read_freed():
+    """An argument's __index__ (or data_ptr) may run Python code that empties the list PreparedCall or
+    Kernel is reading: it read the freed items (a segfault); each list is read through a copy now."""
+    decode = _runtime.Kernel(b"", "decode", "i" * 42, [], 128, 0)
+    args = [0] * 42
+
+    class Shrinks:
+        def __init__(self, seq):
+            self.seq = seq
+
+        def __index__(self):
+            self.seq.clear()
+            return 0
+    args[0] = Shrinks(args)
+    call = dict(decode=decode, decode_grid=(1, 1, 1), decode_args=args, decode_slots=list(range(16)),
+                combine=None, combine_grid=(1, 1, 1), combine_args=[], cache_layout=(1,) * 8, ws_bytes=4,
+                part_out_bytes=0, part_lse_bytes=0, return_lse=False, copy_q=False, empty_like=None,
+                empty_lse=None, raw_alloc=None, raw_delete=None, stream=None, seqlens_tensor=None,
+                empty_workspace=None)
+    with pytest.raises(ValueError, match="decode slot 0 is not a pointer parameter"):   # ("i" kinds: read whole)
+        _runtime.PreparedCall(**call)
+    pointers = _runtime.Kernel(b"", "decode", "p" * 42, [], 128, 0)
+    slots = list(range(16))
+    slots[0] = Shrinks(slots)
+    with pytest.raises((RuntimeError, ValueError)):    # (no driver here: the context check; with one, the slots)
+        _runtime.PreparedCall(**dict(call, decode=pointers, decode_args=[0] * 42, decode_slots=slots))
+    maps = [(0, 32), (0, 32)]
+    maps[0] = (Shrinks(maps), 32)
+    kernel = _runtime.Kernel(b"", "k", "p", maps, 128, 0)
+    with pytest.raises(TypeError, match="takes 1 arguments"):
+        kernel.launch(1, 1, 1, 0)
+
+
+def test_prepared_call_sizes_are_in_range():
+    """ws_bytes and friends, and the caches' layout, are 0 to 2^64 - 1 (PyArg's "K" wrapped -1)."""
+    decode = _runtime.Kernel(b"", "decode", "p" * 42, [], 128, 0)
+    call = dict(decode=decode, decode_grid=(1, 1, 1), decode_args=[0] * 42, decode_slots=list(range(16)),
+                combine=None, combine_grid=(1, 1, 1), combine_args=[], cache_layout=(1,) * 8, ws_bytes=4,
+                part_out_bytes=0, part_lse_bytes=0, return_lse=False, copy_q=False, empty_like=None,
+                empty_lse=None, raw_alloc=None, raw_delete=None, stream=None, seqlens_tensor=None,
+                empty_workspace=None)
+    for bad in (dict(ws_bytes=-1), dict(part_out_bytes=2 ** 64 + 7), dict(cache_layout=(1,) * 7 + (-1,))):
+        with pytest.raises(OverflowError):
+            _runtime.PreparedCall(**dict(call, **bad))
+    with pytest.raises(TypeError):
+        _runtime.PreparedCall(**dict(call, ws_bytes=4.0))
+
+
+def test_a_cpp_exception_is_a_python_error_not_an_abort(tmp_path):
+    """A std::bad_alloc in the runtime (a key of a 600 MiB option, memory capped) is MemoryError; it
+    unwound into CPython's frames and aborted the process (std::terminate)."""
+    import subprocess
+    import sys
+    script = tmp_path / "bad_alloc.py"
+    script.write_text(
+        "import os, resource\n"
+        "from fakv import _runtime\n"
+        "_runtime.set_tensor_type(type)\n"
+        "option = 'x' * (600 << 20)\n"
+        "vm = int(open('/proc/self/statm').read().split()[0]) * os.sysconf('SC_PAGE_SIZE')\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (vm + (300 << 20), resource.getrlimit(resource.RLIMIT_AS)[1]))\n"
+        "try:\n"
+        "    _runtime.signature((), (option,), ())\n"
+        "    print('no error')\n"
+        "except MemoryError:\n"
+        "    print('MemoryError')\n")
+    import os
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "MemoryError", (done.returncode, done.stdout, done.stderr)
 
 
 def test_prepared_call_arguments_are_checked():
@@ -273,6 +370,12 @@ def test_prepared_call_arguments_are_checked():
         _runtime.PreparedCall(**dict(args, decode_slots=[2 ** 32] + list(range(1, 16))))
     with pytest.raises(TypeError, match="not initialised"):
         _runtime.PreparedCall.__new__(_runtime.PreparedCall)((0,) * 12, None, None)
+    # One whose init failed past its kernels (here: no driver, so no context) is not run either.
+    made = _runtime.PreparedCall.__new__(_runtime.PreparedCall)
+    with pytest.raises(RuntimeError):
+        made.__init__(**dict(args, combine=None, combine_args=[]))
+    with pytest.raises(TypeError, match="not initialised"):
+        made((0,) * 12, None, None)
 
 
 def test_host_mapped_sizes_are_checked():
