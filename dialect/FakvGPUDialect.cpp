@@ -206,7 +206,8 @@ LogicalResult SharedAttr::verifyEncoding(ArrayRef<int64_t> shape, Type elementTy
                                          function_ref<InFlightDiagnostic()> emitError) const {
   // (the layout above: 2-D, 16-bit, whole panels; at most 2^20 elements, a bound on shared-memory sizes that
   // would otherwise wrap)
-  if (shape.size() != 2 || !elementType.isIntOrFloat() || elementType.getIntOrFloatBitWidth() != 16 || shape[0] < 1 || shape[1] < 64 ||
+  if (shape.size() != 2 || !elementType.isIntOrFloat() ||
+      elementType.getIntOrFloatBitWidth() != 16 || shape[0] < 1 || shape[1] < 64 ||
       shape[1] % 64 || shape[0] > (int64_t(1) << 20) / shape[1])
     return emitError() << "a #fakvgpu.shared tile is 2-D, of 16-bit elements, its columns whole 64-column "
                           "panels and at most 2^20 elements in all";

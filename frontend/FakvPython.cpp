@@ -273,9 +273,9 @@ public:
 
   /// Calls `name` with (kind, value) arguments: ptr (an address), i1, i32,
   /// i64, f32; `extents`: the [lo, hi) byte ranges of the arrays the kernel
-  /// may access (fakv-guard-cpu-memory; none: not checked). Returns the fault bits, then cleared: 1 an integer divided by
-  /// zero (or INT_MIN by -1, fakv-guard-cpu-division), 2 an access outside
-  /// the extents (skipped).
+  /// may access (fakv-guard-cpu-memory; none: not checked). Returns the
+  /// fault bits, then cleared: 1 an integer divided by zero (or INT_MIN by
+  /// -1, fakv-guard-cpu-division), 2 an access outside the extents (skipped).
   int call(const std::string &name, const std::vector<std::pair<std::string, py::object>> &args,
            const std::vector<std::pair<uint64_t, uint64_t>> &extents) {
     std::vector<std::unique_ptr<uint64_t>> storage;

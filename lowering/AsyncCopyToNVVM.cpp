@@ -569,5 +569,7 @@ struct AsyncPagedLoadLowering : OpConversionPattern<fakvgpu::AsyncPagedLoadOp> {
 
 void codegen::populateAsyncCopyToNVVMPatterns(const TypeConverter &converter,
                                               RewritePatternSet &patterns) {
-  patterns.add<AllocRingLowering, AllocBarriersLowering, RingViewLowering, WaitLowering, ArriveLowering, ClearRowsLowering, AsyncPagedLoadLowering>(converter, patterns.getContext());
+  patterns.add<AllocRingLowering, AllocBarriersLowering, RingViewLowering, WaitLowering,
+               ArriveLowering, ClearRowsLowering, AsyncPagedLoadLowering>(converter,
+                                                                          patterns.getContext());
 }

@@ -743,5 +743,13 @@ struct ClusterGatherLowering : OpConversionPattern<ClusterGatherOp> {
 
 void codegen::populateTileOpsToNVVMPatterns(const TypeConverter &converter,
                                             RewritePatternSet &patterns) {
-  patterns.add<ProgramIdLowering, NumProgramsLowering, ArangeLowering, SplatLowering, TileConstantLowering, IdentityLowering<ExpandDimsOp>, IdentityLowering<ReshapeOp>, BroadcastLowering, CastLowering, ElementwiseLowering, MathApproxLowering, MathIntrinsicLowering<math::CountLeadingZerosOp, LLVM::CountLeadingZerosOp>, MathIntrinsicLowering<math::CountTrailingZerosOp, LLVM::CountTrailingZerosOp>, MathIntrinsicLowering<math::CtPopOp, LLVM::CtPopOp>, MathIntrinsicLowering<math::TruncOp, LLVM::FTruncOp>, MathIntrinsicLowering<math::AbsIOp, LLVM::AbsOp>, ReduceLowering, ItemLowering, ConvertLayoutLowering, ClusterGatherLowering>(converter, patterns.getContext());
+  patterns.add<ProgramIdLowering, NumProgramsLowering, ArangeLowering, SplatLowering,
+               TileConstantLowering, IdentityLowering<ExpandDimsOp>, IdentityLowering<ReshapeOp>,
+               BroadcastLowering, CastLowering, ElementwiseLowering, MathApproxLowering,
+               MathIntrinsicLowering<math::CountLeadingZerosOp, LLVM::CountLeadingZerosOp>,
+               MathIntrinsicLowering<math::CountTrailingZerosOp, LLVM::CountTrailingZerosOp>,
+               MathIntrinsicLowering<math::CtPopOp, LLVM::CtPopOp>,
+               MathIntrinsicLowering<math::TruncOp, LLVM::FTruncOp>,
+               MathIntrinsicLowering<math::AbsIOp, LLVM::AbsOp>, ReduceLowering, ItemLowering,
+               ConvertLayoutLowering, ClusterGatherLowering>(converter, patterns.getContext());
 }

@@ -334,7 +334,7 @@ PyObject *Kernel_launch(KernelObject *self, PyObject *const *args, Py_ssize_t na
 }
 
 PyMethodDef kernelMethods[] = {
-    {"launch", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(NoThrow<Kernel_launch>::call)),
+    {"launch", fastcall<Kernel_launch>(),
      METH_FASTCALL,
      "launch(grid_x, grid_y, grid_z, stream, *args): launch on the current context's device"},
     {nullptr, nullptr, 0, nullptr}};

@@ -41,6 +41,11 @@ template <typename R, typename... A, R (*F)(A...)> struct NoThrow<F> {
   }
 };
 
+/// A METH_FASTCALL function through NoThrow, as PyMethodDef's PyCFunction.
+template <auto F> PyCFunction fastcall() {
+  return reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(NoThrow<F>::call));
+}
+
 /// `seq`'s items as a new tuple (a list copied), or null with a TypeError
 /// of `what` when it is no sequence: a loop converting items (whose
 /// __index__ or data_ptr may run Python code that empties a list being

@@ -217,10 +217,10 @@ PyMethodDef moduleMethods[] = {
     {"kept_workspaces", NoThrow<fakv::runtime::keptWorkspaces>::call, METH_NOARGS,
      "kept_workspaces() -> [(stream, bytes)]: the PreparedCall workspaces kept for the current context"},
     {"link_ptx", NoThrow<linkPtx>::call, METH_O, "link_ptx(ptx) -> cubin bytes, by the CUDA driver's JIT"},
-    {"signature", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(NoThrow<fakv::runtime::callSignature>::call)),
+    {"signature", fastcall<fakv::runtime::callSignature>(),
      METH_FASTCALL,
      "signature(tensors, scalars, objects) -> (key bytes, addresses) or None (runtime/CallSignature.h)"},
-    {"run_prepared", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(NoThrow<fakv::runtime::runPrepared>::call)),
+    {"run_prepared", fastcall<fakv::runtime::runPrepared>(),
      METH_FASTCALL,
      "run_prepared(calls, objects, extras, 12 tensors, 7 options) -> the prepared call's output, or None "
      "(runtime/FastPath.h)"},
