@@ -671,14 +671,15 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
     _check(1 <= head_dim <= 256, f"head_dim must be at most 256, got {head_dim}")
     _check(kv_heads >= 1 and heads % kv_heads == 0, f"heads ({heads}) must be a multiple of kv heads ({kv_heads})")
     paged = block_table is not None
+    copied_index = False                                  # block_table or cache_batch_idx copied: not kept
     if paged:
         _check(T.is_array(block_table) and T.dtype(block_table) == "i32" and len(block_table.shape) == 2
                and (block_table.shape[0] == batch or cache_batch_idx is not None),
                f"`block_table` must be an int32 tensor (batch={batch}, max_blocks) (with cache_batch_idx: "
                f"(rows, max_blocks), sequence i's row cache_batch_idx[i])")
         _check(_on_device_of(q, block_table), "`block_table` must be on q's device")
-        _check(block_table.shape[1] == 0 or T.strides(block_table)[1] == 1,
-               "`block_table` must be contiguous in its last dimension")
+        if block_table.shape[1] > 1 and T.strides(block_table)[1] != 1:
+            block_table, copied_index = T.contiguous(block_table), True   # (FlashAttention's maybe_contiguous)
         num_pages, page_size = k_cache.shape[0], k_cache.shape[1]
         capacity = block_table.shape[1] * page_size
     else:
@@ -790,9 +791,10 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
     table_rows = None                                     # block_table's own rows, when cache_batch_idx picks them
     if cache_batch_idx is not None:
         _check(T.is_array(cache_batch_idx) and T.dtype(cache_batch_idx) == "i32"
-               and tuple(cache_batch_idx.shape) == (batch,) and (batch <= 1 or T.strides(cache_batch_idx)[0] == 1),
-               f"`cache_batch_idx` must be a contiguous int32 tensor ({batch},)")
+               and tuple(cache_batch_idx.shape) == (batch,), f"`cache_batch_idx` must be an int32 tensor ({batch},)")
         _check(_on_device_of(q, cache_batch_idx), "`cache_batch_idx` must be on q's device")
+        if batch > 1 and T.strides(cache_batch_idx)[0] != 1:
+            cache_batch_idx, copied_index = T.contiguous(cache_batch_idx), True   # (as FlashAttention copies it)
         batch_idx = cache_batch_idx
         if paged:     # FlashAttention 3's: sequence i reads and appends through block_table's row cache_batch_idx[i]
             table_rows = block_table.shape[0]
@@ -905,8 +907,9 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
     elif _DECODE_REGISTERS:
         decode = decode.with_options(registers=_DECODE_REGISTERS)
     errors = prepare.errors_for(q)
-    # A call the fast path can repeat (not one whose block table is gathered: the fast path would not gather it).
-    prepared = (k is None or (in_kernels and not copied_kv)) and table_rows is None
+    # A call the fast path can repeat (not one whose block table is gathered or whose index tensors were copied:
+    # the fast path would do neither).
+    prepared = (k is None or (in_kernels and not copied_kv)) and table_rows is None and not copied_index
     if k is not None and not in_kernels:                  # append (and rotate) first: kernels/append.py
         _check(not on_gpu or batch <= 65535, f"a batch of {batch} sequences appending `k` / `v` on the GPU: at "
                                              f"most 65535 (the append kernel's grid axis z)")

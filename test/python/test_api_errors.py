@@ -197,8 +197,10 @@ def test_seqlens_beyond_cache():
 
 def test_strided_views_are_read_right_or_refused():
     """A reversed q (copied) and a reversed block table (its row stride is
-    passed) give the output of their copies; a block table or cache_seqlens
-    whose last dimension is strided is refused by name (issue 10)."""
+    passed) give the output of their copies; a block table whose last
+    dimension is strided is copied, as FlashAttention's maybe_contiguous
+    does (it was refused); a strided cache_seqlens is refused by name, as
+    FlashAttention 2 refuses it (issue 10)."""
     rng = np.random.default_rng(3)
     q = rng.standard_normal((2, 1, 8, 64)).astype(bf16)
     k, v = (rng.standard_normal((8, 16, 2, 64)).astype(bf16) for _ in range(2))
@@ -206,11 +208,14 @@ def test_strided_views_are_read_right_or_refused():
     want = fakv.flash_attn_with_kvcache(q[::-1].copy(), k, v, cache_seqlens=lens, block_table=table[::-1].copy())
     got = fakv.flash_attn_with_kvcache(q[::-1], k, v, cache_seqlens=lens, block_table=table[::-1])
     assert np.array_equal(got, want)
-    with pytest.raises(ValueError, match="`block_table` must be contiguous in its last dimension"):
-        fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=np.asfortranarray(table))
-    with pytest.raises(ValueError, match="`block_table` must be contiguous in its last dimension"):
-        fakv.flash_attn_with_kvcache(q, np.concatenate([k, k]), np.concatenate([v, v]), cache_seqlens=lens,
-                                     block_table=np.arange(16, dtype=np.int32).reshape(2, 8)[:, ::2])
+    plain = fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table)
+    fortran = np.asfortranarray(table)
+    assert fortran.strides[1] != 4
+    assert np.array_equal(fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=fortran), plain)
+    wide = np.arange(16, dtype=np.int32).reshape(2, 8)[:, ::2]       # pages 0, 2, 4, 6 and 8, 10, 12, 14
+    k2, v2 = (np.zeros((16,) + c.shape[1:], bf16) for c in (k, v))
+    k2[wide.ravel()], v2[wide.ravel()] = k[table.ravel()], v[table.ravel()]
+    assert np.array_equal(fakv.flash_attn_with_kvcache(q, k2, v2, cache_seqlens=lens, block_table=wide), plain)
     with pytest.raises(ValueError, match=r"`cache_seqlens` must be a contiguous int32 tensor \(2,\), got strides"):
         fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=np.full(4, 3, np.int32)[::2], block_table=table)
 

@@ -428,7 +428,7 @@ def test_flash_attn_options_cpu(heads, page, query, splits, option):
 def test_flash_attn_options_errors():
     q, k, v, seqlens, table, _ = make("bf16", (4, 2), 16, (1, False))
     call = lambda **kw: fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=seqlens, block_table=table, **kw)  # noqa: E731
-    with pytest.raises(ValueError, match="`cache_batch_idx` must be a contiguous int32 tensor"):
+    with pytest.raises(ValueError, match=r"`cache_batch_idx` must be an int32 tensor \(3,\)"):
         call(cache_batch_idx=np.arange(2, dtype=np.int32))         # (3 sequences: one each, paged or not)
     for bad in (-1.0, float("inf"), True, "3"):
         with pytest.raises(ValueError, match="`softcap` must be a finite number >= 0"):
@@ -441,9 +441,13 @@ def test_flash_attn_options_errors():
     q, k, v, seqlens, _, _ = make("bf16", (4, 2), None, (1, False))
     with pytest.raises(ValueError, match=r"cache_batch_idx entries must be in \[0, 3\)"):
         fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=seqlens, cache_batch_idx=np.array([0, 3, 1], np.int32))
-    with pytest.raises(ValueError, match=r"`cache_batch_idx` must be a contiguous int32 tensor"):
-        fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=seqlens,
-                                     cache_batch_idx=np.array([0, 9, 1, 9, 2, 9], np.int32)[::2])
+    # A strided cache_batch_idx is copied, as FlashAttention's maybe_contiguous does (it was refused).
+    order = np.array([2, 0, 1], np.int32)
+    want = fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=seqlens, cache_batch_idx=order)
+    assert not np.array_equal(want, fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=seqlens))
+    strided = np.array([2, 9, 0, 9, 1, 9], np.int32)[::2]
+    assert np.array_equal(fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=seqlens, cache_batch_idx=strided),
+                          want)
 
 
 def _run_window_case(heads, sq, seqlens, window, causal, alibi, splits, capacity=160, rows=None, cache_rows=None):
