@@ -224,6 +224,32 @@ def test_gathered_pages(case, option, monkeypatch):
         interface._plan.cache_clear()
 
 
+def test_strided_index_tensors_are_copied():
+    """A block_table strided along its last dimension and a strided cache_batch_idx are copied, as FlashAttention's
+    maybe_contiguous does: the output of their contiguous copies, call after call (none kept by the fast path,
+    which would read the strided memory as contiguous), and what the strided memory holds when it changes."""
+    import fakv
+    q, k, v, lens, table = make_inputs(("bf16", 128, (32, 8), 16, (1, False)), torch)
+    wide = torch.full((table.shape[0], 2 * table.shape[1]), -1, dtype=torch.int32, device="cuda")
+    strided = wide[:, ::2]
+    perm = torch.randperm(k.shape[0], generator=torch.Generator().manual_seed(5)).to(torch.int32).cuda()
+    other = torch.where(table >= 0, perm[table.clamp(min=0).long()], table)     # other pages, same -1s
+    for rows in (table, other):
+        strided.copy_(rows)
+        want = fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=rows.contiguous())
+        for _ in range(3):
+            assert torch.equal(fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=strided), want)
+    q, k, v, lens, _ = make_inputs(("bf16", 128, (32, 8), None, (1, False)), torch)
+    for rows in ([2, 0, 1], [1, 2, 0]):
+        idx = torch.tensor(rows, dtype=torch.int32, device="cuda")
+        spread = torch.full((6,), 9, dtype=torch.int32, device="cuda")
+        spread[::2] = idx
+        want = fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, cache_batch_idx=idx)
+        for _ in range(3):
+            got = fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, cache_batch_idx=spread[::2])
+            assert torch.equal(got, want)
+
+
 def compile_all():
     """Fill the kernel cache for every case (FAKV_COMPILE_ONLY; no GPU)."""
     import numpy as np
