@@ -2,7 +2,7 @@
 # Sourced by bootstrap.sh and wheel.sh: the Debian packages fakv builds
 # with, and a function that installs those of a list that are missing.
 FAKV_DEBIAN_PACKAGES=(llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools libzstd-dev
-                      cmake ninja-build g++ python3-venv)
+                      cmake ninja-build g++ python3-venv python3-dev)
 
 ensure_debian_packages() {  # package...
   local missing=() p

@@ -859,7 +859,7 @@ class CodeGen:
         self.at(node)
         if getattr(fn, "__fakv_builtin__", False):
             return fn(*args, _b=self.b, **kwargs)
-        if getattr(fn, "__fakv_inline__", False):     # another @fakv.jit function (jit.JITFunction)
+        if getattr(fn, "__fakv_inline__", False):     # another @fakv.jit function (jitfunction.JITFunction)
             return self.inline(fn, args, kwargs, node)
         if fn in (min, max, len, abs, int, float, bool):
             if any(sem.is_value(a) for a in args):

@@ -980,7 +980,7 @@ def jit(fn=None, *, stages=2, warp_specialize=True, registers=(0, 0), pack_gqa=N
     paged load of pages smaller than its tile is gathered by the producer's
     threads with cp.async, not copied by a TMA box per page), `row_boxes` (a
     TMA-copied tile goes in boxes of at most 16 rows, each box's 64-channel
-    parts asked for together: an experiment, docs/decisions.md), `ctas_per_sm`
+    parts asked for together: the planned calls' default, docs/decisions.md), `ctas_per_sm`
     (at most that many of its blocks an SM: each launched with the shared
     memory that leaves room for no more; 0: as many as fit), `warm_pages` (N
     in [1, 8]: each asynchronous paged copy also prefetches into L2 the first
