@@ -249,6 +249,22 @@ public:
     });
     module = run(std::move(packedModule),
                  [](PassManager &pm) { fakv::buildFakvToLLVMCPUPipeline(pm); });
+    // Each function's parameter kinds, which call() checks its arguments
+    // against (too few read the packed array past its end: a segfault).
+    module->walk([&](LLVM::LLVMFuncOp f) {
+      if (f.isExternal())
+        return;
+      std::vector<std::string> kinds;
+      for (Type t : f.getArgumentTypes()) {
+        if (isa<LLVM::LLVMPointerType>(t))
+          kinds.push_back("ptr");
+        else if (t.isInteger(1) || t.isInteger(32) || t.isInteger(64))
+          kinds.push_back("i" + std::to_string(t.getIntOrFloatBitWidth()));
+        else
+          kinds.push_back(t.isF32() ? "f32" : "(other)");
+      }
+      signatures[f.getName().str()] = std::move(kinds);
+    });
     ExecutionEngineOptions options;
     // (Kept as a member: the engine may call it when it compiles, later.)
     transform = [optimize = makeOptimizingTransformer(2, 0, nullptr)](llvm::Module *m) {
@@ -278,6 +294,26 @@ public:
   /// -1, fakv-guard-cpu-division), 2 an access outside the extents (skipped).
   int call(const std::string &name, const std::vector<std::pair<std::string, py::object>> &args,
            const std::vector<std::pair<uint64_t, uint64_t>> &extents) {
+    auto found = signatures.find(name);
+    if (found == signatures.end())
+      throw std::invalid_argument("no function " + name + " in this module");
+    std::vector<std::string> given;
+    for (auto &arg : args)
+      given.push_back(arg.first);
+    if (given != found->second) {
+      auto join = [](const std::vector<std::string> &kinds) {
+        std::string out;
+        for (const std::string &k : kinds)
+          out += (out.empty() ? "" : ", ") + k;
+        return out;
+      };
+      throw std::invalid_argument(
+          name + " takes (" + join(found->second) + "), got (" + join(given) + ")" +
+          (found->second.size() == given.size() + 6
+               ? ": a kernel's own function also takes its program id and grid (six i32s); call "
+                 "the launch function made for it (__fakv_launch) instead"
+               : ""));
+    }
     std::vector<std::unique_ptr<uint64_t>> storage;
     std::vector<void *> packed;
     for (auto &[kind, value] : args) {
@@ -320,6 +356,8 @@ public:
   /// Kernel name -> programs of the written grid per program, per axis
   /// (fakv-pack-gqa); kernels it did not pack are absent.
   std::map<std::string, std::vector<int>> gridPacking;
+  /// Function name -> its parameters' kinds (ptr, i1, i32, i64, f32).
+  std::map<std::string, std::vector<std::string>> signatures;
 
 private:
   /// The JIT-ed module's global `name` (looked up once into `cached`), or

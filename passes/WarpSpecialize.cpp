@@ -282,7 +282,8 @@ struct FakvWarpSpecializePass
     if ((producerRegisters == 0) != (consumerRegisters == 0) || producerRegisters > consumerRegisters) {
       getOperation().emitError() << "producer-registers and consumer-registers are both 0 (no setmaxnreg) or "
                                  << "both set, the producer's no more than the consumer's (it gives registers "
-                                 << "to the consumer), got " << producerRegisters << " and " << consumerRegisters;
+                                 << "to the consumer), got " << static_cast<unsigned>(producerRegisters) << " and "
+                                 << static_cast<unsigned>(consumerRegisters);   // (an Option<unsigned>: streamed as a char)
       return signalPassFailure();
     }
     for (auto func : getOperation().getOps<func::FuncOp>()) {

@@ -190,8 +190,9 @@ class CodeGen:
         if isinstance(e, (FakvTypeError, ValueError)):
             return self.error(node, str(e))
         if isinstance(e, RecursionError):
-            return self.error(node, "a @fakv.jit function calls itself without end (calls are inlined: "
-                                    "recursion must stop on a compile-time condition)")
+            return self.error(node, "nested too deeply to compile: a @fakv.jit function that calls itself "
+                                    "without end (calls are inlined: recursion must stop on a compile-time "
+                                    "condition), or an expression or chain of calls too deep (split it up)")
         return self.error(node, f"{type(e).__name__}: {e}")
 
     def at(self, node):
@@ -379,11 +380,12 @@ class CodeGen:
         if then_returned or else_returned:
             names = []                    # nothing follows this `if` in its function: no results
         results, same = [], {}
+        missing = object()               # (not None: `r = None` before the `if` is a value)
         for n in names:
-            a, c = then_scope.get(n), else_scope.get(n)
-            if a is before.get(n) and c is before.get(n):
+            a, c = then_scope.get(n, missing), else_scope.get(n, missing)
+            if a is before.get(n, missing) and c is before.get(n, missing):
                 continue
-            if a is None or c is None:    # (a global of that name is not what the branch meant either)
+            if a is missing or c is missing:    # (a global of that name is not what the branch meant either)
                 same[n] = _NoValue(n, "is assigned in only one branch of a runtime `if`: it has no value after "
                                       "it (assign it before the `if`, or in both branches)")
                 continue
@@ -453,6 +455,10 @@ class CodeGen:
         if not isinstance(it, ast.Call):
             raise self.error(node, "loops are `for i in fl.range(...)` or `for i in fl.static_range(n)`")
         fn = self.expr(it.func)
+        if it.keywords:       # (dropped: `step=2` ran every step; Triton's num_stages=... has no meaning here)
+            names = ", ".join(f"{k.arg}=" if k.arg else "**" for k in it.keywords)
+            raise self.error(node, f"`{ast.unparse(it.func)}` takes its bounds as positional arguments only, "
+                                   f"got {names}")
         args = [self.expr(a) for a in it.args]
         if node.orelse:
             raise self.error(node, "for ... else is not supported")

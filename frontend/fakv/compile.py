@@ -32,13 +32,17 @@ from .jitfunction import JITFunction
 STAGES = ("fakv", "fakvgpu", "llvm", "ptx", "cubin")
 
 
+_SCALARS = ("i1", "i8", "i32", "i64", "f32", "f16", "bf16")
+
+
 def parse_type(text):
     text = text.strip()
-    if text.startswith("*"):
+    if text.startswith("*") and text[1:] in _SCALARS:
         return PtrType(text[1:])
-    if text in ("i1", "i8", "i32", "i64", "f32", "f16", "bf16"):
+    if text in _SCALARS:
         return ScalarType(text)
-    raise SystemExit(f"fakv.compile: unknown type {text!r} (use *bf16, i32, f32, ...)")
+    raise SystemExit(f"fakv.compile: unknown type {text!r} (a scalar {', '.join(_SCALARS)}, or a pointer to one: "
+                     f"*bf16, ...)")
 
 
 def load_kernels(path):
@@ -79,7 +83,7 @@ def attention_specialisations(config, kernels):
         want = bool if key == "causal" else int
         if type(c[key]) is not want:
             raise SystemExit(f"fakv.compile: --attention {key}={value}: "
-                             f"{'True or False' if want is bool else 'an integer'}")
+                             f"{'True or False (causal=True)' if want is bool else 'an integer'}")
         least = 0 if key in ("page_size", "num_splits") else 1
         if want is int and c[key] < least:     # (numpy's "negative dimensions" or the API's refusal, as tracebacks)
             raise SystemExit(f"fakv.compile: --attention {key}={value}: at least {least}")

@@ -57,6 +57,10 @@ class JITFunction:
         if type(warm_pages) is not int or not 0 <= warm_pages <= 8:
             raise ValueError(f"{fn.__name__}: warm_pages is a number of tiles ahead in [0, 8] (0: none), "
                              f"got {warm_pages!r}")
+        if not (isinstance(registers, (tuple, list)) and len(registers) == 2
+                and all(type(r) is int for r in registers)):      # (the pass checks their values)
+            raise ValueError(f"{fn.__name__}: registers is (producer, consumer) registers per thread, two ints "
+                             f"((0, 0): none), got {registers!r}")
         self._jit_options = dict(stages=stages, warp_specialize=warp_specialize, registers=tuple(registers),
                                  pack_gqa=pack_gqa, swap_ab=bool(swap_ab), gather_pages=bool(gather_pages),
                                  row_boxes=bool(row_boxes), ctas_per_sm=ctas_per_sm, warm_pages=warm_pages)

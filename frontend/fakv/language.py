@@ -352,7 +352,7 @@ def dependency_wait(b):
     on the GPU) have finished and their writes are visible. Before it, read
     only what they do not write (the call's inputs) and write only what they
     do not read; a kernel without it waits at its top. Once a kernel, not in
-    a loop or branch. Nothing on the CPU."""
+    a loop or branch (not checked: the kernel's to keep). Nothing on the CPU."""
     b.op("fakv.dependency_wait")
 
 
@@ -361,7 +361,7 @@ def launch_dependents(b):
     """Let the kernel launched behind this one (programmatically, on the GPU)
     be scheduled once every program has passed here; a kernel without it
     does so at its top, after its wait. Once a kernel, not in a loop or
-    branch. Nothing on the CPU."""
+    branch (not checked). Nothing on the CPU."""
     b.op("fakv.launch_dependents")
 
 

@@ -2,11 +2,13 @@
 
 The assemblers, tried in this order (the first that loads is kept):
 
-1. nvJitLink, in process: `$FAKV_NVJITLINK` (a path), the library PyTorch's
+1. nvJitLink, in process: `$FAKV_NVJITLINK` (a path; one that does not load
+   is an error, not passed over), the library PyTorch's
    CUDA wheels install (`nvidia/cu13/lib`, `nvidia/nvjitlink/lib` on
    sys.path), then `$CUDA_HOME/lib64`, /usr/local/cuda/lib64 and the loader's
    path.
-2. `ptxas`, as a program: `$FAKV_PTXAS`, then PATH, `$CUDA_HOME/bin`,
+2. `ptxas`, as a program: `$FAKV_PTXAS` (one that is not an executable file
+   is an error when ptxas is tried), then PATH, `$CUDA_HOME/bin`,
    /usr/local/cuda/bin, then the one Triton's wheel carries.
 3. The CUDA driver's own PTX JIT (fakv._runtime.link_ptx), on a machine
    with a GPU and a current CUDA context.
@@ -48,7 +50,9 @@ def _load_nvjitlink():
         try:
             lib = ctypes.CDLL(path)
             lib.nvJitLinkCreate, lib.nvJitLinkAddData, lib.nvJitLinkComplete  # noqa: B018
-        except (OSError, AttributeError):
+        except (OSError, AttributeError) as e:
+            if path == os.environ.get("FAKV_NVJITLINK"):     # (asked for by name: a typo is not passed over)
+                raise AssemblerError(f"FAKV_NVJITLINK={path}: not an nvJitLink library that loads ({e})") from None
             continue
         v = ctypes.c_uint
         lib.nvJitLinkCreate.argtypes = [ctypes.POINTER(ctypes.c_void_p), v, ctypes.POINTER(ctypes.c_char_p)]
@@ -140,6 +144,9 @@ def _choose():
         if found:
             return "nvjitlink", _nvjitlink(found[0]), found[1]
     if want in ("", "ptxas"):
+        env = os.environ.get("FAKV_PTXAS")
+        if env and not (os.path.isfile(env) and os.access(env, os.X_OK)):
+            raise AssemblerError(f"FAKV_PTXAS={env}: not an executable file")
         for path in _ptxas_candidates():
             if os.path.isfile(path) and os.access(path, os.X_OK):
                 return "ptxas", _ptxas(path), path

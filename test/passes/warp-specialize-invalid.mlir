@@ -7,6 +7,10 @@
 // RUN: %not fakv-opt %s "--fakv-warp-specialize=producer-registers=256 consumer-registers=240" 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=PAIR
 // PAIR: error: producer-registers and consumer-registers are both 0 (no setmaxnreg) or both set, the producer's no more than the consumer's
+// The counts as numbers (streamed as chars they printed "(" for 40, or bytes Python could not decode):
+// RUN: %not fakv-opt %s "--fakv-warp-specialize=producer-registers=232 consumer-registers=40" 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=COUNTS
+// COUNTS: to the consumer), got 232 and 40
 
 func.func @k(%c: i1) attributes {fakv.kernel} {
   // expected-error @+1 {{'scf.if' op carries 'fakvgpu.pipeline_prefetch' but is not fakv-pipeline's refill (an scf.if of no results on an arith.cmpi in the body of the pipelined scf.for, in a kernel with layouts)}}

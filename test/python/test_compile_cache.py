@@ -75,6 +75,23 @@ def test_assemblers_make_cubins():
         ptx.reset()
 
 
+def test_an_assembler_asked_for_by_path_is_not_passed_over(monkeypatch):
+    """FAKV_NVJITLINK / FAKV_PTXAS that do not load or run are errors naming them (a typo fell back to another
+    assembler without a word)."""
+    for env, match in ((dict(FAKV_NVJITLINK="/nonexistent/libnvJitLink.so"), "FAKV_NVJITLINK=/nonexistent"),
+                       (dict(FAKV_ASSEMBLER="ptxas", FAKV_PTXAS="/nonexistent/ptxas"),
+                        "FAKV_PTXAS=/nonexistent/ptxas: not an executable file")):
+        with monkeypatch.context() as m:
+            for k, v in env.items():
+                m.setenv(k, v)
+            ptx.reset()
+            try:
+                with pytest.raises(ptx.AssemblerError, match=match):
+                    ptx.assembler()
+            finally:
+                ptx.reset()
+
+
 def test_threads_compile_in_parallel():
     """Two kernels compiled at once in two threads (the GIL released, a
     context per thread) give exactly what they give one after the other."""

@@ -399,3 +399,103 @@ def test_operands_of_another_shape_are_named_at_their_line(which, message):
     with pytest.raises(fakv.CompilationError, match=message) as e:
         mismatched_operands[(1,)](np.zeros((4, 8), np.float32), WHICH=which)
     assert f"{__file__}:" in str(e.value) and "# the op" in str(e.value)
+
+
+@fakv.jit
+def range_with_keyword(Y, n):
+    c = 0
+    for i in fl.range(0, n, step=2):  # the keyword
+        c += 1
+    fl.store(Y, fl.full((1,), c, fl.int32), (0,), (1,))
+
+
+@fakv.jit
+def static_range_with_keyword(Y):
+    c = 0
+    for i in fl.static_range(10, num_stages=3):  # the keyword
+        c += 1
+    fl.store(Y, fl.full((1,), c, fl.int32), (0,), (1,))
+
+
+@fakv.jit
+def none_then_one_branch(Y, n):
+    r = None
+    if n > 0:
+        r = 1
+    if r is None:  # the use
+        fl.store(Y, fl.full((1,), 9, fl.int32), (0,), (1,))
+
+
+def _long_sum(n):
+    """A kernel whose one line adds n terms (Python's parser nests them n deep)."""
+    import textwrap
+    src = textwrap.dedent(f"""
+        import fakv, fakv.language as fl
+        @fakv.jit
+        def long_sum(Y, n):
+            fl.store(Y, fl.full((1,), {' + '.join(['n'] * n)}, fl.int32), (0,), (1,))
+        """)
+    return src
+
+
+@pytest.mark.parametrize("kernel,message", [
+    (range_with_keyword, r"`fl.range` takes its bounds as positional arguments only, got step="),
+    (static_range_with_keyword, r"`fl.static_range` takes its bounds as positional arguments only, got num_stages="),
+    (none_then_one_branch, r"`r` is a different Python value in each branch of a runtime `if`"),
+])
+def test_loop_keywords_and_none_before_an_if(kernel, message):
+    """fl.range / fl.static_range keywords were dropped (`step=2` stepped by 1: silently wrong); a name that
+    was None before an `if` assigned in one branch was said to be assigned in one branch only (None was the
+    scope's 'missing')."""
+    args = [np.zeros(1, np.int32)] + ([] if kernel is static_range_with_keyword else [10])
+    with pytest.raises(fakv.CompilationError, match=message) as e:
+        kernel[(1,)](*args)
+    text = "# the use" if kernel is none_then_one_branch else "# the keyword"
+    assert f"{__file__}:{line_of(kernel.fn, text)}:" in str(e.value)
+
+
+def test_an_expression_too_deep_is_not_called_recursion(tmp_path):
+    """A flat sum of 600 terms (Python's parser nests it 600 deep) is too deep to compile: said so, not 'a
+    function calls itself without end'."""
+    path = tmp_path / "long_sum.py"
+    path.write_text(_long_sum(600))
+    done = subprocess.run([sys.executable, "-c", f"import runpy; m = runpy.run_path({str(path)!r}); "
+                           "import numpy as np; m['long_sum'][(1,)](np.zeros(1, np.int32), 1)"],
+                          capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+    assert "nested too deeply to compile" in done.stderr, done.stderr[-2000:]
+
+
+def test_cpu_module_calls_are_checked_against_the_function():
+    """CpuModule.call with too few arguments, or a kernel's own function called without its program id and grid,
+    read past the packed arguments (a segfault); each is a ValueError naming what the function takes."""
+    from fakv import _fakv
+    ir = """module {
+      func.func @k(%X: !fakv.ptr<f32>, %n: i32) attributes {fakv.kernel} {
+        %pid = fakv.program_id 0
+        %c1 = arith.constant 1 : i64
+        %t = fakv.load %X[%pid] strides [%c1] bounds [%n] : !fakv.ptr<f32> -> tensor<4xf32>
+        fakv.store %t, %X[%pid] strides [%c1] bounds [%n] : tensor<4xf32>, !fakv.ptr<f32>
+        return
+      }
+    }"""
+    x = np.zeros(4, np.float32)
+    module = _fakv.CpuModule(ir)
+    with pytest.raises(ValueError, match=r"k takes \(ptr, i32, i32, i32, i32, i32, i32, i32\), got \(ptr, i32\): "
+                                         r"a kernel's own function also takes its program id and grid"):
+        module.call("k", [("ptr", x.ctypes.data), ("i32", 4)])
+    with pytest.raises(ValueError, match=r"got \(ptr\)$"):
+        module.call("k", [("ptr", x.ctypes.data)])
+    with pytest.raises(ValueError, match=r"got \(i64, i32, i32, i32, i32, i32, i32, i32\)"):
+        module.call("k", [("i64", x.ctypes.data)] + [("i32", 1)] * 7)
+    with pytest.raises(ValueError, match="no function nothing in this module"):
+        module.call("nothing", [])
+
+
+@pytest.mark.parametrize("registers", [5, (40,), (40, 232, 8), ("a", "b")])
+def test_registers_are_two_ints(registers):
+    """registers=(P, C) of another form was a bare TypeError (or a pybind dump with the IR) at the first GPU
+    compile; refused when the kernel is made, as stages and warm_pages are."""
+    def k(Y):
+        fl.store(Y, fl.zeros((16,)), (0,), (1,))
+    with pytest.raises(ValueError, match=r"k: registers is \(producer, consumer\) registers per thread, two ints"):
+        fakv.jit(registers=registers)(k)

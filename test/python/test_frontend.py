@@ -690,7 +690,7 @@ def test_cli_refuses_bad_attention_values_and_files():
     env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "frontend"))
     decode = os.path.join(ROOT, "kernels", "decode.py")
     for attention, message in (("dtype=float32", "--attention dtype=float32: bf16 or f16"),
-                               ("causal=yes", "--attention causal=yes: True or False"),
+                               ("causal=yes", "--attention causal=yes: True or False (causal=True)"),
                                ("page_size=abc", "--attention page_size=abc: an integer"),
                                ("batch=2.5", "--attention batch=2.5: an integer"),
                                # (session 44's review of the tools: tracebacks from numpy or the API before)
@@ -729,6 +729,9 @@ def test_cli_refuses_bad_arg_lists_and_outputs(tmp_path):
                            (["--arg", "Y=*f32", "--arg", "n=i32", "--arg", "n=i64", "--const", "B=4"],
                             "--arg n=i64: n is given more than once"),
                            (["--arg", "Y=*f32", "--arg", "n=i32", "--const", "B"], "--const B: give NAME=VALUE"),
+                           (["--arg", "Y=*f99", "--arg", "n=i32", "--const", "B=4"],      # (an MLIR parse error)
+                            "unknown type '*f99' (a scalar i1, i8, i32, i64, f32, f16, bf16, or a pointer to one: "
+                            "*bf16, ...)"),
                            (["--arg", "Y=*f32", "--arg", "n=i32", "--const", "B=4", "--emit", "fakv", "-o",
                              str(tmp_path / "no" / "such" / "dir.mlir")],
                             f"cannot write {str(tmp_path / 'no' / 'such' / 'dir.mlir')!r}: No such file or directory")):
