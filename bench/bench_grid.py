@@ -190,7 +190,8 @@ class Cell:
             torch.full((b,), s, dtype=torch.int32, device="cuda")
         self.kv_bytes = int(self.lens.sum()) * hk * d * 2 * 2
         cache_bytes = b * s * hk * d * 2 * 2
-        # (two at least up to 1 GiB: b128 s1K and MHA b1 s32K, 512 MiB each, read one copy twice in a row)
+        # (two at least up to 1 GiB: b128 s1K and MHA b1 s32K, 512 MiB each, read one copy twice in a row; the
+        # cells of 1 GiB get two as well since session 46; above 1 GiB one copy is read twice, no L2 of it left)
         self.copies = max(2 if cache_bytes <= 1 << 30 else 1, min(64, math.ceil(ROTATE_BYTES / cache_bytes)))
         self.q = torch.randn((b, 1, h, d), generator=g, device="cuda").to(torch.bfloat16)
         if page:
@@ -222,7 +223,7 @@ class Cell:
         return torch.einsum("hn,nhd->hd", torch.softmax(s, -1), v)
 
     def calls(self, run):
-        """A graph's calls of `run(i)` over the cache copies, 2 at least (one copy: the same >= 512 MiB read
+        """A graph's calls of `run(i)` over the cache copies, 2 at least (one copy: the same > 1 GiB read
         twice, nothing of it left in L2), so that every implementation's graph holds as many (a graph's first
         call starts after an event, the others after a call)."""
         return [lambda i=i: run(i % self.copies) for i in range(max(self.copies, 2))]

@@ -99,10 +99,10 @@ int Kernel_init(KernelObject *self, PyObject *args, PyObject *kwargs) {
   self->image = new std::string(static_cast<const char *>(image.buf), image.len);
   PyBuffer_Release(&image);
   self->name = new std::string(name);
-  self->kinds = new std::vector<char>(kinds, kinds + nkinds);
   self->tensormaps = new std::vector<TensorMapSpec>(std::move(maps));
   self->functions = new std::vector<std::pair<void *, void *>>();
   self->maps = new std::vector<CachedMap>();
+  self->kinds = new std::vector<char>(kinds, kinds + nkinds);   // last: what launch checks is made
   self->threads = static_cast<unsigned>(threads);
   self->smem = static_cast<unsigned>(smem);
   self->packing[0] = px ? px : 1;

@@ -6,7 +6,9 @@
 // into the interpreter's C frames and std::terminate the process. It
 // becomes MemoryError (bad_alloc) or RuntimeError (anything else), and the
 // function returns its failure value (null, or -1 for an init slot). The
-// non-throwing path costs nothing (zero-cost exception tables).
+// non-throwing path costs nothing (zero-cost exception tables). Not covered:
+// the stretches run with the GIL released (host_mapped's and link_ptx's
+// driver calls), where an exception would set Python's error without it.
 //
 //===----------------------------------------------------------------------===//
 

@@ -398,6 +398,11 @@ class CodeGen:
             if not (sem.is_value(a) or sem.is_value(c)) and not (_is_number(a) and _is_number(c)):
                 same[n] = _NoValue(n, "is a different Python value in each branch of a runtime `if`")
                 continue
+            if not (sem.is_value(a) or _is_number(a)) or not (sem.is_value(c) or _is_number(c)):
+                other = c if sem.is_value(a) else a       # (None before the `if`, say: no value to merge with)
+                same[n] = _NoValue(n, f"is a kernel value in one branch of a runtime `if` and "
+                                      f"{type(other).__name__} in the other: it has no value after it")
+                continue
             results.append(n)            # (two numbers: a run-time value of their promoted type, `r = 0; if c: r = 1`)
         # Yields: make both sides kernel values of one type; a Python number beside a kernel number, their
         # promoted type, as an operation of the two would have (`v = 0.5` beside an i32 `n`: f32, not 0).
@@ -455,7 +460,7 @@ class CodeGen:
         if not isinstance(it, ast.Call):
             raise self.error(node, "loops are `for i in fl.range(...)` or `for i in fl.static_range(n)`")
         fn = self.expr(it.func)
-        if it.keywords:       # (dropped: `step=2` ran every step; Triton's num_stages=... has no meaning here)
+        if it.keywords and fn in (fl.range, fl.static_range, range):   # (dropped: `step=2` ran every step)
             names = ", ".join(f"{k.arg}=" if k.arg else "**" for k in it.keywords)
             raise self.error(node, f"`{ast.unparse(it.func)}` takes its bounds as positional arguments only, "
                                    f"got {names}")

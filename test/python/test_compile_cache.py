@@ -78,7 +78,8 @@ def test_assemblers_make_cubins():
 def test_an_assembler_asked_for_by_path_is_not_passed_over(monkeypatch):
     """FAKV_NVJITLINK / FAKV_PTXAS that do not load or run are errors naming them (a typo fell back to another
     assembler without a word)."""
-    for env, match in ((dict(FAKV_NVJITLINK="/nonexistent/libnvJitLink.so"), "FAKV_NVJITLINK=/nonexistent"),
+    for env, match in ((dict(FAKV_ASSEMBLER="nvjitlink", FAKV_NVJITLINK="/nonexistent/libnvJitLink.so"),
+                        "FAKV_NVJITLINK=/nonexistent"),
                        (dict(FAKV_ASSEMBLER="ptxas", FAKV_PTXAS="/nonexistent/ptxas"),
                         "FAKV_PTXAS=/nonexistent/ptxas: not an executable file")):
         with monkeypatch.context() as m:

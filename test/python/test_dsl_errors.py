@@ -426,6 +426,35 @@ def none_then_one_branch(Y, n):
         fl.store(Y, fl.full((1,), 9, fl.int32), (0,), (1,))
 
 
+@fakv.jit
+def none_then_kernel_value(Y, n):
+    r = None
+    if n > 0:
+        r = n + 1
+    if r is not None:  # the use
+        fl.store(Y, fl.full((1,), 9, fl.int32), (0,), (1,))
+
+
+@fakv.jit
+def none_then_kernel_value_unused(Y, n):
+    r = None
+    if n > 0:
+        r = fl.load(Y, (1,), (0,), (1,))
+    fl.store(Y, fl.full((1,), 9, fl.int32), (0,), (1,))
+
+
+def test_none_beside_a_kernel_value_is_no_value_after_the_if():
+    """A name None before an `if` and a kernel value in one branch has no value after it: unused, the kernel
+    compiles (it failed in session 46's first fix: None was merged as a number); used, the error says why."""
+    y = np.zeros(1, np.int32)
+    none_then_kernel_value_unused[(1,)](y, 1)
+    assert y[0] == 9
+    with pytest.raises(fakv.CompilationError, match=r"`r` is a kernel value in one branch of a runtime `if` and "
+                                                    r"NoneType in the other") as e:
+        none_then_kernel_value[(1,)](y, 1)
+    assert f"{__file__}:{line_of(none_then_kernel_value.fn, '# the use')}:" in str(e.value)
+
+
 def _long_sum(n):
     """A kernel whose one line adds n terms (Python's parser nests them n deep)."""
     import textwrap
