@@ -50,8 +50,11 @@ int Kernel_init(KernelObject *self, PyObject *args, PyObject *kwargs) {
     return -1;
   // Everything is checked before the object is touched: a Kernel whose
   // init failed stays uninitialised (it launched with what was set before).
-  auto fail = [&](PyObject *type, const char *message) {
-    PyBuffer_Release(&image);
+  struct Released {      // (the image's buffer, given back on every return)
+    Py_buffer *buffer;
+    ~Released() { PyBuffer_Release(buffer); }
+  } released{&image};
+  auto fail = [](PyObject *type, const char *message) {
     PyErr_SetString(type, message);
     return -1;
   };
@@ -62,17 +65,14 @@ int Kernel_init(KernelObject *self, PyObject *args, PyObject *kwargs) {
     return fail(PyExc_ValueError, "more than 256 kernel parameters");
   for (size_t i = 0; i < nkinds; ++i)
     if (!std::strchr("pbcilf", kinds[i])) {
-      PyBuffer_Release(&image);
       PyErr_Format(PyExc_ValueError, "unknown parameter kind '%c'", kinds[i]);
       return -1;
     }
   if (threads <= 0 || smem < 0 || px < 0 || py < 0 || pz < 0)
     return fail(PyExc_ValueError, "a Kernel's threads must be positive, its shared memory and packing not negative");
   PyObject *seq = ownedItems(tms, "tensormaps must be a sequence of (arg, rows)");
-  if (!seq) {
-    PyBuffer_Release(&image);
+  if (!seq)
     return -1;
-  }
   std::vector<TensorMapSpec> maps;
   bool ok = PyTuple_GET_SIZE(seq) <= 8;
   if (!ok)
@@ -91,13 +91,10 @@ int Kernel_init(KernelObject *self, PyObject *args, PyObject *kwargs) {
       maps.push_back({arg, static_cast<uint32_t>(rows)});
   }
   Py_DECREF(seq);
-  if (!ok) {
-    PyBuffer_Release(&image);
+  if (!ok)
     return -1;
-  }
   self->launchMode = launchModeOf(name, dependent);
   self->image = new std::string(static_cast<const char *>(image.buf), image.len);
-  PyBuffer_Release(&image);
   self->name = new std::string(name);
   self->tensormaps = new std::vector<TensorMapSpec>(std::move(maps));
   self->functions = new std::vector<std::pair<void *, void *>>();
