@@ -203,6 +203,7 @@ class Cell:
             self.table = None
         self.k = torch.randn(shape_, generator=g, device="cuda", dtype=torch.bfloat16)
         self.v = torch.randn(shape_, generator=g, device="cuda", dtype=torch.bfloat16)
+        self.refs = {}                                  # copy -> its float32 reference (error())
 
     def dense(self, cache, i, copy=0):
         """Sequence i's keys (or values) of copy `copy`, (len, hk, d)."""
@@ -235,8 +236,6 @@ class Cell:
         output (a ragged batch's short ones have the largest: one tolerance for all let the long ones drop
         2 % of their keys)."""
         import torch
-        if not hasattr(self, "refs"):
-            self.refs = {}
         if copy not in self.refs:
             self.refs[copy] = torch.stack([self.reference(i, copy) for i in range(self.b)])
         ref = self.refs[copy]
@@ -437,16 +436,21 @@ def measure(shape, page, peers, copy_bw, sustain=0.0, rounds=1):
     return result
 
 
+def _peers_timed(cell, eager):
+    """(us, name) of the peers timed in `cell`, those timed as launched (eager) or those from a graph."""
+    return [(e["us"], n) for n, e in cell["impls"].items()
+            if n in PEERS and "us" in e and (e.get("timing") == "eager") == eager]
+
+
 def best_peer(cell):
     """(us, name) of the fastest peer timed from a graph; a peer that could not be captured was timed with its
     host work (eager) and does not count (fakv would win against its launches)."""
-    timed = [(e["us"], n) for n, e in cell["impls"].items()
-             if n in PEERS and "us" in e and e.get("timing") != "eager"]
+    timed = _peers_timed(cell, eager=False)
     return min(timed) if timed else None
 
 
 def eager_peers(cell):
-    return [n for n, e in cell["impls"].items() if n in PEERS and "us" in e and e.get("timing") == "eager"]
+    return [n for _, n in _peers_timed(cell, eager=True)]
 
 
 def markdown(run):
