@@ -9,24 +9,29 @@ BUILD="${FAKV_BUILD_DIR:-$ROOT/build}"
 source "$ROOT/scripts/debian_packages.sh"
 ensure_debian_packages "${FAKV_DEBIAN_PACKAGES[@]}"
 
+# The venv is made again (--clear) when it no longer runs (its interpreter gone) or was made from another
+# Python than FAKV_PYTHON's (.venv/python.made records it); packages are then installed anew.
 PY="${FAKV_PYTHON:-python3}"
-if [ ! -x "$ROOT/.venv/bin/python" ]; then
-  echo "[fakv] creating $ROOT/.venv with $($PY --version)"
-  "$PY" -m venv "$ROOT/.venv"
+PY_ID="$("$PY" -c 'import sys; print(sys.executable, sys.version.split()[0])')"
+if ! "$ROOT/.venv/bin/python" -c '' 2>/dev/null || ! [ "$(cat "$ROOT/.venv/python.made" 2>/dev/null)" = "$PY_ID" ]; then
+  echo "[fakv] creating $ROOT/.venv with $PY_ID"
+  "$PY" -m venv --clear "$ROOT/.venv"
+  echo "$PY_ID" > "$ROOT/.venv/python.made"
 fi
 if ! cmp -s "$ROOT/requirements.txt" "$ROOT/.venv/requirements.installed"; then
   echo "[fakv] installing Python packages (requirements.txt)"
-  "$ROOT/.venv/bin/python" -m pip install -q --upgrade pip
+  "$ROOT/.venv/bin/python" -m pip install -q pip==26.3
   "$ROOT/.venv/bin/python" -m pip install -q -r "$ROOT/requirements.txt"
   cp "$ROOT/requirements.txt" "$ROOT/.venv/requirements.installed"
 fi
-export PATH="$ROOT/.venv/bin:/usr/lib/llvm-22/bin:/usr/local/cuda/bin:$PATH"
+export PATH="$ROOT/.venv/bin:/usr/lib/llvm-22/bin:${CUDA_HOME:-/usr/local/cuda}/bin:$PATH"
 export PYTHONPATH="$ROOT/frontend${PYTHONPATH:+:$PYTHONPATH}"
 
-if [ ! -f "$BUILD/build.ninja" ]; then
-  echo "[fakv] configuring $BUILD"
-  cmake -G Ninja -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release \
-    -DPython3_EXECUTABLE="$ROOT/.venv/bin/python" >/dev/null
-fi
+# Configured on every run (a few seconds): a build folder configured by hand, before CUDA was installed, or for
+# another venv is brought in line. What it could not find (the extensions, ptxas, lit) is printed.
+echo "[fakv] configuring $BUILD"
+cmake -G Ninja -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release \
+  -DPython3_EXECUTABLE="$ROOT/.venv/bin/python" -UFAKV_CUDA_INCLUDE -UFAKV_PTXAS |
+  { grep -E 'not found|Error|error|Warning' || true; }
 echo "[fakv] building"
 ninja -C "$BUILD" ${FAKV_BUILD_TARGETS:-all} | sed -E '/^\[[0-9]+\/[0-9]+\] /d; /^ninja: (Entering|Leaving)/d'

@@ -10,7 +10,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 OUT="$(realpath -m "$1")"
 PY="$ROOT/.venv/bin/python"
-OPT="$ROOT/build/bin/fakv-opt"
+OPT="${FAKV_BUILD_DIR:-$ROOT/build}/bin/fakv-opt"
 cd "$ROOT"
 D=$(mktemp -d /tmp/fakv-corpus.XXXXXX)
 export FAKV_CACHE_DIR=$D
@@ -20,7 +20,7 @@ export FAKV_CACHE_DIR=$D
 for f in kernels/decode.mlir kernels/combine.mlir; do
   for t in bf16 f16; do
     sh test/tools/kernels_as.sh $t $f | "$OPT" --fakv-to-cubin=format=isa \
-      | sed -E "s/LLVMIRToISATimeInMs = [0-9]+/T/" > "$D/$(basename $f).$t.ptx.txt"
+      | sed -E "s/LLVMIRToISATimeInMs = [0-9]+/T/" > "$D/$(basename "$f").$t.ptx.txt"
   done
 done
 (cd "$D" && sha256sum *.cubin *.ptx.txt | awk '{print $1}' | sort) > "$OUT"
