@@ -454,6 +454,60 @@ bool AsyncPagedLoadOp::rowBoxes(Operation *op) {
   return func && func->hasAttr(fakv::FakvDialect::getRowBoxesAttrName());
 }
 
+// The regions belong to the op's state before they are parsed (as scf.if's do): when one fails to parse, the
+// parser's clean-up drops their operations' uses of values defined outside before those values go.
+ParseResult WarpSpecializeOp::parse(OpAsmParser &parser, OperationState &result) {
+  Region *producer = result.addRegion();
+  Region *consumer = result.addRegion();
+  Type i32 = parser.getBuilder().getIntegerType(32);
+  auto &props = result.getOrAddProperties<Properties>();
+  IntegerAttr producerWarps, consumerWarps, producerRegisters, consumerRegisters;
+  if (parser.parseKeyword("producer_warps") ||
+      parser.parseCustomAttributeWithFallback(producerWarps, i32) ||
+      parser.parseKeyword("consumer_warps") ||
+      parser.parseCustomAttributeWithFallback(consumerWarps, i32) ||
+      parser.parseKeyword("registers") ||
+      parser.parseCustomAttributeWithFallback(producerRegisters, i32) || parser.parseComma() ||
+      parser.parseCustomAttributeWithFallback(consumerRegisters, i32))
+    return failure();
+  props.producer_warps = producerWarps;
+  props.consumer_warps = consumerWarps;
+  props.producer_registers = producerRegisters;
+  props.consumer_registers = consumerRegisters;
+  if (parser.parseRegion(*producer))
+    return failure();
+  if (producer->empty())
+    producer->emplaceBlock();
+  if (parser.parseComma() || parser.parseRegion(*consumer))
+    return failure();
+  if (consumer->empty())
+    consumer->emplaceBlock();
+  SMLoc loc = parser.getCurrentLocation();
+  if (parser.parseOptionalAttrDict(result.attributes) ||
+      failed(verifyInherentAttrs(result.name, result.attributes, [&]() {
+        return parser.emitError(loc) << "'" << result.name.getStringRef() << "' op ";
+      })))
+    return failure();
+  return success();
+}
+
+void WarpSpecializeOp::print(OpAsmPrinter &p) {
+  p << " producer_warps ";
+  p.printAttributeWithoutType(getProducerWarpsAttr());
+  p << " consumer_warps ";
+  p.printAttributeWithoutType(getConsumerWarpsAttr());
+  p << " registers ";
+  p.printAttributeWithoutType(getProducerRegistersAttr());
+  p << ", ";
+  p.printAttributeWithoutType(getConsumerRegistersAttr());
+  p << ' ';
+  p.printRegion(getProducer());
+  p << ", ";
+  p.printRegion(getConsumer());
+  p.printOptionalAttrDict((*this)->getAttrs(), {getProducerWarpsAttrName(), getConsumerWarpsAttrName(),
+                                                getProducerRegistersAttrName(), getConsumerRegistersAttrName()});
+}
+
 LogicalResult WarpSpecializeOp::verify() {
   int64_t producers = int32_t(getProducerWarps()), consumers = int32_t(getConsumerWarps());
   if (!(*this)->getParentOfType<FunctionOpInterface>())

@@ -201,6 +201,14 @@ def FakvGPU_WarpSpecializeOp : FakvGPU_Op<"warp_specialize",
     [SingleBlock, NoTerminator, RecursiveMemoryEffects]> {
   let summary = "run the producer and the consumer region on different warps";
   let description = [{
+    Syntax:
+
+    ```
+    operation ::= `fakvgpu.warp_specialize` `producer_warps` $producer_warps `consumer_warps` $consumer_warps
+                  `registers` $producer_registers `,` $consumer_registers
+                  $producer `,` $consumer attr-dict
+    ```
+
     The kernel's threads split in two roles: the first `producer_warps` warps
     run `producer` (issuing copies), the next `consumer_warps` run
     `consumer` (the math, and everything after it). `registers P, C`: each
@@ -221,11 +229,10 @@ def FakvGPU_WarpSpecializeOp : FakvGPU_Op<"warp_specialize",
   let arguments = (ins I32Attr:$producer_warps, I32Attr:$consumer_warps,
                        I32Attr:$producer_registers, I32Attr:$consumer_registers);
   let regions = (region SizedRegion<1>:$producer, SizedRegion<1>:$consumer);
-  let assemblyFormat = [{
-    `producer_warps` $producer_warps `consumer_warps` $consumer_warps
-    `registers` $producer_registers `,` $consumer_registers
-    $producer `,` $consumer attr-dict
-  }];
+  // Parsed in C++ (the syntax above): the generated parser held the regions outside the op's state, and freed
+  // a parsed producer region still linked to a value the consumer's failure then deleted (a heap
+  // use-after-free on malformed input).
+  let hasCustomAssemblyFormat = 1;
   let hasVerifier = 1;
 }
 

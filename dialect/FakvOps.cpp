@@ -163,6 +163,10 @@ LogicalResult NumProgramsOp::verify() { return insideKernel(*this); }
 
 LogicalResult ArangeOp::verify() {
   RankedTensorType t = getType();
+  // (the bounds are unsigned: -5 written reads 4294967291)
+  if (int32_t(getStart()) < 0 || int32_t(getEnd()) < 0)
+    return emitOpError() << "start and end are in [0, 2^31), got " << int32_t(getStart()) << " and "
+                         << int32_t(getEnd()) << " (for negative positions: arange 0 to n, minus k)";
   if (getEnd() <= getStart())
     return emitOpError() << "end (" << getEnd()
                          << ") must be greater than start (" << getStart()

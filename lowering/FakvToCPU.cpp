@@ -442,6 +442,31 @@ struct ConvertFakvToCPUPass
     });
     if (clusters.wasInterrupted())
       return signalPassFailure();
+    // A kernel gains its program-id arguments below: a call to it (rather than a fakv.launch) would not match.
+    SymbolTable symbols(module);
+    WalkResult calls = module.walk([&](func::CallOp call) {
+      auto callee = symbols.lookup<func::FuncOp>(call.getCallee());
+      if (callee && isKernel(callee)) {
+        call.emitOpError() << "calls kernel @" << call.getCallee()
+                           << ": a kernel is launched over its programs (fakv.launch), not called";
+        return WalkResult::interrupt();
+      }
+      return WalkResult::advance();
+    });
+    if (calls.wasInterrupted())
+      return signalPassFailure();
+    // GPU layouts (fakv-assign-layouts' encodings) are not the CPU path's: it takes the IR before them.
+    WalkResult encoded = module.walk([](Operation *op) {
+      for (Type t : op->getResultTypes())
+        if (auto tile = dyn_cast<RankedTensorType>(t); tile && tile.getEncoding()) {
+          op->emitOpError() << "has a GPU layout (" << t
+                            << "): the CPU path takes fakv IR from before fakv-assign-layouts";
+          return WalkResult::interrupt();
+        }
+      return WalkResult::advance();
+    });
+    if (encoded.wasInterrupted())
+      return signalPassFailure();
     // The composite ops become tile primitives first, by the rewrites the
     // GPU pipeline runs (fakv-decompose, with exp2): one implementation.
     {

@@ -25,7 +25,7 @@ namespace {
 struct FakvKernelABIPass
     : public fakv::impl::FakvKernelABIBase<FakvKernelABIPass> {
   void runOnOperation() override {
-    getOperation().walk([](LLVM::LLVMFuncOp f) {
+    WalkResult r = getOperation().walk([](LLVM::LLVMFuncOp f) {
       // Roles that rebalance registers: compile for the average (.maxnreg).
       if (auto regs = f->getAttrOfType<IntegerAttr>(fakv::codegen::kMaxRegistersAttr))
         f->setAttr(NVVM::NVVMDialect::getMaxnregAttrName(), regs);
@@ -35,11 +35,21 @@ struct FakvKernelABIPass
                    DenseI32ArrayAttr::get(f.getContext(), {1, 1, int32_t(size.getInt())}));
       auto tma = f->getAttrOfType<DenseI32ArrayAttr>(fakv::codegen::kTmaArgsAttr);
       if (!tma)
-        return;
+        return WalkResult::advance();
       MLIRContext *ctx = f.getContext();
       Builder b(ctx);
       auto arr = LLVM::LLVMArrayType::get(IntegerType::get(ctx, 8), 128);
-      unsigned first = f.getNumArguments() - tma.size();
+      // (the tensor maps are the last arguments, by value: a hand-written function whose last ones are not
+      // pointers got byval and align attributes the verifier then refused)
+      unsigned n = f.getNumArguments(), maps = tma.size();
+      for (unsigned i = n - std::min(n, maps); i < n; ++i)
+        if (!isa<LLVM::LLVMPointerType>(f.getArgumentTypes()[i]) || maps > n) {
+          f.emitOpError() << "'" << fakv::codegen::kTmaArgsAttr << "' names " << maps
+                          << " tensor maps, its last arguments, which are !llvm.ptr: got "
+                          << (maps > n ? "fewer arguments" : "argument #" + std::to_string(i) + " of another type");
+          return WalkResult::interrupt();
+        }
+      unsigned first = n - maps;
       for (unsigned i = first; i < f.getNumArguments(); ++i) {
         f.setArgAttr(i, LLVM::LLVMDialect::getByValAttrName(), TypeAttr::get(arr));
         f.setArgAttr(i, LLVM::LLVMDialect::getAlignAttrName(),
@@ -47,7 +57,10 @@ struct FakvKernelABIPass
         f.setArgAttr(i, NVVM::NVVMDialect::getGridConstantAttrName(),
                      b.getUnitAttr());
       }
+      return WalkResult::advance();
     });
+    if (r.wasInterrupted())
+      signalPassFailure();
   }
 };
 } // namespace

@@ -202,6 +202,20 @@ LogicalResult LayoutAssigner::checkShapes() {
       op->emitOpError() << "is not supported by the GPU lowering yet";
       return WalkResult::interrupt();
     }
+    // (composites become arith and fakv parts first: a layout given to one left its results' types apart)
+    if (fakv::isDecomposable(op)) {
+      op->emitOpError() << "is decomposed before layouts are assigned: run fakv-decompose before "
+                           "fakv-assign-layouts";
+      return WalkResult::interrupt();
+    }
+    // Layouts flow through scf.for's and scf.if's values only (propagate, required): another region op
+    // carrying a tile (scf.while, index_switch, execute_region) left its values' layouts unmatched.
+    if (op->getDialect() && op->getName().getDialectNamespace() == "scf" &&
+        !isa<scf::ForOp, scf::IfOp, scf::YieldOp>(op) &&
+        (llvm::any_of(op->getOperands(), isTile) || llvm::any_of(op->getResults(), isTile))) {
+      op->emitOpError() << "carries tiles, which the GPU lowering does through scf.for and scf.if only";
+      return WalkResult::interrupt();
+    }
     return WalkResult::advance();
   });
   return failure(r.wasInterrupted());
@@ -543,9 +557,9 @@ struct FakvAssignLayoutsPass
     : public fakv::impl::FakvAssignLayoutsBase<FakvAssignLayoutsPass> {
   using FakvAssignLayoutsBase::FakvAssignLayoutsBase;
   void runOnOperation() override {
-    if (numWarps % 4 != 0) {
+    if (numWarps % 4 != 0 || numWarps < 4 || numWarps > 32) {
       getOperation().emitError() << "num-warps must be a multiple of 4 (whole "
-                                    "warpgroups), got "
+                                    "warpgroups) in [4, 32] (a block's warps), got "
                                  << static_cast<unsigned>(numWarps);
       return signalPassFailure();
     }

@@ -311,6 +311,19 @@ struct FakvDecomposePass
     : public fakv::impl::FakvDecomposeBase<FakvDecomposePass> {
   using FakvDecomposeBase::FakvDecomposeBase;
   void runOnOperation() override {
+    // (the parts are built without layouts: after fakv-assign-layouts they would not match their neighbours)
+    WalkResult encoded = getOperation()->walk([](Operation *op) {
+      if (!isDecomposable(op))
+        return WalkResult::advance();
+      for (Type t : op->getResultTypes())
+        if (auto tile = dyn_cast<RankedTensorType>(t); tile && tile.getEncoding()) {
+          op->emitOpError() << "has a GPU layout: fakv-decompose runs before fakv-assign-layouts";
+          return WalkResult::interrupt();
+        }
+      return WalkResult::advance();
+    });
+    if (encoded.wasInterrupted())
+      return signalPassFailure();
     RewritePatternSet patterns(&getContext());
     populateFakvDecomposePatterns(patterns, useExp2);
     GreedyRewriteConfig config;
@@ -321,6 +334,10 @@ struct FakvDecomposePass
   }
 };
 } // namespace
+
+bool mlir::fakv::isDecomposable(Operation *op) {
+  return isa<OnlineSoftmaxOp, LseCombineOp, LengthMaskOp, CausalMaskOp, WindowMaskOp, SoftcapOp, AlibiOp>(op);
+}
 
 void mlir::fakv::populateFakvDecomposePatterns(RewritePatternSet &patterns,
                                                bool useExp2) {

@@ -140,8 +140,8 @@ private:
   Value replicate(Value old, ImplicitLocOpBuilder &b);
   /// `memo`: the values recomputed so far at this insertion point (null: not recomputable), so that a
   /// tile reached along many paths is made once (`u = u + u`, n times: 2^n copies, minutes and gigabytes).
-  Value recompute(Value old, ImplicitLocOpBuilder &b, DenseMap<Value, Value> &memo);
-  Value recomputeOnce(Value old, ImplicitLocOpBuilder &b, DenseMap<Value, Value> &memo);
+  Value recompute(Value old, ImplicitLocOpBuilder &b, DenseMap<Value, Value> &memo, unsigned depth = 0);
+  Value recomputeOnce(Value old, ImplicitLocOpBuilder &b, DenseMap<Value, Value> &memo, unsigned depth);
   /// (P * S0, S1, ...) -> (P, S0, S1, ...).
   Value unfold(Value storage, ArrayRef<int64_t> logical, ImplicitLocOpBuilder &b) {
     auto t = cast<RankedTensorType>(storage.getType());
@@ -309,15 +309,21 @@ Value Packer::replicate(Value old, ImplicitLocOpBuilder &b) {
   return v;
 }
 
-Value Packer::recompute(Value old, ImplicitLocOpBuilder &b, DenseMap<Value, Value> &memo) {
+/// Chains of row-wise ops deeper than this are copied, not recomputed: each op is a level of recursion (a chain
+/// of 60,000 overflowed the stack). The DSL's kernels recompute a few ops.
+constexpr unsigned kMaxRecomputeDepth = 512;
+
+Value Packer::recompute(Value old, ImplicitLocOpBuilder &b, DenseMap<Value, Value> &memo, unsigned depth) {
   if (auto found = memo.find(old); found != memo.end())
     return found->second;
-  Value made = recomputeOnce(old, b, memo);
+  if (depth > kMaxRecomputeDepth)
+    return {};
+  Value made = recomputeOnce(old, b, memo, depth);
   memo[old] = made;
   return made;
 }
 
-Value Packer::recomputeOnce(Value old, ImplicitLocOpBuilder &b, DenseMap<Value, Value> &memo) {
+Value Packer::recomputeOnce(Value old, ImplicitLocOpBuilder &b, DenseMap<Value, Value> &memo, unsigned depth) {
   Operation *def = old.getDefiningOp();
   if (!def || def->getNumResults() != 1)
     return {};
@@ -350,7 +356,7 @@ Value Packer::recomputeOnce(Value old, ImplicitLocOpBuilder &b, DenseMap<Value, 
       m.map(operand, uniform(operand));
       continue;
     }
-    Value r = recompute(operand, b, memo);
+    Value r = recompute(operand, b, memo, depth + 1);
     if (!r)
       return {};
     m.map(operand, r);

@@ -24,6 +24,8 @@ namespace mlir::fakv {
 /// lse_combine, the masks, softcap, alibi) into tile primitives; the CPU
 /// lowering applies them too, so that both paths run one implementation.
 void populateFakvDecomposePatterns(RewritePatternSet &patterns, bool useExp2);
+/// Whether fakv-decompose rewrites `op` (online softmax, LSE combine, masks, softcap, ALiBi).
+bool isDecomposable(Operation *op);
 
 } // namespace mlir::fakv
 

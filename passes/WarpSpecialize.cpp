@@ -51,6 +51,11 @@ LogicalResult specialize(func::FuncOp func, scf::ForOp loop, scf::IfOp refill,
   MLIRContext *ctx = func.getContext();
   auto warpsAttr = func->getAttrOfType<IntegerAttr>(kNumWarpsAttr);
   int32_t consumerWarps = warpsAttr.getInt();
+  // (a block holds 32 warps at most: the producer's warpgroup comes on top of the consumer's warps)
+  if (consumerWarps + kProducerWarps > 32)
+    return loop.emitOpError() << "warp specialization adds " << kProducerWarps << " producer warps to the "
+                              << consumerWarps << " of the kernel: at most " << 32 - kProducerWarps
+                              << " warps to begin with (fakv-assign-layouts num-warps)";
   // The loop sits at the kernel's top level, or under result-less scf.ifs
   // (an early `return` in the DSL puts the rest of the kernel in an else):
   // `anchor` is the top-level op that holds it, `guards` the ifs, outermost

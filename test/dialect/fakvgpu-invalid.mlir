@@ -1,6 +1,13 @@
 // Verifier rules of the fakvgpu dialect: warp_specialize's roles and register counts, layouts on their
 // tiles, rings, barriers, the kernel's warps.
 // RUN: fakv-opt %s -split-input-file -verify-diagnostics
+// A consumer line copied above the regions (an editing slip): %9 there is a forward reference the producer
+// region resolves, %14 is then defined twice. The parser freed the parsed producer region while that use still
+// pointed into it (heap corruption: "corrupted double-linked list", abort); now a diagnostic and exit 1.
+// RUN: sed -e '11a\        %14 = fakvgpu.ring_view %1[%9] : !fakvgpu.ring<2, tensor<32x64xbf16, #shared>>' \
+// RUN:   %S/../lowering/Inputs/attention-fakvgpu.mlir | %not fakv-opt 2>&1 | FileCheck %s --check-prefix=SLIP
+// SLIP: error: redefinition of SSA value '%14'
+// SLIP-NOT: Stack dump
 
 func.func @registers_not_multiple_of_8() {
   // expected-error @+1 {{register counts are 0, 0 (no setmaxnreg) or multiples of 8 in [24, 256], got 100}}
@@ -360,5 +367,30 @@ func.func @tma_boxes_of_another_length(%a: !fakv.ptr<bf16>, %m: !llvm.ptr) attri
 // A layout over more warps than a thread block has (its warp count, 1 << bases, overflowed past 31).
 // expected-error @+1 {{a layout of at most 5 warp bases (32 warps, a thread block's 1024 threads), got 6}}
 func.func @six_warp_bases(%t: tensor<64xf32, #fakvgpu.linear<regs = [], lanes = [[1], [2], [4], [8], [16]], warps = [[32], [0], [0], [0], [0], [0]]>>) {
+  return
+}
+
+// -----
+
+// The same slip, small: the regions' parser leaves no use behind (valgrind found the write after free here).
+#shared = #fakvgpu.shared<swizzle = 128>
+func.func @redefined_in_consumer(%n: i32) attributes {fakv.kernel, fakvgpu.num_warps = 8 : i32} {
+  %14 = fakvgpu.ring_view %1[%9] : !fakvgpu.ring<2, tensor<32x64xbf16, #shared>>
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %c2 = arith.constant 2 : i32
+  %1 = fakvgpu.alloc_ring : !fakvgpu.ring<2, tensor<32x64xbf16, #shared>>
+  fakvgpu.warp_specialize producer_warps 4 consumer_warps 4 registers 0, 0 {
+    scf.for %i = %c0 to %n step %c1 : i32 {
+      %9 = arith.remsi %i, %c2 : i32
+    }
+  }, {
+    scf.for %i = %c0 to %n step %c1 : i32 {
+      %9 = arith.remsi %i, %c2 : i32
+      // expected-error @+2 {{redefinition of SSA value '%14'}}
+      // expected-note @-13 {{previously defined here}}
+      %14 = fakvgpu.ring_view %1[%9] : !fakvgpu.ring<2, tensor<32x64xbf16, #shared>>
+    }
+  }
   return
 }

@@ -33,6 +33,14 @@ func.func @arange_empty() {
 
 // -----
 
+func.func @arange_negative_start() {
+  // expected-error @+1 {{start and end are in [0, 2^31), got -5 and 3 (for negative positions: arange 0 to n, minus k)}}
+  %a = fakv.arange -5 to 3 : tensor<8xi32>
+  return
+}
+
+// -----
+
 func.func @arange_type() {
   // expected-error @+1 {{result must be a 1-D i32 tile, got 'tensor<4xi64>'}}
   %a = fakv.arange 0 to 4 : tensor<4xi64>

@@ -1,6 +1,8 @@
 // The CPU pipeline refuses a kernel in a nested module with a diagnostic (it built calls to a check function
 // the nested module cannot see, and the verifier refused the pass's own output).
-// RUN: fakv-opt %s --fakv-to-llvm-cpu -verify-diagnostics -o /dev/null
+// RUN: fakv-opt %s --fakv-to-llvm-cpu -verify-diagnostics -o /dev/null -split-input-file
+// So are a call to a kernel (the pass gives kernels their program-id arguments: the call no longer matched) and
+// tiles with GPU layouts (IR after fakv-assign-layouts: "failed to legalize unresolved materialization").
 
 module {
   module @inner {
@@ -13,4 +15,33 @@ module {
       return
     }
   }
+}
+
+// -----
+
+func.func @k(%o: !fakv.ptr<f32>) attributes {fakv.kernel} {
+  %c0 = arith.constant 0 : i32
+  %s1 = arith.constant 1 : i64
+  %z = arith.constant 1.0 : f32
+  %t = fakv.splat %z : f32 -> tensor<4xf32>
+  fakv.store %t, %o[%c0] strides [%s1] : tensor<4xf32>, !fakv.ptr<f32>
+  return
+}
+func.func @host(%buf: memref<4xf32>) {
+  %p = fakv.ptr_of %buf : memref<4xf32> -> !fakv.ptr<f32>
+  // expected-error @+1 {{'func.call' op calls kernel @k: a kernel is launched over its programs (fakv.launch), not called}}
+  func.call @k(%p) : (!fakv.ptr<f32>) -> ()
+  return
+}
+
+// -----
+
+#blocked = #fakvgpu.linear<regs = [], lanes = [[1], [2], [4], [8], [16]], warps = [[32], [64]]>
+func.func @laid_out(%o: !fakv.ptr<f32>, %x: f32) attributes {fakv.kernel} {
+  %c0 = arith.constant 0 : i32
+  %s1 = arith.constant 1 : i64
+  // expected-error @+1 {{'fakv.splat' op has a GPU layout ('tensor<128xf32, #fakvgpu.linear<regs = [], lanes = [[1], [2], [4], [8], [16]], warps = [[32], [64]]>>'): the CPU path takes fakv IR from before fakv-assign-layouts}}
+  %t = fakv.splat %x : f32 -> tensor<128xf32, #blocked>
+  fakv.store %t, %o[%c0] strides [%s1] : tensor<128xf32, #blocked>, !fakv.ptr<f32>
+  return
 }

@@ -1,6 +1,13 @@
 // fakv-assign-layouts: tiles the GPU lowering cannot hold are errors that
 // name the op (issue 10: a 4096x4096 tile once compiled for ~30 s).
 // RUN: fakv-opt %s --fakv-assign-layouts --split-input-file -verify-diagnostics
+// num-warps is whole warpgroups of a block: 0 and 36 wrote a fakvgpu.num_warps the verifier refused, 2^32 - 4
+// looped forever (a warp count doubled past 2^31 wraps to 0).
+// RUN: %not fakv-opt %s --split-input-file --fakv-assign-layouts=num-warps=0 2>&1 | FileCheck %s --check-prefix=WARPS
+// RUN: %not fakv-opt %s --split-input-file --fakv-assign-layouts=num-warps=36 2>&1 | FileCheck %s --check-prefix=WARPS
+// RUN: %not fakv-opt %s --split-input-file --fakv-assign-layouts=num-warps=4294967292 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=WARPS
+// WARPS: error: num-warps must be a multiple of 4 (whole warpgroups) in [4, 32] (a block's warps)
 
 func.func @too_big_for_registers(%p: !fakv.ptr<f32>, %i: i32, %s: i64) attributes {fakv.kernel} {
   // expected-error @+1 {{the GPU lowering holds a tile in registers, at most 65536 elements (512 per thread of a warpgroup), got 'tensor<512x256xf32>'}}
@@ -152,5 +159,44 @@ func.func @tensor_slice(%p: !fakv.ptr<f32>, %i: i32, %s: i64) attributes {fakv.k
   // expected-error @+1 {{'tensor.extract_slice' op is not supported by the GPU lowering}}
   %y = tensor.extract_slice %x[0] [64] [1] : tensor<128xf32> to tensor<64xf32>
   fakv.store %y, %p[%i] strides [%s] : tensor<64xf32>, !fakv.ptr<f32>
+  return
+}
+
+// -----
+
+// Layouts are tied through scf.for and scf.if; an scf.while carrying a tile got one layout on its operand and
+// another on its block argument (invalid IR out of the pass).
+func.func @tile_through_while(%o: !fakv.ptr<f32>, %n: i32) attributes {fakv.kernel} {
+  %c0 = arith.constant 0 : i32
+  %s1 = arith.constant 1 : i64
+  %t = fakv.load %o[%c0, %c0] strides [%s1, %s1] : !fakv.ptr<f32> -> tensor<16x64xf32>
+  %r0 = fakv.reduce sum %t, 1 : tensor<16x64xf32> -> tensor<16xf32>
+  // expected-error @+1 {{'scf.while' op carries tiles, which the GPU lowering does through scf.for and scf.if only}}
+  %r = scf.while (%x = %r0) : (tensor<16xf32>) -> tensor<16xf32> {
+    %c = arith.cmpi slt, %c0, %n : i32
+    scf.condition(%c) %x : tensor<16xf32>
+  } do {
+  ^bb0(%x: tensor<16xf32>):
+    %x2 = arith.addf %x, %x : tensor<16xf32>
+    scf.yield %x2 : tensor<16xf32>
+  }
+  fakv.store %r, %o[%c0] strides [%s1] : tensor<16xf32>, !fakv.ptr<f32>
+  return
+}
+
+// -----
+
+// A composite op before fakv-decompose: its results, which share a type, got different layouts.
+func.func @undecomposed(%o: !fakv.ptr<f32>) attributes {fakv.kernel} {
+  %c0 = arith.constant 0 : i32
+  %s1 = arith.constant 1 : i64
+  %z = arith.constant 0.0 : f32
+  %s = fakv.splat %z : f32 -> tensor<16x64xf32>
+  %m0 = fakv.splat %z : f32 -> tensor<16xf32>
+  // expected-error @+1 {{'fakv.online_softmax' op is decomposed before layouts are assigned: run fakv-decompose before fakv-assign-layouts}}
+  %m1, %l1, %p, %a = fakv.online_softmax %s, %m0, %m0 : tensor<16x64xf32>, tensor<16xf32>
+  %r = fakv.reduce max %s, 1 : tensor<16x64xf32> -> tensor<16xf32>
+  %x = arith.addf %m1, %r : tensor<16xf32>
+  fakv.store %x, %o[%c0] strides [%s1] : tensor<16xf32>, !fakv.ptr<f32>
   return
 }

@@ -1,6 +1,16 @@
 // fakv-pack-gqa: a kernel written per query head becomes one per kv head
 // whose tiles stack the heads of the group in their rows.
 // RUN: fakv-opt %s --fakv-pack-gqa --cse --split-input-file | FileCheck %s
+// A uniform tile out of a chain of row-wise ops is recomputed at the packed shape (2 ops: remsi of the packed
+// arange, then the chain); a chain deeper than the pass recurses (60,000 ops overflowed its stack) is copied.
+// RUN: %python %S/Inputs/deep_chain.py 2 | fakv-opt --fakv-pack-gqa --cse | FileCheck %s --check-prefix=CHAIN
+// CHAIN: %[[R:.*]] = arith.remsi {{.*}} : tensor<256xi32>
+// CHAIN: %[[A:.*]] = arith.addi %[[R]], %[[R]] : tensor<256xi32>
+// CHAIN: arith.addi %[[A]], %[[A]] : tensor<256xi32>
+// CHAIN-NOT: fakv.broadcast
+// RUN: %python %S/Inputs/deep_chain.py 60000 | fakv-opt --fakv-pack-gqa | FileCheck %s --check-prefix=DEEP
+// DEEP: fakv.expand_dims {{.*}} : tensor<64xi32> -> tensor<1x64xi32>
+// DEEP-NEXT: fakv.broadcast {{.*}} : tensor<1x64xi32> -> tensor<4x64xi32>
 // The first kernel (up to the first separator), down to ptx as well.
 // RUN: sed '/^\/\/ -----/,$d' %s | fakv-opt --fakv-to-cubin="format=isa" | FileCheck %s --check-prefix=PTX
 // and through fakv-compile, whose launch facts carry the grid packing:

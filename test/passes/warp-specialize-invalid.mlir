@@ -11,6 +11,10 @@
 // RUN: %not fakv-opt %s "--fakv-warp-specialize=producer-registers=232 consumer-registers=40" 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=COUNTS
 // COUNTS: to the consumer), got 232 and 40
+// The producer's warpgroup comes on top of the kernel's warps: 32 made a kernel of 36 (invalid IR out of the pass).
+// RUN: %not fakv-opt %S/Inputs/attention.mlir --fakv-decompose --canonicalize --fakv-assign-layouts=num-warps=32 \
+// RUN:   --loop-invariant-code-motion --fakv-pipeline --fakv-warp-specialize 2>&1 | FileCheck %s --check-prefix=WARPS
+// WARPS: error: 'scf.for' op warp specialization adds 4 producer warps to the 32 of the kernel: at most 28 warps
 
 func.func @k(%c: i1) attributes {fakv.kernel} {
   // expected-error @+1 {{'scf.if' op carries 'fakvgpu.pipeline_prefetch' but is not fakv-pipeline's refill (an scf.if of no results on an arith.cmpi in the body of the pipelined scf.for, in a kernel with layouts)}}
