@@ -165,7 +165,7 @@ LogicalResult ArangeOp::verify() {
   RankedTensorType t = getType();
   // (the bounds are unsigned: -5 written reads 4294967291)
   if (int32_t(getStart()) < 0 || int32_t(getEnd()) < 0)
-    return emitOpError() << "start and end are in [0, 2^31), got " << int32_t(getStart()) << " and "
+    return emitOpError() << "start and end must be in [0, 2^31), got " << int32_t(getStart()) << " and "
                          << int32_t(getEnd()) << " (for negative positions: arange 0 to n, minus k)";
   if (getEnd() <= getStart())
     return emitOpError() << "end (" << getEnd()

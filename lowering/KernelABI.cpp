@@ -41,15 +41,15 @@ struct FakvKernelABIPass
       auto arr = LLVM::LLVMArrayType::get(IntegerType::get(ctx, 8), 128);
       // (the tensor maps are the last arguments, by value: a hand-written function whose last ones are not
       // pointers got byval and align attributes the verifier then refused)
-      unsigned n = f.getNumArguments(), maps = tma.size();
-      for (unsigned i = n - std::min(n, maps); i < n; ++i)
-        if (!isa<LLVM::LLVMPointerType>(f.getArgumentTypes()[i]) || maps > n) {
-          f.emitOpError() << "'" << fakv::codegen::kTmaArgsAttr << "' names " << maps
-                          << " tensor maps, its last arguments, which are !llvm.ptr: got "
-                          << (maps > n ? "fewer arguments" : "argument #" + std::to_string(i) + " of another type");
+      // (the dialect's verifier keeps tma_args within the arguments)
+      unsigned n = f.getNumArguments(), first = n - std::min<unsigned>(n, tma.size());
+      for (unsigned i = first; i < n; ++i)
+        if (!isa<LLVM::LLVMPointerType>(f.getArgumentTypes()[i])) {
+          f.emitOpError() << "'" << fakv::codegen::kTmaArgsAttr << "' names " << tma.size()
+                          << " tensor maps, the last arguments, which must be !llvm.ptr: argument #" << i
+                          << " is " << f.getArgumentTypes()[i];
           return WalkResult::interrupt();
         }
-      unsigned first = n - maps;
       for (unsigned i = first; i < f.getNumArguments(); ++i) {
         f.setArgAttr(i, LLVM::LLVMDialect::getByValAttrName(), TypeAttr::get(arr));
         f.setArgAttr(i, LLVM::LLVMDialect::getAlignAttrName(),

@@ -13,6 +13,10 @@ ensure_debian_packages "${FAKV_DEBIAN_PACKAGES[@]}"
 # Python than FAKV_PYTHON's (.venv/python.made records it); packages are then installed anew.
 PY="${FAKV_PYTHON:-python3}"
 PY_ID="$("$PY" -c 'import sys; print(sys.executable, sys.version.split()[0])')"
+if [ ! -f "$ROOT/.venv/python.made" ] &&      # (a venv from before the record: kept when it runs that version)
+   [ "$("$ROOT/.venv/bin/python" -c 'import sys; print(sys.version.split()[0])' 2>/dev/null)" = "${PY_ID##* }" ]; then
+  echo "$PY_ID" > "$ROOT/.venv/python.made"
+fi
 if ! "$ROOT/.venv/bin/python" -c '' 2>/dev/null || ! [ "$(cat "$ROOT/.venv/python.made" 2>/dev/null)" = "$PY_ID" ]; then
   echo "[fakv] creating $ROOT/.venv with $PY_ID"
   "$PY" -m venv --clear "$ROOT/.venv"

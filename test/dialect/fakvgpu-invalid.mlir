@@ -369,28 +369,3 @@ func.func @tma_boxes_of_another_length(%a: !fakv.ptr<bf16>, %m: !llvm.ptr) attri
 func.func @six_warp_bases(%t: tensor<64xf32, #fakvgpu.linear<regs = [], lanes = [[1], [2], [4], [8], [16]], warps = [[32], [0], [0], [0], [0], [0]]>>) {
   return
 }
-
-// -----
-
-// The same slip, small: the regions' parser leaves no use behind (valgrind found the write after free here).
-#shared = #fakvgpu.shared<swizzle = 128>
-func.func @redefined_in_consumer(%n: i32) attributes {fakv.kernel, fakvgpu.num_warps = 8 : i32} {
-  %14 = fakvgpu.ring_view %1[%9] : !fakvgpu.ring<2, tensor<32x64xbf16, #shared>>
-  %c0 = arith.constant 0 : i32
-  %c1 = arith.constant 1 : i32
-  %c2 = arith.constant 2 : i32
-  %1 = fakvgpu.alloc_ring : !fakvgpu.ring<2, tensor<32x64xbf16, #shared>>
-  fakvgpu.warp_specialize producer_warps 4 consumer_warps 4 registers 0, 0 {
-    scf.for %i = %c0 to %n step %c1 : i32 {
-      %9 = arith.remsi %i, %c2 : i32
-    }
-  }, {
-    scf.for %i = %c0 to %n step %c1 : i32 {
-      %9 = arith.remsi %i, %c2 : i32
-      // expected-error @+2 {{redefinition of SSA value '%14'}}
-      // expected-note @-13 {{previously defined here}}
-      %14 = fakvgpu.ring_view %1[%9] : !fakvgpu.ring<2, tensor<32x64xbf16, #shared>>
-    }
-  }
-  return
-}

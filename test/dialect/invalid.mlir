@@ -34,7 +34,7 @@ func.func @arange_empty() {
 // -----
 
 func.func @arange_negative_start() {
-  // expected-error @+1 {{start and end are in [0, 2^31), got -5 and 3 (for negative positions: arange 0 to n, minus k)}}
+  // expected-error @+1 {{start and end must be in [0, 2^31), got -5 and 3 (for negative positions: arange 0 to n, minus k)}}
   %a = fakv.arange -5 to 3 : tensor<8xi32>
   return
 }

@@ -12,7 +12,7 @@ llvm.func @maps(%a: !llvm.ptr, %m: !llvm.ptr) attributes {fakvgpu.tma_args = arr
 
 // -----
 
-// expected-error @+1 {{'llvm.func' op 'fakvgpu.tma_args' names 1 tensor maps, its last arguments, which are !llvm.ptr: got argument #1 of another type}}
+// expected-error @+1 {{'llvm.func' op 'fakvgpu.tma_args' names 1 tensor maps, the last arguments, which must be !llvm.ptr: argument #1 is 'i32'}}
 llvm.func @not_a_pointer(%a: !llvm.ptr, %n: i32) attributes {fakvgpu.tma_args = array<i32: 0>, fakvgpu.tma_boxes = array<i32: 64>} {
   llvm.return
 }
