@@ -39,9 +39,8 @@ struct FakvKernelABIPass
       MLIRContext *ctx = f.getContext();
       Builder b(ctx);
       auto arr = LLVM::LLVMArrayType::get(IntegerType::get(ctx, 8), 128);
-      // (the tensor maps are the last arguments, by value: a hand-written function whose last ones are not
-      // pointers got byval and align attributes the verifier then refused)
-      // (the dialect's verifier keeps tma_args within the arguments)
+      // The tensor maps are the last arguments (the dialect's verifier keeps tma_args within them), by value:
+      // a hand-written function whose last ones are not pointers got attributes the verifier then refused.
       unsigned n = f.getNumArguments(), first = n - std::min<unsigned>(n, tma.size());
       for (unsigned i = first; i < n; ++i)
         if (!isa<LLVM::LLVMPointerType>(f.getArgumentTypes()[i])) {
@@ -50,7 +49,7 @@ struct FakvKernelABIPass
                           << " is " << f.getArgumentTypes()[i];
           return WalkResult::interrupt();
         }
-      for (unsigned i = first; i < f.getNumArguments(); ++i) {
+      for (unsigned i = first; i < n; ++i) {
         f.setArgAttr(i, LLVM::LLVMDialect::getByValAttrName(), TypeAttr::get(arr));
         f.setArgAttr(i, LLVM::LLVMDialect::getAlignAttrName(),
                      b.getI64IntegerAttr(64));

@@ -210,7 +210,7 @@ LogicalResult LayoutAssigner::checkShapes() {
     }
     // Layouts flow through scf.for's and scf.if's values only (propagate, required): another region op
     // carrying a tile (scf.while, index_switch, execute_region) left its values' layouts unmatched.
-    if (op->getDialect() && op->getName().getDialectNamespace() == "scf" &&
+    if (op->getName().getDialectNamespace() == "scf" &&
         !isa<scf::ForOp, scf::IfOp, scf::YieldOp>(op) &&
         (llvm::any_of(op->getOperands(), isTile) || llvm::any_of(op->getResults(), isTile))) {
       op->emitOpError() << "carries tiles, which the GPU lowering does through scf.for and scf.if only";

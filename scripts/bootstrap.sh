@@ -9,18 +9,14 @@ BUILD="${FAKV_BUILD_DIR:-$ROOT/build}"
 source "$ROOT/scripts/debian_packages.sh"
 ensure_debian_packages "${FAKV_DEBIAN_PACKAGES[@]}"
 
-# The venv is made again (--clear) when it no longer runs (its interpreter gone) or was made from another
-# Python than FAKV_PYTHON's (.venv/python.made records it); packages are then installed anew.
+# The venv is made again (--clear) when it no longer runs (its interpreter gone) or runs another Python version
+# than FAKV_PYTHON's; packages are then installed anew.
 PY="${FAKV_PYTHON:-python3}"
-PY_ID="$("$PY" -c 'import sys; print(sys.executable, sys.version.split()[0])')"
-if [ ! -f "$ROOT/.venv/python.made" ] &&      # (a venv from before the record: kept when it runs that version)
-   [ "$("$ROOT/.venv/bin/python" -c 'import sys; print(sys.version.split()[0])' 2>/dev/null)" = "${PY_ID##* }" ]; then
-  echo "$PY_ID" > "$ROOT/.venv/python.made"
-fi
-if ! "$ROOT/.venv/bin/python" -c '' 2>/dev/null || ! [ "$(cat "$ROOT/.venv/python.made" 2>/dev/null)" = "$PY_ID" ]; then
-  echo "[fakv] creating $ROOT/.venv with $PY_ID"
+version() { "$1" -c 'import sys; print(sys.version.split()[0])' 2>/dev/null; }
+PY_VERSION="$(version "$PY")" || { echo "[fakv] $PY does not run (FAKV_PYTHON)" >&2; exit 1; }
+if [ "$(version "$ROOT/.venv/bin/python")" != "$PY_VERSION" ]; then
+  echo "[fakv] creating $ROOT/.venv with $PY ($PY_VERSION)"
   "$PY" -m venv --clear "$ROOT/.venv"
-  echo "$PY_ID" > "$ROOT/.venv/python.made"
 fi
 if ! cmp -s "$ROOT/requirements.txt" "$ROOT/.venv/requirements.installed"; then
   echo "[fakv] installing Python packages (requirements.txt)"
