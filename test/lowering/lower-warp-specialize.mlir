@@ -3,11 +3,11 @@
 // threads, named barrier); with register counts, setmaxnreg opens each role
 // and the kernel is compiled for their average.
 // RUN: fakv-opt %S/Inputs/attention-fakvgpu.mlir --fakvgpu-lower-warp-specialize \
-// RUN:   | FileCheck %s --implicit-check-not=nvvm.setmaxregister --implicit-check-not=fakvgpu.max_registers
+// RUN:   | FileCheck %s --implicit-check-not=nvvm.setmaxregister --implicit-check-not=fakvgpu.max_registers \
+// RUN:     --implicit-check-not=fakvgpu.warp_specialize
 // RUN: sed 's/registers 0, 0/registers 24, 168/' %S/Inputs/attention-fakvgpu.mlir | fakv-opt --fakvgpu-lower-warp-specialize | FileCheck %s --check-prefix=REGS
 
 // CHECK-LABEL: func.func @attention
-// CHECK-NOT: fakvgpu.warp_specialize
 // CHECK: %[[TID:.*]] = gpu.thread_id x
 // CHECK: %[[T:.*]] = arith.index_cast %[[TID]] : index to i32
 // CHECK: %[[P:.*]] = arith.cmpi slt, %[[T]], %c128_i32

@@ -144,7 +144,8 @@ def _used_table(f):
     return lambda a: change(a) if np.max(a["cache_seqlens"]) > 0 else None
 
 
-# (what goes wrong, the change, words the message must hold)
+# (what goes wrong, the change, words the message must hold: the host's own for bad data, which the
+# kernels' reports of the same data do not hold)
 MISTAKES = [
     ("q in float32", lambda a: dict(a, q=a["q"].astype(np.float32)), "`q` must be float16 or bfloat16"),
     ("q 3-D", lambda a: dict(a, q=a["q"][0]), "`q` must be 4-D"),
@@ -157,13 +158,14 @@ MISTAKES = [
     ("heads not a multiple", lambda a: dict(a, q=np.concatenate([a["q"], a["q"][:, :, :1]], 2))
      if a["k_cache"].shape[2] > 1 else None, "must be a multiple of kv heads"),
     ("seqlens int64", lambda a: dict(a, cache_seqlens=a["cache_seqlens"].astype(np.int64)), "`cache_seqlens`"),
-    ("seqlens too long", lambda a: dict(a, cache_seqlens=a["cache_seqlens"] + 10**4), "cache_seqlens"),
-    ("seqlens negative", lambda a: dict(a, cache_seqlens=a["cache_seqlens"] - 10**4), "cache_seqlens"),
+    ("seqlens too long", lambda a: dict(a, cache_seqlens=a["cache_seqlens"] + 10**4), "cache_seqlens["),
+    ("seqlens negative", lambda a: dict(a, cache_seqlens=a["cache_seqlens"] - 10**4),
+     "cache_seqlens must not be negative"),
     ("seqlens of another batch", lambda a: dict(a, cache_seqlens=np.zeros(a["q"].shape[0] + 1, np.int32)),
      "`cache_seqlens` must have shape"),
     ("block table int64", _table(lambda t: t.astype(np.int64)), "`block_table`"),
-    ("block table entry past the cache", _used_table(lambda t: t + 10**5), "block_table"),
-    ("block table negative entry", _used_table(lambda t: t - 10**5), "block_table"),
+    ("block table entry past the cache", _used_table(lambda t: t + 10**5), "block_table entries used by"),
+    ("block table negative entry", _used_table(lambda t: t - 10**5), "block_table entries used by"),
     ("window of three", _set("window_size", (1, 2, 3)), "`window_size`"),
     ("alibi slopes of another shape", _set("alibi_slopes", np.zeros(3, np.float32)), "`alibi_slopes`"),
     ("softcap negative", _set("softcap", -1.0), "softcap"),
@@ -176,16 +178,18 @@ MISTAKES = [
         a, rotary_cos=np.zeros((10**4, 4), a["q"].dtype), rotary_sin=np.zeros((10**4, 4), a["q"].dtype)),
      "give `k` and `v` too"),
     ("leftpad past the keys", lambda a: dict(a, cache_leftpad=np.full(a["q"].shape[0], 10**4, np.int32)),
-     "cache_leftpad"),
+     "cache_leftpad["),
     # (rotary_cos keeps the capacity's rows, FlashAttention's rule; q's positions pass them where more queries
     # than new keys sit at the end of a full cache)
     ("rotary rows short of q's positions", lambda a: None if "rotary_cos" not in a or a["q"].shape[1] <= a[
         "k"].shape[1] else dict(a, causal=True, cache_leftpad=None, cache_seqlens=np.full(
             a["q"].shape[0], a["rotary_cos"].shape[0] - a["k"].shape[1], np.int32)), "q is rotated at positions"),
     ("batch_idx past the block table", lambda a: None if a["block_table"] is None else dict(
-        a, cache_batch_idx=np.full(a["q"].shape[0], a["block_table"].shape[0], np.int32)), "cache_batch_idx"),
+        a, cache_batch_idx=np.full(a["q"].shape[0], a["block_table"].shape[0], np.int32)),
+     "cache_batch_idx entries must be in"),
     ("batch_idx past the cache", lambda a: None if a["block_table"] is not None else dict(
-        a, cache_batch_idx=np.full(a["q"].shape[0], 10**4, np.int32)), "cache_batch_idx"),
+        a, cache_batch_idx=np.full(a["q"].shape[0], 10**4, np.int32)),
+     "cache_batch_idx entries must be in"),
 ]
 
 

@@ -102,7 +102,7 @@ def steps(Y, start, stop, step):
     fl.store(Y, fl.full((2,), 0) + fl.where(fl.arange(0, 2) == 0, total, n), (0,), (1,))
 
 
-@pytest.mark.parametrize("start,stop,step", [(10, 0, -1), (0, 10, 3), (0, 5, -1), (10, 0, -3), (3, 3, 1), (0, 5, 0),
+@pytest.mark.parametrize("start,stop,step", [(10, 0, -1), (0, 10, 3), (0, 5, -1), (10, 0, -3), (3, 3, 1), (3, 3, 2), (7, 7, -3), (3, 2, 2), (0, 5, 0),
                                              (0, 2 ** 31 - 1, 2 ** 31 - 1), (-2 * 10 ** 9, 2 * 10 ** 9, 10 ** 9),
                                              (0, -2 ** 31, -2 ** 31), (2 * 10 ** 9, -2 * 10 ** 9, -10 ** 9)])
 def test_run_time_steps_count_as_python(start, stop, step):
@@ -402,10 +402,50 @@ def stepped(Y, a, b, STEP: fl.constexpr):
 @pytest.mark.parametrize("a,b,step", [(2 ** 31 - 29, 2 ** 31 - 1, 2 ** 30 + 1), (2 ** 31 - 6, 2 ** 31 - 1, 4),
                                       (2 ** 31 - 5, 2 ** 31 - 1, 2), (-2 ** 31, -2 ** 31 + 7, 2), (0, 10, 3)])
 def test_a_constant_step_near_int32s_end(a, b, step):
-    """fl.range's `iv + step` past 2**31 wrapped: 28 rounds instead of 1, or a loop without end."""
-    y = np.zeros(2, np.int32)
-    stepped[(1,)](y, a, b, step)
-    assert y.tolist() == [len(range(a, b, step)), list(range(a, b, step))[-1]]
+    """fl.range's `iv + step` past 2**31 wrapped: 28 rounds instead of 1, or a loop without end; with a
+    constant end too (the loop is counted unless end + step stays below 2**31)."""
+    for kernel, args in ((stepped, (a, b, step)), (stepped_to, (a, b, step))):
+        y = np.zeros(2, np.int32)
+        kernel[(1,)](y, *args)
+        assert y.tolist() == [len(range(a, b, step)), list(range(a, b, step))[-1]], kernel.fn.__name__
+
+
+@fakv.jit
+def stepped_to(Y, a, B: fl.constexpr, STEP: fl.constexpr):
+    n = 0
+    for i in fl.range(a, B, STEP):
+        n += 1
+        fl.store(Y, fl.full((1,), i, fl.int32), (1,), (1,))
+    fl.store(Y, fl.full((1,), n, fl.int32), (0,), (1,))
+
+
+@fakv.jit
+def not_equal(Y, X, s):
+    x = fl.load(X, (4,), (0,), (1,))
+    fl.store(Y, fl.where(x != 1.0, 1, 0), (0,), (1,))
+    fl.store(Y, fl.full((1,), 0) + fl.where(s != 1.0, 1, 0), (4,), (1,))
+
+
+def test_not_equal_is_true_of_nan():
+    """`!=` of floats is unordered (une): NaN differs from everything, as in Python and numpy."""
+    y = np.full(5, -1, np.int32)
+    not_equal[(1,)](y, np.array([np.nan, 1.0, 2.0, np.nan], np.float32), float("nan"))
+    assert y.tolist() == [1, 0, 1, 1, 1]
+    not_equal[(1,)](y, np.ones(4, np.float32), 1.0)
+    assert y.tolist() == [0, 0, 0, 0, 0]
+
+
+@fakv.jit
+def pointer_minus(Y, X, n):
+    fl.store(Y, fl.load(X + 8 - 3, (2,), (0,), (1,)), (0,), (1,))
+    fl.store(Y, fl.load(X + 8 - n, (2,), (0,), (1,)), (2,), (1,))
+
+
+def test_pointer_minus_an_integer():
+    """`pointer - integer` steps back, by a constant or a run-time integer."""
+    y = np.zeros(4, np.float32)
+    pointer_minus[(1,)](y, np.arange(10, dtype=np.float32), 6)
+    assert y.tolist() == [5.0, 6.0, 2.0, 3.0]
 
 
 @fakv.jit
@@ -744,7 +784,7 @@ def test_abs_of_any_integer_and_exp_of_16_bit_tiles():
     xf = xb.astype(np.float32)
     for got, want in ((yb[:16], np.exp(xf)), (yb[16:32], np.log(np.exp2(xf).astype(xb.dtype).astype(np.float32))),
                       (yb[32:], np.tanh(xf))):
-        assert np.allclose(got.astype(np.float32), want, rtol=1e-2, atol=1e-2)
+        assert np.array_equal(got, want.astype(xb.dtype)), (got, want)
 
 
 ABS_AND_EXP_ON_THE_GPU = """

@@ -342,7 +342,32 @@ def test_index_follows_the_kernels_files(tmp_path):
     copied = version()
     with open(kernels / "combine.py", "a") as f:
         f.write("# edited\n")
-    assert len({plain, copied, version()}) == 3
+    appended = version()
+    with open(kernels / "combine.py", "r+b") as f:             # the same size, the same inode: its times
+        text = f.read()
+        f.seek(0)
+        f.write(text.replace(b"# edited", b"# Edited"))
+    assert os.path.getsize(kernels / "combine.py") == len(text)
+    assert len({plain, copied, appended, version()}) == 4
+
+
+def test_frontend_version_follows_the_frontends_sources(tmp_path):
+    """The JIT's disk keys hash the frontend's sources: one character changed in a copy of the package's
+    codegen.py (its size the same) keys every kernel anew, so an edited compiler never serves a stale
+    entry."""
+    shutil.copytree(os.path.join(ROOT, "frontend", "fakv"), tmp_path / "fakv",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    script = "from fakv import cache; print(cache.frontend_version())"
+    env = dict(os.environ, PYTHONPATH=str(tmp_path), PYTHONDONTWRITEBYTECODE="1")
+    version = lambda: subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,  # noqa: E731
+                                     text=True, check=True).stdout.strip()
+    before = version()
+    assert version() == before and "changed" not in before
+    codegen = tmp_path / "fakv" / "codegen.py"
+    text = codegen.read_bytes()
+    codegen.write_bytes(text.replace(b"# ", b"#~", 1))
+    after = version()
+    assert after != before and "changed" not in after
 
 
 def test_dump_ir(monkeypatch, capfd):

@@ -101,6 +101,19 @@ def test_work_list_cuts_the_blocks_evenly():
     assert (seen[0][0][1] >> 5) % 16 == 2 and (seen[1][0][1] >> 5) % 16 == 1      # 4096 keys cut once; one key: whole
 
 
+def test_cut_parts_run_before_whole_sequences():
+    """Blocks 10, 2, 10 on two programs (11 each): program 0 holds sequence 0 whole and the first block of
+    sequence 2, cut; it runs that part first (its merge then waits on program 1's part, not on the end of the
+    call), then sequence 0. Program 1: sequence 2's other nine blocks (a cut part), then sequence 1."""
+    from fakv.worklist import FRESH, LAST, work_list
+    work, flags, count = work_list([640, 128, 640], 2, 64)
+    assert count.tolist() == [11, 11]
+    assert [w >> 16 for w in work[0, :11].tolist()] == [2] + [0] * 10
+    assert [w >> 16 for w in work[1, :11].tolist()] == [2] * 9 + [1] * 2
+    assert flags[0, 0] & (FRESH | LAST) == FRESH | LAST and (flags[0, 0] >> 5) % 16 == 2
+    assert (flags[0, 1] >> 5) % 16 == 1 and (flags[1, 0] >> 2) % 8 == 1
+
+
 def test_whole_lists_balance_whole_sequences():
     """cut=False: every sequence whole (one part) in one program, its blocks in order; the heaviest program no more
     than two blocks above the lower bound (the longest sequence or the even share) here."""
