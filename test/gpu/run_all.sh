@@ -30,6 +30,11 @@ run() {  # name timeout command...
   [ $rc -eq 0 ] || FAILED="$FAILED $name"
   echo "[$name] rc=$rc in $((SECONDS - t0)) s: $(grep -E 'passed|failed|SUMMARY|error|PASS|FAIL' "$LOGS/$name.log" | tail -2 | tr '\n' ' ')"
 }
+no_skips() {  # name: a pytest step none of whose cases may skip (without a GPU every one would, and pytest exits 0)
+  if grep -qE '[0-9]+ skipped' "$LOGS/$1.log"; then
+    FAILED="$FAILED $1(skipped)"; echo "[$1] FAILED: cases skipped: $(grep -E '[0-9]+ skipped' "$LOGS/$1.log" | tail -1)"
+  fi
+}
 hide_cuda() {  # the toolkit out of sight: /usr/local/cuda* moved aside, PATH and CUDA_HOME cleared
   for d in /usr/local/cuda /usr/local/cuda-*; do
     [ -e "$d" ] || [ -L "$d" ] && mv "$d" "/usr/local/.hidden-$(basename "$d")"
@@ -60,24 +65,27 @@ for step in $STEPS; do
     hide)
       hide_cuda
       echo "[hide] ptxas: $(command -v ptxas || echo none); /usr/local: $(ls /usr/local | tr '\n' ' ')"
+      ! command -v ptxas > /dev/null || FAILED="$FAILED hide"
       (cd /tmp && python3 -c 'import fakv.ptx as p; print("[hide] PTX assembler:", *p.assembler())') ;;
     restore) restore_cuda; echo "[restore] ptxas: $(command -v ptxas || echo none)" ;;
     ir) run ir 300 python3 test/gpu/test_ir_kernels.py ;;
     frontend) run frontend 300 python3 test/gpu/test_frontend_gpu.py ;;
-    grid) run grid 540 python3 -m pytest -q -p no:cacheprovider -n "$WORKERS" test/gpu/test_flash_attn.py ;;
-    kvcache) run kvcache 540 python3 -m pytest -q -p no:cacheprovider -n "$WORKERS" test/gpu/test_kvcache.py ;;
+    grid) run grid 540 python3 -m pytest -q -p no:cacheprovider -n "$WORKERS" test/gpu/test_flash_attn.py; no_skips grid ;;
+    kvcache) run kvcache 540 python3 -m pytest -q -p no:cacheprovider -n "$WORKERS" test/gpu/test_kvcache.py
+      no_skips kvcache ;;
     demo) run demo 120 python3 scripts/demo.py ;;
     memcheck|racecheck|synccheck)
       run "$step" 400 compute-sanitizer --tool "$step" --error-exitcode 9 python3 test/gpu/sanitize.py ;;
     initcheck)
-      run initcheck 400 compute-sanitizer --tool initcheck --error-exitcode 9 python3 test/gpu/sanitize.py --no-reference ;;
+      # (torch's allocator off: a block it hands back was written by an earlier case, and counts as initialised)
+      PYTORCH_NO_CUDA_MEMORY_CACHING=1 run initcheck 400 compute-sanitizer --tool initcheck --error-exitcode 9 python3 test/gpu/sanitize.py --no-reference ;;
     profile) run profile 300 python3 bench/profile_host.py; cat "$LOGS/profile.log" ;;
     cost) run cost 300 python3 bench/append_cost.py; cat "$LOGS/cost.log" ;;
     modes) run modes 300 python3 bench/launch_modes.py; cat "$LOGS/modes.log" ;;
     ragged) run ragged 300 python3 bench/ragged_splits.py; cat "$LOGS/ragged.log" ;;
     peers)     # bench/bench_grid.py with FlashInfer from wheels carried in .carry/wheels (no network there): its
                # JIT modules compiled first (bench/flashinfer_warm.py, ~2 min), then the grid as docs/perf has it
-      python3 -m pip install -q --no-deps --no-index --target /tmp/fi "$ROOT"/.carry/wheels/*.whl > "$LOGS/peers-install.log" 2>&1
+      run peers-install 120 python3 -m pip install -q --no-deps --no-index --target /tmp/fi "$ROOT"/.carry/wheels/*.whl
       PYTHONPATH=/tmp/fi CUDA_HOME=/usr/local/cuda FLASHINFER_CUDA_ARCH_LIST=9.0a \
         run peers-warm 420 python3 bench/flashinfer_warm.py
       PYTHONPATH=/tmp/fi CUDA_HOME=/usr/local/cuda FLASHINFER_CUDA_ARCH_LIST=9.0a \

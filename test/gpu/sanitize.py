@@ -97,3 +97,4 @@ for case, option in CASES[:2] + CASES[3:4]:
     print(("PASS " if ok else "FAIL ") + f"{t.case_id(case)}-{option} splits=3, merged: {msg}", flush=True)
 prepare.MERGE_SPLITS = False
 print(f"{2 * len(CASES) + len(KV_CASES) + 3 - fails} passed, {fails} failed")
+sys.exit(1 if fails else 0)      # (compute-sanitizer returns the program's code when it finds nothing)

@@ -977,17 +977,18 @@ def run_all():
     cases += [(test_broadcast_cache, c) for c in [(0, 1), (2, 1), (0, 3), (2, 3)]]
     cases += [(test_new_process_prepares_from_the_recipe, c) for c in [(256, "tensor"), (None, "int")]]
     cases += [(test_first_call_inside_a_capture, c) for c in [(256, False), (None, True), (16, False)]]
-    fails = 0
+    fails = skips = 0
     for fn, args in cases:
         try:
             fn(*args)
             print(f"PASS {fn.__name__}{args}")
         except pytest.skip.Exception as e:
+            skips += 1
             print(f"SKIP {fn.__name__}{args}: {e}")
         except Exception as e:  # noqa: BLE001
             fails += 1
             print(f"FAIL {fn.__name__}{args}: {type(e).__name__}: {e}")
-    print(f"{len(cases) - fails} passed, {fails} failed")
+    print(f"{len(cases) - fails - skips} passed, {fails} failed, {skips} skipped")
     return fails
 
 

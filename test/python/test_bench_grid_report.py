@@ -4,6 +4,7 @@ the caches of 1 GiB or more at 105 % of copy, each one below with the bare read'
 import os
 import sys
 
+import numpy as np
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -65,6 +66,27 @@ def test_outputs_are_checked_against_their_size():
     assert not 0.03 <= g.tolerance(0.03)
     assert 2.4e-4 <= g.tolerance(0.03)
     assert g.tolerance(4.0) == g.TOLERANCE
+
+
+def test_a_long_sequence_that_drops_its_last_keys_fails():
+    """The grid's data (randn q, K, V in bf16, scale 1/sqrt(d)): a sequence of 32K keys read without its last
+    64 keys (a page, or a tile) is past tolerance() of its output's size (the earlier 1e-3 + 5e-2 x size let it
+    pass); its output rounded to bf16 (what every implementation returns) is well inside it."""
+    import ml_dtypes
+    g = _bench_grid()
+    rng = np.random.default_rng(0)
+    h, d, n = 8, 128, 32768
+    bf = lambda a: a.astype(ml_dtypes.bfloat16).astype(np.float64)  # noqa: E731
+    q, k, v = bf(rng.standard_normal((h, d))), bf(rng.standard_normal((n, d))), bf(rng.standard_normal((n, d)))
+
+    def attend(keys):
+        s = q @ k[:keys].T / np.sqrt(d)
+        p = np.exp(s - s.max(1, keepdims=True))
+        return (p / p.sum(1, keepdims=True)) @ v[:keys]
+    ref = attend(n)
+    size = np.abs(ref).max()
+    assert np.abs(attend(n - 64) - ref).max() > g.tolerance(size)
+    assert np.abs(bf(ref) - ref).max() < g.tolerance(size) / 4
 
 
 def test_the_bare_read_has_blocks_for_every_sm():

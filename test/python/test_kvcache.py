@@ -19,7 +19,7 @@ import pytest
 
 import fakv
 from attention_ref import NP_DTYPES
-from kvcache_grid import case_id, sample
+from kvcache_grid import appended_rows, case_id, sample
 from kvcache_ref import check, dense, kvcache_reference
 
 # FlashAttention 2's axes (CPU-sized sequences), and FlashAttention 3's page
@@ -105,8 +105,15 @@ def run_case(c, edit=None):
         batch_idx=args["cache_batch_idx"], causal=args["causal"], window=args["window_size"],
         interleaved=args["rotary_interleaved"], alibi=args["alibi_slopes"], softcap=args.get("softcap", 0.0),
         scale=args.get("softmax_scale"))
+    before = args["k_cache"].copy(), args["v_cache"].copy()
     out, lse = fakv.flash_attn_with_kvcache(**args, return_softmax_lse=True)
-    ok, msg = check(out, ref_out, ref_pt, alibi=c["alibi"])
+    # Nothing but the appended rows written (no rows at all without new keys), bit for bit.
+    seqlens = np.broadcast_to(args["cache_seqlens"], (args["q"].shape[0],))
+    kept = ~appended_rows(before[0].shape, seqlens, 0 if args["k"] is None else args["k"].shape[1],
+                          args["block_table"], args["cache_batch_idx"])
+    for was, cache in zip(before, (args["k_cache"], args["v_cache"])):
+        assert np.array_equal(was[kept].view(np.uint16), cache[kept].view(np.uint16))
+    ok, msg = check(out, ref_out, ref_pt, alibi=c["alibi"], fa3=c.get("grid") == "fa3")
     assert ok, msg
     finite = np.isfinite(ref_lse)
     assert np.array_equal(np.isposinf(lse), ~finite)
