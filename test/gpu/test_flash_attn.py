@@ -301,3 +301,4 @@ if __name__ == "__main__":
                 print(("PASS " if ok else "FAIL ") + f"{case_id(case)} len={n} scale={scale} option={option} "
                       f"splits={splits}: {msg}", flush=True)
     print(f"{len(runs) * len(SPLITS) - fails} passed, {fails} failed")
+    sys.exit(1 if fails else 0)

@@ -278,3 +278,4 @@ if __name__ == "__main__":
         if not ok or "--verbose" in sys.argv:
             print(("PASS " if ok else "FAIL ") + f"{case_id(case)}: {msg}", flush=True)
     print(f"{len(CASES) - fails} passed, {fails} failed")
+    sys.exit(1 if fails else 0)
