@@ -7,7 +7,8 @@
 func.func @memory(%mat: !fakv.ptr<f32>, %ints: !fakv.ptr<i32>, %cache: !fakv.ptr<bf16>,
                   %o0: !fakv.ptr<f32>, %o1: !fakv.ptr<f32>, %o2: !fakv.ptr<f32>,
                   %o3: !fakv.ptr<f32>, %o4: !fakv.ptr<f32>, %o5: !fakv.ptr<f32>,
-                  %o6: !fakv.ptr<bf16>, %o7: !fakv.ptr<bf16>) attributes {fakv.kernel} {
+                  %o6: !fakv.ptr<bf16>, %o7: !fakv.ptr<bf16>,
+                  %o8: !fakv.ptr<bf16>) attributes {fakv.kernel} {
   %c0 = arith.constant 0 : i32
   %c1 = arith.constant 1 : i32
   %c2 = arith.constant 2 : i32
@@ -71,6 +72,12 @@ func.func @memory(%mat: !fakv.ptr<f32>, %ints: !fakv.ptr<i32>, %cache: !fakv.ptr
   %vv = fakv.paged_load %cache[%c0, %c0] page %c1 valid %v6 leftpad %c1
          page_size %ps8 num_pages %nb strides [%sp2, %sr, %sh] : !fakv.ptr<bf16> -> tensor<8x8xbf16>
   fakv.store %vv, %o7[%c0, %c0] strides [%s8, %s1] : tensor<8x8xbf16>, !fakv.ptr<bf16>
+  // o8 = sequence 0, head 0, valid 8, leftpad 1: its last row would be row 8, past the sequence's
+  // 8 rows (the next sequence's first): zeros.
+  %v8 = arith.constant 8 : i32
+  %vw = fakv.paged_load %cache[%c0, %c0] page %c0 valid %v8 leftpad %c1
+         page_size %ps8 num_pages %nb strides [%sp2, %sr, %sh] : !fakv.ptr<bf16> -> tensor<8x8xbf16>
+  fakv.store %vw, %o8[%c0, %c0] strides [%s8, %s1] : tensor<8x8xbf16>, !fakv.ptr<bf16>
   return
 }
 
@@ -87,6 +94,7 @@ func.func @main() {
   %o5 = memref.alloc() : memref<1xf32>
   %o6 = memref.alloc() : memref<64xbf16>
   %o7 = memref.alloc() : memref<64xbf16>
+  %o8 = memref.alloc() : memref<64xbf16>
   %ints = memref.get_global @ints : memref<8xi32>
   %m1 = arith.constant -1.0 : f32
   linalg.fill ins(%m1 : f32) outs(%o3 : memref<12xf32>)
@@ -108,10 +116,12 @@ func.func @main() {
   %p5 = fakv.ptr_of %o5 : memref<1xf32> -> !fakv.ptr<f32>
   %p6 = fakv.ptr_of %o6 : memref<64xbf16> -> !fakv.ptr<bf16>
   %p7 = fakv.ptr_of %o7 : memref<64xbf16> -> !fakv.ptr<bf16>
+  %p8 = fakv.ptr_of %o8 : memref<64xbf16> -> !fakv.ptr<bf16>
   %g = arith.constant 1 : i32
-  fakv.launch @memory[%g, %g, %g](%pmat, %pints, %pcache, %p0, %p1, %p2, %p3, %p4, %p5, %p6, %p7)
+  fakv.launch @memory[%g, %g, %g](%pmat, %pints, %pcache, %p0, %p1, %p2, %p3, %p4, %p5, %p6, %p7, %p8)
     : (!fakv.ptr<f32>, !fakv.ptr<i32>, !fakv.ptr<bf16>, !fakv.ptr<f32>, !fakv.ptr<f32>, !fakv.ptr<f32>,
-       !fakv.ptr<f32>, !fakv.ptr<f32>, !fakv.ptr<f32>, !fakv.ptr<bf16>, !fakv.ptr<bf16>)
+       !fakv.ptr<f32>, !fakv.ptr<f32>, !fakv.ptr<f32>, !fakv.ptr<bf16>, !fakv.ptr<bf16>,
+       !fakv.ptr<bf16>)
   %d0 = memref.cast %o0 : memref<32xf32> to memref<?xf32>
   %d1 = memref.cast %o1 : memref<12xf32> to memref<?xf32>
   %d2 = memref.cast %o2 : memref<6xf32> to memref<?xf32>
@@ -120,6 +130,7 @@ func.func @main() {
   %d5 = memref.cast %o5 : memref<1xf32> to memref<?xf32>
   %d6 = memref.cast %o6 : memref<64xbf16> to memref<?xbf16>
   %d7 = memref.cast %o7 : memref<64xbf16> to memref<?xbf16>
+  %d8 = memref.cast %o8 : memref<64xbf16> to memref<?xbf16>
   func.call @print_f32(%d0) : (memref<?xf32>) -> ()
   func.call @print_f32(%d1) : (memref<?xf32>) -> ()
   func.call @print_f32(%d2) : (memref<?xf32>) -> ()
@@ -128,5 +139,6 @@ func.func @main() {
   func.call @print_f32(%d5) : (memref<?xf32>) -> ()
   func.call @print_bf16(%d6) : (memref<?xbf16>) -> ()
   func.call @print_bf16(%d7) : (memref<?xbf16>) -> ()
+  func.call @print_bf16(%d8) : (memref<?xbf16>) -> ()
   return
 }

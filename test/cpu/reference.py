@@ -98,10 +98,13 @@ def memory():
     o7 = np.zeros((8, 8))
     for i in range(6):
         o7[i] = contiguous[1, i + 1, 0]
+    o8 = np.zeros((8, 8))
+    for i in range(7):                          # (row 7 + leftpad 1 is past the sequence's 8 rows)
+        o8[i] = contiguous[0, i + 1, 0]
     return [("load_bounds_other", o0, 0), ("load_negative_offset", o1, 0),
             ("load_mask", o2, 0), ("store_bounds", o3, 0), ("store_mask", o4, 0),
             ("addptr_load_scalar", o5, 0), ("paged_load_table", o6, 0),
-            ("paged_load_contiguous", o7, 0)]
+            ("paged_load_contiguous", o7, 0), ("paged_load_contiguous_past_the_end", o8, 0)]
 
 
 @test
@@ -189,7 +192,8 @@ def score_modifiers():
     with np.errstate(invalid="ignore"):
         softcap = np.where(np.isneginf(length), ninf, 0.3 * np.tanh(length / 0.3))
     alibi = s - slopes[:, None] * np.abs(q - cols)
-    out = np.concatenate([t.reshape(-1) for t in (length, causal, window, causal, softcap, alibi)])
+    own = np.where((cols >= q) & (cols <= q + 1), s, ninf)
+    out = np.concatenate([t.reshape(-1) for t in (length, causal, window, causal, softcap, alibi, own)])
     return [("score_modifiers", out, F32_ATOL)]
 
 

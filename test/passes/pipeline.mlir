@@ -14,27 +14,40 @@
 // RUN:   --canonicalize --fakv-assign-layouts --fakv-pipeline | FileCheck %s --check-prefix=PAGE
 
 // CHECK-LABEL: func.func @attention(
+// CHECK: %[[N:.*]] = arith.ceildivsi
 // One ring per load, and a `full` barrier per slot (TMA: one arrival, the
 // elected thread announcing the bytes).
 // CHECK: %[[KR:.*]] = fakvgpu.alloc_ring : !fakvgpu.ring<3, tensor<32x64xbf16, #shared>>
 // CHECK: %[[VR:.*]] = fakvgpu.alloc_ring : !fakvgpu.ring<3, tensor<32x64xbf16, #shared>>
 // CHECK: %[[KF:.*]] = fakvgpu.alloc_barriers arrivals 1 : !fakvgpu.barriers<3>
 // CHECK: %[[VF:.*]] = fakvgpu.alloc_barriers arrivals 1 : !fakvgpu.barriers<3>
-// Prologue: iterations 0 and 1 into slots 0 and 1.
-// CHECK: scf.if
+// Prologue: iterations 0 and 1 into slots 0 and 1, each only when the loop
+// has that iteration (stages - 1 of them, no more).
+// CHECK: %[[HAS0:.*]] = arith.cmpi sgt, %[[N]], %c0_i32 : i32
+// CHECK: scf.if %[[HAS0]] {
 // CHECK: fakvgpu.async_paged_load {{.*}} into %[[KR]][%c0_i32] signal %[[KF]]
 // CHECK: fakvgpu.async_paged_load {{.*}} into %[[VR]][%c0_i32] signal %[[VF]]
 // CHECK: } {fakvgpu.pipeline_prologue}
-// CHECK: scf.if
+// CHECK: %[[HAS1:.*]] = arith.cmpi sgt, %[[N]], %c1_i32 : i32
+// CHECK: scf.if %[[HAS1]] {
 // CHECK: fakvgpu.async_paged_load {{.*}} into %[[KR]][%c1_i32] signal %[[KF]]
 // CHECK: } {fakvgpu.pipeline_prologue}
-// The loop: refill two iterations ahead, wait, clear the tail, view.
-// CHECK: scf.for %[[IV:.*]] = {{.*}} iter_args
-// CHECK: scf.if
-// CHECK: fakvgpu.async_paged_load {{.*}} into %[[KR]][%[[AS:.*]]] signal %[[KF]]
+// CHECK-NOT: pipeline_prologue
+// The loop: iteration i waits on slot i % 3 in phase (i / 3) % 2; it
+// refills two iterations ahead (i + 2 < n, slot (i + 2) % 3), then waits,
+// clears the tail and views.
+// CHECK: scf.for %[[IV:.*]] = %c0_i32 to %[[N]] step %c1_i32 iter_args
+// CHECK: %[[SLOT:.*]] = arith.remsi %[[IV]], %c3_i32 : i32
+// CHECK: %[[ROUND:.*]] = arith.divsi %[[IV]], %c3_i32 : i32
+// CHECK: %[[PHASE:.*]] = arith.remsi %[[ROUND]], %c2_i32 : i32
+// CHECK: %[[AHEAD:.*]] = arith.addi %[[IV]], %c2_i32 : i32
+// CHECK: %[[MORE:.*]] = arith.cmpi slt, %[[AHEAD]], %[[N]] : i32
+// CHECK: scf.if %[[MORE]] {
+// CHECK: %[[AS:.*]] = arith.remsi %[[AHEAD]], %c3_i32 : i32
+// CHECK: fakvgpu.async_paged_load {{.*}} into %[[KR]][%[[AS]]] signal %[[KF]]
 // CHECK: fakvgpu.async_paged_load {{.*}} into %[[VR]][%[[AS]]] signal %[[VF]]
 // CHECK: } {fakvgpu.pipeline_prefetch}
-// CHECK: fakvgpu.wait %[[KF]][%[[SLOT:.*]]], %[[PHASE:.*]] : !fakvgpu.barriers<3>
+// CHECK: fakvgpu.wait %[[KF]][%[[SLOT]]], %[[PHASE]] : !fakvgpu.barriers<3>
 // CHECK: fakvgpu.clear_rows %[[KR]][%[[SLOT]]] from %{{.*}}
 // CHECK: %[[K:.*]] = fakvgpu.ring_view %[[KR]][%[[SLOT]]]
 // CHECK: fakvgpu.wait %[[VF]][%[[SLOT]]], %[[PHASE]]
