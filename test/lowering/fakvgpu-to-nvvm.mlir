@@ -29,13 +29,20 @@
 // CHECK: nvvm.fence.mbarrier.init
 // Producer warpgroup (threads 0..127): wait for a free slot, announce the
 // bytes, one TMA box per 64 channels.
+// A slot of K's ring is 32 x 64 bf16 = 4096 bytes, its barrier 8 bytes on;
+// the copy announces all 4096 bytes to that barrier.
 // CHECK: scf.if
 // CHECK: nvvm.mbarrier.try_wait.parity
+// CHECK: %[[SOFF:.*]] = arith.muli %[[S:.*]], %c4096_i32 : i32
+// CHECK: %[[DST:.*]] = llvm.getelementptr %{{.*}}[%[[SOFF]]]
+// CHECK: %[[BOFF:.*]] = arith.muli %[[S]], %c8_i32 : i32
+// CHECK: %[[BAR:.*]] = llvm.getelementptr %{{.*}}[%[[BOFF]]]
 // A page outside [0, num_pages) is bad data but no trap: TMA fills its box
 // with zeros (fakv.paged_load; reported when the op says where).
 // CHECK: arith.cmpi uge
-// CHECK: nvvm.mbarrier.arrive.expect_tx %{{.*}}, %{{.*}} : !llvm.ptr<3>, i32
-// CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %{{.*}}, %{{.*}}, box[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] : !llvm.ptr<7>, !llvm.ptr
+// CHECK: %[[TX:.*]] = arith.constant 4096 : i32
+// CHECK: nvvm.mbarrier.arrive.expect_tx %[[BAR]], %[[TX]] : !llvm.ptr<3>, i32
+// CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %{{.*}}, %[[BAR]], box[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] : !llvm.ptr<7>, !llvm.ptr
 // CHECK: } {fakvgpu.role = array<i64: 0, 128, 1>}
 // Consumer warpgroup (threads 128..255): Q to shared memory (16 bytes a
 // store: 8 consecutive columns are one swizzle chunk), then the loop.

@@ -9,6 +9,14 @@
 // RUN:   --fakv-warp-specialize="producer-registers=24 consumer-registers=168" \
 // RUN:   | FileCheck %s --check-prefix=REGS
 // REGS: fakvgpu.warp_specialize producer_warps 4 consumer_warps 4 registers 24, 168 {
+// Eight consumer warps: a slot is free once all 256 of their threads arrive.
+// RUN: fakv-opt %S/Inputs/attention.mlir --fakv-decompose --canonicalize --fakv-assign-layouts=num-warps=8 \
+// RUN:   --loop-invariant-code-motion --fakv-pipeline --fakv-warp-specialize --canonicalize \
+// RUN:   | FileCheck %s --check-prefix=WIDE
+// WIDE: fakvgpu.num_warps = 12 : i32
+// WIDE: %[[EMPTY:.*]] = fakvgpu.alloc_barriers arrivals 256 : !fakvgpu.barriers<2>
+// WIDE: fakvgpu.warp_specialize producer_warps 4 consumer_warps 8
+// WIDE: fakvgpu.wait %[[EMPTY]]
 
 // CHECK-LABEL: func.func @attention(
 // CHECK-SAME: fakvgpu.num_warps = 8 : i32
@@ -16,12 +24,17 @@
 // CHECK-DAG: %[[KF:.*]] = fakvgpu.alloc_barriers arrivals 1 : !fakvgpu.barriers<2>
 // CHECK-DAG: %[[EMPTY:.*]] = fakvgpu.alloc_barriers arrivals 128 : !fakvgpu.barriers<2>
 // CHECK: fakvgpu.warp_specialize producer_warps 4 consumer_warps 4 registers 0, 0 {
-// The producer: every iteration; from the third on, wait for the consumer
-// to free the slot (phase of the previous use).
-// CHECK:   scf.for
-// CHECK:     %[[REUSE:.*]] = arith.cmpi sge
+// The producer: every iteration; from the third on (i >= 2), wait for the
+// consumer to free slot i % 2, in the phase of its previous use
+// (i / 2 - 1) % 2.
+// CHECK:   scf.for %[[I:.*]] = %c0_i32
+// CHECK:     %[[SLOT:.*]] = arith.remsi %[[I]], %c2_i32 : i32
+// CHECK:     %[[REUSE:.*]] = arith.cmpi sge, %[[I]], %c2_i32 : i32
 // CHECK:     scf.if %[[REUSE]] {
-// CHECK:       fakvgpu.wait %[[EMPTY]][%{{.*}}], %{{.*}} : !fakvgpu.barriers<2>
+// CHECK:       %[[USE:.*]] = arith.divsi %[[I]], %c2_i32 : i32
+// CHECK:       %[[PREV:.*]] = arith.subi %[[USE]], %c1_i32 : i32
+// CHECK:       %[[PHASE:.*]] = arith.remsi %[[PREV]], %c2_i32 : i32
+// CHECK:       fakvgpu.wait %[[EMPTY]][%[[SLOT]]], %[[PHASE]] : !fakvgpu.barriers<2>
 // CHECK:     }
 // CHECK:     fakvgpu.async_paged_load {{.*}} into %[[KR]][%{{.*}}] signal %[[KF]]
 // CHECK:     fakvgpu.async_paged_load
