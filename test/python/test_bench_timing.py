@@ -201,9 +201,9 @@ def test_a_cell_times_each_implementation_through_its_own_calls(monkeypatch):
 
 
 def test_a_replay_that_computed_something_else_fails(monkeypatch):
-    """bench_grid.measure checks what the timed graph computed: the first call's output against copy 0's
-    reference, the last call's against the last copy's (a graph reading one copy throughout, or a stale
-    pointer, passed when only the eager call was checked)."""
+    """bench_grid.measure checks what the timed graph computed: every call's output against its copy's
+    reference (a graph reading one copy throughout, or a stale pointer, passed when only the eager call was
+    checked), up to the first that differs."""
     g = _grid_without_gpu(monkeypatch)
     checked = []
 
@@ -233,9 +233,9 @@ def test_a_replay_that_computed_something_else_fails(monkeypatch):
     monkeypatch.setattr(g, "graph_time_ms", graph_time_ms)
     result = g.measure(("b8 s8K", 8, 8192, 32, 8, 128, False), 0, ["triton"], copy_bw=4.0)
     assert result["impls"]["fakv"]["us"] == 100.0
-    assert "a replay's output (call 2, copy 2) differs" in result["impls"]["triton"]["failed"]
+    assert "a replay's output (call 1, copy 1) differs" in result["impls"]["triton"]["failed"]
     assert "us" not in result["impls"]["triton"]
-    assert checked == [(0, 0), (0, 0), (0, 0), (2, 2), (0, 0), (0, 2)]   # eager checks, then each replay's ends
+    assert checked == [(0, 0), (0, 0), (0, 0), (1, 1), (2, 2), (0, 0), (0, 1)]   # eager checks, then the replays
 
 
 def test_graph_outputs_are_what_the_last_replay_returned(timing):
