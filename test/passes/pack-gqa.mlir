@@ -152,6 +152,29 @@ func.func @decode(%q: !fakv.ptr<bf16>, %k_cache: !fakv.ptr<bf16>, %v_cache: !fak
 
 // -----
 
+// Three heads a group, padded to 4 rows: an access without bounds keeps to
+// the group's heads by a mask (j < 3), so the padding head writes nothing.
+// CHECK-LABEL: func.func @three_heads_unbounded(
+// CHECK: %[[J:.*]] = fakv.arange 0 to 4 : tensor<4xi32>
+// CHECK: %[[THREE:.*]] = fakv.splat %c3_i32 : i32 -> tensor<4xi32>
+// CHECK: %[[IN:.*]] = arith.cmpi slt, %[[J]], %[[THREE]] : tensor<4xi32>
+// CHECK: %[[M:.*]] = fakv.reshape %[[IN]] : tensor<4xi1> -> tensor<4x1xi1>
+// CHECK: fakv.store %{{.*}} mask %[[M]] : tensor<4x1xi32>, !fakv.ptr<i32>
+func.func @three_heads_unbounded(%out: !fakv.ptr<i32>) attributes {fakv.kernel, fakv.pack_gqa = 2 : i32} {
+  %h = fakv.program_id 2
+  %c3 = arith.constant 3 : i32
+  %c0 = arith.constant 0 : i32
+  %s1 = arith.constant 1 : i64
+  %g = arith.divsi %h, %c3 : i32
+  %t = fakv.splat %h : i32 -> tensor<1xi32>
+  %h64 = arith.extsi %h : i32 to i64
+  %p = fakv.addptr %out, %h64 : !fakv.ptr<i32>
+  fakv.store %t, %p[%c0] strides [%s1] : tensor<1xi32>, !fakv.ptr<i32>
+  return
+}
+
+// -----
+
 // num_programs along the packed axis is the written grid's; h % GROUP is the
 // head's index j in the group, a tile where it meets tiles.
 // CHECK-LABEL: func.func @grid_and_index(
