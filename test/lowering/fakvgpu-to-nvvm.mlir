@@ -12,7 +12,9 @@
 // REGS: nvvm.setmaxregister  decrease 24
 // REGS: nvvm.setmaxregister  increase 168
 // RUN: fakv-opt %S/../passes/Inputs/attention.mlir --fakv-to-fakvgpu --fakvgpu-lower-warp-specialize --fakvgpu-plan-shared-memory --fakvgpu-tma-arguments --fakvgpu-mark-aligned --convert-fakvgpu-to-nvvm --fakvgpu-outline-kernels \
-// RUN:   | FileCheck %s --implicit-check-not=llvm.intr.trap --implicit-check-not='bf16, !llvm.ptr<3>'
+// RUN:   -o %t.mlir
+// RUN: FileCheck %s --implicit-check-not=llvm.intr.trap --implicit-check-not='bf16, !llvm.ptr<3>' < %t.mlir
+// RUN: FileCheck %s --check-prefix=CLEAR < %t.mlir
 
 // CHECK: module attributes {gpu.container_module}
 // CHECK: gpu.module @fakv_kernels
@@ -61,3 +63,46 @@
 // CHECK: llvm.inline_asm has_side_effects {{.*}}wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 1;
 // CHECK: nvvm.mbarrier.arrive
 // CHECK: } {fakvgpu.role = array<i64: 128, 128, 2>}
+
+// The swizzled byte offset of (row, col) in a tile of R rows, the layout TMA's
+// 128-byte swizzle writes and wgmma's descriptors read: panel * R * 128 +
+// row * 128 + ((col / 8 % 8) ^ (row % 8)) * 16 + (col % 8) * 2. Q's store
+// (R = 64) first, then clear_rows (K's slot, R = 32), which zeroes 16 bytes
+// rows from `first` (the first row past the valid keys) on, 16 bytes a store.
+// CLEAR: %[[PANEL:[0-9]+]] = arith.shrui %[[COL:[0-9]+]], %c6_i32 : i32
+// CLEAR-NEXT: %[[CHUNK_MASK:c7_i32[_0-9]*]] = arith.constant 7 : i32
+// CLEAR-NEXT: %[[THREE:c3_i32[_0-9]*]] = arith.constant 3 : i32
+// CLEAR-NEXT: %[[COL8:[0-9]+]] = arith.shrui %[[COL]], %[[THREE]] : i32
+// CLEAR-NEXT: %[[CHUNK:[0-9]+]] = arith.andi %[[COL8]], %[[CHUNK_MASK]] : i32
+// CLEAR-NEXT: %[[ROW_MASK:c7_i32[_0-9]*]] = arith.constant 7 : i32
+// CLEAR-NEXT: %[[PHASE:[0-9]+]] = arith.andi %[[ROW:[0-9]+]], %[[ROW_MASK]] : i32
+// CLEAR-NEXT: %[[SWZ:[0-9]+]] = arith.xori %[[CHUNK]], %[[PHASE]] : i32
+// CLEAR-NEXT: %[[PANEL_BYTES:c8192_i32[_0-9]*]] = arith.constant 8192 : i32
+// CLEAR-NEXT: %[[P:[0-9]+]] = arith.muli %[[PANEL]], %[[PANEL_BYTES]] : i32
+// CLEAR-NEXT: %[[ROW_BYTES:c128_i32[_0-9]*]] = arith.constant 128 : i32
+// CLEAR-NEXT: %[[R:[0-9]+]] = arith.muli %[[ROW]], %[[ROW_BYTES]] : i32
+// CLEAR-NEXT: %[[PR:[0-9]+]] = arith.addi %[[P]], %[[R]] : i32
+// CLEAR-NEXT: %[[CHUNK_BYTES:c16_i32[_0-9]*]] = arith.constant 16 : i32
+// CLEAR-NEXT: %[[C:[0-9]+]] = arith.muli %[[SWZ]], %[[CHUNK_BYTES]] : i32
+// CLEAR-NEXT: %[[PRC:[0-9]+]] = arith.addi %[[PR]], %[[C]] : i32
+// CLEAR-NEXT: %[[ELEM_BYTES:c2_i32[_0-9]*]] = arith.constant 2 : i32
+// CLEAR-NEXT: %[[ELEM_MASK:c7_i32[_0-9]*]] = arith.constant 7 : i32
+// CLEAR-NEXT: %[[E:[0-9]+]] = arith.andi %[[COL]], %[[ELEM_MASK]] : i32
+// CLEAR-NEXT: %[[EB:[0-9]+]] = arith.muli %[[E]], %[[ELEM_BYTES]] : i32
+// CLEAR-NEXT: %[[OFF:[0-9]+]] = arith.addi %[[PRC]], %[[EB]] : i32
+// CLEAR-NEXT: %[[DST:[0-9]+]] = llvm.getelementptr %{{.*}}[%[[OFF]]]
+// CLEAR-NEXT: llvm.store %{{.*}}, %[[DST]] {alignment = 16 : i64} : vector<8xbf16>, !llvm.ptr<3>
+// clear_rows: rows from max(first, 0) on, when that is inside the tile.
+// CLEAR: %[[FIRST:[0-9]+]] = arith.maxsi %{{.*}}, %c0_i32{{[_0-9]*}} : i32
+// CLEAR: arith.cmpi slt, %[[FIRST]], %c32_i32{{[_0-9]*}} : i32
+// CLEAR: %cst{{[_0-9]*}} = arith.constant dense<0> : vector<4xi32>
+// CLEAR: %[[CROW:[0-9]+]] = arith.divui %{{.*}}, %c8_i32{{[_0-9]*}} : i32
+// CLEAR: %[[CCOL:[0-9]+]] = arith.muli %{{.*}}, %c8_i32{{[_0-9]*}} : i32
+// CLEAR-NEXT: %[[ROWS:c32_i32[_0-9]*]] = arith.constant 32 : i32
+// CLEAR-NEXT: %[[INSIDE:[0-9]+]] = arith.cmpi slt, %[[CROW]], %[[ROWS]] : i32
+// CLEAR-NEXT: %[[CLEARED:[0-9]+]] = arith.cmpi sge, %[[CROW]], %[[FIRST]] : i32
+// CLEAR-NEXT: %[[BOTH:[0-9]+]] = arith.andi %[[CLEARED]], %[[INSIDE]] : i1
+// CLEAR-NEXT: scf.if %[[BOTH]] {
+// CLEAR: arith.andi %[[CROW]], %c7_i32{{[_0-9]*}} : i32
+// CLEAR: arith.constant 4096 : i32
+// CLEAR: llvm.store %cst{{[_0-9]*}}, %{{.*}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<3>
