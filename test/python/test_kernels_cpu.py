@@ -489,6 +489,15 @@ def test_window_blocks_of_several_query_blocks(causal, splits):
     _run_window_case((64, 2), 3, [103, 71, 2], (37, 4), causal, False, splits)
 
 
+@pytest.mark.parametrize("window", [(9, 1), (-1, 2), (3, 0)])
+@pytest.mark.parametrize("splits", [1, 3])
+def test_window_right_bound_inside_the_cache(window, splits):
+    """Six queries, not causal: query i sees keys up to n - 6 + i + right (bottom-right aligned), so a right
+    bound under 5 hides the last keys of the sequence from the first queries (a right bound of 4 or 5 with
+    three queries or fewer, the grids' cases, hides none)."""
+    _run_window_case((8, 2), 6, [90, 40, 4], window, False, False, splits)
+
+
 @pytest.mark.parametrize("window,causal", [((-1, 0), False), ((10 ** 6, 3), True), ((5, 2 ** 31 - 1), False),
                                            ((200, 200), False)])
 def test_window_normalisation(window, causal):
