@@ -21,6 +21,12 @@ kernels) on the same paged cache when `flashinfer` imports (the H200 image
 has none: bench/README.md says how to carry it). FlashAttention is listed
 as not installed when it cannot be imported.
 
+Every fakv output is checked against a float32 reference of every
+sequence (bench_grid.py's tolerance): the API call's, the kernel launch's
+after its timing, the hand-packed kernel's, the window's, and the append
+rows' (the appended K/V rows, rotated keys, and the output over the
+rotated query); the script prints what failed and exits 1.
+
 Host costs (start-up, per-call overhead, CUDA-graph replay) are
 bench/bench_host.py's.
 """
@@ -38,6 +44,7 @@ from timing import copy_ms, event_ms, graph_time_ms  # noqa: E402
 B, H, HK, D, S = 32, 32, 8, 128, 8192
 PAGE = 256
 WINDOW = 1024                                  # keys of the sliding-window row
+FAILED = []                                    # what check() found wrong
 
 
 def inputs(lib, paged, B=B, S=S):
@@ -73,6 +80,39 @@ def appending_inputs(B=B, S=S, angle_dtype=None):
     angle = torch.rand((S, D // 2), device="cuda", generator=g)
     dtype = angle_dtype or torch.bfloat16
     return q, k, v, lens, table, kn, vn, angle.cos().to(dtype), angle.sin().to(dtype)
+
+
+def reference(q, k, v, table, n=S, first=0):
+    """float32 attention of each sequence's query (B, 1, H, D) over its keys first .. n - 1 (a paged cache read
+    through `table`): (B, 1, H, D)."""
+    import torch
+    out = torch.empty(q.shape, dtype=torch.float32, device=q.device)
+    for b in range(q.shape[0]):
+        kb, vb = ((c[table[b].long()].flatten(0, 1) if table is not None else c[b])[first:n].float()
+                  for c in (k, v))
+        qb = q[b, 0].float().view(HK, H // HK, D)
+        p = torch.softmax(torch.einsum("kgd,skd->kgs", qb, kb) / math.sqrt(D), -1)
+        out[b, 0] = torch.einsum("kgs,skd->kgd", p, vb).reshape(H, D)
+    return out
+
+
+def check(name, out, ref):
+    """Records `name` in FAILED when some sequence of `out` is further from `ref` than bench_grid.py's
+    tolerance of that sequence's size lets it be."""
+    from bench_grid import worst_error
+    errs = (out.float() - ref).abs().flatten(1).max(1).values.tolist()
+    sizes = ref.abs().flatten(1).max(1).values.tolist()
+    err, tol = worst_error(errs, sizes)
+    if not err <= tol:
+        FAILED.append(f"{name}: differs from the float32 reference by {err:.3g} (at most {tol:.3g})")
+
+
+def rotated(x, cos, sin, pos):
+    """x (..., D) rotated at position `pos` (rotary dim D, interleaved) in float32, rounded to x's dtype."""
+    import torch
+    c, s_ = cos[pos].float(), sin[pos].float()
+    x1, x2 = x[..., 0::2].float(), x[..., 1::2].float()
+    return torch.stack((x1 * c - x2 * s_, x1 * s_ + x2 * c), -1).flatten(-2).to(x.dtype)
 
 
 def time_ms(fn, iters=20, reps=10, warmup=3, graph=True):
@@ -129,10 +169,16 @@ def main():
                 *plain_extras(lens, lse, S))
         assert p["num_splits"] == 1
         launch = lambda: decode[p["decode_grid"]](*args, **p["decode"])  # noqa: E731
-        t, _ = time_ms(launch)
         name = f"fakv decode, {'paged 256' if paged else 'contiguous'}"
+        ref = reference(q, k, v, table)
+        check(name + ", API call", out, ref)
+        out.zero_()
+        t, _ = time_ms(launch)
+        check(name + ", kernel launch (after its timing)", out, ref)
         rows.append((name, t, kv_bytes / (t * 1e-3) / 1e12))
-        t, _ = time_ms(hand_packed(torch, paged, q, k, v, lens, table))
+        by_hand = hand_packed(torch, paged, q, k, v, lens, table)
+        check(name + ", packed by hand", by_hand(), ref)
+        t, _ = time_ms(by_hand)
         rows.append((name + ", packed by hand", t, kv_bytes / (t * 1e-3) / 1e12))
         t_api, _ = time_ms(lambda: fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table),
                            graph=False)
@@ -141,6 +187,9 @@ def main():
         # so the bandwidth counts the window's bytes (graph-timed API call).
         t, _ = time_ms(lambda: fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table,
                                                             window_size=(WINDOW - 1, 0)))
+        check(f"{name}, window_size=({WINDOW - 1}, 0)", fakv.flash_attn_with_kvcache(
+            q, k, v, cache_seqlens=lens, block_table=table, window_size=(WINDOW - 1, 0)),
+            reference(q, k, v, table, first=S - WINDOW))
         win_bytes = 2 * B * WINDOW * HK * D * 2
         rows.append((f"{name}, window_size=({WINDOW - 1}, 0), API call", t, win_bytes / (t * 1e-3) / 1e12))
         c = decode._compiled[next(iter(decode._compiled))]
@@ -170,6 +219,10 @@ def main():
         print(f"{name:62} {t:8.3f} {bw:7.2f} {bw / copy_bw:8.1%}")
     for key, c in decode._compiled.items():
         print("cubin:", getattr(c, "path", None), c.facts["kernels"][0]["smem_bytes"], "bytes smem")
+    for f in FAILED:
+        print("FAILED:", f)
+    if FAILED:
+        sys.exit(1)
 
 
 def append_rows(time_ms):
@@ -188,6 +241,14 @@ def append_rows(time_ms):
         append = lambda: fakv.flash_attn_with_kvcache(q, k, v, kn, vn, cos, sin, cache_seqlens=lens,  # noqa: E731
                                                       block_table=table)
         byt = 2 * b * S * HK * D * 2
+        name = f"append, batch {b}"
+        check(name + ", plain call", plain(), reference(q, k, v, table, n=S - 1))
+        out = append()
+        row = lambda c, i: c[table[i, (S - 1) // PAGE].long(), (S - 1) % PAGE]  # noqa: E731  (the appended row)
+        check(name + ", appended keys (rotated)", torch.stack([row(k, i) for i in range(b)])[:, None],
+              rotated(kn, cos, sin, S - 1).float())
+        check(name + ", appended values", torch.stack([row(v, i) for i in range(b)])[:, None], vn.float())
+        check(name + ", output", out, reference(rotated(q, cos, sin, S - 1), k, v, table))
         t0, t1 = [], []
         for _ in range(5):                # in turn, medians: one timing each varies by a few % at batch 32
             t0.append(time_ms(plain)[0])
@@ -202,7 +263,7 @@ def append_rows(time_ms):
 
 def hand_packed(lib, paged, q, k, v, lens, table):
     """A launch of bench/kernels/decode_packed_by_hand.py on the bench's
-    inputs (one split), writing a fresh output."""
+    inputs (one split), writing a fresh output, which it returns."""
     from fakv.interface import plan
     from fakv.prepare import errors_for
     from decode_packed_by_hand import decode, hand_packed_launch
@@ -220,7 +281,7 @@ def hand_packed(lib, paged, q, k, v, lens, table):
             stride(table)[0] if paged else 0, B, 1, H, HK, D, k.shape[1], k.shape[0], 1 / math.sqrt(D),
             errors_for(q))
     kernel = decode.with_options(**p["decode_options"])
-    return lambda: kernel[grid](*args, **constexprs)
+    return lambda: (kernel[grid](*args, **constexprs), out)[1]
 
 
 def flashinfer_decode(flashinfer, q, k, v, table, tensor_cores):

@@ -150,6 +150,8 @@ OPTIONS += [(("f16", 64, (32, 1), 16, (3, True)), o) for o in ("window", "alibi"
 OPTIONS += [(("bf16", 128, (32, 8), None, (1, False)), o) for o in ("batch_idx", "all")]
 OPTIONS += [(("bf16", 256, (32, 32), None, (3, True)), o) for o in ("alibi", "softcap")]
 OPTIONS += [(("f16", 96, (32, 8), 1, (2, False)), "all")]
+# Eight queries, not causal: window (37, 5) hides the last keys from queries 0 and 1 (bottom-right aligned).
+OPTIONS += [(("bf16", 128, (32, 8), 64, (8, False)), "window")]
 
 
 @pytest.mark.parametrize("splits", SPLITS)
