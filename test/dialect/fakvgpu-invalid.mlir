@@ -49,12 +49,16 @@ func.func @partial_warpgroup() {
 
 // -----
 
-// Valid: no setmaxnreg, and a rebalancing.
+// Valid: no setmaxnreg, a rebalancing, and equal counts (the producer gives nothing, but takes nothing
+// either: only a producer count above the consumer's is refused).
 func.func @valid() {
   fakvgpu.warp_specialize producer_warps 4 consumer_warps 4 registers 0, 0 {
   }, {
   }
   fakvgpu.warp_specialize producer_warps 4 consumer_warps 8 registers 24, 240 {
+  }, {
+  }
+  fakvgpu.warp_specialize producer_warps 4 consumer_warps 4 registers 128, 128 {
   }, {
   }
   return

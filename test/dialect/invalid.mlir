@@ -529,6 +529,35 @@ func.func @softcap_cap(%s: tensor<4x8xf32>) {
 
 // -----
 
+// Zero is not positive (tanh(s / 0) * 0 is NaN or 0, no cap).
+func.func @softcap_cap_zero(%s: tensor<4x8xf32>) {
+  %cap = arith.constant 0.0 : f32
+  // expected-error @+1 {{cap must be positive, got 0.000000e+00 : f32}}
+  %x = fakv.softcap %s, %cap : tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @softcap_cap_negative_zero(%s: tensor<4x8xf32>) {
+  %cap = arith.constant -0.0 : f32
+  // expected-error @+1 {{cap must be positive, got -0.000000e+00 : f32}}
+  %x = fakv.softcap %s, %cap : tensor<4x8xf32>
+  return
+}
+
+// -----
+
+// NaN is not positive either (every compare with it is false).
+func.func @softcap_cap_nan(%s: tensor<4x8xf32>) {
+  %cap = arith.constant 0x7FC00000 : f32
+  // expected-error @+1 {{cap must be positive, got 0x7FC00000 : f32}}
+  %x = fakv.softcap %s, %cap : tensor<4x8xf32>
+  return
+}
+
+// -----
+
 func.func @alibi_slopes(%s: tensor<4x8xf32>, %r: tensor<4xi32>, %c: tensor<8xi32>, %n: i32, %sl: tensor<8xf32>) {
   // expected-error @+1 {{slopes must have shape [4], got [8]}}
   %x = fakv.alibi %s, %r, %c, %n, %sl : tensor<4x8xf32>, tensor<4xi32>, tensor<8xi32>, tensor<8xf32>

@@ -32,10 +32,13 @@ func.func @abs_widths(%x: !fakv.ptr<i64>, %y: !fakv.ptr<i8>, %z: !fakv.ptr<i32>,
 // CHECK-DAG: cvt.f32.bf16
 // CHECK-DAG: cvt.f32.f16
 // CHECK-DAG: ex2.approx.ftz.f32
-// CHECK-DAG: lg2.approx.ftz.f32
 // CHECK-DAG: tanh.approx.f32
 // CHECK-DAG: cvt.rn.bf16.f32
 // CHECK-DAG: cvt.rn.f16.f32
+// exp(x) = 2^(x * log2 e), log(x) = log2(x) * ln 2 (the f32 constants
+// 0x3FB8AA3B, 0x3F317218; the PTX is one string, tabs and newlines escaped):
+// CHECK-DAG: mul.rn.f32 \09[[X2:%r[0-9]+]], %r{{[0-9]+}}, 0f3FB8AA3B;\0A\09ex2.approx.ftz.f32 \09%r{{[0-9]+}}, [[X2]];
+// CHECK-DAG: lg2.approx.ftz.f32 \09[[L2:%r[0-9]+]], %r{{[0-9]+}};\0A\09mul.rn.f32 \09%r{{[0-9]+}}, [[L2]], 0f3F317218;
 // CHECK: ret;
 func.func @half_math(%x: !fakv.ptr<bf16>, %y: !fakv.ptr<f16>, %n: i32) attributes {fakv.kernel} {
   %c0 = arith.constant 0 : i32

@@ -15,6 +15,7 @@
 // RUN:   -o %t.mlir
 // RUN: FileCheck %s --implicit-check-not=llvm.intr.trap --implicit-check-not='bf16, !llvm.ptr<3>' < %t.mlir
 // RUN: FileCheck %s --check-prefix=CLEAR < %t.mlir
+// RUN: FileCheck %s --check-prefix=NUMS < %t.mlir
 
 // CHECK: module attributes {gpu.container_module}
 // CHECK: gpu.module @fakv_kernels
@@ -106,3 +107,69 @@
 // CLEAR: arith.andi %[[CROW]], %c7_i32{{[_0-9]*}} : i32
 // CLEAR: arith.constant 4096 : i32
 // CLEAR: llvm.store %cst{{[_0-9]*}}, %{{.*}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<3>
+
+// The numbers of the kernel's first function. Its two barriers 8 bytes
+// apart. The wgmma descriptors: 128-byte swizzle (bit 62), stride byte
+// offset 1024 (64 << 32, in 16-byte units), leading byte offset 16 for the
+// K-major Q and K, 4096 (a panel of V's 32 rows) for the MN-major V. Q.Kᵀ
+// advances both by 32 bytes (2 units) per k-slice of 16 channels. P.V
+// takes A from registers: k-slice s is P's registers 8s .. 8s+7, packed in
+// pairs (even low); B advances 16 rows of V (2048 bytes, 128 units).
+// NUMS: scf.if %{{[0-9]+}} {
+// NUMS-NEXT: %c1_i32{{(_[0-9]+)?}} = arith.constant 1 : i32
+// NUMS-NEXT: %[[OFF0:c0_i32(_[0-9]+)?]] = arith.constant 0 : i32
+// NUMS-NEXT: %[[BAR0:[0-9]+]] = llvm.getelementptr %[[BARS:[0-9]+]][%[[OFF0]]]
+// NUMS-NEXT: nvvm.mbarrier.init %[[BAR0]]
+// NUMS-NEXT: %c1_i32{{(_[0-9]+)?}} = arith.constant 1 : i32
+// NUMS-NEXT: %[[OFF1:c8_i32(_[0-9]+)?]] = arith.constant 8 : i32
+// NUMS-NEXT: %[[BAR1:[0-9]+]] = llvm.getelementptr %[[BARS]][%[[OFF1]]]
+// NUMS-NEXT: nvvm.mbarrier.init %[[BAR1]]
+// NUMS: %[[DK:[0-9]+]] = arith.ori %{{[0-9]+}}, %c4611686293305360384_i64{{(_[0-9]+)?}} : i64
+// NUMS: %[[DQ:[0-9]+]] = arith.ori %{{[0-9]+}}, %c4611686293305360384_i64{{(_[0-9]+)?}} : i64
+// NUMS-NEXT: nvvm.wgmma.mma_async %[[DQ]], %[[DK]],
+// NUMS-NEXT: %[[TWO:c2_i64(_[0-9]+)?]] = arith.constant 2 : i64
+// NUMS-NEXT: %[[DQ1:[0-9]+]] = arith.addi %[[DQ]], %[[TWO]] : i64
+// NUMS-NEXT: %[[TWO_:c2_i64(_[0-9]+)?]] = arith.constant 2 : i64
+// NUMS-NEXT: %[[DK1:[0-9]+]] = arith.addi %[[DK]], %[[TWO_]] : i64
+// NUMS-NEXT: nvvm.wgmma.mma_async %[[DQ1]], %[[DK1]],
+// NUMS: arith.addi %[[DQ]], %c4_i64{{(_[0-9]+)?}} : i64
+// NUMS: arith.addi %[[DQ]], %c6_i64{{(_[0-9]+)?}} : i64
+// NUMS: %[[DV:[0-9]+]] = arith.ori %{{[0-9]+}}, %c4611686293322072064_i64{{(_[0-9]+)?}} : i64
+// NUMS-NEXT: nvvm.wgmma.fence.aligned
+// NUMS: %[[E0:[0-9]+]] = vector.extract %[[P:[0-9]+]][0] : bf16 from vector<16xbf16>
+// NUMS-NEXT: %[[E1:[0-9]+]] = vector.extract %[[P]][1] : bf16 from vector<16xbf16>
+// NUMS-NEXT: %[[V0:[0-9]+]] = vector.from_elements %[[E0]], %[[E1]] : vector<2xbf16>
+// NUMS-NEXT: %[[R0:[0-9]+]] = llvm.bitcast %[[V0]] : vector<2xbf16> to i32
+// NUMS-NEXT: %[[E2:[0-9]+]] = vector.extract %[[P]][2] : bf16 from vector<16xbf16>
+// NUMS-NEXT: %[[E3:[0-9]+]] = vector.extract %[[P]][3] : bf16 from vector<16xbf16>
+// NUMS-NEXT: %[[V2:[0-9]+]] = vector.from_elements %[[E2]], %[[E3]] : vector<2xbf16>
+// NUMS-NEXT: %[[R1:[0-9]+]] = llvm.bitcast %[[V2]] : vector<2xbf16> to i32
+// NUMS-NEXT: %[[E4:[0-9]+]] = vector.extract %[[P]][4] : bf16 from vector<16xbf16>
+// NUMS-NEXT: %[[E5:[0-9]+]] = vector.extract %[[P]][5] : bf16 from vector<16xbf16>
+// NUMS-NEXT: %[[V4:[0-9]+]] = vector.from_elements %[[E4]], %[[E5]] : vector<2xbf16>
+// NUMS-NEXT: %[[R2:[0-9]+]] = llvm.bitcast %[[V4]] : vector<2xbf16> to i32
+// NUMS-NEXT: %[[E6:[0-9]+]] = vector.extract %[[P]][6] : bf16 from vector<16xbf16>
+// NUMS-NEXT: %[[E7:[0-9]+]] = vector.extract %[[P]][7] : bf16 from vector<16xbf16>
+// NUMS-NEXT: %[[V6:[0-9]+]] = vector.from_elements %[[E6]], %[[E7]] : vector<2xbf16>
+// NUMS-NEXT: %[[R3:[0-9]+]] = llvm.bitcast %[[V6]] : vector<2xbf16> to i32
+// NUMS: llvm.inline_asm {{.*}}m64n64k16{{.*}} %[[R0]], %[[R1]], %[[R2]], %[[R3]], %[[DV]], %c1_i32
+// NUMS: %[[E8:[0-9]+]] = vector.extract %[[P]][8] : bf16 from vector<16xbf16>
+// NUMS-NEXT: %[[E9:[0-9]+]] = vector.extract %[[P]][9] : bf16 from vector<16xbf16>
+// NUMS-NEXT: %[[V8:[0-9]+]] = vector.from_elements %[[E8]], %[[E9]] : vector<2xbf16>
+// NUMS-NEXT: %[[R4:[0-9]+]] = llvm.bitcast %[[V8]] : vector<2xbf16> to i32
+// NUMS-NEXT: %[[E10:[0-9]+]] = vector.extract %[[P]][10] : bf16 from vector<16xbf16>
+// NUMS-NEXT: %[[E11:[0-9]+]] = vector.extract %[[P]][11] : bf16 from vector<16xbf16>
+// NUMS-NEXT: %[[V10:[0-9]+]] = vector.from_elements %[[E10]], %[[E11]] : vector<2xbf16>
+// NUMS-NEXT: %[[R5:[0-9]+]] = llvm.bitcast %[[V10]] : vector<2xbf16> to i32
+// NUMS-NEXT: %[[E12:[0-9]+]] = vector.extract %[[P]][12] : bf16 from vector<16xbf16>
+// NUMS-NEXT: %[[E13:[0-9]+]] = vector.extract %[[P]][13] : bf16 from vector<16xbf16>
+// NUMS-NEXT: %[[V12:[0-9]+]] = vector.from_elements %[[E12]], %[[E13]] : vector<2xbf16>
+// NUMS-NEXT: %[[R6:[0-9]+]] = llvm.bitcast %[[V12]] : vector<2xbf16> to i32
+// NUMS-NEXT: %[[E14:[0-9]+]] = vector.extract %[[P]][14] : bf16 from vector<16xbf16>
+// NUMS-NEXT: %[[E15:[0-9]+]] = vector.extract %[[P]][15] : bf16 from vector<16xbf16>
+// NUMS-NEXT: %[[V14:[0-9]+]] = vector.from_elements %[[E14]], %[[E15]] : vector<2xbf16>
+// NUMS-NEXT: %[[R7:[0-9]+]] = llvm.bitcast %[[V14]] : vector<2xbf16> to i32
+// NUMS-NEXT: %[[STEP:c128_i64(_[0-9]+)?]] = arith.constant 128 : i64
+// NUMS-NEXT: %[[DV1:[0-9]+]] = arith.addi %[[DV]], %[[STEP]] : i64
+// NUMS-NEXT: %c1_i32{{(_[0-9]+)?}} = arith.constant 1 : i32
+// NUMS-NEXT: llvm.inline_asm {{.*}}m64n64k16{{.*}} %[[R4]], %[[R5]], %[[R6]], %[[R7]], %[[DV1]], %c1_i32

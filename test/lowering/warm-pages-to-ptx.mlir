@@ -10,6 +10,22 @@
 // RUN: fakv-compile %s -o %t --format=isa
 // RUN: FileCheck %s < %t.ptx
 // RUN: %ptxas -arch=sm_90a %t.ptx -o %t.cubin
+// The gather's warming at the NVVM level: threads 0 and 1 (a 16-row piece
+// each of the 32-row tile) take rows row + 16 * tid + 32 (one tile ahead),
+// looked up only when the sequence has them.
+// RUN: fakv-opt %s --fakv-to-fakvgpu --fakvgpu-lower-warp-specialize --fakvgpu-plan-shared-memory \
+// RUN:   --fakvgpu-tma-arguments --fakvgpu-mark-aligned --convert-fakvgpu-to-nvvm | FileCheck %s --check-prefix=AHEAD
+// AHEAD-LABEL: func.func @warm_gathered(
+// AHEAD: nvvm.cp.async.mbarrier.arrive
+// AHEAD-NEXT: %[[PIECES:c2_i32(_[0-9]+)?]] = arith.constant 2 : i32
+// AHEAD-NEXT: %[[MINE:[0-9]+]] = arith.cmpi ult, %[[TID:[0-9]+]], %[[PIECES]] : i32
+// AHEAD-NEXT: scf.if %[[MINE]] {
+// AHEAD-NEXT: %[[LEAD:c32_i32(_[0-9]+)?]] = arith.constant 32 : i32
+// AHEAD-NEXT: %[[PIECE:c16_i32(_[0-9]+)?]] = arith.constant 16 : i32
+// AHEAD-NEXT: %[[T16:[0-9]+]] = arith.muli %[[TID]], %[[PIECE]] : i32
+// AHEAD-NEXT: %[[OFF:[0-9]+]] = arith.addi %[[T16]], %[[LEAD]] : i32
+// AHEAD-NEXT: %[[ROW:[0-9]+]] = arith.addi %{{[0-9]+}}, %[[OFF]] : i32
+// AHEAD-NEXT: arith.cmpi slt, %[[ROW]], %arg5 : i32
 
 // CHECK-LABEL: .entry warm_tma(
 // CHECK-COUNT-8: cp.async.bulk.tensor.4d
