@@ -53,3 +53,22 @@ func.func @largest_first(%lse: !fakv.ptr<f32>, %parts: !fakv.ptr<f32>, %out: !fa
   fakv.store %s, %out[%c0, %c0] strides [%s128, %s1] : tensor<4x128xf32>, !fakv.ptr<f32>
   return
 }
+
+// -----
+
+// N = 256 is wgmma's widest: accepted; an f16 dot too.
+// CHECK-LABEL: func.func @n256_f16(
+// CHECK: fakv.dot {{.*}} : tensor<16x64xf16, #shared>, tensor<256x64xf16, #shared> -> tensor<16x256xf32
+func.func @n256_f16(%q: !fakv.ptr<f16>, %k: !fakv.ptr<f16>, %o: !fakv.ptr<f32>) attributes {fakv.kernel} {
+  %c0 = arith.constant 0 : i32
+  %s1 = arith.constant 1 : i64
+  %s64 = arith.constant 64 : i64
+  %s256 = arith.constant 256 : i64
+  %zero = arith.constant 0.0 : f32
+  %qt = fakv.load %q[%c0, %c0] strides [%s64, %s1] : !fakv.ptr<f16> -> tensor<16x64xf16>
+  %kt = fakv.load %k[%c0, %c0] strides [%s64, %s1] : !fakv.ptr<f16> -> tensor<256x64xf16>
+  %s0 = fakv.splat %zero : f32 -> tensor<16x256xf32>
+  %s = fakv.dot %qt, %kt, %s0 {transpose_b} : tensor<16x64xf16>, tensor<256x64xf16> -> tensor<16x256xf32>
+  fakv.store %s, %o[%c0, %c0] strides [%s256, %s1] : tensor<16x256xf32>, !fakv.ptr<f32>
+  return
+}

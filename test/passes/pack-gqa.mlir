@@ -34,12 +34,15 @@
 // CHECK: %[[H0:.*]] = arith.muli %[[KVH]], %[[C3:.*]] : i32
 // Q of the group: a leading head dimension of stride q_head_stride and
 // bound 3, folded into the rows.
+// CHECK: %[[J1:.*]] = arith.extsi %c1_i32 : i32 to i64
+// CHECK: %[[HS:.*]] = arith.muli %[[J1]], %c64_i64 : i64
 // CHECK: %[[QP:.*]] = fakv.addptr %{{.*}}, %{{.*}} : !fakv.ptr<bf16>
-// CHECK: %[[Q3:.*]] = fakv.load %[[QP]][%{{.*}}, %{{.*}}, %{{.*}}] strides [%{{.*}}, %{{.*}}, %{{.*}}] bounds [%[[C3]], %{{.*}}, %{{.*}}] : !fakv.ptr<bf16> -> tensor<4x2x64xbf16>
+// CHECK: %[[Q3:.*]] = fakv.load %[[QP]][%{{.*}}, %{{.*}}, %{{.*}}] strides [%[[HS]], %{{.*}}, %{{.*}}] bounds [%[[C3]], %{{.*}}, %{{.*}}] : !fakv.ptr<bf16> -> tensor<4x2x64xbf16>
 // CHECK: %[[Q:.*]] = fakv.reshape %[[Q3]] : tensor<4x2x64xbf16> -> tensor<8x64xbf16>
 // The query positions, the same for every head, recomputed for 8 rows.
 // CHECK: %[[R:.*]] = fakv.arange 0 to 8 : tensor<8xi32>
-// CHECK: arith.remsi %[[R]], %{{.*}} : tensor<8xi32>
+// CHECK: %[[TWO:.*]] = fakv.splat %c2_i32 : i32 -> tensor<8xi32>
+// CHECK: arith.remsi %[[R]], %[[TWO]] : tensor<8xi32>
 // Loop-carried running max, sum and accumulator have 8 rows; K/V stay shared.
 // CHECK: scf.for {{.*}} -> (tensor<8xf32>, tensor<8xf32>, tensor<8x64xf32>)
 // CHECK: %[[K:.*]] = fakv.paged_load %{{.*}}[%[[KVH]], %{{.*}}] {{.*}} -> tensor<32x64xbf16>
@@ -183,7 +186,8 @@ func.func @three_heads_unbounded(%out: !fakv.ptr<i32>) attributes {fakv.kernel, 
 // CHECK: %[[N:.*]] = fakv.num_programs 2
 // CHECK: arith.muli %[[N]], %{{.*}} : i32
 // CHECK: %[[J:.*]] = fakv.arange 0 to 4 : tensor<4xi32>
-// CHECK: arith.muli %[[J]], %{{.*}} : tensor<4xi32>
+// CHECK: %[[ONE:.*]] = fakv.splat %c1_i32 : i32 -> tensor<4xi32>
+// CHECK: arith.muli %[[J]], %[[ONE]] : tensor<4xi32>
 // CHECK: fakv.store %{{.*}} : tensor<4x1xi32>, !fakv.ptr<i32>
 func.func @grid_and_index(%out: !fakv.ptr<i32>) attributes {fakv.kernel, fakv.pack_gqa = 2 : i32} {
   %h = fakv.program_id 2
@@ -311,5 +315,143 @@ func.func @one_head_per_kv_head(%x: !fakv.ptr<f32>, %n: i32) attributes {fakv.ke
   fakv.store %f, %x[%kvh] strides [%s1] : tensor<4xf32>, !fakv.ptr<f32>
   cf.br ^bb2
 ^bb2:
+  return
+}
+
+// -----
+
+// An h-dependent integer splat into 2 rows a head: j = arange(0, 8) / 2.
+// CHECK-LABEL: func.func @splat_two_rows(
+// CHECK: %[[J:.*]] = fakv.arange 0 to 8 : tensor<8xi32>
+// CHECK: %[[TWO:.*]] = fakv.splat %c2_i32 : i32 -> tensor<8xi32>
+// CHECK: %[[H:.*]] = arith.divsi %[[J]], %[[TWO]] : tensor<8xi32>
+// CHECK: arith.muli %[[H]], %{{.*}} : tensor<8xi32>
+func.func @splat_two_rows(%out: !fakv.ptr<i32>) attributes {fakv.kernel, fakv.pack_gqa = 2 : i32} {
+  %h = fakv.program_id 2
+  %c4 = arith.constant 4 : i32
+  %c0 = arith.constant 0 : i32
+  %s1 = arith.constant 1 : i64
+  %s2 = arith.constant 2 : i64
+  %g = arith.divsi %h, %c4 : i32
+  %t = fakv.splat %h : i32 -> tensor<2xi32>
+  %h64 = arith.extsi %h : i32 to i64
+  %off = arith.muli %h64, %s2 : i64
+  %p = fakv.addptr %out, %off : !fakv.ptr<i32>
+  fakv.store %t, %p[%c0] strides [%s1] : tensor<2xi32>, !fakv.ptr<i32>
+  return
+}
+
+// -----
+
+// 7 - h: coefficient 0 - 1; an arange from 5 meeting a packed tile.
+// CHECK-LABEL: func.func @minus_head(
+// CHECK: %[[NEG:.*]] = arith.subi %c0_i32, %c1_i32 : i32
+// CHECK: %[[NEGT:.*]] = fakv.splat %[[NEG]] : i32 -> tensor<8xi32>
+// CHECK: arith.muli %{{.*}}, %[[NEGT]] : tensor<8xi32>
+// CHECK: %[[FIVE:.*]] = fakv.splat %c5_i32 : i32 -> tensor<8xi32>
+// CHECK: arith.addi %{{.*}}, %[[FIVE]] : tensor<8xi32>
+func.func @minus_head(%out: !fakv.ptr<i32>) attributes {fakv.kernel, fakv.pack_gqa = 2 : i32} {
+  %h = fakv.program_id 2
+  %c4 = arith.constant 4 : i32
+  %c7 = arith.constant 7 : i32
+  %c0 = arith.constant 0 : i32
+  %s1 = arith.constant 1 : i64
+  %g = arith.divsi %h, %c4 : i32
+  %x = arith.subi %c7, %h : i32
+  %t = fakv.splat %x : i32 -> tensor<2xi32>
+  %r = fakv.arange 5 to 7 : tensor<2xi32>
+  %y = arith.addi %t, %r : tensor<2xi32>
+  %h64 = arith.extsi %h : i32 to i64
+  %p = fakv.addptr %out, %h64 : !fakv.ptr<i32>
+  fakv.store %y, %p[%c0] strides [%s1] : tensor<2xi32>, !fakv.ptr<i32>
+  return
+}
+
+// -----
+
+// Three heads, a store with its own mask and no bounds: both masks.
+// CHECK-LABEL: func.func @masked_three(
+// CHECK: %[[OWN:.*]] = arith.cmpi slt, %{{.*}}, %{{.*}} : tensor<16xi32>
+// CHECK: %[[THREE:.*]] = fakv.splat %c3_i32 : i32 -> tensor<16xi32>
+// CHECK: %[[PAD:.*]] = arith.cmpi slt, %{{.*}}, %[[THREE]] : tensor<16xi32>
+// CHECK: %[[PAD4:.*]] = fakv.reshape %[[PAD]] : tensor<16xi1> -> tensor<4x4xi1>
+// CHECK: %[[OWN4:.*]] = fakv.reshape %[[OWN]] : tensor<16xi1> -> tensor<4x4xi1>
+// CHECK: %[[BOTH:.*]] = arith.andi %[[PAD4]], %[[OWN4]] : tensor<4x4xi1>
+// CHECK: fakv.store {{.*}} mask %[[BOTH]] : tensor<4x4xi32>
+func.func @masked_three(%out: !fakv.ptr<i32>, %n: i32) attributes {fakv.kernel, fakv.pack_gqa = 2 : i32} {
+  %h = fakv.program_id 2
+  %c3 = arith.constant 3 : i32
+  %c0 = arith.constant 0 : i32
+  %s1 = arith.constant 1 : i64
+  %g = arith.divsi %h, %c3 : i32
+  %t = fakv.splat %h : i32 -> tensor<4xi32>
+  %r = fakv.arange 0 to 4 : tensor<4xi32>
+  %ns = fakv.splat %n : i32 -> tensor<4xi32>
+  %m = arith.cmpi slt, %r, %ns : tensor<4xi32>
+  %h64 = arith.extsi %h : i32 to i64
+  %p = fakv.addptr %out, %h64 : !fakv.ptr<i32>
+  fakv.store %t, %p[%c0] strides [%s1] mask %m : tensor<4xi32>, !fakv.ptr<i32>
+  return
+}
+
+// -----
+
+// A packed (1, 4) row broadcast to (2, 4): within each head.
+// CHECK-LABEL: func.func @row_broadcast(
+// CHECK: %[[U:.*]] = fakv.reshape %{{.*}} : tensor<4x4xi32> -> tensor<4x1x4xi32>
+// CHECK: %[[B:.*]] = fakv.broadcast %[[U]] : tensor<4x1x4xi32> -> tensor<4x2x4xi32>
+// CHECK: fakv.reshape %[[B]] : tensor<4x2x4xi32> -> tensor<8x4xi32>
+func.func @row_broadcast(%out: !fakv.ptr<i32>) attributes {fakv.kernel, fakv.pack_gqa = 2 : i32} {
+  %h = fakv.program_id 2
+  %c4 = arith.constant 4 : i32
+  %c0 = arith.constant 0 : i32
+  %s1 = arith.constant 1 : i64
+  %s4 = arith.constant 4 : i64
+  %g = arith.divsi %h, %c4 : i32
+  %t = fakv.splat %h : i32 -> tensor<1x4xi32>
+  %b = fakv.broadcast %t : tensor<1x4xi32> -> tensor<2x4xi32>
+  %h64 = arith.extsi %h : i32 to i64
+  %p = fakv.addptr %out, %h64 : !fakv.ptr<i32>
+  fakv.store %b, %p[%c0, %c0] strides [%s4, %s1] : tensor<2x4xi32>, !fakv.ptr<i32>
+  return
+}
+
+// -----
+
+// At the limit: 4 heads times 2^22 elements is 2^24, which the dialect allows.
+// CHECK-LABEL: func.func @at_limit(
+// CHECK: fakv.store {{.*}} : tensor<4x4194304xi32>
+func.func @at_limit(%out: !fakv.ptr<i32>) attributes {fakv.kernel, fakv.pack_gqa = 2 : i32} {
+  %h = fakv.program_id 2
+  %c4 = arith.constant 4 : i32
+  %c0 = arith.constant 0 : i32
+  %s1 = arith.constant 1 : i64
+  %g = arith.divsi %h, %c4 : i32
+  %t = fakv.splat %h : i32 -> tensor<4194304xi32>
+  %h64 = arith.extsi %h : i32 to i64
+  %p = fakv.addptr %out, %h64 : !fakv.ptr<i32>
+  fakv.store %t, %p[%c0] strides [%s1] : tensor<4194304xi32>, !fakv.ptr<i32>
+  return
+}
+
+// -----
+
+// CHECK-LABEL: func.func @unsigned_loop(
+// CHECK: scf.for unsigned {{.*}} -> (tensor<8xi32>)
+func.func @unsigned_loop(%out: !fakv.ptr<i32>, %n: i32) attributes {fakv.kernel, fakv.pack_gqa = 2 : i32} {
+  %h = fakv.program_id 2
+  %c4 = arith.constant 4 : i32
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %s1 = arith.constant 1 : i64
+  %g = arith.divsi %h, %c4 : i32
+  %t = fakv.splat %h : i32 -> tensor<2xi32>
+  %r = scf.for unsigned %i = %c0 to %n step %c1 iter_args(%a = %t) -> (tensor<2xi32>) : i32 {
+    %b = arith.addi %a, %a : tensor<2xi32>
+    scf.yield %b : tensor<2xi32>
+  }
+  %h64 = arith.extsi %h : i32 to i64
+  %p = fakv.addptr %out, %h64 : !fakv.ptr<i32>
+  fakv.store %r, %p[%c0] strides [%s1] : tensor<2xi32>, !fakv.ptr<i32>
   return
 }

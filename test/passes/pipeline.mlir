@@ -12,6 +12,23 @@
 // that the TMA copy (out of bounds past the page) and the gather agree.
 // RUN: sed -e 's/table %%bt/page %%c0/' %S/Inputs/attention.mlir | fakv-opt --fakv-decompose \
 // RUN:   --canonicalize --fakv-assign-layouts --fakv-pipeline | FileCheck %s --check-prefix=PAGE
+// A loop from 1 in steps of 32 (decode's splits start at `first`): the
+// prologue loads iterations 1 and 33, the slot of iteration iv is
+// (iv - 1) / 32 % 3, the refill loads iv + 64 into slot (iv + 63) / 32 % 3.
+// RUN: sed -e 's/scf.for %%i = %%c0 to %%blocks step %%c1/scf.for %%i = %%c1 to %%blocks step %%c32/' \
+// RUN:   %S/Inputs/attention.mlir | fakv-opt --fakv-decompose --canonicalize --fakv-assign-layouts \
+// RUN:   --loop-invariant-code-motion --fakv-pipeline=stages=3 --canonicalize | FileCheck %s --check-prefix=STEP
+// A cache known only 8-byte aligned: no TMA (its rows need 16), a gather
+// that every thread signals.
+// RUN: sed -e 's/fakv.divisibility = 16/fakv.divisibility = 8/g' %S/Inputs/attention.mlir | fakv-opt \
+// RUN:   --fakv-decompose --canonicalize --fakv-assign-layouts --fakv-pipeline \
+// RUN:   | FileCheck %s --check-prefix=UNALIGNED
+// 4 channels (8 bytes) of a row: no whole 16-byte chunks, yet its rows
+// stay aligned.
+// RUN: sed -e 's/valid %%n page_size %%ps/valid %%n channels %%c4 page_size %%ps/' \
+// RUN:   -e 's/^  %%c32 = /  %%c4 = arith.constant 4 : i32\n  %%c32 = /' %S/Inputs/attention.mlir \
+// RUN:   | fakv-opt --fakv-decompose --canonicalize --fakv-assign-layouts --fakv-pipeline \
+// RUN:   | FileCheck %s --check-prefix=CHANNELS
 
 // CHECK-LABEL: func.func @attention(
 // CHECK: %[[N:.*]] = arith.ceildivsi
@@ -65,3 +82,25 @@
 // PAGE: %[[READ:.*]] = arith.minsi %{{.*}}, %{{.*}} : i32
 // PAGE: %[[FIRST:.*]] = arith.subi %[[READ]], %{{.*}} : i32
 // PAGE: fakvgpu.clear_rows %{{.*}} from %[[FIRST]]
+
+// STEP: %[[N:.*]] = arith.ceildivsi
+// STEP: arith.cmpi sgt, %[[N]], %c1_i32 : i32
+// STEP: fakvgpu.async_paged_load %arg1[%c0_i32, %c32_i32] {{.*}} into %{{.*}}[%c0_i32]
+// STEP: arith.cmpi sgt, %[[N]], %c33_i32 : i32
+// STEP: fakvgpu.async_paged_load %arg1[%c0_i32, %c1056_i32] {{.*}} into %{{.*}}[%c1_i32]
+// STEP: scf.for %[[IV:.*]] = %c1_i32 to %[[N]] step %c32_i32
+// STEP: %[[D:.*]] = arith.subi %[[IV]], %c1_i32 : i32
+// STEP: %[[I:.*]] = arith.divsi %[[D]], %c32_i32 : i32
+// STEP: %[[SLOT:.*]] = arith.remsi %[[I]], %c3_i32 : i32
+// STEP: %[[AHEAD:.*]] = arith.addi %[[IV]], %c64_i32 : i32
+// STEP: scf.if
+// STEP: %[[A1:.*]] = arith.addi %[[IV]], %c63_i32 : i32
+// STEP: %[[AI:.*]] = arith.divsi %[[A1]], %c32_i32 : i32
+// STEP: %[[AS:.*]] = arith.remsi %[[AI]], %c3_i32 : i32
+// STEP: fakvgpu.async_paged_load {{.*}} into %{{.*}}[%[[AS]]]
+// STEP: fakvgpu.wait %{{.*}}[%[[SLOT]]]
+
+// UNALIGNED-COUNT-2: fakvgpu.alloc_barriers arrivals 128 : !fakvgpu.barriers<2>
+// UNALIGNED-NOT: aligned_rows
+
+// CHANNELS: fakvgpu.async_paged_load {{.*}} channels %c4_i32 {{.*}} signal %{{.*}} {fakvgpu.aligned_rows} :

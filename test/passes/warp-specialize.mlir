@@ -13,6 +13,15 @@
 // RUN: fakv-opt %S/Inputs/attention.mlir --fakv-decompose --canonicalize --fakv-assign-layouts=num-warps=8 \
 // RUN:   --loop-invariant-code-motion --fakv-pipeline --fakv-warp-specialize --canonicalize \
 // RUN:   | FileCheck %s --check-prefix=WIDE
+// The gather (a run-time page size) with 8 consumer warps: its full barriers
+// take the 128 producer threads' arrivals, its empty ones the 256 consumers'.
+// RUN: sed -e 's/page_size %%ps/page_size %%np/' %S/Inputs/attention.mlir | fakv-opt --fakv-decompose \
+// RUN:   --canonicalize --fakv-assign-layouts=num-warps=8 --loop-invariant-code-motion --fakv-pipeline \
+// RUN:   --fakv-warp-specialize --canonicalize | FileCheck %s --check-prefix=WIDE-GATHER
+// 28 consumer warps and the producer's 4: 32, the most a block holds.
+// RUN: fakv-opt %S/Inputs/attention.mlir --fakv-decompose --canonicalize --fakv-assign-layouts=num-warps=28 \
+// RUN:   --loop-invariant-code-motion --fakv-pipeline --fakv-warp-specialize --canonicalize \
+// RUN:   | FileCheck %s --check-prefix=W28
 // WIDE: fakvgpu.num_warps = 12 : i32
 // WIDE: %[[EMPTY:.*]] = fakvgpu.alloc_barriers arrivals 256 : !fakvgpu.barriers<2>
 // WIDE: fakvgpu.warp_specialize producer_warps 4 consumer_warps 8
@@ -57,3 +66,10 @@
 // CHECK:   fakv.store
 // CHECK-NOT: fakvgpu.async_paged_load
 // CHECK: }
+
+// WIDE-GATHER-DAG: fakvgpu.alloc_barriers arrivals 128 : !fakvgpu.barriers<2>
+// WIDE-GATHER-DAG: fakvgpu.alloc_barriers arrivals 256 : !fakvgpu.barriers<2>
+// WIDE-GATHER: fakvgpu.warp_specialize producer_warps 4 consumer_warps 8
+
+// W28: fakvgpu.num_warps = 32 : i32
+// W28: fakvgpu.warp_specialize producer_warps 4 consumer_warps 28

@@ -8,6 +8,7 @@
 // RUN: %not fakv-opt %s --fakv-pipeline=stages=0 2>&1 | FileCheck %s --check-prefix=STAGES0
 // RUN: %not fakv-opt %s "--fakv-to-fakvgpu=producer-registers=13" 2>&1 | FileCheck %s --check-prefix=REGS
 // RUN: fakv-opt %s "--fakv-to-cubin=format=isa stages=3" | FileCheck %s --check-prefix=OK
+// RUN: fakv-opt %s --fakv-to-fakvgpu=llvm-opt-level=3 -o /dev/null
 
 // FORMAT: error: fakv-to-cubin: format must be isa (PTX), bin (cubin) or fatbin, got 'zip'
 // CHIP: error: fakv-to-cubin: chip must be sm_90a (the kernels use wgmma and TMA), got 'sm_80'
