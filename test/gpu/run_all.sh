@@ -95,6 +95,7 @@ for step in $STEPS; do
     bench)
       run bench 300 python3 bench/bench_decode.py
       cat "$LOGS/bench.log"
+      run bench-checks 120 python3 test/gpu/bench_decode_checks.py
       for c in $(grep -o '^cubin: [^ ]*' "$LOGS/bench.log" | cut -d' ' -f2); do
         echo "$c: $(cuobjdump --dump-sass "$c" | grep -oE 'HGMMA\.[0-9x]+\.F32\.BF16|UTMALDG\.[0-9]D|LDG\.E\.128' | sort | uniq -c | tr '\n' ' ')"
       done ;;
