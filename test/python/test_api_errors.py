@@ -230,6 +230,26 @@ def test_block_table_out_of_range():
     fakv.flash_attn_with_kvcache(q, k, k, cache_seqlens=np.array([20, 64], np.int32), block_table=table)
 
 
+def test_block_table_pages_of_the_appended_tokens_are_checked():
+    """The pages the appended tokens go to are used too: a sequence of 32 keys (pages 0 and 1 full) appending
+    one token writes into the table's column 2, so an entry there outside [0, num_pages) is refused before
+    anything is written; the same entry with nothing appended is never read, so taken."""
+    q = np.zeros((2, 1, 8, 64), bf16)
+    k = np.zeros((6, 16, 2, 64), bf16)
+    lens = np.array([32, 16], np.int32)
+    table = np.array([[0, 1, -1], [2, 3, 4]], np.int32)
+    fakv.flash_attn_with_kvcache(q, k, k, cache_seqlens=lens, block_table=table)
+    new = np.ones((2, 1, 2, 64), bf16)
+    kc, vc = k.copy(), k.copy()
+    with pytest.raises(fakv.DataError, match=r"block_table\[0, 2\] = -1: block_table entries used by "
+                                             r"cache_seqlens must be in \[0, 6\)"):
+        fakv.flash_attn_with_kvcache(q, kc, vc, k=new, v=new, cache_seqlens=lens, block_table=table)
+    assert not kc.any() and not vc.any()                        # refused before the append
+    table[0, 2] = 5
+    fakv.flash_attn_with_kvcache(q, kc, vc, k=new, v=new, cache_seqlens=lens, block_table=table)
+    assert kc[5, 0].all() and kc[3, 0].all()                   # row 0's token 32 in page 5, row 1's 16 in page 3
+
+
 def test_host_checks_at_their_bounds():
     """The host's checks of the data at their exact bounds, by their own messages (the kernels' reports name
     the same arguments): an entry equal to the number of pages is refused and one below it taken; a
