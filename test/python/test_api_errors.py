@@ -134,6 +134,12 @@ def test_append_past_the_capacity_with_an_int_length(paged, monkeypatch):
     seqlens = prepare.SeqlensTensors(2, 32, "cuda", seqlen_new=2, paged=paged)
     with pytest.raises(RuntimeError, match=message):
         seqlens(31)
+    import sys
+    import types
+    made = []                                   # (a stand-in for torch.full: the tensor of a length that fits)
+    monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(
+        int32="int32", full=lambda shape, value, dtype, device: made.append((shape, value, dtype, device)) or value))
+    assert seqlens(30) == 30 and made == [((2,), 30, "int32", "cuda")]       # 30 + 2 new keys: exactly full
 
 
 @pytest.mark.parametrize("paged", [True, False])
@@ -352,11 +358,12 @@ def test_rotary_rows_cover_the_query_positions(monkeypatch):
     lens = np.array([10, 62], np.int32)                      # q of row 1 at 62..65: past 64 rows
     with pytest.raises(fakv.DataError, match=r"rotary_cos/rotary_sin have 64 rows; .*cache_seqlens\[1\] \+ 3 = 65"):
         fakv.flash_attn_with_kvcache(q, k, v, kn, kn, cos, cos, cache_seqlens=lens, causal=True)
+    checked = fakv.flash_attn_with_kvcache(q, k, v, kn, kn, cos, cos, cache_seqlens=lens)   # not causal: q at 62
     monkeypatch.setenv("FAKV_CHECK_DATA", "0")
     with pytest.raises(fakv.DataError, match="rotary_cos of batch row 1 has fewer rows"):
         fakv.flash_attn_with_kvcache(q, k, v, kn, kn, cos, cos, cache_seqlens=lens, causal=True)
-    out = fakv.flash_attn_with_kvcache(q, k, v, kn, kn, cos, cos, cache_seqlens=lens)   # not causal: at 62
-    assert np.isfinite(out.astype(np.float32)).all()
+    out = fakv.flash_attn_with_kvcache(q, k, v, kn, kn, cos, cos, cache_seqlens=lens)   # (unchecked)
+    assert np.isfinite(out.astype(np.float32)).all() and np.array_equal(out, checked)
 
 
 def test_errors_are_value_and_runtime_errors():

@@ -20,6 +20,10 @@ def test_enough_programs_is_at_80_percent_of_the_sms():
     wave, as do 2-4 (1.59 / 2, ...), 5 fill 3.977 / 4 = 0.994 >= 0.85 x the best -> 5."""
     assert splits(106, 64) == 1
     assert splits(105, 64) == 5
+    # Exactly 0.8 x the SMs is enough (FlashAttention's >=): 8 programs on 10 SMs -> 1; 7 are not: 4 splits
+    # fill 2.8 / 3 = 0.93 of the waves, the first within 0.85 of the best (10 splits: 7 / 7) -> 4.
+    assert splits(8, 64, num_sms=10) == 1
+    assert splits(7, 64, num_sms=10) == 4
 
 
 def test_four_key_blocks_are_too_few():

@@ -90,6 +90,8 @@ def call(lens, gpu, capturing=False):
 @pytest.mark.parametrize("lengths,ragged", [
     ([2047, 100, 700, 1], True), ([2000, 1990, 2047, 1900], False), ([0, 0, 2047, 0], True),
     ([5000, 9000], False),              # clamped to the capacity (2048): equal
+    ([1000, 1286], False), ([1000, 1287], True),    # mean 1143: ragged past 1143 + 142 + 1 = 1286, not at it
+    ([1600] * 15 + [-1600], False),     # -1600 clamped to 0: mean 1500, 1600 within 1688 (unclamped: 1576)
     ([], False), ([7], False)])
 def test_is_ragged_as_the_kernel(lengths, ragged):
     """kernels/splits.py's near_equal: ragged when the longest (clamped to

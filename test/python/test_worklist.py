@@ -160,6 +160,8 @@ def test_work_list_refuses_what_it_cannot_encode_or_check():
         work_list([-1], 2, 64)
     with pytest.raises(ValueError, match="at least one sequence"):
         work_list([], 2, 64)
+    with pytest.raises(ValueError, match="at most 32767 sequences, got 32768"):
+        work_list([1] * (1 << 15), 2, 64)         # (a sequence's index: 15 bits of the work entry)
 
 
 @needs_assembler
