@@ -111,12 +111,15 @@ def test_cluster_gather():
     assert torch.allclose(out, want, atol=1e-5)
 
 
-@pytest.mark.parametrize("page,splits", [(None, 0), (16, 2), (256, 0)])
-def test_cluster_splits(page, splits):
+@pytest.mark.parametrize("page,splits,empty", [(None, 0, False), (16, 2, False), (256, 0, False), (None, 4, True)])
+def test_cluster_splits(page, splits, empty):
     """The splits of a row merged in a thread-block cluster (one launch; FAKV_CLUSTER_SPLITS=1) give what decode
-    then combine give (FAKV_CLUSTER_SPLITS=0), eager and replayed from a CUDA graph."""
+    then combine give (FAKV_CLUSTER_SPLITS=0), eager and replayed from a CUDA graph; `empty`: the first sequence
+    has no key (every split's LSE -inf: 0 and +inf, not NaN)."""
     from fakv import interface, prepare
     q, k, v, lens, table = _inputs(page)
+    if empty:
+        lens[0] = 0
     call = lambda: fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table,  # noqa: E731
                                                 num_splits=splits, return_softmax_lse=True)
     saved = interface._CLUSTER_SPLITS
@@ -938,8 +941,8 @@ def compile_all():
         test_cuda_graph_capture(page, splits)
     cluster_rows[(1, 1, 8)](np.zeros(256, np.float32), np.zeros((256, 4), np.float32), N=32, SIZE=4)
     cluster_columns[(1, 1, 8)](np.zeros((32, 32), np.float32), np.zeros((32, 8), np.float32), N=32, SIZE=4)
-    for page, splits in [(None, 0), (16, 2), (256, 0)]:
-        test_cluster_splits(page, splits)
+    for page, splits, empty in [(None, 0, False), (16, 2, False), (256, 0, False), (None, 4, True)]:
+        test_cluster_splits(page, splits, empty)
     for page in (16, 256):
         test_bad_block_table_is_reported(page)
         test_streams_keep_their_own_workspace(page)
@@ -954,7 +957,8 @@ def run_all():
     """Without pytest: every test, a line each."""
     cases = [(test_score_modifiers, ()), (test_dlpack_arrays, ()), (test_abs_and_half_math, ())]
     cases += [(test_tile_reductions_to_scalars, (n,)) for n in (1000, 77)]
-    cases += [(test_cluster_gather, ())] + [(test_cluster_splits, c) for c in [(None, 0), (16, 2), (256, 0)]]
+    cases += [(test_cluster_gather, ())] + [(test_cluster_splits, c) for c in [
+        (None, 0, False), (16, 2, False), (256, 0, False), (None, 4, True)]]
     cases += [(test_longest_first_batch, (p,)) for p in (None, 16, 256)]
     cases += [(test_ragged_batch_planned_from_earlier_lengths, (p,)) for p in (None, 256)]
     cases += [(test_readme_variant, c) for c in [(None, 1), (256, 3), (16, 0)]]

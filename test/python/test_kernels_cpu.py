@@ -208,6 +208,8 @@ def _bands_order(lengths, capacity):
     ([4000, 4010, 3990, 4096, 4001, 3999, 4050, 4020], [0, 1, 2, 3]),     # near-equal, one band: index order
     ([0] + [100] * 15, [0, 1, 2, 3]),               # near-equal (100 <= mean 90 + 90 // 8 + 1): index order,
                                                     # though the empty one is a band of its own
+    ([3000, 3000, 3000, 3522], [0, 1, 2, 3]),       # at the bound: 3522 = mean 3130 + 3130 // 8 + 1, near-equal
+    ([3000, 3000, 3000, 3523], [3, 0, 1, 2]),       # one past it: ragged, the longest first
     ([0, 0, 0, 4096, 0, 0, 9000, -2 ** 31], [3, 6, 0, 1]),   # clamped to [0, capacity]: 4096 twice, then the empty
     ([7, 3000, 1, 2500, 900, 4095, 30, 2, 1800, 2200, 64, 3100, 5], [5, 11, 1, 3]),   # 13: not a power of 2
     ([3200, 4096, 4000, 100, 50, 10, 20, 30], [1, 2, 0, 3]),     # 3200 three bands below 4000 (4 bands: the same)
@@ -487,6 +489,15 @@ def test_window_blocks_of_several_query_blocks(causal, splits):
     32-key block boundary (103 - 3 - 37 = 63 = 2 * 32 - 1), and one sequence
     is shorter than the queries."""
     _run_window_case((64, 2), 3, [103, 71, 2], (37, 4), causal, False, splits)
+
+
+@pytest.mark.parametrize("splits", [1, 3])
+def test_window_right_edge_opens_a_key_block(splits):
+    """Full query blocks (64 heads per 2 kv heads: 2 queries a block) under a right bound of 1: the last query
+    of each block sees the first key of a 32-key block (66 - 4 + 1 + 1 = 64 for q0 = 0 of the first sequence,
+    64 - 4 + 3 + 1 = 64 for q0 = 2 of the second), which its program must read (a block bound one short
+    skipped it)."""
+    _run_window_case((64, 2), 4, [66, 64, 5], (50, 1), False, False, splits)
 
 
 @pytest.mark.parametrize("window", [(9, 1), (-1, 2), (3, 0)])
