@@ -348,17 +348,24 @@ def test_a_negative_length_is_named_when_appending(fused, rotary, splits, monkey
                                      num_splits=splits, **rot)
 
 
-def test_rotary_rows_cover_the_query_positions(monkeypatch):
+@pytest.mark.parametrize("fused", [True, False])
+@pytest.mark.parametrize("n", [62, 61])
+def test_rotary_rows_cover_the_query_positions(monkeypatch, n, fused):
     """Causal calls rotate q at cache_seqlens + i: rotary_cos/sin with fewer
-    rows than that is refused on the host, and reported by append.py (which
-    reads no row past them) when the host does not check (issue 10)."""
+    rows than that is refused on the host, and reported by the kernel that
+    rotates q (decode.py appending, or append.py; neither reads a row past
+    them) when the host does not check (issue 10). n = 61: the last query
+    at position 64, one past the 64 rows."""
+    from fakv import interface
+    monkeypatch.setattr(interface, "_FUSED_APPEND", fused)
     q, k, v = tensors(sq=4, s=64)
     kn = np.ones((2, 1, 2, 64), bf16)
     cos = np.ones((64, 16), bf16)
-    lens = np.array([10, 62], np.int32)                      # q of row 1 at 62..65: past 64 rows
-    with pytest.raises(fakv.DataError, match=r"rotary_cos/rotary_sin have 64 rows; .*cache_seqlens\[1\] \+ 3 = 65"):
+    lens = np.array([10, n], np.int32)                       # q of row 1 at n..n + 3: past 64 rows
+    message = rf"rotary_cos/rotary_sin have 64 rows; .*cache_seqlens\[1\] \+ 3 = {n + 3}"
+    with pytest.raises(fakv.DataError, match=message):
         fakv.flash_attn_with_kvcache(q, k, v, kn, kn, cos, cos, cache_seqlens=lens, causal=True)
-    checked = fakv.flash_attn_with_kvcache(q, k, v, kn, kn, cos, cos, cache_seqlens=lens)   # not causal: q at 62
+    checked = fakv.flash_attn_with_kvcache(q, k, v, kn, kn, cos, cos, cache_seqlens=lens)   # not causal: q at n
     monkeypatch.setenv("FAKV_CHECK_DATA", "0")
     with pytest.raises(fakv.DataError, match="rotary_cos of batch row 1 has fewer rows"):
         fakv.flash_attn_with_kvcache(q, k, v, kn, kn, cos, cos, cache_seqlens=lens, causal=True)
