@@ -354,6 +354,14 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
     if d64_blocked:
         stages = 2 if memory_gbps < _D64_THREE_STAGES_GBPS else 3
     two_per_sm = waves_two or (d64_blocked and programs(num_splits) > slots and per_split >= _WAVES_TWO_STAGES)
+    # On memory as fast as the H200's, those d64 calls (small pages too) at three programs an SM in one wave, four in
+    # several. H200, bench/plan_variants.py against the plan above (session 50, 5 interleaved rounds): three, d64 b8
+    # s8K -2.6 / -1.2 / -2.7 / -2.3 % (contiguous / pages of 16 / 64 / 256), b2 s32K -3.0 %; within 0.2 % at b1, b4,
+    # b16, b32 s8K, b8 s32K and b32 s32K (contiguous, pages of 16, 64, 256); four there: b8 s8K +1.6 to +3.9 %, b2
+    # s32K +3.5 %. Several waves, four against three: b64 s1K -13.9 / -15.4 % (contiguous / 64), b128 s1K -2.4 / -1.7
+    # / -2.2 % (contiguous / 16 / 256), b128 s8K -1.7 / -1.5 % (contiguous / 256); three against two: b128 s1K -2.2 %.
+    fast_d64 = d64 and memory_gbps >= _D64_THREE_STAGES_GBPS
+    ctas = (4 if programs(num_splits) > slots else 3) if fast_d64 else 2 if two_per_sm else 0
     gathered = paged and page_size < block_n and (_GATHER_PAGES is True or (
         _GATHER_PAGES == "auto" and one_wave and batch * kv_heads * max_seqlen_k * head_dim * 4 >= _GATHER_BYTES))
     return {
@@ -389,7 +397,7 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
                 head_tile > 128 or (stages + 1) * ring_stage <= _RING_BYTES) else 0),
             **({} if heads_first else dict(pack_gqa=1)), **(dict(swap_ab=True) if swap else {}),
             **(dict(gather_pages=True) if gathered else dict(row_boxes=True) if _ROW_BOXES and head_tile <= 128
-               else {}), **(dict(ctas_per_sm=2) if two_per_sm else {}),
+               else {}), **(dict(ctas_per_sm=ctas) if ctas else {}),
             **(dict(warm_pages=_WARM_PAGES) if _WARM_PAGES else {})),
         "combine": dict(HEAD_DIM=head_tile, HEAD_BLOCK=head_block, MAX_SPLITS=_pow2(num_splits)),
         "combine_grid": (math.ceil(heads / head_block), seqlen_q, batch),
