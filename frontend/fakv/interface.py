@@ -351,8 +351,9 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
     clustered = cluster and not adaptive and num_splits in (2, 4, 8)
     d64 = swap and head_dim == 64 and seqlen_q == 1 and not appending and not adaptive and not clustered
     d64_blocked = d64 and not (paged and page_size < block_n)     # (pages, if any, hold a key block)
+    fast_memory = memory_gbps >= _D64_THREE_STAGES_GBPS
     if d64_blocked:
-        stages = 2 if memory_gbps < _D64_THREE_STAGES_GBPS else 3
+        stages = 3 if fast_memory else 2
     two_per_sm = waves_two or (d64_blocked and programs(num_splits) > slots and per_split >= _WAVES_TWO_STAGES)
     # On memory as fast as the H200's, those d64 calls (small pages too) at three programs an SM in one wave, four in
     # several. H200, bench/plan_variants.py against the plan above (session 50, 5 interleaved rounds): three, d64 b8
@@ -360,8 +361,7 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
     # b16, b32 s8K, b8 s32K and b32 s32K (contiguous, pages of 16, 64, 256); four there: b8 s8K +1.6 to +3.9 %, b2
     # s32K +3.5 %. Several waves, four against three: b64 s1K -13.9 / -15.4 % (contiguous / 64), b128 s1K -2.4 / -1.7
     # / -2.2 % (contiguous / 16 / 256), b128 s8K -1.7 / -1.5 % (contiguous / 256); three against two: b128 s1K -2.2 %.
-    fast_d64 = d64 and memory_gbps >= _D64_THREE_STAGES_GBPS
-    ctas = (4 if programs(num_splits) > slots else 3) if fast_d64 else 2 if two_per_sm else 0
+    ctas = (4 if programs(num_splits) > slots else 3) if d64 and fast_memory else 2 if two_per_sm else 0
     gathered = paged and page_size < block_n and (_GATHER_PAGES is True or (
         _GATHER_PAGES == "auto" and one_wave and batch * kv_heads * max_seqlen_k * head_dim * 4 >= _GATHER_BYTES))
     return {

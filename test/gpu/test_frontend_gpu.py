@@ -111,7 +111,11 @@ def test_cluster_gather():
     assert torch.allclose(out, want, atol=1e-5)
 
 
-@pytest.mark.parametrize("page,splits,empty", [(None, 0, False), (16, 2, False), (256, 0, False), (None, 4, True)])
+# (page, splits, empty): test_cluster_splits' cases, for pytest, compile_all and run_all
+CLUSTER_SPLIT_CASES = [(None, 0, False), (16, 2, False), (256, 0, False), (None, 4, True)]
+
+
+@pytest.mark.parametrize("page,splits,empty", CLUSTER_SPLIT_CASES)
 def test_cluster_splits(page, splits, empty):
     """The splits of a row merged in a thread-block cluster (one launch; FAKV_CLUSTER_SPLITS=1) give what decode
     then combine give (FAKV_CLUSTER_SPLITS=0), eager and replayed from a CUDA graph; `empty`: the first sequence
@@ -941,8 +945,8 @@ def compile_all():
         test_cuda_graph_capture(page, splits)
     cluster_rows[(1, 1, 8)](np.zeros(256, np.float32), np.zeros((256, 4), np.float32), N=32, SIZE=4)
     cluster_columns[(1, 1, 8)](np.zeros((32, 32), np.float32), np.zeros((32, 8), np.float32), N=32, SIZE=4)
-    for page, splits, empty in [(None, 0, False), (16, 2, False), (256, 0, False), (None, 4, True)]:
-        test_cluster_splits(page, splits, empty)
+    for case in CLUSTER_SPLIT_CASES:
+        test_cluster_splits(*case)
     for page in (16, 256):
         test_bad_block_table_is_reported(page)
         test_streams_keep_their_own_workspace(page)
@@ -957,8 +961,7 @@ def run_all():
     """Without pytest: every test, a line each."""
     cases = [(test_score_modifiers, ()), (test_dlpack_arrays, ()), (test_abs_and_half_math, ())]
     cases += [(test_tile_reductions_to_scalars, (n,)) for n in (1000, 77)]
-    cases += [(test_cluster_gather, ())] + [(test_cluster_splits, c) for c in [
-        (None, 0, False), (16, 2, False), (256, 0, False), (None, 4, True)]]
+    cases += [(test_cluster_gather, ())] + [(test_cluster_splits, c) for c in CLUSTER_SPLIT_CASES]
     cases += [(test_longest_first_batch, (p,)) for p in (None, 16, 256)]
     cases += [(test_ragged_batch_planned_from_earlier_lengths, (p,)) for p in (None, 256)]
     cases += [(test_readme_variant, c) for c in [(None, 1), (256, 3), (16, 0)]]
