@@ -23,7 +23,8 @@ than a key block gathered, not by TMA: FAKV_GATHER_PAGES), `rowboxes=0|1`
 (TMA boxes of 16 rows, a row's channels asked for together, none past a
 sequence's last key: FAKV_ROW_BOXES, the default at head dims up to 128), `cluster=1`
 (2 to 8 splits merged in a thread-block cluster: FAKV_CLUSTER_SPLITS), `longest=0|1` (a batch
-of several waves run longest first or in index order: FAKV_LONGEST_FIRST), or several
+of several waves run longest first or in index order: FAKV_LONGEST_FIRST), `warm=N` (each K / V copy
+also prefetching into L2 the first lines of the tile N ahead: FAKV_WARM_PAGES, an experiment), or several
 joined by `+` (`stages=2+splits=6`). Each
 output is checked against a float32 reference first (bench_grid.py's rule).
 Rounds interleave the implementations (A B C, A B C, ...); each timing is
@@ -57,6 +58,7 @@ def variant(name):
     saved = {k: getattr(interface, k) for k in ("_SWAP_AB", "_ADAPTIVE_SPLITS", "_EARLY_DECODE_BYTES",
                                                  "_SPLIT_MIN_BLOCKS_SWAPPED", "_GATHER_PAGES", "_CLUSTER_SPLITS",
                                                  "_ROW_BOXES", "_LONGEST_FIRST", "_MERGE_REGISTERS", "_DECODE_REGISTERS",
+                                                 "_WARM_PAGES",
                                                  "plan")}
     hint, merge = lengths_hint.ENABLED, prepare.MERGE_SPLITS
     splits, stages, order, ctas = 0, None, None, None
@@ -72,6 +74,8 @@ def variant(name):
             interface._ROW_BOXES = value == "1"
         elif kind == "longest":
             interface._LONGEST_FIRST = value == "1"
+        elif kind == "warm":
+            interface._WARM_PAGES = int(value)
         elif kind == "minblocks":
             interface._SPLIT_MIN_BLOCKS_SWAPPED = int(value)
         elif kind == "adaptive":
