@@ -306,9 +306,10 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
     num_splits = max(1, min(num_splits, (2 ** 31 - 1) // (batch * seqlen_q * heads * head_tile)))
     if seqlen_q > 65535 or batch > 65535:     # (combine's grid (heads, seqlen_q, batch): CUDA's 65535 on y and z)
         num_splits, adaptive = 1, 0
+    several_waves = programs(num_splits) > slots      # (more decode programs than the GPU runs at once)
     # Heads first, but sequences first for one wave of contiguous MHA programs (_SEQ_FIRST_MHA).
     seq_first = (_SEQ_FIRST_MHA and group == 1 and not paged and batch > 1 and m_blocks == 1 and not appending
-                 and programs(num_splits) <= slots)
+                 and not several_waves)
     heads_first = batch * m_blocks <= 65535 and not seq_first                 # (grid axis y: CUDA's 65535)
     longest_first = batch if (_LONGEST_FIRST and num_splits == 1 and m_blocks == 1 and not appending
                               and head_tile <= 128 and programs(1) > slots and batch <= _LONGEST_FIRST_MAX_BATCH
@@ -324,14 +325,14 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
     # splits, up to _LONG_TWO_STAGES blocks, ring two stages too.
     per_split = -(-n_blocks // num_splits)
     swapped_d128 = swap and head_tile == 128 and seqlen_q == 1 and not appending and not adaptive
-    wave = swapped_d128 and programs(num_splits) <= slots
+    wave = swapped_d128 and not several_waves
     one_wave = wave and per_split <= _TWO_STAGES_WAVE[1]
     long_two = wave and _TWO_STAGES_WAVE[1] < per_split <= _LONG_TWO_STAGES    # (two in all, small pages too)
     if (one_wave and per_split >= _TWO_STAGES_WAVE[0]) or long_two:
         stages = 2          # (a 64 KB ring)
     # The same calls in several waves of splits of _WAVES_TWO_STAGES blocks or more, copied by TMA (no pages smaller
     # than a block): two stages, two programs an SM (the ring a third program would find room for left unused).
-    waves_two = (swapped_d128 and programs(num_splits) > slots and per_split >= _WAVES_TWO_STAGES
+    waves_two = (swapped_d128 and several_waves and per_split >= _WAVES_TWO_STAGES
                  and not (paged and page_size < block_n))
     if waves_two:
         stages = 2
@@ -354,14 +355,17 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
     fast_memory = memory_gbps >= _D64_THREE_STAGES_GBPS
     if d64_blocked:
         stages = 3 if fast_memory else 2
-    two_per_sm = waves_two or (d64_blocked and programs(num_splits) > slots and per_split >= _WAVES_TWO_STAGES)
+    two_per_sm = waves_two or (d64_blocked and several_waves and per_split >= _WAVES_TWO_STAGES)
     # On memory as fast as the H200's, those d64 calls (small pages too) at three programs an SM in one wave, four in
     # several. H200, bench/plan_variants.py against the plan above (session 50, 5 interleaved rounds): three, d64 b8
     # s8K -2.6 / -1.2 / -2.7 / -2.3 % (contiguous / pages of 16 / 64 / 256), b2 s32K -3.0 %; within 0.2 % at b1, b4,
     # b16, b32 s8K, b8 s32K and b32 s32K (contiguous, pages of 16, 64, 256); four there: b8 s8K +1.6 to +3.9 %, b2
     # s32K +3.5 %. Several waves, four against three: b64 s1K -13.9 / -15.4 % (contiguous / 64), b128 s1K -2.4 / -1.7
     # / -2.2 % (contiguous / 16 / 256), b128 s8K -1.7 / -1.5 % (contiguous / 256); three against two: b128 s1K -2.2 %.
-    ctas = (4 if programs(num_splits) > slots else 3) if d64 and fast_memory else 2 if two_per_sm else 0
+    if d64 and fast_memory:
+        ctas = 4 if several_waves else 3
+    else:
+        ctas = 2 if two_per_sm else 0
     gathered = paged and page_size < block_n and (_GATHER_PAGES is True or (
         _GATHER_PAGES == "auto" and one_wave and batch * kv_heads * max_seqlen_k * head_dim * 4 >= _GATHER_BYTES))
     return {
