@@ -82,6 +82,29 @@ def _is_number(x):
     return isinstance(x, (bool, int, float))
 
 
+def _same_python_value(a, b):
+    """Whether two compile-time values are one value to the code made of them: equal, of one type, element by
+    element, floats by their bits (0.0 and -0.0 are equal, and divide otherwise; nan is itself)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, float):
+        return repr(a) == repr(b)
+    if isinstance(a, (tuple, list)):
+        return len(a) == len(b) and all(_same_python_value(x, y) for x, y in zip(a, b))
+    try:
+        return bool(a == b)
+    except Exception:  # noqa: BLE001  (an array, say: not one value)
+        return False
+
+
+def _python_number(v):
+    """A numpy scalar (a global, a closure's variable, an array constexpr's element) as the Python number it
+    holds: np.float32(1e9) is a float beside an integer (f32), as 1e9 is, not an integer constant."""
+    if type(v).__module__ == "numpy" and getattr(v, "ndim", None) == 0 and hasattr(v, "item"):
+        return v.item()
+    return v
+
+
 def _holds_value(x):
     """Whether x is a kernel value or a tuple / list / dict holding one (at any depth)."""
     if sem.is_value(x):
@@ -392,7 +415,7 @@ class CodeGen:
             if isinstance(a, _NoValue) or isinstance(c, _NoValue):
                 same[n] = a if isinstance(a, _NoValue) else c     # (a loop's variable in a branch, say)
                 continue
-            if not sem.is_value(a) and not sem.is_value(c) and type(a) is type(c) and a == c:
+            if not sem.is_value(a) and not sem.is_value(c) and _same_python_value(a, c):
                 same[n] = a               # one Python value whichever branch runs: it holds after the `if`
                 continue
             if not (sem.is_value(a) or sem.is_value(c)) and not (_is_number(a) and _is_number(c)):
@@ -645,11 +668,27 @@ class CodeGen:
         except Exception as e:  # noqa: BLE001
             raise self.error_from(node, e) from None
         # An fl.constexpr wherever it is reached (a name, `cfg.FLAG`, `FLAGS[0]`): its value (the object is
-        # always true, and equal to nothing but itself).
-        return v.value if isinstance(v, fl.constexpr) else v
+        # always true, and equal to nothing but itself); a numpy scalar: its Python number.
+        return _python_number(v.value if isinstance(v, fl.constexpr) else v)
 
     def expr_Constant(self, node):
         return node.value
+
+    def expr_JoinedStr(self, node):
+        """An f-string of compile-time values (an assert's message)."""
+        parts = []
+        for part in node.values:
+            if isinstance(part, ast.Constant):
+                parts.append(str(part.value))
+                continue
+            value = self.expr(part.value)
+            if sem.is_value(value):
+                raise self.error(part, "an f-string formats compile-time values only (a kernel value has no "
+                                       "text at compile time)")
+            value = {115: str, 114: repr, 97: ascii}.get(part.conversion, lambda x: x)(value)
+            spec = self.expr(part.format_spec) if part.format_spec is not None else ""
+            parts.append(format(value, spec))
+        return "".join(parts)
 
     def expr_Name(self, node):
         return self.lookup(node.id, node)

@@ -188,7 +188,7 @@ class JITFunction:
     def _watch(self):
         if self._watched is None:
             self._watched, self._cells, self._callees = [], [], []
-            todo, seen, helpers = [self], set(), []
+            todo, seen, helpers, reached = [self], set(), [], []
             while todo:                       # this kernel and the kernels it calls, each once
                 k = todo.pop()
                 if id(k) in seen:
@@ -204,18 +204,17 @@ class JITFunction:
                             for attr in sorted(attrs):
                                 if attr in value.__dict__:
                                     self._watched.append((value.__dict__, attr))
-                                    if isinstance(value.__dict__[attr], JITFunction):
-                                        todo.append(value.__dict__[attr])
+                                    reached.append(value.__dict__[attr])
                     elif name in g:
                         self._watched.append((g, name))
-                        if isinstance(value, JITFunction):
-                            todo.append(value)
-                        else:
-                            helpers.append(value)
+                        reached.append(value)
                 self._cells += list(k.fn.__closure__ or ())
-                todo += [c.cell_contents for c in k.fn.__closure__ or ()
-                         if _filled(c) and isinstance(c.cell_contents, JITFunction)]
-                helpers += [c.cell_contents for c in k.fn.__closure__ or () if _filled(c)]
+                reached += [c.cell_contents for c in k.fn.__closure__ or () if _filled(c)]
+                # Kernels are followed, plain functions watched one level (below), whether named, reached as
+                # `module.name` or held in a tuple, list or dict the kernel names (`OPS[0](x)`).
+                for v in (v for r in reached for v in _held(r)):
+                    (todo if isinstance(v, JITFunction) else helpers).append(v)
+                reached.clear()
             # The plain functions those name (a helper the kernel calls at compile time): the globals and closure
             # variables they read, one level, as _function_text keys them (a helper reading a changed global
             # kept the kernel's old code and keyed a new specialisation with it on disk).
@@ -490,8 +489,9 @@ class JITFunction:
         else:
             c, positions = fast
             values = [args[i] for i in positions]
-        if callable(grid):
-            grid = grid(dict(zip(self.params, args), **kwargs))
+        if callable(grid):             # (Triton's grid(meta): every argument by name, defaults included)
+            meta = {**self._defaults, **dict(zip(self.params, args)), **kwargs}
+            grid = grid({k: v.value if isinstance(v, fl.constexpr) else v for k, v in meta.items()})
         if type(grid) is not tuple or not 1 <= len(grid) <= 3 or not all(type(g) is int for g in grid):
             grid = _grid(self.__name__, grid)
         grid = (grid + (1, 1, 1))[:3]
@@ -822,6 +822,14 @@ def _filled(cell):
         return False
 
 
+def _held(value):
+    """A value, then what it holds one level down when it is a tuple, list, dict (its values), set or frozenset
+    of up to _WATCHED_ITEMS items."""
+    yield value
+    if type(value) in (tuple, list, dict, set, frozenset) and len(value) <= _WATCHED_ITEMS:
+        yield from (value.values() if type(value) is dict else value)
+
+
 def _plain_functions(value):
     """The plain functions a value is, through what decorates or binds it (_callable_layers)."""
     return [layer for layer in _callable_layers(value) if isinstance(layer, _types.FunctionType)]
@@ -868,7 +876,11 @@ def _changed(a, b):
     if a is b:
         return False
     try:
-        return not (type(a) in _PLAIN and type(a) is type(b) and bool(a == b))
+        if not (type(a) in _PLAIN and type(a) is type(b) and bool(a == b)):
+            return True
+        # Equal is not the same where it compiles otherwise: 0.0 and -0.0, (3,) and (3.0,) (a kernel dividing
+        # by the one or multiplying by the other kept the old code).
+        return type(a) in (float, tuple, frozenset) and _watch_text(a) != _watch_text(b)
     except Exception:  # noqa: BLE001
         return True
 

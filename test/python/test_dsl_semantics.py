@@ -1139,3 +1139,90 @@ def test_compile_time_arguments_refuse_run_time_values(which, message):
     a = np.zeros((64, 64), np.float32)
     with pytest.raises(fakv.CompilationError, match=message):
         run_time_flags[(1,)](np.zeros((64, 64), np.int32 if which == 2 else np.float32), a, 0, WHICH=which)
+
+
+# Session 52's review of the DSL: numpy scalars the kernel names, signed zeros picked by a run-time `if`, a grid
+# function's defaults, an f-string assert message.
+NP_BIG, NP_HALF, NP_TABLE = np.float32(1e9), np.float16(0.5), np.array([3.0, 0.25], np.float32)
+
+
+@fakv.jit
+def numpy_scalars(Y, n):
+    fl.store(Y, fl.where(fl.arange(0, 4) == 0, n * NP_BIG, 0.0) + fl.where(fl.arange(0, 4) == 1, n * NP_HALF, 0.0)
+             + fl.where(fl.arange(0, 4) == 2, n * NP_TABLE[0], 0.0) + fl.where(fl.arange(0, 4) == 3, NP_TABLE[1], 0.0),
+             (0,), (1,))
+
+
+def test_numpy_float_scalars_are_floats_beside_integers():
+    """A numpy float scalar (a global, an array's element) meets an integer as the Python float it holds does
+    (f32): np.float32(1e9) made an i32 constant and the product wrapped; np.float16(0.5) was refused as "made
+    an i32 value"; np.float32(3.0) from an array multiplied in i32."""
+    y = np.zeros(4, np.float32)
+    numpy_scalars[(1,)](y, 10)
+    assert y.tolist() == [1e10, 5.0, 30.0, 0.25]
+
+
+@fakv.jit
+def signed_zero(Y, X, n, PAIR: fl.constexpr):
+    r = 0.0
+    if n > 0:
+        r = -0.0
+    x = fl.load(X, (1,), (0,), (1,))
+    if PAIR:
+        pair = (0.0, 1)
+        if n > 1:
+            pair = (-0.0, 1)
+        r = pair[0]
+    fl.store(Y, x / r, (0,), (1,))
+
+
+@pytest.mark.parametrize("n", [0, 1])
+def test_a_run_time_if_tells_signed_zeros_apart(n):
+    """`r = 0.0; if n > 0: r = -0.0`: the branches' values compare equal, and the then-branch's was kept for
+    both paths (x / r was -inf for n = 0); tuples holding either are two Python values, refused after the `if`
+    (one was kept likewise)."""
+    y = np.zeros(1, np.float32)
+    with np.errstate(divide="ignore"):
+        signed_zero[(1,)](y, np.ones(1, np.float32), n, PAIR=False)
+    assert y[0] == (-np.inf if n > 0 else np.inf)
+    with pytest.raises(fakv.CompilationError, match="`pair` is a different Python value in each branch"):
+        signed_zero[(1,)](y, np.ones(1, np.float32), n, PAIR=True)
+
+
+@fakv.jit
+def filled_by_blocks(Y, n, BLOCK: fl.constexpr = 4):
+    fl.store(Y, fl.full((BLOCK,), 1.0), (fl.program_id(0) * BLOCK,), (1,), bounds=(n,))
+
+
+def test_a_grid_function_gets_the_defaults_too():
+    """A grid function gets every argument by name as Triton's grid(meta) does: the defaulted constexpr
+    BLOCK was missing (KeyError from inside the launch), and a constexpr passed wrapped arrives as its value."""
+    y = np.zeros(14, np.float32)
+    filled_by_blocks[lambda m: ((m["n"] + m["BLOCK"] - 1) // m["BLOCK"],)](y, 14)
+    assert (y == 1.0).all()
+    y[:] = 0
+    filled_by_blocks[lambda m: ((m["n"] + m["BLOCK"] - 1) // m["BLOCK"],)](y, 14, BLOCK=fl.constexpr(8))
+    assert (y == 1.0).all()
+
+
+@fakv.jit
+def checks_block(Y, BLOCK: fl.constexpr):
+    assert BLOCK % 16 == 0, f"BLOCK must be a multiple of 16, got {BLOCK!r} ({BLOCK / 16:.2f} x 16)"
+    fl.store(Y, fl.full((BLOCK,), 1.0), (0,), (1,))
+
+
+@fakv.jit
+def formats_a_value(Y, n, BLOCK: fl.constexpr):
+    assert BLOCK > 16, f"n is {n}"
+    fl.store(Y, fl.full((1,), 1.0), (0,), (1,))
+
+
+def test_an_assert_message_may_be_an_f_string():
+    """An f-string of compile-time values is an assert's message (it was "`JoinedStr` expressions are not
+    supported"); a kernel value in it is refused at its line."""
+    checks_block[(1,)](np.zeros(16, np.float32), BLOCK=16)
+    with pytest.raises(fakv.CompilationError, match=r"BLOCK must be a multiple of 16, got 8 \(0.50 x 16\)"):
+        checks_block[(1,)](np.zeros(16, np.float32), BLOCK=8)
+    formats_a_value[(1,)](np.zeros(1, np.float32), 1, BLOCK=32)
+    with pytest.raises(fakv.CompilationError, match=r":\d+: an f-string formats compile-time values only"):
+        formats_a_value[(1,)](np.zeros(1, np.float32), 1, BLOCK=16)

@@ -627,3 +627,72 @@ def test_a_global_class_the_kernel_reads_is_in_its_key(tmp_path):
     keys = [subprocess.run([sys.executable, str(tmp_path / "cls.py"), v], capture_output=True, text=True,
                            check=True).stdout for v in ("2.0", "3.0", "2.0")]
     assert keys[0] == keys[2] != keys[1]
+
+
+# Session 52's review: equal values that compile otherwise, helpers reached through a module or a tuple.
+TIMES, DIVISOR = (3,), 0.0
+
+
+@fakv.jit
+def _times_and_over(Y, X, n):
+    fl.store(Y, fl.where(fl.arange(0, 2) == 0, n * TIMES[0], fl.load(X, (2,), (0,), (1,)) / DIVISOR), (0,), (1,))
+
+
+def test_a_global_changed_to_an_equal_value_of_another_kind_is_seen():
+    """(3,) -> (3.0,) and 0.0 -> -0.0 compare equal, yet compile to an i32 or f32 product and +inf or -inf:
+    the old code ran on (only clear() brought the new one)."""
+    global TIMES, DIVISOR
+    y, x = np.zeros(2, np.float32), np.ones(2, np.float32)
+    with np.errstate(divide="ignore"):
+        _times_and_over[(1,)](y, x, 1_000_000_000)
+        assert y[0] == np.float32(np.int32(-1294967296)) and y[1] == np.inf     # (3e9 wraps in i32)
+        TIMES, DIVISOR = (3.0,), -0.0
+        try:
+            _times_and_over[(1,)](y, x, 1_000_000_000)
+            assert y[0] == 3e9 and y[1] == -np.inf
+        finally:
+            TIMES, DIVISOR = (3,), 0.0
+
+
+_HELPER_MODULE = """
+SCALE = 2.0
+
+
+def scale_of(x):
+    return SCALE * x
+"""
+HELPERS = None                 # (the module above, imported by the test)
+TUPLE_SCALE = 2.0
+
+
+@fakv.jit
+def _scaled_by_global(x):
+    return x * TUPLE_SCALE
+
+
+KERNELS = (_scaled_by_global,)
+
+
+@fakv.jit
+def _reaches_helpers(Y):
+    fl.store(Y, fl.where(fl.arange(0, 2) == 0, HELPERS.scale_of(1.0), KERNELS[0](fl.full((2,), 1.0))), (0,), (1,))
+
+
+def test_helpers_reached_through_a_module_or_a_tuple_are_watched(tmp_path, monkeypatch):
+    """A plain function named as `module.name` and a kernel held in a tuple the kernel names read globals;
+    changed after a launch, the next launch runs the new values (only helpers named directly were followed:
+    the old code ran on)."""
+    global HELPERS, TUPLE_SCALE
+    import importlib
+    (tmp_path / "fakv_test_helpers.py").write_text(_HELPER_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    HELPERS = importlib.import_module("fakv_test_helpers")
+    y = np.zeros(2, np.float32)
+    try:
+        _reaches_helpers[(1,)](y)
+        assert y.tolist() == [2.0, 2.0]
+        HELPERS.SCALE, TUPLE_SCALE = 5.0, 7.0
+        _reaches_helpers[(1,)](y)
+        assert y.tolist() == [5.0, 7.0]
+    finally:
+        HELPERS, TUPLE_SCALE = None, 2.0
