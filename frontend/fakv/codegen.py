@@ -168,7 +168,7 @@ class Function:
                                        f"exec() or typed at an interactive prompt); fakv compiles a kernel from "
                                        f"its source: define it in a file") from None
         if fn.__code__.co_name == "<lambda>":      # (its lines may not even parse alone)
-            raise CompilationError(f"fakv compiles a function defined by `def`, not a lambda", self.filename,
+            raise CompilationError("fakv compiles a function defined by `def`, not a lambda", self.filename,
                                    self.first_line, lines[0])
         self.source = textwrap.dedent("".join(lines))
         try:

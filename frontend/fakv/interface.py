@@ -7,6 +7,7 @@ Same signature, defaults, shapes and results as flash_attn.flash_attn_with_kvcac
 (docs/api.md lists what is implemented and what we chose where FlashAttention
 is silent). Inputs are checked before anything is launched.
 """
+import collections.abc
 import functools
 import math
 import numbers
@@ -53,8 +54,8 @@ def _window_pair(window_size):
     """window_size as two ints: a tuple, a list, a numpy array or a tensor
     of two integers (what FlashAttention's tests pass)."""
     items = window_size.tolist() if hasattr(window_size, "tolist") else window_size
-    try:
-        items = list(items)
+    try:        # (a sequence: a dict's keys or a set's order are not the pair FlashAttention's [0], [1] read)
+        items = list(items) if not isinstance(items, (collections.abc.Mapping, collections.abc.Set)) else None
     except TypeError:
         items = None
     ok = items is not None and len(items) == 2 and all(

@@ -51,6 +51,9 @@ def test_every_argument_is_supported():
      "cos/sin seqlen .32. must be at least the seqlen of the KV cache .64."),
     (dict(cache_leftpad=np.zeros(2, np.int64)), "`cache_leftpad` must be a contiguous int32 tensor"),
     (dict(window_size=(1, 2, 3)), "`window_size` must be a pair of ints"),
+    # (session 52: a dict ran as its keys' window (0, 1), a set in its hash order; FlashAttention reads [0], [1])
+    (dict(window_size={0: 8, 1: -1}), "`window_size` must be a pair of ints"),
+    (dict(window_size={3, -1}), "`window_size` must be a pair of ints"),
     # Issue 10: each names its argument (no TypeError / ZeroDivisionError from inside).
     (dict(softmax_scale=float("nan")), "`softmax_scale` must be finite"),
     (dict(softmax_scale=float("inf")), "`softmax_scale` must be finite"),
