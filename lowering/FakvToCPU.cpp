@@ -141,27 +141,6 @@ struct ReshapeLowering : OpConversionPattern<ReshapeOp> {
   }
 };
 
-/// f64 to f32 rounded to odd (toward zero, the last bit set when inexact):
-/// rounding that to bf16 then rounds once, as a direct f64 -> bf16
-/// conversion does (the GPU's cvt.rn.bf16.f64; arith's bf16 expansion
-/// narrows an f64 to f32 to nearest first, a second rounding).
-static Value f64ToF32Odd(ImplicitLocOpBuilder &b, Value x) {
-  using P = arith::CmpFPredicate;
-  Type f32 = b.getF32Type(), i32 = b.getI32Type();
-  Value t = arith::TruncFOp::create(b, f32, x);
-  Value back = arith::ExtFOp::create(b, b.getF64Type(), t);
-  Value inexact = arith::CmpFOp::create(b, P::ONE, back, x);  // (never for NaN)
-  Value zero = arith::ConstantFloatOp::create(b, b.getF64Type(), APFloat(0.0));
-  Value away = arith::SelectOp::create(b, arith::CmpFOp::create(b, P::OGT, x, zero),
-                                       arith::CmpFOp::create(b, P::OGT, back, x),
-                                       arith::CmpFOp::create(b, P::OLT, back, x));
-  Value bits = arith::BitcastOp::create(b, i32, t);
-  Value one = arith::ConstantIntOp::create(b, 1, 32);
-  Value toward = arith::SelectOp::create(b, away, arith::SubIOp::create(b, bits, one), bits);
-  Value odd = arith::OrIOp::create(b, toward, one);
-  return arith::BitcastOp::create(b, f32, arith::SelectOp::create(b, inexact, odd, bits));
-}
-
 /// arith.fptosi as the GPU's cvt.rzi converts: out-of-range values saturate,
 /// NaN gives 0 (LLVM's fptosi is poison there; x86 gave INT_MIN for all).
 static void saturateFloatToInt(ModuleOp module) {
@@ -214,9 +193,7 @@ struct CastLowering : OpConversionPattern<CastOp> {
                            return x[0];
                          if (wf < wt)
                            return arith::ExtFOp::create(ib, to, x[0]);
-                         if (from.isF64() && to.isBF16())
-                           return arith::TruncFOp::create(ib, to, f64ToF32Odd(ib, x[0]));
-                         if (wf > wt)
+                         if (wf > wt)      // (f64 -> bf16 rounded once: fakv-expand-arith-cpu)
                            return arith::TruncFOp::create(ib, to, x[0]);
                          // Same width, other format (f16 <-> bf16): via f32.
                          return fromF32(ib, toF32(ib, x[0]), to);

@@ -53,8 +53,9 @@ def FakvGuardCPUMemory : Pass<"fakv-guard-cpu-memory", "::mlir::ModuleOp"> {
 def FakvExpandArithCPU : Pass<"fakv-expand-arith-cpu", "::mlir::ModuleOp"> {
   let summary = "Expand the arith ops the CPU path's LLVM lowering has no pattern for";
   let description = [{
-    bf16 conversions (to integer ops: no compiler-runtime helper at run time)
-    and ceil / floor divisions, as arith-expand-ops does, but not
+    bf16 conversions (to integer ops: no compiler-runtime helper at run time;
+    from integers and f64 rounded once, through f32 rounded to odd, as the
+    GPU's cvt.rn.bf16 converts) and ceil / floor divisions, as arith-expand-ops does, but not
     `arith.maximumf` / `minimumf`: arith-expand-ops made them a compare and
     select that gave -0.0 for maximum(+0.0, -0.0) (and order-dependent
     fl.max reductions), where the compile-time folds and IEEE 754's maximum

@@ -1226,3 +1226,39 @@ def test_an_assert_message_may_be_an_f_string():
     formats_a_value[(1,)](np.zeros(1, np.float32), 1, BLOCK=32)
     with pytest.raises(fakv.CompilationError, match=r":\d+: an f-string formats compile-time values only"):
         formats_a_value[(1,)](np.zeros(1, np.float32), 1, BLOCK=16)
+
+
+@fakv.jit
+def integers_to(Y, X, N: fl.constexpr, DT: fl.constexpr):
+    fl.store(Y, fl.load(X, (N,), (0,), (1,)).to(DT), (0,), (1,))
+    for i in fl.static_range(N):                       # scalars too
+        fl.store(Y, fl.full((1,), X[i].to(DT), DT), (N + i,), (1,))
+
+
+def rounded_to_nearest_even(v, bits):
+    """The integer v rounded once to `bits` significant bits (ties to even), exactly."""
+    shift = abs(v).bit_length() - bits
+    if shift <= 0:
+        return v
+    q, r = divmod(abs(v), 1 << shift)
+    q += r > 1 << (shift - 1) or (r == 1 << (shift - 1) and q & 1)
+    return (q << shift) * (1 if v >= 0 else -1)
+
+
+@pytest.mark.parametrize("itype", [np.int32, np.int64])
+@pytest.mark.parametrize("dtype,bits", [("bf16", 8), ("f16", 11), ("f32", 24)])
+def test_integers_convert_to_floats_rounding_once(itype, dtype, bits):
+    """A run-time integer made a float rounds once, as the GPU's cvt.rn and a constexpr's fold do: to bf16 the
+    CPU path went through f32 to nearest first (16842753 gave 2^24, not 16908288); an i64 through f64 too
+    (2^60 + 2^52 + 1 lands on a bf16 tie in f64)."""
+    from attention_ref import NP_DTYPES
+    values = [16842753, -16842753, 2 ** 24 + 2 ** 16 + 3, 2 ** 30 + 2 ** 22 + 1, 33685505, 7, -2 ** 31]
+    if itype is np.int64:
+        values += [2 ** 40 + 2 ** 32 + 1, 2 ** 53 + 2 ** 45 + 1, 2 ** 60 + 2 ** 52 + 1, -(2 ** 60 + 2 ** 52 + 1),
+                   2 ** 62 + 2 ** 54 + 1, 2 ** 63 - 1, -2 ** 63]
+    want = [float(rounded_to_nearest_even(v, bits)) for v in values]
+    if dtype == "f16":
+        want = [w if abs(w) < 65520 else float(np.copysign(np.inf, w)) for w in want]
+    y = np.zeros(2 * len(values), dict(NP_DTYPES, f32=np.float32)[dtype])
+    integers_to[(1,)](y, np.array(values, itype), N=len(values), DT=dtype)
+    assert y.astype(np.float64).tolist() == want + want
