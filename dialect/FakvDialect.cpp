@@ -77,6 +77,9 @@ LogicalResult FakvDialect::verifyOperationAttribute(Operation *op,
   auto func = dyn_cast<func::FuncOp>(op);
   if (!func)
     return op->emitError() << "'fakv.kernel' applies to func.func only";
+  if (func.isExternal())
+    return op->emitError() << "a fakv kernel needs a body: a declaration is "
+                              "neither compiled nor launched";
   if (func.getFunctionType().getNumResults() != 0)
     return op->emitError() << "a fakv kernel returns nothing; it writes its "
                               "results through pointer arguments";

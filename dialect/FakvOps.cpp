@@ -72,9 +72,16 @@ LogicalResult expectScores(Operation *op, Value v) {
   return success();
 }
 
+/// The kernel an op is in: its nearest isolated-from-above ancestor, when
+/// that is a function marked 'fakv.kernel' (not a function around a module
+/// or another isolated op it sits in: its values are not the kernel's).
+func::FuncOp enclosingKernel(Operation *op) {
+  auto func = dyn_cast_or_null<func::FuncOp>(op->getParentWithTrait<OpTrait::IsIsolatedFromAbove>());
+  return isKernel(func) ? func : func::FuncOp();
+}
+
 LogicalResult insideKernel(Operation *op) {
-  auto func = op->getParentOfType<func::FuncOp>();
-  if (!isKernel(func))
+  if (!enclosingKernel(op))
     return op->emitOpError()
            << "is only valid inside a function marked 'fakv.kernel'";
   return success();
@@ -397,10 +404,15 @@ LogicalResult ClusterGatherOp::verify() {
   for (Operation *p = (*this)->getParentOp(); p && !isa<func::FuncOp>(p); p = p->getParentOp())
     if (isa<LoopLikeOpInterface>(p))
       return emitOpError() << "runs once a program: not inside a loop";
+  // The kernel's first cluster_gather (not one inside an op isolated from it:
+  // not the kernel's, and verified after this one, its size maybe missing).
+  func::FuncOp kernel = enclosingKernel(*this);
   ClusterGatherOp first;
-  (*this)->getParentOfType<func::FuncOp>().walk([&](ClusterGatherOp op) {
-    first = op;
-    return WalkResult::interrupt();
+  kernel.walk<WalkOrder::PreOrder>([&](Operation *op) {
+    if (op != kernel && op->hasTrait<OpTrait::IsIsolatedFromAbove>())
+      return WalkResult::skip();
+    first = dyn_cast<ClusterGatherOp>(op);
+    return first ? WalkResult::interrupt() : WalkResult::advance();
   });
   if (first.getSize() != size)
     return emitOpError() << "a kernel's cluster_gathers must agree on the cluster's size ("

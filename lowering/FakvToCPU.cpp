@@ -419,18 +419,48 @@ struct ConvertFakvToCPUPass
     });
     if (clusters.wasInterrupted())
       return signalPassFailure();
-    // A kernel gains its program-id arguments below: a call to it (rather than a fakv.launch) would not match.
-    SymbolTable symbols(module);
-    WalkResult calls = module.walk([&](func::CallOp call) {
-      auto callee = symbols.lookup<func::FuncOp>(call.getCallee());
-      if (callee && isKernel(callee)) {
-        call.emitOpError() << "calls kernel @" << call.getCallee()
-                           << ": a kernel is launched over its programs (fakv.launch), not called";
+    // A kernel gains its program-id arguments below: a call to it (rather than a fakv.launch) would not match,
+    // nor would any other reference to it (func.constant: "reference to function with mismatched type").
+    for (auto kernel : module.getOps<func::FuncOp>()) {
+      if (!isKernel(kernel))
+        continue;
+      for (const SymbolTable::SymbolUse &use : SymbolTable::getSymbolUses(kernel, module).value_or(
+               SymbolTable::UseRange({}))) {
+        Operation *user = use.getUser();
+        if (isa<LaunchOp>(user))
+          continue;
+        user->emitOpError() << (isa<func::CallOp>(user) ? "calls" : "refers to") << " kernel @"
+                            << kernel.getSymName()
+                            << ": a kernel is launched over its programs (fakv.launch), not called";
+        return signalPassFailure();
+      }
+    }
+    // What the CPU lowering has no rewrite for, refused here rather than left in its output: GPU-level ops
+    // (fakvgpu: barriers, rings), and values of other types than integers of up to 64 bits and f16, bf16, f32,
+    // f64 (f8E4M3FN passed through untouched; an f4 fl.max started from -0.0, APFloat's inf of a format without).
+    WalkResult foreign = module.walk([](Operation *op) {
+      if (op->getDialect() && op->getDialect()->getNamespace() == "fakvgpu") {
+        op->emitOpError() << "is GPU-level IR: the CPU path takes fakv IR from before fakv-to-fakvgpu";
         return WalkResult::interrupt();
       }
+      auto kernel = op->getParentOfType<func::FuncOp>();
+      if (!isKernel(kernel))
+        return WalkResult::advance();
+      auto held = [](Type t) {
+        t = getElementTypeOrSelf(t);
+        if (auto i = dyn_cast<IntegerType>(t))
+          return i.getWidth() <= 64;
+        return !isa<FloatType>(t) || t.isF16() || t.isBF16() || t.isF32() || t.isF64();
+      };
+      for (Type t : op->getResultTypes())
+        if (!held(t)) {
+          op->emitOpError() << "the CPU path holds integers of up to 64 bits and f16, bf16, f32 or f64 values, got "
+                            << t;
+          return WalkResult::interrupt();
+        }
       return WalkResult::advance();
     });
-    if (calls.wasInterrupted())
+    if (foreign.wasInterrupted())
       return signalPassFailure();
     // GPU layouts (fakv-assign-layouts' encodings) are not the CPU path's: it takes the IR before them.
     WalkResult encoded = module.walk([](Operation *op) {

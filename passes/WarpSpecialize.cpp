@@ -94,6 +94,11 @@ LogicalResult specialize(func::FuncOp func, scf::ForOp loop, scf::IfOp refill,
   });
   if (!anyWait)
     return loop.emitOpError() << "has a refill but no wait";
+  // (its slot ends the loop's iteration too, in the consumer's arrive: defined in the loop's body itself, as
+  // fakv-pipeline puts the waits; one written inside an scf.if did not dominate that arrive)
+  if (anyWait->getBlock() != loop.getBody())
+    return anyWait.emitOpError() << "waits inside a region of the pipelined loop; with warp specialization "
+                                    "its waits are ops of the loop's body (as fakv-pipeline puts them)";
   int64_t stages = anyWait.getBarriers().getType().getCount();
   Value consumerSlot = anyWait.getIndex();
 

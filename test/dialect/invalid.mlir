@@ -957,3 +957,36 @@ func.func @kernel_in_kernel(%n: i32) attributes {fakv.kernel} {
   fakv.launch @kernel_in_kernel[%c1, %c1, %c1](%n) : (i32)
   return
 }
+
+// -----
+
+// (session 52) Inside a module nested in a kernel, an op is not the kernel's: its values are not (the CPU
+// lowering replaced the program id by the kernel's arguments across the module's isolation: invalid IR out).
+func.func @program_id_in_a_nested_module(%out: !fakv.ptr<i32>) attributes {fakv.kernel} {
+  builtin.module {
+    // expected-error @+1 {{'fakv.program_id' op is only valid inside a function marked 'fakv.kernel'}}
+    %x = fakv.program_id 0
+  }
+  return
+}
+
+// -----
+
+// The kernel's cluster_gathers agree on a size: the first looked at is the kernel's own (the one in a nested
+// module, not verified yet, without its size: a segfault in this verifier).
+func.func @cluster_gather_beside_a_nested_one() attributes {fakv.kernel} {
+  builtin.module {
+    %t = tensor.empty() : tensor<4xf32>
+    // expected-error @+1 {{'fakv.cluster_gather' op requires attribute 'size'}}
+    %r = "fakv.cluster_gather"(%t) : (tensor<4xf32>) -> tensor<4x2xf32>
+  }
+  %t = tensor.empty() : tensor<4xf32>
+  %r2 = fakv.cluster_gather(%t) size 2 : tensor<4xf32> -> tensor<4x2xf32>
+  return
+}
+
+// -----
+
+// (an empty gpu.func out of fakvgpu-outline-kernels: "expected body with at least one block")
+// expected-error @+1 {{a fakv kernel needs a body: a declaration is neither compiled nor launched}}
+func.func private @kernel_declaration(%a: !fakv.ptr<f32>) attributes {fakv.kernel}

@@ -15,6 +15,15 @@
 // RUN: %not fakv-opt %S/Inputs/attention.mlir --fakv-decompose --canonicalize --fakv-assign-layouts=num-warps=32 \
 // RUN:   --loop-invariant-code-motion --fakv-pipeline --fakv-warp-specialize 2>&1 | FileCheck %s --check-prefix=WARPS
 // WARPS: error: 'scf.for' op warp specialization adds 4 producer warps to the 32 of the kernel: at most 28 warps
+// A pipelined loop whose first wait sits inside a region of its body (hand-written fakvgpu IR: fakv-pipeline puts
+// the waits in the body itself): the wait's slot also ends the consumer's iteration (its arrive at the loop's
+// end), which a slot computed in the region did not dominate ("operand #1 does not dominate this use").
+// RUN: fakv-opt --fakv-decompose --canonicalize --fakv-assign-layouts --loop-invariant-code-motion \
+// RUN:   --fakv-pipeline %S/Inputs/attention.mlir \
+// RUN:   | sed -e '0,/^\( *\)\(fakvgpu.wait .*\)$/s//\1%wrapped = arith.constant true\n\1scf.if %wrapped {\n\1  \2\n\1}/' \
+// RUN:   | %not fakv-opt --fakv-warp-specialize 2>&1 | FileCheck %s --check-prefix=NESTED
+// NESTED: error: 'fakvgpu.wait' op waits inside a region of the pipelined loop; with warp specialization its waits are ops of the loop's body (as fakv-pipeline puts them)
+// NESTED-NOT: does not dominate
 
 func.func @k(%c: i1) attributes {fakv.kernel} {
   // expected-error @+1 {{'scf.if' op carries 'fakvgpu.pipeline_prefetch' but is not fakv-pipeline's refill (an scf.if of no results on an arith.cmpi in the body of the pipelined scf.for, in a kernel with layouts)}}
