@@ -338,6 +338,8 @@ def peer_calls(cell, name, ragged):
         return sdpa_calls(cell, ragged)[0]
     if name == "triton":
         return triton_calls(cell)
+    if name not in ("flashinfer", "flashinfer-tc"):     # (plan_variants' `bare` ran FlashInfer's CUDA-core decode)
+        raise ValueError(f"unknown peer {name!r} (known: {', '.join(PEERS)})")
     return flashinfer_calls(cell, name == "flashinfer-tc")
 
 

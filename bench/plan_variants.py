@@ -45,7 +45,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 sys.path.insert(0, os.path.join(ROOT, "test", "gpu"))
 import source_tree  # noqa: E402,F401
-from bench_grid import Cell, peer_calls, shapes_by_name  # noqa: E402
+from bench_grid import PEERS, Cell, names_of, peer_calls, shapes_by_name  # noqa: E402
 from timing import graph_time_ms  # noqa: E402
 
 
@@ -158,7 +158,7 @@ def main():
         impls = {}
         for v in args.variants.split(","):
             impls[v] = ("fakv", v)
-        for p in filter(None, args.peers.split(",")):
+        for p in names_of(args.peers, PEERS, "--peers"):   # (bench_grid's bare read is not a peer_calls peer)
             impls[p] = ("peer", p)
         times = {k: [] for k in impls}
         bad = {}
