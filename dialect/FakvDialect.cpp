@@ -118,6 +118,14 @@ bool mlir::fakv::isKernel(func::FuncOp func) {
   return func && func->hasAttr(FakvDialect::getKernelAttrName());
 }
 
+bool mlir::fakv::isLoweredElementType(Type t) {
+  if (auto i = dyn_cast<IntegerType>(t))
+    return i.getWidth() <= 64;
+  if (isa<FloatType>(t))
+    return t.isF16() || t.isBF16() || t.isF32() || t.isF64();
+  return true;
+}
+
 LogicalResult mlir::fakv::checkNestedKernels(ModuleOp module) {
   WalkResult nested = module.walk([&](func::FuncOp func) {
     if (!isKernel(func) || func->getParentOp() == module.getOperation())

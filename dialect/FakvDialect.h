@@ -64,6 +64,12 @@ public:
 namespace mlir::fakv {
 /// True when `func` carries the `fakv.kernel` attribute.
 bool isKernel(func::FuncOp func);
+/// Whether the lowerings (GPU and CPU) hold values of element type `t`:
+/// integers of 1 to 64 bits and f16 / bf16 / f32 / f64 (NVPTX selects nothing
+/// for f80, f128 or the 8-bit floats: LLVM aborted in instruction selection;
+/// the CPU lowering left f8 ops in its output). Other types (pointers, index)
+/// are not elements of this check.
+bool isLoweredElementType(Type t);
 /// Failure, with a diagnostic, when a kernel of `module` is not one of its
 /// own functions (a nested module's, a gpu.module's): the passes take the
 /// kernels of the module they run on, and the conversions would reach a

@@ -535,10 +535,3 @@ LogicalResult WarpSpecializeOp::verify() {
   return success();
 }
 
-bool mlir::fakvgpu::isGPUElementType(Type t) {
-  if (auto i = dyn_cast<IntegerType>(t))
-    return i.getWidth() <= 64;
-  if (isa<FloatType>(t))
-    return t.isF16() || t.isBF16() || t.isF32() || t.isF64();
-  return true;
-}

@@ -62,11 +62,6 @@ constexpr llvm::StringLiteral kClusterSizeAttr = "fakvgpu.cluster_size";
 constexpr int64_t kMaxTileElements = 65536;
 constexpr int64_t kMaxTileRegisters = kMaxTileElements / 128;
 
-/// Whether the GPU lowering holds values of element type `t`: integers of 1
-/// to 64 bits and f16 / bf16 / f32 / f64 (NVPTX selects nothing for f80,
-/// f128 or the 8-bit floats: LLVM aborted in instruction selection). Other
-/// types (pointers, index) are not elements of this check.
-bool isGPUElementType(Type t);
 } // namespace mlir::fakvgpu
 
 #endif // FAKV_DIALECT_FAKVGPUDIALECT_H

@@ -24,11 +24,11 @@ using namespace mlir;
 namespace {
 using P = arith::CmpFPredicate;
 
-/// `t`, the double `x` rounded to nearest, made `x` rounded to odd: toward
-/// zero, the last bit set where it is inexact (`t` and `x` f64 or f32 with
-/// `x` f64; `err` the rounding error's sign as x - t: here given, as `x`
-/// cannot be). Rounded to odd at two bits more than the target, a number
-/// then rounds to nearest as once.
+/// `t`, a value rounded to nearest, as that value rounded to odd instead:
+/// toward zero, the last bit set where it was inexact. `inexact`: whether
+/// `t` differs from the value; `away`: whether `t` is farther from zero. A
+/// value rounded to odd at two bits or more beyond bf16's then rounds to
+/// nearest as if once.
 static Value roundedToOdd(ImplicitLocOpBuilder &b, Value t, Value inexact, Value away) {
   Type bitsType = b.getIntegerType(t.getType().getIntOrFloatBitWidth());
   Value bits = arith::BitcastOp::create(b, bitsType, t);
@@ -65,11 +65,11 @@ struct TruncF64ToBF16Once : OpRewritePattern<arith::TruncFOp> {
   }
 };
 
-/// An integer -> bf16 conversion through f32 up to 24 bits, else through
-/// f64, exact up to 32 bits, an i64
-/// rounded to odd (its two halves added exactly, the sum's error kept), then
-/// TruncF64ToBF16Once: rounded once (through f32 to nearest, 16842753 gave
-/// 2^24, not 16908288, where a constexpr of it folds to 16908288).
+/// An integer -> bf16 conversion rounded once: through f32 up to 24 bits
+/// (exact there), else through f64 (exact up to 32 bits; an i64 as its two
+/// halves' sum rounded to odd, from the sum's exact error) and
+/// TruncF64ToBF16Once. (Through f32 to nearest, 16842753 gave 2^24, not the
+/// 16908288 a constexpr of it folds to.)
 template <typename ToFloat>
 struct IntToBF16Once : OpRewritePattern<ToFloat> {
   IntToBF16Once(MLIRContext *ctx) : OpRewritePattern<ToFloat>(ctx, /*benefit=*/2) {}

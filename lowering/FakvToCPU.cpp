@@ -446,14 +446,8 @@ struct ConvertFakvToCPUPass
       auto kernel = op->getParentOfType<func::FuncOp>();
       if (!isKernel(kernel))
         return WalkResult::advance();
-      auto held = [](Type t) {
-        t = getElementTypeOrSelf(t);
-        if (auto i = dyn_cast<IntegerType>(t))
-          return i.getWidth() <= 64;
-        return !isa<FloatType>(t) || t.isF16() || t.isBF16() || t.isF32() || t.isF64();
-      };
       for (Type t : op->getResultTypes())
-        if (!held(t)) {
+        if (!isLoweredElementType(getElementTypeOrSelf(t))) {
           op->emitOpError() << "the CPU path holds integers of up to 64 bits and f16, bf16, f32 or f64 values, got "
                             << t;
           return WalkResult::interrupt();

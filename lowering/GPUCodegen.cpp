@@ -230,7 +230,7 @@ LogicalResult codegen::checkTiles(func::FuncOp func) {
   // (hand-written fakvgpu IR comes here without fakv-assign-layouts' checks: an f80 tile aborted LLVM in
   // instruction selection, a layout of 16384 registers a thread took 82 s and 14 GB to lower)
   auto placed = [&](Value v, Operation *where) {
-    if (!fakvgpu::isGPUElementType(getElementTypeOrSelf(v.getType()))) {
+    if (!fakv::isLoweredElementType(getElementTypeOrSelf(v.getType()))) {
       where->emitOpError() << "the GPU lowering holds integers of up to 64 bits and f16, bf16, f32 or f64 "
                               "values, got "
                            << v.getType();

@@ -127,7 +127,7 @@ private:
 LogicalResult LayoutAssigner::checkShapes() {
   // (a kernel's arguments too: an unused f80 one reached NVPTX's printer, which trapped)
   for (BlockArgument arg : func.getArguments())
-    if (!fakvgpu::isGPUElementType(getElementTypeOrSelf(arg.getType())))
+    if (!fakv::isLoweredElementType(getElementTypeOrSelf(arg.getType())))
       return func.emitOpError() << "the GPU lowering holds integers of up to 64 bits and f16, bf16, f32 or "
                                    "f64 values, got argument #"
                                 << arg.getArgNumber() << " of " << arg.getType();
@@ -153,7 +153,7 @@ LogicalResult LayoutAssigner::checkShapes() {
                           << v.getType();
         return WalkResult::interrupt();
       }
-      if (!fakvgpu::isGPUElementType(et)) {
+      if (!fakv::isLoweredElementType(et)) {
         op->emitOpError() << "the GPU lowering holds integers of up to 64 bits "
                              "and f16, bf16, f32 or f64 values, got "
                           << v.getType();

@@ -188,7 +188,7 @@ class JITFunction:
     def _watch(self):
         if self._watched is None:
             self._watched, self._cells, self._callees = [], [], []
-            todo, seen, helpers, reached = [self], set(), [], []
+            todo, seen, helpers = [self], set(), []
             while todo:                       # this kernel and the kernels it calls, each once
                 k = todo.pop()
                 if id(k) in seen:
@@ -196,7 +196,7 @@ class JITFunction:
                 seen.add(id(k))
                 if k is not self:
                     self._callees.append(k)
-                g, attrs = k.fn.__globals__, _names(k.fn.__code__)
+                g, attrs, reached = k.fn.__globals__, _names(k.fn.__code__), []
                 for name in sorted(_global_names(k.fn.__code__)):
                     value = g.get(name)
                     if isinstance(value, _types.ModuleType):
@@ -214,7 +214,6 @@ class JITFunction:
                 # `module.name` or held in a tuple, list or dict the kernel names (`OPS[0](x)`).
                 for v in (v for r in reached for v in _held(r)):
                     (todo if isinstance(v, JITFunction) else helpers).append(v)
-                reached.clear()
             # The plain functions those name (a helper the kernel calls at compile time): the globals and closure
             # variables they read, one level, as _function_text keys them (a helper reading a changed global
             # kept the kernel's old code and keyed a new specialisation with it on disk).
