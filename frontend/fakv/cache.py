@@ -26,6 +26,7 @@ comes from.
 import hashlib
 import json
 import os
+import re
 import stat
 import threading
 import warnings
@@ -259,6 +260,9 @@ def store_index(key, items):
 
 
 _STALE_SECONDS = 3600     # a temporary file this old is a dead writer's (a write takes milliseconds)
+# The names of fakv's own temporary files (store's and write_quietly's: a key of 32 hex digits, its suffix, the
+# writer's pid and thread): any name holding ".tmp" matched, and a user's files in FAKV_CACHE_DIR went.
+_TEMPORARY = re.compile(r"[0-9a-f]{32}(\.bin|\.json)?\.[0-9]+\.[0-9]+\.tmp(\.cubin|\.json)?")
 _swept = set()
 
 
@@ -274,7 +278,7 @@ def _sweep(d):
     try:
         with os.scandir(d) as found:
             for e in found:
-                if ".tmp" in e.name and e.name.rpartition(".tmp")[2] in ("", ".cubin", ".json"):
+                if _TEMPORARY.fullmatch(e.name):
                     try:
                         if e.is_file(follow_symlinks=False) and now - e.stat(follow_symlinks=False).st_mtime \
                                 > _STALE_SECONDS:

@@ -136,6 +136,12 @@ def main(argv=None):
                     "JIT marks 16-byte-aligned tensors and integers that are multiples of 16 (default: none)")
     ap.add_argument("-o", "--output", help="output file (required for cubin)")
     args = ap.parse_args(argv)
+    if args.emit == "cubin":           # (the facts go beside the cubin, FILE's extension replaced by .json)
+        if not args.output:
+            raise SystemExit("fakv.compile: --emit cubin needs -o FILE")
+        if os.path.splitext(args.output)[1] == ".json":
+            raise SystemExit(f"fakv.compile: -o {args.output}: the cubin's launch facts go to FILE with its "
+                             f"extension replaced by .json; name the cubin otherwise (kernel.cubin)")
     if args.registers:
         counts = args.registers.split(",")
         if len(counts) != 2 or not all(c.strip().isdigit() for c in counts):
@@ -252,8 +258,6 @@ def _compile(ir, args, options):
             from . import ptx
             payload = ptx.assemble(payload, "sm_90a")
     if args.emit == "cubin":
-        if not args.output:
-            raise SystemExit("fakv.compile: --emit cubin needs -o FILE")
         _write(args.output, payload)
         _write(os.path.splitext(args.output)[0] + ".json",
                json.dumps(with_occupancy(json.loads(facts), opts.get("ctas_per_sm", 0), opts["chip"]), indent=2))

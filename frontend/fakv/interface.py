@@ -80,8 +80,20 @@ def plan(*args, **kwargs):
 # combine launch, the same: docs/decisions.md), hence only where the lengths
 # were ragged. FAKV_ADAPTIVE_SPLITS=n: always n (whatever the lengths), 0: never.
 _RAGGED_SPLITS = 4
-_ADAPTIVE_SPLITS = os.environ.get("FAKV_ADAPTIVE_SPLITS", "")
-_ADAPTIVE_SPLITS = int(_ADAPTIVE_SPLITS) if _ADAPTIVE_SPLITS.isdigit() else None     # (unset: by the hint)
+
+
+def _env_count(name, low, high):
+    """Environment variable `name` as an integer in [low, high], None when unset or empty; anything else is an
+    error naming it (`-1`, `abc` were passed over silently, `²` gave int()'s ValueError)."""
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return None
+    if not (text.isascii() and text.isdigit() and low <= int(text) <= high):
+        raise ValueError(f"{name}={text!r}: an integer in [{low}, {high}] is expected (unset: the default)")
+    return int(text)
+
+
+_ADAPTIVE_SPLITS = _env_count("FAKV_ADAPTIVE_SPLITS", 0, MAX_SPLITS)     # (unset: by the hint)
 _ADAPTIVE_MAX_BATCH = 64      # (kernels/splits.py reads every length: BATCH loads, unrolled)
 _ADAPTIVE_MIN_BLOCKS = 16     # key blocks per split of the longest sequence, at least
 
@@ -149,7 +161,7 @@ _GATHER_PAGES = {"1": True, "0": False}.get(os.environ.get("FAKV_GATHER_PAGES", 
 _ROW_BOXES = os.environ.get("FAKV_ROW_BOXES") != "0"
 # FAKV_WARM_PAGES=N (1-8; an experiment, off by default): decode compiled with @fakv.jit(warm_pages=N), each K / V
 # copy prefetching into L2 the first lines of the tile N tiles ahead (docs/decisions.md).
-_WARM_PAGES = int(os.environ["FAKV_WARM_PAGES"]) if os.environ.get("FAKV_WARM_PAGES", "").isdigit() else 0
+_WARM_PAGES = _env_count("FAKV_WARM_PAGES", 0, 8) or 0
 _GATHER_BYTES = 512 << 20
 _RING_BYTES = 96 * 1024       # a K/V ring that still lets two programs share an SM
 

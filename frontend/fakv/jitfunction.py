@@ -54,6 +54,8 @@ class JITFunction:
                              f"got {ctas_per_sm!r}")
         if type(stages) is not int or not 1 <= stages <= 8:      # (fakv-pipeline's kMaxStages)
             raise ValueError(f"{fn.__name__}: stages is a number of ring stages in [1, 8], got {stages!r}")
+        if type(warp_specialize) is not bool:                  # (the binding's TypeError named no option)
+            raise ValueError(f"{fn.__name__}: warp_specialize is True or False, got {warp_specialize!r}")
         if type(warm_pages) is not int or not 0 <= warm_pages <= 8:
             raise ValueError(f"{fn.__name__}: warm_pages is a number of tiles ahead in [0, 8] (0: none), "
                              f"got {warm_pages!r}")
@@ -156,17 +158,7 @@ class JITFunction:
                 continue
             value = self.fn.__globals__[name]
             if isinstance(value, _types.ModuleType):
-                h.update(f"{name}=module:{value.__name__}".encode())
-                if value is not fl and value.__name__ != "fakv":   # (the frontend's version keys those)
-                    # What the kernel may name of it (`module.attr`: codegen resolves those too).
-                    for attr in names:
-                        try:
-                            member = getattr(value, attr, None)
-                        except Exception:  # noqa: BLE001  (a module's own __getattr__ failing)
-                            member = None
-                        part = self._key_part(f"{name}.{attr}", member)
-                        if part:
-                            h.update(part.encode())
+                self._module_key(h, name, value, names, ())
             else:
                 h.update(self._key_part(name, value).encode())
         for name, cell in zip(self.fn.__code__.co_freevars, self.fn.__closure__ or ()):
@@ -175,6 +167,24 @@ class JITFunction:
             except ValueError:                 # (an empty cell)
                 pass
         return h.hexdigest()
+
+    def _module_key(self, h, name, module, names, outer):
+        """What a module the kernel names adds to its key: its name, and what the kernel may name of it
+        (`module.attr`, `pkg.sub.attr`: codegen resolves those too), modules inside it followed."""
+        h.update(f"{name}=module:{module.__name__}".encode())
+        if module is fl or module.__name__.split(".")[0] == "fakv" or module in outer:
+            return                               # (the frontend's version keys fakv's own; a cycle once)
+        for attr in names:
+            try:
+                member = getattr(module, attr, None)
+            except Exception:  # noqa: BLE001  (a module's own __getattr__ failing)
+                member = None
+            if isinstance(member, _types.ModuleType):
+                self._module_key(h, f"{name}.{attr}", member, names, outer + (module,))
+                continue
+            part = self._key_part(f"{name}.{attr}", member)
+            if part:
+                h.update(part.encode())
 
     def watch(self):
         """Forget what this process compiled when a global or closure variable the kernel, or a kernel it
@@ -545,7 +555,7 @@ def _constexpr_text(value):
     except Exception:  # noqa: BLE001  (an object's own __class__ or __getattr__ failing: _canonical's rule)
         text = None
     if text:        # (the object too where part of it was keyed by its type only: _UNKEYED)
-        return f"fn:{text}" if _UNKEYED[0] == before else f"fn:{text}:{id(value)}"
+        return f"fn:{text}" if _UNKEYED[0] == before else f"fn:{text}:{_identity(value)}"
     return _canonical(value)
 
 
@@ -580,7 +590,7 @@ def _canonical(value, depth=0, memo=None):
         raise
     except Exception:  # noqa: BLE001  (a user's __repr__ or attribute failing, a dead weak proxy)
         _UNKEYED[0] += 1
-        text = f"{t.__module__}.{t.__qualname__}@{id(value)}"
+        text = f"{t.__module__}.{t.__qualname__}@{_identity(value)}"
     memo[id(value)] = (value, text)
     return text
 
@@ -628,9 +638,9 @@ def _keyed(value, t, depth, memo):
         if text is not None:
             return text
     text = repr(value)
-    if depth and " at 0x" in text:
+    if " at 0x" in text:          # (an address: inside something by the type alone, else by its identity)
         _UNKEYED[0] += 1
-        return f"{t.__module__}.{t.__qualname__}"
+        return f"{t.__module__}.{t.__qualname__}" + ("" if depth else f"@{_identity(value)}")
     return text
 
 
@@ -642,6 +652,17 @@ _METHODS = (_types.FunctionType, staticmethod, classmethod, property)
 # repr, a keying that raised, a helper's global of another kind (_function_text). A function constexpr whose
 # text took none is keyed by it alone (the disk cache serves it to a later process); else by its object too.
 _UNKEYED = [0]
+
+
+def _identity(value):
+    """An object's identity in key text: its address and this process's token. (The address alone went to
+    the disk cache's entry names: a forked worker, or a process without address randomisation, had the same
+    address for another value and loaded the binary compiled for that.)"""
+    return f"{_PROCESS[0]}:{id(value):x}"
+
+
+_PROCESS = [os.urandom(8).hex()]
+os.register_at_fork(after_in_child=lambda: _PROCESS.__setitem__(0, os.urandom(8).hex()))
 
 
 def _object_text(value, depth, memo):

@@ -506,9 +506,12 @@ def test_a_dead_writers_temporary_files_are_removed(tmp_path, monkeypatch):
            index / ("b" * 32 + ".bin.1.2.tmp")]
     kept = [tmp_path / ("c" * 32 + ".3.4.tmp.cubin"), index / ("d" * 32 + ".bin.3.4.tmp"),
             tmp_path / ("e" * 32 + ".json"), tmp_path / "notes.tmp.txt"]
+    strangers = [tmp_path / n for n in ("report.tmp", "editor.swp.tmp", "model.tmp.cubin", "results.tmp.json",
+                                        "a.1.2.tmp", "x" * 32 + ".1.2.tmp")]      # (any ".tmp" name went)
+    kept += strangers
     for i, path in enumerate(old + kept):
         path.write_bytes(b"x")
-        if path in old or path.name.startswith("e") or path.name == "notes.tmp.txt":
+        if path in old or path.name.startswith("e") or path in strangers or path.name == "notes.tmp.txt":
             os.utime(path, (0, 7200 * (i + 1)))       # (1970: old)
     assert cache.store("f" * 32, b"cubin", {"n": 1})
     cache.store_index("0" * 32, [])

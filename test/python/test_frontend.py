@@ -606,6 +606,9 @@ def test_warm_pages_option(monkeypatch, tmp_path):
     for bad in (-1, 9, True, 2.0):
         with pytest.raises(ValueError, match="warm_pages is a number of tiles ahead"):
             fakv.jit(warm_pages=bad)(decode.fn)
+    for bad in ("no", 1, None):             # (the binding's "incompatible function arguments" at the launch)
+        with pytest.raises(ValueError, match="warp_specialize is True or False"):
+            fakv.jit(warp_specialize=bad)(decode.fn)
     for bad in (0, 9, 2.0, None):          # (stages=0 was the pipeline's "-:1:1: stages must be in [1, 8]")
         with pytest.raises(ValueError, match=r"stages is a number of ring stages in \[1, 8\]"):
             decode.with_options(stages=bad)
@@ -627,6 +630,30 @@ def test_cli_cubin(tmp_path):
     assert out.read_bytes()[:4] == b"\x7fELF"
     facts = json.loads((tmp_path / "decode.json").read_text())
     assert facts["kernels"][0]["dependent_launch"] is True     # launched programmatically (runtime)
+
+
+def test_bad_tuning_variables_are_named():
+    """FAKV_WARM_PAGES / FAKV_ADAPTIVE_SPLITS not an integer in range: an error naming the variable (`-1` and
+    `abc` were passed over, `²` gave int()'s ValueError, 9 the kernel option's error without the variable)."""
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "frontend"))
+    for name, value in (("FAKV_WARM_PAGES", "-1"), ("FAKV_WARM_PAGES", "9"), ("FAKV_WARM_PAGES", "\u00b2"),
+                        ("FAKV_ADAPTIVE_SPLITS", "abc"), ("FAKV_ADAPTIVE_SPLITS", "65")):
+        run = subprocess.run([sys.executable, "-c", "import fakv.interface"], env=dict(env, **{name: value}),
+                             capture_output=True, text=True)
+        assert run.returncode != 0 and f"{name}={value!r}: an integer in" in run.stderr, (name, value, run.stderr)
+    run = subprocess.run([sys.executable, "-c", "from fakv import interface; print(interface._WARM_PAGES, "
+                          "interface._ADAPTIVE_SPLITS)"], env=dict(env, FAKV_WARM_PAGES="2", FAKV_ADAPTIVE_SPLITS="0"),
+                         capture_output=True, text=True, check=True)
+    assert run.stdout.split() == ["2", "0"]
+
+
+def test_cli_cubin_named_like_its_facts_is_refused(tmp_path):
+    """-o k.json with --emit cubin: the facts (k.json) overwrote the cubin, and the command said it wrote both."""
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "frontend"))
+    run = subprocess.run([sys.executable, "-m", "fakv.compile", os.path.join(ROOT, "kernels", "combine.py"),
+                          "--emit", "cubin", "-o", str(tmp_path / "k.json")], env=env, capture_output=True, text=True)
+    assert run.returncode != 0 and "extension replaced by .json" in run.stderr
+    assert not list(tmp_path.iterdir())
 
 
 @needs_assembler

@@ -696,3 +696,60 @@ def test_helpers_reached_through_a_module_or_a_tuple_are_watched(tmp_path, monke
         assert y.tolist() == [5.0, 7.0]
     finally:
         HELPERS, TUPLE_SCALE = None, 2.0
+
+
+def test_a_module_inside_a_module_is_keyed(tmp_path, monkeypatch):
+    """`pkg.sub.VAL` in a kernel: its key (and so another process's disk entry) follows VAL; the key ignored
+    modules reached through a module, so a second process ran the binary compiled for the old value."""
+    import importlib
+    import sys
+    pkg = tmp_path / "keypkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("from . import sub\n")
+    (pkg / "sub.py").write_text("VAL = 1.0\n")
+    (tmp_path / "kern_nested_key.py").write_text(
+        "import fakv\nimport fakv.language as fl\nimport keypkg.sub\n\n\n@fakv.jit\ndef fill(Y):\n"
+        "    fl.store(Y, fl.full((4,), keypkg.sub.VAL), (0,), (1,))\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in ("keypkg", "keypkg.sub", "kern_nested_key"):
+        sys.modules.pop(name, None)
+    kern = importlib.import_module("kern_nested_key")
+    sub = importlib.import_module("keypkg.sub")
+    first = kern.fill.source_key()
+    kern.fill._source_key = None             # (another process: the key computed afresh)
+    assert kern.fill.source_key() == first
+    monkeypatch.setattr(sub, "VAL", 5.0)
+    kern.fill._source_key = None
+    assert kern.fill.source_key() != first
+
+
+BIG_LIST = [1.0] * 2000          # (past the items a key looks into: keyed by its type)
+
+
+def _reads_big_list():
+    return BIG_LIST[0]
+
+
+def test_a_key_by_identity_is_this_process_only():
+    """A function constexpr keyed by its identity (it reads a list too long to key by content), or an object
+    whose repr is an address: the key text holds the address and a token of the process, new in a forked child
+    (the address alone named disk entries: a forked worker with another BIG_LIST loaded its sibling's
+    binary)."""
+    import threading
+    from fakv.jitfunction import _constexpr_text
+    lock = threading.Lock()
+    texts = (_constexpr_text(_reads_big_list), _constexpr_text(lock))
+    assert texts == (_constexpr_text(_reads_big_list), _constexpr_text(lock))    # (stable in one process)
+    assert all(f"{id(v):x}" in t for v, t in zip((_reads_big_list, lock), texts))
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:                          # the child: its texts for the same objects, at the same addresses
+        try:
+            os.write(write, "\n".join((_constexpr_text(_reads_big_list), _constexpr_text(lock))).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as f:
+        child = tuple(f.read().split("\n"))
+    os.waitpid(pid, 0)
+    assert len(child) == 2 and child[0] != texts[0] and child[1] != texts[1]
