@@ -126,6 +126,9 @@ struct ConvertFakvGPUToNVVMPass
     // is declared (fakvgpu-outline-kernels moves it into the gpu.module).
     for (func::FuncOp func : kernels) {
       func->removeAttr(FakvDialect::getKernelAttrName());
+      // (a request of fakv-pack-gqa, which did not run: each query head in its own program, as written; the
+      // attribute left on a function no longer a kernel failed the verifier)
+      func->removeAttr(FakvDialect::getPackGQAAttrName());
       func->setAttr(kConvertedKernelAttr, UnitAttr::get(ctx));
       for (unsigned i = 0; i < func.getNumArguments(); ++i)
         func.removeArgAttr(i, FakvDialect::getDivisibilityAttrName());

@@ -412,6 +412,25 @@ struct ConvertFakvToCPUPass
     MLIRContext *ctx = &getContext();
     if (failed(checkNestedKernels(module)))
       return signalPassFailure();
+    // Names the CPU path gives its own symbols (the fault word, the launch's extents, their check): a user's
+    // symbol of one was a redefinition, or (@fakv_cpu_extents) read as "guarded already": no memory guard.
+    for (Operation &op : module.getOps())
+      if (auto sym = dyn_cast<SymbolOpInterface>(op); sym && sym.getName().starts_with("fakv_cpu_")) {
+        op.emitOpError() << "is named like the CPU path's own symbols (@fakv_cpu_...); rename it";
+        return signalPassFailure();
+      }
+    // Tiles have static shapes (the rewrites below build dense constants of their types).
+    WalkResult dynamic = module.walk([](Operation *op) {
+      for (Type t : op->getResultTypes())
+        if (auto shaped = dyn_cast<RankedTensorType>(t); shaped && !shaped.hasStaticShape()) {
+          op->emitOpError() << "has a result of a dynamic shape (" << t
+                            << "): the CPU path takes tiles of static shapes";
+          return WalkResult::interrupt();
+        }
+      return WalkResult::advance();
+    });
+    if (dynamic.wasInterrupted())
+      return signalPassFailure();
     // The CPU path runs a launch's programs one after another: no cluster.
     WalkResult clusters = module.walk([](ClusterGatherOp op) {
       op.emitOpError() << "runs on the GPU only: the CPU path has no clusters of programs";

@@ -283,6 +283,13 @@ LogicalResult codegen::checkTiles(func::FuncOp func) {
                          << ": a kernel calls no function on the GPU (inline it)";
       return WalkResult::interrupt();
     }
+    // (nor takes one's address: the function it names was erased, or outlined beside it, and the reference
+    // failed the verifier after the lowering)
+    if (auto ref = dyn_cast<func::ConstantOp>(op)) {
+      ref.emitOpError() << "refers to @" << ref.getValue()
+                        << ": a kernel calls no function on the GPU (inline it)";
+      return WalkResult::interrupt();
+    }
     // One value everywhere: a tile constant in registers is a splat.
     if (auto cst = dyn_cast<arith::ConstantOp>(op))
       if (isa<RankedTensorType>(cst.getType()) && !isa<SplatElementsAttr>(cst.getValue())) {

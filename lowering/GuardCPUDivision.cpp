@@ -109,6 +109,13 @@ struct FakvGuardCPUDivisionPass
     });
     if (divisions.empty())
       return;
+    // (its guard's constants are dense splats: of a dynamically shaped tensor they were IR that did not parse)
+    for (auto [op, isSigned] : divisions)
+      if (auto t = dyn_cast<RankedTensorType>(op->getResult(0).getType()); t && !t.hasStaticShape()) {
+        op->emitOpError() << "divides tensors of a dynamic shape (" << t
+                          << "): the CPU path's tiles have static shapes";
+        return signalPassFailure();
+      }
     LLVM::GlobalOp fault = fakv::cpu::faultGlobal(module);
     for (auto [op, isSigned] : divisions)
       guard(op, isSigned, fault);

@@ -36,6 +36,13 @@ struct FakvKernelABIPass
       auto tma = f->getAttrOfType<DenseI32ArrayAttr>(fakv::codegen::kTmaArgsAttr);
       if (!tma)
         return WalkResult::advance();
+      // (grid constants are a kernel's parameters: on another function the verifier refused them once NVVM
+      // was loaded, and the pass's output did not parse)
+      if (!f->hasAttr(NVVM::NVVMDialect::getKernelFuncAttrName())) {
+        f.emitOpError() << "has '" << fakv::codegen::kTmaArgsAttr << "' but is not a kernel ('"
+                        << NVVM::NVVMDialect::getKernelFuncAttrName() << "'): tensor maps are kernel parameters";
+        return WalkResult::interrupt();
+      }
       MLIRContext *ctx = f.getContext();
       Builder b(ctx);
       auto arr = LLVM::LLVMArrayType::get(IntegerType::get(ctx, 8), 128);

@@ -28,13 +28,19 @@ using fakvgpu::LinearLayout;
 
 namespace {
 
+constexpr llvm::StringLiteral kKernelsModule = "fakv_kernels";
+
 /// func.func kernels -> gpu.func in gpu.module @fakv_kernels, with the
 /// dynamic shared memory symbol and the launch facts as attributes.
+/// (One there already, from an earlier run, is added to: a second one was a
+/// redefinition of the symbol.)
 void outlineKernels(ModuleOp module, ArrayRef<func::FuncOp> kernels) {
   MLIRContext *ctx = module.getContext();
   OpBuilder b(ctx);
   b.setInsertionPointToEnd(module.getBody());
-  auto gpuModule = gpu::GPUModuleOp::create(b, module.getLoc(), "fakv_kernels");
+  auto gpuModule = module.lookupSymbol<gpu::GPUModuleOp>(kKernelsModule);
+  if (!gpuModule)
+    gpuModule = gpu::GPUModuleOp::create(b, module.getLoc(), kKernelsModule);
   module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(), UnitAttr::get(ctx));
   b.setInsertionPointToStart(gpuModule.getBody());
   // The shared-memory symbol the converted kernels address moves in.
@@ -72,6 +78,10 @@ struct OutlineKernelsPass
     : public fakv::impl::FakvGPUOutlineKernelsBase<OutlineKernelsPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    if (Operation *taken = module.lookupSymbol(kKernelsModule); taken && !isa<gpu::GPUModuleOp>(taken)) {
+      taken->emitOpError() << "is named like the GPU kernels' module (@" << kKernelsModule << "); rename it";
+      return signalPassFailure();
+    }
     SmallVector<func::FuncOp> kernels;
     for (auto func : module.getOps<func::FuncOp>())
       if (func->hasAttr(kConvertedKernelAttr)) {

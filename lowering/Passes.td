@@ -180,6 +180,7 @@ def FakvKernelABI : Pass<"fakv-kernel-abi", "::mlir::ModuleOp"> {
     i.e. `const __grid_constant__ CUtensorMap` parameters, so that TMA reads
     the descriptor from the parameter space.
   }];
+  let dependentDialects = ["::mlir::NVVM::NVVMDialect"];
 }
 
 #endif // FAKV_LOWERING_PASSES_TD

@@ -146,6 +146,13 @@ LogicalResult LayoutAssigner::checkShapes() {
                          << ": a kernel calls no function on the GPU (inline it)";
       return WalkResult::interrupt();
     }
+    // (nor takes one's address: the function it names was erased, or outlined beside it, and the reference
+    // failed the verifier after the lowering)
+    if (auto ref = dyn_cast<func::ConstantOp>(op)) {
+      ref.emitOpError() << "refers to @" << ref.getValue()
+                        << ": a kernel calls no function on the GPU (inline it)";
+      return WalkResult::interrupt();
+    }
     for (Value v : op->getResults()) {
       Type et = getElementTypeOrSelf(v.getType());
       if (isTile(v) && !et.isIntOrFloat()) {
@@ -557,9 +564,11 @@ struct FakvAssignLayoutsPass
     : public fakv::impl::FakvAssignLayoutsBase<FakvAssignLayoutsPass> {
   using FakvAssignLayoutsBase::FakvAssignLayoutsBase;
   void runOnOperation() override {
-    if (numWarps % 4 != 0 || numWarps < 4 || numWarps > 32) {
-      getOperation().emitError() << "num-warps must be a multiple of 4 (whole "
-                                    "warpgroups) in [4, 32] (a block's warps), got "
+    // (a power of two: a layout's warp bases are bits of the warp id; 12 or 28 warps got layouts over 16 or
+    // 32, whose last warps' rows nobody computed)
+    if (numWarps < 4 || numWarps > 32 || !llvm::isPowerOf2_32(numWarps)) {
+      getOperation().emitError() << "num-warps must be 4, 8, 16 or 32 (whole warpgroups, a power of two: "
+                                    "a layout's warps are bits of the warp id), got "
                                  << static_cast<unsigned>(numWarps);
       return signalPassFailure();
     }

@@ -384,8 +384,33 @@ LogicalResult Packer::run() {
     return func.emitError() << "fakv-pack-gqa: kernel @" << func.getName()
                             << " has several blocks (cf branches); write its "
                                "control flow with scf.if / scf.for";
+  // (the packed tiles are built without layouts: after fakv-assign-layouts they mixed with laid-out ones)
+  WalkResult encoded = func.walk([&](Operation *op) {
+    for (Type rt : op->getResultTypes())
+      if (auto tile = dyn_cast<RankedTensorType>(rt); tile && tile.getEncoding()) {
+        fail(op, "has a GPU layout: fakv-pack-gqa runs before fakv-assign-layouts");
+        return WalkResult::interrupt();
+      }
+    return WalkResult::advance();
+  });
+  if (encoded.wasInterrupted())
+    return failure();
   analyse();
-  // Each tile the rewrite makes holds `padded` of the kernel's: none may pass the dialect's limit.
+  // Each tile the rewrite makes holds `padded` of the kernel's: none may pass the dialect's limit, nor be
+  // empty (a tile of no elements packed built `fakv.arange 0 to 0`, which the verifier refused).
+  Operation *empty = nullptr;
+  func.walk([&](Operation *op) {
+    if (!touched.contains(op))
+      return WalkResult::advance();
+    for (Value v : llvm::concat<Value>(op->getOperands(), op->getResults()))
+      if (auto vt = dyn_cast<RankedTensorType>(v.getType()); vt && vt.hasStaticShape() && !vt.getNumElements()) {
+        empty = op;
+        return WalkResult::interrupt();
+      }
+    return WalkResult::advance();
+  });
+  if (empty)
+    return fail(empty, "has a tile of no elements: fakv-pack-gqa packs tiles of at least one element");
   // (in program order: the first such op named, whatever the set's order)
   Operation *tooBig = nullptr;
   RankedTensorType t;

@@ -64,7 +64,7 @@ def FakvAssignLayouts : Pass<"fakv-assign-layouts", "::mlir::ModuleOp"> {
   }];
   let options = [
     Option<"numWarps", "num-warps", "unsigned", /*default=*/"4",
-           "warps that compute (one warpgroup for wgmma)">,
+           "warps that compute: 4, 8, 16 or 32 (one warpgroup for wgmma)">,
   ];
   let dependentDialects = ["::mlir::fakvgpu::FakvGPUDialect"];
 }

@@ -81,3 +81,22 @@ func.func @gpu_level(%out: !fakv.ptr<f32>) attributes {fakv.kernel} {
   fakvgpu.wait %b[%c0], %c0 : !fakvgpu.barriers<2>
   return
 }
+
+// -----
+
+// The CPU path's own symbols' names (@fakv_cpu_fault, @fakv_cpu_in_extents, @fakv_cpu_extents): a kernel of one
+// was a redefinition of the symbol, or (@fakv_cpu_extents) read as "guarded already" and left unguarded.
+// expected-error @+1 {{'func.func' op is named like the CPU path's own symbols (@fakv_cpu_...); rename it}}
+func.func @fakv_cpu_extents(%a: !fakv.ptr<i32>, %n: i32) attributes {fakv.kernel} {
+  %v = fakv.load_scalar %a[%n] : !fakv.ptr<i32> -> i32
+  return
+}
+
+// -----
+
+// A tensor of a dynamic shape: the rewrites' dense constants of its type were IR that did not parse back.
+func.func @dynamic(%a: tensor<?xf32>) -> tensor<?xi32> {
+  // expected-error @+1 {{'arith.fptosi' op has a result of a dynamic shape ('tensor<?xi32>'): the CPU path takes tiles of static shapes}}
+  %r = arith.fptosi %a : tensor<?xf32> to tensor<?xi32>
+  return %r : tensor<?xi32>
+}

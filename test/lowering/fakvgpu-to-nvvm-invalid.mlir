@@ -161,3 +161,17 @@ func.func @registers(%p: !fakv.ptr<f32>) attributes {fakv.kernel, fakvgpu.num_wa
   fakv.store %t, %p[%c0, %c0] strides [%sn, %s1] : tensor<128x128xf32, #all>, !fakv.ptr<f32>
   return
 }
+
+// -----
+
+// A kernel taking a function's address: the host function it names was erased (or a kernel it names outlined
+// beside it), and the reference failed the verifier after the lowering.
+func.func @host() {
+  return
+}
+func.func @takes_an_address() attributes {fakv.kernel, fakvgpu.num_warps = 4 : i32} {
+  // expected-error @+1 {{'func.constant' op refers to @host: a kernel calls no function on the GPU (inline it)}}
+  %f = func.constant @host : () -> ()
+  func.call_indirect %f() : () -> ()
+  return
+}

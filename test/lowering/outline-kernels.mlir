@@ -6,6 +6,11 @@
 // A host function beside the kernel stays outside the gpu.module:
 // RUN: %python -c "import sys; t = open(sys.argv[1]).read().rstrip(); print(t[:-1] + 'func.func @host(%%a: i32) -> i32 {\n  return %%a : i32\n}\n}')" %t.mlir \
 // RUN:   | fakv-opt --fakvgpu-outline-kernels | FileCheck %s --check-prefix=HOST
+// Run again on its output (fakvgpu-to-llvm twice): the gpu.module there is added to, not made a second time
+// (a redefinition of @fakv_kernels).
+// RUN: fakv-opt %t.mlir --fakvgpu-outline-kernels | fakv-opt --fakvgpu-outline-kernels | FileCheck %s --check-prefix=AGAIN
+// AGAIN: gpu.module @fakv_kernels {
+// AGAIN-NOT: gpu.module
 // HOST: func.func @host(%{{.*}}: i32) -> i32
 // HOST: gpu.module @fakv_kernels {
 // HOST-NOT: func.func

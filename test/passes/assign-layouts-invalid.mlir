@@ -7,7 +7,11 @@
 // RUN: %not fakv-opt %s --split-input-file --fakv-assign-layouts=num-warps=36 2>&1 | FileCheck %s --check-prefix=WARPS
 // RUN: %not fakv-opt %s --split-input-file --fakv-assign-layouts=num-warps=4294967292 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=WARPS
-// WARPS: error: num-warps must be a multiple of 4 (whole warpgroups) in [4, 32] (a block's warps)
+// 12 and 28 got layouts over 16 and 32 warps (a layout's warps are bits of the warp id): with warp
+// specialisation the rows of the warps past the consumer's were never computed, without it a late error.
+// RUN: %not fakv-opt %s --split-input-file --fakv-assign-layouts=num-warps=12 2>&1 | FileCheck %s --check-prefix=WARPS
+// RUN: %not fakv-opt %s --split-input-file --fakv-assign-layouts=num-warps=28 2>&1 | FileCheck %s --check-prefix=WARPS
+// WARPS: error: num-warps must be 4, 8, 16 or 32 (whole warpgroups, a power of two: a layout's warps are bits of the warp id)
 
 func.func @too_big_for_registers(%p: !fakv.ptr<f32>, %i: i32, %s: i64) attributes {fakv.kernel} {
   // expected-error @+1 {{the GPU lowering holds a tile in registers, at most 65536 elements (512 per thread of a warpgroup), got 'tensor<512x256xf32>'}}

@@ -32,7 +32,7 @@
 // CHECK: fakv.dot %[[P]], %[[V]], %{{.*}} : tensor<16x32xbf16, #[[S]]>, tensor<32x64xbf16, #[[SH]]> -> tensor<16x64xf32, #[[O]]>
 // CHECK: fakv.store {{.*}} : tensor<16x64xf32, #[[O]]>, !fakv.ptr<f32>
 
-// WARPS: error: num-warps must be a multiple of 4 (whole warpgroups) in [4, 32] (a block's warps), got 6
+// WARPS: error: num-warps must be 4, 8, 16 or 32 (whole warpgroups, a power of two: a layout's warps are bits of the warp id), got 6
 
 // REGB: %[[K:.*]] = fakv.load %{{.*}} -> tensor<32x128xbf16, #linear{{[0-9]*}}>
 // REGB: %[[KS:.*]] = fakvgpu.convert_layout %[[K]] : tensor<32x128xbf16, #linear{{.*}}> -> tensor<32x128xbf16, #shared>

@@ -218,3 +218,41 @@ func.func @tile_too_big(%out: !fakv.ptr<i32>) attributes {fakv.kernel, fakv.pack
   fakv.store %t, %p[%c0] strides [%s1] : tensor<32xi32>, !fakv.ptr<i32>
   return
 }
+
+// -----
+
+// A tile of no elements packed built `fakv.arange 0 to 0`, which the verifier refused after the pass.
+func.func @empty_tile(%out: !fakv.ptr<f32>) attributes {fakv.kernel, fakv.pack_gqa = 1 : i32} {
+  %c0 = arith.constant 0 : i32
+  %c3 = arith.constant 3 : i32
+  %s1 = arith.constant 1 : i64
+  %h = fakv.program_id 1
+  %kvh = arith.divsi %h, %c3 : i32
+  %h64 = arith.extsi %h : i32 to i64
+  %p = fakv.addptr %out, %h64 : !fakv.ptr<f32>
+  %z = arith.constant 0.0 : f32
+  %t = fakv.splat %z : f32 -> tensor<0xf32>
+  // expected-error @+1 {{fakv-pack-gqa: has a tile of no elements: fakv-pack-gqa packs tiles of at least one element}}
+  fakv.store %t, %p[%c0] strides [%s1] : tensor<0xf32>, !fakv.ptr<f32>
+  return
+}
+
+// -----
+
+// Tiles with GPU layouts (after fakv-assign-layouts): the packed tiles, built without, mixed with them.
+#blocked = #fakvgpu.linear<regs = [[1], [2]], lanes = [[4], [8], [0], [0], [0]], warps = [[0], [0]]>
+func.func @laid_out(%out: !fakv.ptr<i32>) attributes {fakv.kernel, fakv.pack_gqa = 1 : i32} {
+  %c0 = arith.constant 0 : i32
+  %c4 = arith.constant 4 : i32
+  %s1 = arith.constant 1 : i64
+  %s16 = arith.constant 16 : i64
+  %h = fakv.program_id 1
+  %kvh = arith.divsi %h, %c4 : i32
+  %h64 = arith.extsi %h : i32 to i64
+  %off = arith.muli %h64, %s16 : i64
+  %p = fakv.addptr %out, %off : !fakv.ptr<i32>
+  // expected-error @+1 {{fakv-pack-gqa: has a GPU layout: fakv-pack-gqa runs before fakv-assign-layouts}}
+  %t = fakv.splat %h : i32 -> tensor<16xi32, #blocked>
+  fakv.store %t, %p[%c0] strides [%s1] : tensor<16xi32, #blocked>, !fakv.ptr<i32>
+  return
+}

@@ -18,10 +18,10 @@
 // RUN: sed -e 's/page_size %%ps/page_size %%np/' %S/Inputs/attention.mlir | fakv-opt --fakv-decompose \
 // RUN:   --canonicalize --fakv-assign-layouts=num-warps=8 --loop-invariant-code-motion --fakv-pipeline \
 // RUN:   --fakv-warp-specialize --canonicalize | FileCheck %s --check-prefix=WIDE-GATHER
-// 28 consumer warps and the producer's 4: 32, the most a block holds.
-// RUN: fakv-opt %S/Inputs/attention.mlir --fakv-decompose --canonicalize --fakv-assign-layouts=num-warps=28 \
+// 16 consumer warps and the producer's 4 (num-warps is a power of two: 28 got layouts over 32 warps).
+// RUN: fakv-opt %S/Inputs/attention.mlir --fakv-decompose --canonicalize --fakv-assign-layouts=num-warps=16 \
 // RUN:   --loop-invariant-code-motion --fakv-pipeline --fakv-warp-specialize --canonicalize \
-// RUN:   | FileCheck %s --check-prefix=W28
+// RUN:   | FileCheck %s --check-prefix=W16
 // WIDE: fakvgpu.num_warps = 12 : i32
 // WIDE: %[[EMPTY:.*]] = fakvgpu.alloc_barriers arrivals 256 : !fakvgpu.barriers<2>
 // WIDE: fakvgpu.warp_specialize producer_warps 4 consumer_warps 8
@@ -71,5 +71,5 @@
 // WIDE-GATHER-DAG: fakvgpu.alloc_barriers arrivals 256 : !fakvgpu.barriers<2>
 // WIDE-GATHER: fakvgpu.warp_specialize producer_warps 4 consumer_warps 8
 
-// W28: fakvgpu.num_warps = 32 : i32
-// W28: fakvgpu.warp_specialize producer_warps 4 consumer_warps 28
+// W16: fakvgpu.num_warps = 20 : i32
+// W16: fakvgpu.warp_specialize producer_warps 4 consumer_warps 16
