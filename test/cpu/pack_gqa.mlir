@@ -8,6 +8,7 @@
 // against its grid packing (the CPU pipeline runs the pass).
 // RUN: cat %s %S/Inputs/harness.mlir | fakv-opt --fakv-to-llvm-cpu | %mlir-runner | FileCheck %s
 // RUN: sed 's/, fakv.pack_gqa = 1 : i32//' %s > %t.unpacked.mlir
+// RUN: not grep -q "^func.*fakv.pack_gqa" %t.unpacked.mlir
 // RUN: cat %t.unpacked.mlir %S/Inputs/harness.mlir | fakv-opt --fakv-to-llvm-cpu | %mlir-runner | FileCheck %s
 // RUN: cat %s %S/Inputs/harness.mlir | fakv-opt --fakv-to-llvm-cpu | FileCheck %s --check-prefix=GRID
 // CHECK: [12,  13,  111,  112,  210,  211,  309,  310,  408,  409,  507,  508,  -1,  -1]

@@ -10,13 +10,16 @@
 
 // CHECK: .entry last_program(
 // CHECK: bar.sync 0;
-// CHECK: setp.ne.b32 {{.*}}, 0;
+// (thread 0 alone: the other threads branch past the add)
+// CHECK: setp.ne.b32 [[NOT0:%p[0-9]+]], %r{{[0-9]+}}, 0;
+// CHECK-NEXT: @[[NOT0]] bra
+// CHECK-NOT: {{atom\.}}
 // CHECK: atom.acq_rel.gpu.global.add.u32 [[OLD:%r[0-9]+]], [{{.*}}], {{.*}};
 // CHECK: st.shared.b32 [{{.*}}], [[OLD]];
 // CHECK: bar.sync 0;
 // CHECK-NEXT: ld.shared.b32
 // CHECK-NEXT: bar.sync 0;
-// CHECK-NOT: atom.global
+// CHECK-NOT: {{atom\.}}
 func.func @last_program(%counter: !fakv.ptr<i32>, %out: !fakv.ptr<f32>) attributes {fakv.kernel} {
   %c0 = arith.constant 0 : i32
   %c1 = arith.constant 1 : i32

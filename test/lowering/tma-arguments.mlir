@@ -9,6 +9,8 @@
 // RUN: sed -e 's/%%8 = arith.muli %%arg7, %%c32_i32/%%8 = arith.muli %%arg7, %%c2_i32/' \
 // RUN:   %S/Inputs/attention-fakvgpu.mlir | fakv-opt --fakvgpu-tma-arguments \
 // RUN:   | FileCheck %s --check-prefix=UNALIGNED --implicit-check-not=fakvgpu.tma_param
+// UNALIGNED: func.func @attention({{.*}}, %arg6: i32)
+// UNALIGNED-SAME: fakvgpu.tma_args = array<i32>, fakvgpu.tma_boxes = array<i32>
 // UNALIGNED: %[[ROW:.*]] = arith.muli %arg7, %c2_i32 : i32
 // UNALIGNED: fakvgpu.async_paged_load %arg1[%c0_i32, %[[ROW]]]
 

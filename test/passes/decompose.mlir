@@ -1,5 +1,7 @@
 // fakv-decompose: composite ops become reductions and elementwise math.
-// RUN: fakv-opt %s --fakv-decompose --split-input-file | FileCheck %s
+// RUN: fakv-opt %s --fakv-decompose --split-input-file | FileCheck %s --implicit-check-not=fakv.length_mask \
+// RUN:   --implicit-check-not=fakv.causal_mask --implicit-check-not=fakv.window_mask \
+// RUN:   --implicit-check-not=fakv.softcap --implicit-check-not=fakv.alibi
 // RUN: fakv-opt %s --fakv-decompose=exp2=false --split-input-file | FileCheck %s --check-prefix=EXP
 
 // The online-softmax step in log2 units: scores times scale * log2(e), the
@@ -60,14 +62,25 @@ func.func @combine(%p: tensor<4x2x8xf32>, %l: tensor<4x2xf32>) -> (tensor<2x8xf3
 // CHECK: fakv.expand_dims %[[OK]], 0 : tensor<8xi1> -> tensor<1x8xi1>
 // CHECK: %[[V:.*]] = fakv.broadcast %{{.*}} : tensor<1x8xi1> -> tensor<4x8xi1>
 // CHECK: %[[L:.*]] = arith.select %[[V]], %[[S]], %{{.*}} : tensor<4x8xi1>, tensor<4x8xf32>
+// The causal mask: a key at or before the row's position (row + n), on the length mask's scores.
 // CHECK: arith.addi %[[R]], %{{.*}} : tensor<4xi32>
-// CHECK: arith.cmpi sle, %{{.*}}, %{{.*}} : tensor<4x8xi32>
-// CHECK: arith.select
-// CHECK: math.tanh
-// CHECK: arith.maxsi %{{.*}}, %{{.*}} : tensor<4x8xi32>
-// CHECK-NOT: fakv.{{.*}}_mask
-// CHECK-NOT: fakv.softcap
-// CHECK-NOT: fakv.alibi
+// CHECK: %[[CM:.*]] = arith.cmpi sle, %{{.*}}, %{{.*}} : tensor<4x8xi32>
+// CHECK: %[[CS:.*]] = arith.select %[[CM]], %[[L]], %{{.*}} : tensor<4x8xi1>, tensor<4x8xf32>
+// The window: a key at or past the left edge and at or before the right one, on the causal mask's scores.
+// CHECK: %[[RIGHT:.*]] = arith.cmpi sle, %{{.*}}, %{{.*}} : tensor<4x8xi32>
+// CHECK: %[[LEFT:.*]] = arith.cmpi sge, %{{.*}}, %{{.*}} : tensor<4x8xi32>
+// CHECK: %[[IN:.*]] = arith.andi %[[LEFT]], %[[RIGHT]] : tensor<4x8xi1>
+// CHECK: %[[WS:.*]] = arith.select %[[IN]], %[[CS]], %{{.*}} : tensor<4x8xi1>, tensor<4x8xf32>
+// Softcap (cap * tanh(s / cap), -inf kept), then ALiBi's slope times the distance.
+// CHECK: %[[SCALED:.*]] = arith.mulf %[[WS]], %{{.*}} : tensor<4x8xf32>
+// CHECK: %[[T:.*]] = math.tanh %[[SCALED]] : tensor<4x8xf32>
+// CHECK: %[[CAPPED:.*]] = arith.mulf %[[T]], %{{.*}} : tensor<4x8xf32>
+// CHECK: %[[SOFT:.*]] = arith.select %{{.*}}, %[[WS]], %[[CAPPED]] : tensor<4x8xi1>, tensor<4x8xf32>
+// CHECK: %[[DIST:.*]] = arith.maxsi %{{.*}}, %{{.*}} : tensor<4x8xi32>
+// CHECK: %[[FD:.*]] = arith.sitofp %[[DIST]]
+// CHECK: %[[BIAS:.*]] = arith.mulf %{{.*}}, %[[FD]] : tensor<4x8xf32>
+// CHECK: %[[OUT:.*]] = arith.subf %[[SOFT]], %[[BIAS]] : tensor<4x8xf32>
+// CHECK: return %[[OUT]]
 func.func @masks(%s: tensor<4x8xf32>, %rows: tensor<4xi32>, %cols: tensor<8xi32>, %n: i32, %cap: f32,
                  %slopes: tensor<4xf32>) -> tensor<4x8xf32> {
   %a = fakv.length_mask %s, %cols, %n : tensor<4x8xf32>, tensor<8xi32>

@@ -23,6 +23,9 @@
 // CHECK-NOT: fakv.dependency_wait
 // CHECK: return
 
+// (the kernel's own wait: after the launch of its dependents, which the
+// lowering's default wait at entry comes before)
+// PTX: griddepcontrol.launch_dependents;
 // PTX: griddepcontrol.wait;
 // PTX-NOT: griddepcontrol.wait;
 // PTX: cp.async.bulk.tensor

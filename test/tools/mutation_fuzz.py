@@ -94,8 +94,9 @@ def main():
         except subprocess.TimeoutExpired:
             bad.append((case, args.files[src], pipeline, "hang", f.name))
             continue
+        # (a failure without a diagnostic is no diagnosis: /bin/false as the tool passed as 200 diagnosed)
         crashed = p.returncode < 0 or p.returncode > 1 or "PLEASE submit a bug report" in p.stderr \
-            or "Assertion" in p.stderr or "LLVM ERROR" in p.stderr
+            or "Assertion" in p.stderr or "LLVM ERROR" in p.stderr or (p.returncode == 1 and "error:" not in p.stderr)
         if crashed:
             bad.append((case, args.files[src], pipeline, f"rc {p.returncode}: {p.stderr[-300:]}", f.name))
         else:
