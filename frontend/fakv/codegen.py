@@ -881,6 +881,10 @@ class CodeGen:
             raise self.error(node, f"a scalar ({base.type!r}) cannot be indexed; fl.full(shape, s) makes a tile")
         # tile[:, None]: insert unit dimensions where None is.
         idx = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        colons = sum(isinstance(e, ast.Slice) for e in idx)
+        if colons > len(base.type.shape):      # (numpy: "too many indices"; `x[:, :]` of a 1-D tile passed)
+            raise self.error(node, f"{colons} `:` index a tile of {len(base.type.shape)} dimension"
+                                   f"{'s' if len(base.type.shape) != 1 else ''}: one `:` a dimension at most")
         v, dim = base, 0
         for e in idx:
             if isinstance(e, ast.Constant) and e.value is None:

@@ -168,13 +168,16 @@ def _dtype(dtype):
     """A dtype name the kernels have (fl.float32, "bf16", ...)."""
     if dtype not in (int1, int8, int32, int64, float16, bfloat16, float32):
         raise FakvTypeError(f"dtype must be one of fl.int1, int8, int32, int64, float16, bfloat16, float32 "
-                            f"(or their names), got {dtype!r}")
+                            f"(or their names \"i1\", \"i8\", \"i32\", \"i64\", \"f16\", \"bf16\", \"f32\"), "
+                            f"got {dtype!r}")
     return dtype
 
 
 @builtin
 def full(b, shape, value, dtype=float32):
-    """A tile of `shape` (compile-time) holding `value` (a number or a run-time scalar) everywhere, of `dtype`."""
+    """A tile of `shape` (compile-time) holding `value` (a number or a run-time scalar) everywhere, of `dtype`:
+    float32 unless given, whatever `value`'s type (an integer is converted: exact up to 2**24; pass
+    dtype=fl.int32 to keep a larger one)."""
     dtype = _dtype(dtype)
     v = sem.convert(b, sem.to_value(b, value, dtype), dtype)
     return sem.broadcast_to(b, v, _shape(shape))

@@ -200,14 +200,22 @@ def bad_dtype(Y):
     fl.store(Y, fl.zeros((4,), "float64"), (0,), (1,))
 
 
+@fakv.jit
+def too_many_colons(Y):
+    x = fl.arange(0, 4).to(fl.float32)
+    fl.store(Y, x[:, :], (0,), (1,))
+
+
 @pytest.mark.parametrize("kernel,args,text,message", [
+    (too_many_colons, (np.zeros(4, np.float32),), "x[:, :]",
+     r"2 `:` index a tile of 1 dimension: one `:` a dimension at most"),     # (it passed as x)
     (after_loop, (np.zeros(1, np.int32),), "fl.full((1,), i)", "`i` is a fl.range loop's variable: after the loop"),
     (axis_past, (np.zeros(2, np.float32),), "fl.sum", r"sum's axis must be a compile-time int in \[-2, 2\)"),
     (i64_offset, (np.zeros(1, np.float32), np.zeros(4, np.float32), 2 ** 32 + 3), "fl.load",
      r"an i32 operand .* got an i64 value; convert it with .to\(fl.int32\)"),
     (zero_step, (np.zeros(1, np.float32),), "fl.range", "fl.range's step must not be 0"),
     (tuple_past, (np.zeros(1, np.float32),), "t[2]", "IndexError: tuple index out of range"),
-    (bad_dtype, (np.zeros(4, np.float32),), "float64", "dtype must be one of fl.int1"),
+    (bad_dtype, (np.zeros(4, np.float32),), "float64", r'dtype must be one of fl.int1.* \(or their names "i1", '),
 ])
 def test_mistakes_name_their_line(kernel, args, text, message):
     with pytest.raises(fakv.CompilationError, match=message) as e:
