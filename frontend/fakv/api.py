@@ -13,6 +13,7 @@ signature an earlier process kept is prepared from its recipe on disk
 imports this module, prepare.py and recipes.py, not interface.py.
 """
 import contextlib
+import numbers
 
 from . import _gc_paused, prepare, runtime
 from .errors import FakvError
@@ -38,6 +39,14 @@ def _from_recipe(kernels, arguments, options):
         return None
     prepare.keep(found[0], call, kernels)
     return call(found[1], arguments[0], arguments[3])
+
+
+def _flag(x):
+    """A flag FlashAttention's bindings take (an int, numpy's bool scalar) as the bool the slow path keys it by;
+    anything else as it is (interface refuses it, naming it)."""
+    if isinstance(x, numbers.Integral) or (getattr(x, "shape", None) == () and str(getattr(x, "dtype", "")) == "bool"):
+        return bool(x)
+    return x
 
 
 def _on_device_of(q):
@@ -71,6 +80,11 @@ def with_kernels(decode=None, combine=None):
                                 return_softmax_lse=False):
         global _interface
         runtime.raise_pending()              # a kernel of an earlier call found bad data
+        # Flags as the slow path keys them (bools): causal=1 was keyed as an int here and never found again.
+        if not (causal is True or causal is False) or not (rotary_interleaved is True or rotary_interleaved is False) \
+                or not (return_softmax_lse is True or return_softmax_lse is False):
+            causal, rotary_interleaved, return_softmax_lse = map(_flag, (causal, rotary_interleaved,
+                                                                        return_softmax_lse))
         if type(q) is prepare.tensor_type:
             # In C: the key, the lookup, the prepared call. None: no call kept for this key, or
             # interface._ByLengths has none yet for this lengths hint.

@@ -423,6 +423,26 @@ def test_the_api_keys_a_call_the_same_way_twice(monkeypatch):
     assert len({plain, on_0, prepare.key(*args)[0]}) == 3
 
 
+def test_flags_given_as_ints_find_the_call_kept_for_bools(monkeypatch):
+    """causal=1 (FlashAttention's bindings take ints as flags): the slow path keeps the call under causal=True,
+    the fast path looked it up under the int, never found it, and every such call was planned and prepared
+    again (a recipe written to disk each time)."""
+    import numpy as np
+    import fakv
+    from fakv import prepare
+    monkeypatch.setattr(prepare, "_signature", _runtime.signature)
+    monkeypatch.setattr(prepare, "tensor_type", FakeTensor)
+    monkeypatch.setattr(prepare, "run", _runtime.run_prepared)
+    t = FakeTensor((2, 1, 8, 64), (512, 512, 64, 1))
+    args = ((None, None), t, t, t, None, None, None, None, None, None, None, None, None, None, True, (-1, -1), 0.0,
+            False, 0, True)
+    kept = prepare.key(*args)[0]                   # (as interface keeps it: its flags are bools)
+    monkeypatch.setattr(prepare, "CALLS", {kept: lambda *a: "kept"})
+    for causal, interleaved, lse in ((True, False, True), (1, 0, 1), (np.True_, np.False_, np.int64(1))):
+        assert fakv.flash_attn_with_kvcache(t, t, t, causal=causal, rotary_interleaved=interleaved,
+                                            return_softmax_lse=lse) == "kept", (causal, interleaved, lse)
+
+
 def test_prepared_call_slots_name_decode_parameters():
     """The parameters of kernels/decode.py a PreparedCall fills in per call,
     in runtime/PreparedCall.cpp's Slot order: a reordered decode signature
