@@ -626,6 +626,16 @@ def test_second_call_is_prepared(page, seqlens, monkeypatch):
     again = fakv.flash_attn_with_kvcache(q2, k, v, cache_seqlens=lens, block_table=table, softcap=30)
     torch.cuda.synchronize()
     assert torch.equal(capped, again)
+    # Flags given as ints (causal=1, as FlashAttention's bindings take them): prepared under the bools the
+    # slow path keys them by (the fast path looked them up as ints: every such call was planned again).
+    monkeypatch.undo()
+    causal = fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table, causal=1,
+                                          return_softmax_lse=1)
+    monkeypatch.setattr(interface, "_attention", slow_path)
+    again = fakv.flash_attn_with_kvcache(q2, k, v, cache_seqlens=lens, block_table=table, causal=1,
+                                         return_softmax_lse=1)
+    torch.cuda.synchronize()
+    assert torch.equal(causal[0], again[0]) and torch.equal(causal[1], again[1])
 
 
 @pytest.mark.parametrize("page", [None, 256])
