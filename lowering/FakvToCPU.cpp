@@ -419,18 +419,6 @@ struct ConvertFakvToCPUPass
         op.emitOpError() << "is named like the CPU path's own symbols (@fakv_cpu_...); rename it";
         return signalPassFailure();
       }
-    // Tiles have static shapes (the rewrites below build dense constants of their types).
-    WalkResult dynamic = module.walk([](Operation *op) {
-      for (Type t : op->getResultTypes())
-        if (auto shaped = dyn_cast<RankedTensorType>(t); shaped && !shaped.hasStaticShape()) {
-          op->emitOpError() << "has a result of a dynamic shape (" << t
-                            << "): the CPU path takes tiles of static shapes";
-          return WalkResult::interrupt();
-        }
-      return WalkResult::advance();
-    });
-    if (dynamic.wasInterrupted())
-      return signalPassFailure();
     // The CPU path runs a launch's programs one after another: no cluster.
     WalkResult clusters = module.walk([](ClusterGatherOp op) {
       op.emitOpError() << "runs on the GPU only: the CPU path has no clusters of programs";
@@ -455,13 +443,20 @@ struct ConvertFakvToCPUPass
       }
     }
     // What the CPU lowering has no rewrite for, refused here rather than left in its output: GPU-level ops
-    // (fakvgpu: barriers, rings), and values of other types than integers of up to 64 bits and f16, bf16, f32,
+    // (fakvgpu: barriers, rings), tensors of dynamic shapes, and values of other types than integers of up to 64 bits and f16, bf16, f32,
     // f64 (f8E4M3FN passed through untouched; an f4 fl.max started from -0.0, APFloat's inf of a format without).
     WalkResult foreign = module.walk([](Operation *op) {
       if (op->getDialect() && op->getDialect()->getNamespace() == "fakvgpu") {
         op->emitOpError() << "is GPU-level IR: the CPU path takes fakv IR from before fakv-to-fakvgpu";
         return WalkResult::interrupt();
       }
+      // (tiles have static shapes: the rewrites build dense constants of their types)
+      for (Type t : op->getResultTypes())
+        if (auto shaped = dyn_cast<RankedTensorType>(t); shaped && !shaped.hasStaticShape()) {
+          op->emitOpError() << "has a result of a dynamic shape (" << t
+                            << "): the CPU path takes tiles of static shapes";
+          return WalkResult::interrupt();
+        }
       auto kernel = op->getParentOfType<func::FuncOp>();
       if (!isKernel(kernel))
         return WalkResult::advance();

@@ -377,10 +377,8 @@ void LayoutAssigner::propagateAll() {
   auto mark = [&](std::set<unsigned> &now, std::set<unsigned> *next, unsigned at) {
     for (Value v : fresh)
       readersOf(v, [&](Operation *op) {
-        auto it = place.find(op);
-        if (it == place.end())
-          return;                                   // (the function itself)
-        (!next || it->second > at ? now : *next).insert(it->second);
+        unsigned j = place.lookup(op);               // (every op of the kernel has its place, the kernel too)
+        (!next || j > at ? now : *next).insert(j);
       });
     fresh.clear();
   };

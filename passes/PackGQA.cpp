@@ -398,19 +398,6 @@ LogicalResult Packer::run() {
   analyse();
   // Each tile the rewrite makes holds `padded` of the kernel's: none may pass the dialect's limit, nor be
   // empty (a tile of no elements packed built `fakv.arange 0 to 0`, which the verifier refused).
-  Operation *empty = nullptr;
-  func.walk([&](Operation *op) {
-    if (!touched.contains(op))
-      return WalkResult::advance();
-    for (Value v : llvm::concat<Value>(op->getOperands(), op->getResults()))
-      if (auto vt = dyn_cast<RankedTensorType>(v.getType()); vt && vt.hasStaticShape() && !vt.getNumElements()) {
-        empty = op;
-        return WalkResult::interrupt();
-      }
-    return WalkResult::advance();
-  });
-  if (empty)
-    return fail(empty, "has a tile of no elements: fakv-pack-gqa packs tiles of at least one element");
   // (in program order: the first such op named, whatever the set's order)
   Operation *tooBig = nullptr;
   RankedTensorType t;
@@ -418,14 +405,16 @@ LogicalResult Packer::run() {
     if (!touched.contains(op))
       return WalkResult::advance();
     for (Value v : llvm::concat<Value>(op->getOperands(), op->getResults()))
-      if (auto vt = dyn_cast<RankedTensorType>(v.getType());
-          vt && vt.hasStaticShape() && vt.getNumElements() * padded > kMaxTileElements) {
+      if (auto vt = dyn_cast<RankedTensorType>(v.getType()); vt && vt.hasStaticShape() &&
+          (!vt.getNumElements() || vt.getNumElements() * padded > kMaxTileElements)) {
         tooBig = op;
         t = vt;
         return WalkResult::interrupt();
       }
     return WalkResult::advance();
   });
+  if (tooBig && !t.getNumElements())
+    return fail(tooBig, "has a tile of no elements: fakv-pack-gqa packs tiles of at least one element");
   if (tooBig)
     return fail(tooBig, "packing the ") << group << " query heads of a kv head (padded to " << padded
            << ") makes a tile " << padded << " times this op's " << t << ": " << t.getNumElements() * padded

@@ -13,7 +13,6 @@ signature an earlier process kept is prepared from its recipe on disk
 imports this module, prepare.py and recipes.py, not interface.py.
 """
 import contextlib
-import numbers
 
 from . import _gc_paused, prepare, runtime
 from .errors import FakvError
@@ -44,9 +43,7 @@ def _from_recipe(kernels, arguments, options):
 def _flag(x):
     """A flag FlashAttention's bindings take (an int, numpy's bool scalar) as the bool the slow path keys it by;
     anything else as it is (interface refuses it, naming it)."""
-    if isinstance(x, numbers.Integral) or (getattr(x, "shape", None) == () and str(getattr(x, "dtype", "")) == "bool"):
-        return bool(x)
-    return x
+    return bool(x) if prepare.is_flag(x) else x
 
 
 def _on_device_of(q):

@@ -519,12 +519,6 @@ def _raise_reported(errors):
         raise DataError(runtime.describe(code, "the kernel"))
 
 
-def _is_flag(x):
-    """A bool as FlashAttention's bindings take one: a bool or an int, numpy's bool scalars too (not a str, which
-    Python would take as true)."""
-    return isinstance(x, numbers.Integral) or (getattr(x, "shape", None) == () and str(getattr(x, "dtype", "")) == "bool")
-
-
 def _float32(x):
     """x as the kernels get it (a float32 parameter), back as a Python float: inf past float32's range (an
     int of any size too), 0 below its least subnormal."""
@@ -798,7 +792,7 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
                f"the KV cache ({capacity})")
     for name, flag in (("rotary_interleaved", rotary_interleaved), ("causal", causal),
                        ("return_softmax_lse", return_softmax_lse)):
-        _check(_is_flag(flag), f"`{name}` must be a bool, got {flag!r}")
+        _check(prepare.is_flag(flag), f"`{name}` must be a bool, got {flag!r}")
     # (as bools from here: a 0-d array is not hashable, and the plan is cached by its arguments)
     rotary_interleaved, causal, return_softmax_lse = bool(rotary_interleaved), bool(causal), bool(return_softmax_lse)
     if cache_leftpad is not None:

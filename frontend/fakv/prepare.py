@@ -8,12 +8,20 @@ planning it; a recipe (recipes.py) prepares one from what an earlier
 process's slow path gave. Neither needs the other's module here.
 """
 import functools
+import numbers
 import os
 
 from . import cache, runtime
 from . import tensors as T
 from .compiled import Compiled
 from .errors import FakvError, capacity_error
+
+
+def is_flag(x):
+    """A bool as FlashAttention's bindings take one: a bool or an int, numpy's bool scalars too (not a str, which
+    Python would take as true). (interface checks the API's flags by it; api.py makes them bools by it, the keys
+    of both paths being of bools.)"""
+    return isinstance(x, numbers.Integral) or (getattr(x, "shape", None) == () and str(getattr(x, "dtype", "")) == "bool")
 
 
 class Lazy:
