@@ -26,7 +26,9 @@ sequence's last key: FAKV_ROW_BOXES, the default at head dims up to 128), `clust
 of several waves run longest first or in index order: FAKV_LONGEST_FIRST), `warm=N` (each K / V copy
 also prefetching into L2 the first lines of the tile N ahead: FAKV_WARM_PAGES, an experiment), or several
 joined by `+` (`stages=2+splits=6`). Each
-output is checked against a float32 reference first (bench_grid.py's rule).
+output is checked against a float32 reference first, and every call of the timed replays after
+(bench_grid.py's rule); a call that cannot be captured in a CUDA graph fails (its host time is not
+timed as GPU time). A switch takes 0 or 1 (`merge` no value): any other value is an error.
 Rounds interleave the implementations (A B C, A B C, ...); each timing is
 bench_grid.py's: a CUDA graph over rotating caches, after `--sustain`
 seconds of its replays. Cells are bench_grid.py's SHAPES and MORE_SHAPES;
@@ -49,6 +51,25 @@ from bench_grid import PEERS, Cell, names_of, peer_calls, shapes_by_name  # noqa
 from timing import graph_time_ms  # noqa: E402
 
 
+SWITCHES = ("swap", "gather", "cluster", "rowboxes", "longest", "mergeregs", "early", "hint")
+NUMBERS = ("warm", "minblocks", "adaptive", "regs", "stages", "ctas", "splits")
+
+
+def check_variant(name):
+    """SystemExit naming the part of `name` whose value is not its kind's (a switch read as off, or a value
+    ignored, timed another configuration than its label names); before any part is applied."""
+    for part in name.split("+"):
+        kind, _, value = part.partition("=")
+        if kind not in SWITCHES + NUMBERS + ("planned", "merge", "order"):
+            raise SystemExit(f"unknown variant {part!r}")
+        if (kind in NUMBERS and not value.replace("/", "").isdigit()) or (kind == "regs") != ("/" in value):
+            raise SystemExit(f"variant {part!r}: {kind} takes " + ("P/C" if kind == "regs" else "a number"))
+        if (kind in SWITCHES and value not in ("0", "1")) or (kind in ("merge", "planned") and value) \
+                or (kind == "order" and value not in ("seq", "heads")):
+            raise SystemExit(f"variant {part!r}: {kind} takes " + ("no value" if kind in ("merge", "planned")
+                             else "seq or heads" if kind == "order" else "0 or 1"))
+
+
 @contextlib.contextmanager
 def variant(name):
     """fakv.interface as the variant `name` has it ("a=1+b=2": both), restored
@@ -62,6 +83,7 @@ def variant(name):
                                                  "plan")}
     hint, merge = lengths_hint.ENABLED, prepare.MERGE_SPLITS
     splits, stages, order, ctas = 0, None, None, None
+    check_variant(name)
     for part in name.split("+"):
         kind, _, value = part.partition("=")
         if kind == "swap":
@@ -94,7 +116,7 @@ def variant(name):
             stages = int(value)
         elif kind == "ctas":
             ctas = int(value)
-        elif kind == "order" and value in ("seq", "heads"):
+        elif kind == "order":
             order = value
         elif kind == "splits":
             splits = int(value)
@@ -148,6 +170,8 @@ def main():
     ap.add_argument("--shapes", default="", help='more cells: "NAME=batch,seqlen_k,heads,kv_heads,head_dim;..."')
     args = ap.parse_args()
     import torch
+    for v in args.variants.split(","):
+        check_variant(v)
     shapes = shapes_by_name(args.shapes)
     for spec in args.cells.split(","):
         name, _, layout = spec.strip().partition("@")
@@ -179,7 +203,16 @@ def main():
                         if not err <= tol:
                             bad[label] = f"output differs by {err:.3g}"
                             continue
-                        t, _ = graph_time_ms(cell.calls(run), warm_s=args.sustain)
+                        outs = []
+                        t, mode = graph_time_ms(cell.calls(run), warm_s=args.sustain, fallback=False,
+                                                outputs=outs)
+                        torch.cuda.synchronize()
+                        # what the replays computed, every call against its cache copy (bench_grid's rule):
+                        # a variant fast because a replay went wrong is not a gain
+                        for i, out in enumerate(outs):
+                            err, tol = cell.error(out.float(), i % cell.copies)
+                            if not err <= tol:
+                                raise RuntimeError(f"a replay's output (call {i}) differs by {err:.3g}")
                         times[label].append(t * 1e3)
                 except Exception as e:  # noqa: BLE001
                     bad[label] = f"{type(e).__name__}: {str(e).splitlines()[0][:120] if str(e) else ''}"

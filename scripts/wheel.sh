@@ -5,7 +5,7 @@
 # everything `import fakv` needs. The platform tag is the one auditwheel
 # finds true of the extensions (their glibc symbol versions; no library
 # outside the manylinux set). Installs what it needs that is missing (the
-# Debian packages of scripts/bootstrap.sh, ccache; pinned build tools in a
+# Debian packages of scripts/bootstrap.sh, ccache among them, and static zlib; pinned build tools in a
 # venv per Python).
 #
 #   scripts/wheel.sh                 # CPython 3.11 and 3.12 (pyenv's, or python3.X on PATH)
@@ -21,7 +21,7 @@ DIST="$ROOT/dist"
 TOOLS=(scikit-build-core==1.1.2 pybind11==3.1.0 wheel==0.48.0 auditwheel==6.8.2)
 
 source "$ROOT/scripts/debian_packages.sh"
-ensure_debian_packages "${FAKV_DEBIAN_PACKAGES[@]}" zlib1g-dev ccache     # static zlib; objects shared across builds
+ensure_debian_packages "${FAKV_DEBIAN_PACKAGES[@]}" zlib1g-dev      # static zlib
 
 interpreter() {  # the python of version $1
   local v=$1 p
@@ -35,8 +35,10 @@ interpreter() {  # the python of version $1
 # ccache shares the objects between the Python versions' build folders.
 export CCACHE_BASEDIR="$ROOT" CCACHE_NOHASHDIR=1
 mkdir -p "$DIST"
+declare -A PY_OF     # every interpreter found before anything is built (a missing 3.12 named at once, not after 3.11's build)
+for v in $PYTHONS; do PY_OF[$v]=$(interpreter "$v"); done
 for v in $PYTHONS; do
-  py=$(interpreter "$v")
+  py=${PY_OF[$v]}
   tag="cp${v/./}"
   venv="$ROOT/build/wheel-venv-$tag"
   [ -x "$venv/bin/python" ] || "$py" -m venv "$venv"
@@ -66,9 +68,14 @@ for v in $PYTHONS; do
     "$check/bin/python" -m pip install -q "$DIST"/fakv-*-"$tag"-*.whl
     mkdir -p "$ROOT/build/empty"
     if [ "$(id -u)" -eq 0 ] && unshare -m true 2>/dev/null; then    # LLVM out of sight for the check
-      (cd /tmp && unshare -m sh -c 'mount --bind "$1" /usr/lib/llvm-22 && exec "$2" "$3"' sh \
-         "$ROOT/build/empty" "$check/bin/python" "$ROOT/scripts/check_wheel.py")
-      echo "[wheel] $tag checked in a fresh venv, /usr/lib/llvm-22 hidden"
+      # (Debian's libLLVM and libMLIR also lie in the loader's default folder, /usr/lib/llvm-22/lib linking there:
+      # each covered by an empty file, so a library loaded at run time is missed too)
+      : > "$ROOT/build/empty-file"
+      (cd /tmp && unshare -m sh -c 'mount --bind "$1" /usr/lib/llvm-22 && f=$2 && shift 2 &&
+         for l in /usr/lib/x86_64-linux-gnu/libLLVM*.so* /usr/lib/x86_64-linux-gnu/libMLIR*.so*; do
+           [ ! -e "$l" ] || mount --bind "$f" "$l" || exit 1; done; exec "$@"' sh \
+         "$ROOT/build/empty" "$ROOT/build/empty-file" "$check/bin/python" "$ROOT/scripts/check_wheel.py")
+      echo "[wheel] $tag checked in a fresh venv, /usr/lib/llvm-22 and the system's libLLVM / libMLIR hidden"
     else            # (not root, or no mount namespace: the check cannot tell a wheel that needs the system LLVM)
       (cd /tmp && "$check/bin/python" "$ROOT/scripts/check_wheel.py")
       echo "[wheel] $tag checked in a fresh venv, /usr/lib/llvm-22 NOT hidden (needs root and unshare -m)" >&2

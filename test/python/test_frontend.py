@@ -847,13 +847,15 @@ def test_too_few_registers_for_a_wide_dot_says_which_option(monkeypatch, tmp_pat
         wide_dot_few_registers[(1,)](*args)
 
 
-@pytest.mark.skipif(not os.path.exists(os.path.join(ROOT, "build", "bin", "fakv-compile")),
-                    reason="needs the build's fakv-compile")
+FAKV_COMPILE = os.path.join(os.environ.get("FAKV_BUILD_DIR", os.path.join(ROOT, "build")), "bin", "fakv-compile")
+
+
+@pytest.mark.skipif(not os.path.exists(FAKV_COMPILE), reason="needs the build's fakv-compile")
 def test_fakv_compile_refuses_bad_chips_formats_and_empty_inputs(tmp_path):
     """fakv-compile checks --chip and --format as fakv-opt's fakv-to-cubin does (an empty --chip crashed in
     NVVM's target verifier; --format=xyz wrote a cubin and exited 0), and an input without a kernel is an
     error, not an empty cubin (session 44's review of the tools)."""
-    tool = os.path.join(ROOT, "build", "bin", "fakv-compile")
+    tool = FAKV_COMPILE
     decode = os.path.join(ROOT, "kernels", "decode.mlir")
     for flag, message in (("--chip=", "chip must be sm_90a (the kernels use wgmma and TMA), got ''"),
                           ("--format=xyz", "format must be isa (PTX), bin (cubin) or fatbin, got 'xyz'")):
