@@ -648,6 +648,10 @@ class CodeGen:
                 return self.f.fn.__closure__[code.co_freevars.index(name)].cell_contents
             except ValueError:
                 raise self.error(node, f"`{name}` (a closure's variable) has no value yet") from None
+        if name in code.co_varnames:         # a local of the kernel, not yet assigned: Python's UnboundLocalError
+            raise self.error(node, f"`{name}` is read before it is assigned (the kernel assigns it, so it is a "
+                                   f"local name, not a global or builtin; a name assigned inside a loop or a "
+                                   f"runtime `if` is only visible there unless it is defined before)")
         if name in self.f.globals:
             return self.f.globals[name]
         import builtins
@@ -785,6 +789,9 @@ class CodeGen:
         if name is None:
             raise self.error(node, "unsupported comparison")
         if not sem.is_value(x) and not sem.is_value(y):
+            if _holds_value(x) or _holds_value(y):   # ((i, j) == (0, 0) compared the values' identities)
+                raise self.error(node, "a tuple holding run-time values is not compared at compile time: "
+                                       "compare its elements (`i == 0 and j == 0`)")
             return PYCMP[name](x, y)
         return sem.compare(self.b, name, x, y)
 
@@ -844,6 +851,10 @@ class CodeGen:
             arms.append((lines, value))
         self.at(node)                        # (the scf.if and its yields at the expression, not its last arm)
         (a_lines, a), (c_lines, c) = arms
+        if sem.is_tile(a) and sem.is_tile(c) and a.type.shape != c.type.shape:
+            # (broadcast to one shape, the arm picked was not what Python gives: a (4,) tile became (4, 4))
+            raise self.error(node, f"`{ast.unparse(node)}`: the arms are tiles of shapes {list(a.type.shape)} and "
+                                   f"{list(c.type.shape)}: a run-time condition picks between tiles of one shape")
         if not a_lines and not c_lines:
             return sem.select(self.b, cond, a, c)
         try:
@@ -916,19 +927,36 @@ class CodeGen:
         if getattr(fn, "__fakv_inline__", False):     # another @fakv.jit function (jitfunction.JITFunction)
             return self.inline(fn, args, kwargs, node)
         if fn in (min, max, len, abs, int, float, bool):
-            if any(sem.is_value(a) for a in args):
-                if fn in (min, max) and len(args) == 2:
-                    return sem.binary(self.b, "min" if fn is min else "max", *args)
+            if _holds_value(args) or _holds_value(kwargs):
+                if fn in (min, max) and len(args) >= 2 and not kwargs and not any(
+                        isinstance(a, (tuple, list)) for a in args):
+                    return self.min_max(fn, args, node)
                 if fn is abs and len(args) == 1 and not kwargs:
                     return fl.abs(*args, _b=self.b)
-                raise self.error(node, f"{fn.__name__}() of kernel values: use the fl.* functions")
+                raise self.error(node, f"{fn.__name__}() of kernel values: use the fl.* functions"
+                                       + (" (fl.minimum / fl.maximum, fl.min / fl.max of a tile)"
+                                          if fn in (min, max) else ""))
             return fn(*args, **kwargs)
         if isinstance(fn, type) and issubclass(fn, (fl.range, fl.static_range)):
             raise self.error(node, "fl.range and fl.static_range are used only as `for` loop iterables")
-        if any(sem.is_value(a) for a in list(args) + list(kwargs.values())):
+        if _holds_value(args) or _holds_value(kwargs):
+            # (a tuple of values reaching Python code is a tuple of objects: all((i >= 0, i < n)) was true)
             raise self.error(node, f"`{ast.unparse(node.func)}` is not a fakv function; kernels call "
                                    f"fl.* functions and other @fakv.jit functions")
         return fn(*args, **kwargs)
+
+    def min_max(self, fn, args, node):
+        """Python's min / max of two or more arguments, some kernel values: the first argument unless a later
+        one compares below (min) or above (max) the one kept, elementwise on tiles (so a NaN is kept only
+        where it comes first: min(1.0, nan) is 1.0, min(nan, 1.0) nan, as in Python)."""
+        op = "lt" if fn is min else "gt"
+        kept = args[0]
+        for a in args[1:]:
+            try:
+                kept = sem.select(self.b, sem.compare(self.b, op, a, kept), a, kept)
+            except FakvTypeError as e:
+                raise self.error(node, f"{fn.__name__}(): {e}") from None
+        return kept
 
     def inline(self, jitfn, args, kwargs, node):
         """Calls another @fakv.jit function by inlining its body."""

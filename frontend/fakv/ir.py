@@ -82,6 +82,13 @@ class Value:
     def __repr__(self):
         return f"{self.name}: {self.type!r}"
 
+    def __bool__(self):
+        # (a run-time value has no truth at compile time: Python code given one, `t[0] if ...` in a helper or
+        # all() of a tuple, took every value as true)
+        raise FakvTypeError("a run-time value has no truth value at compile time (an `if` on it in the kernel "
+                            "is a run-time branch; Python code, all(), any() or a helper's own test, cannot "
+                            "take one)")
+
 
 def location(filename, line, col):
     """An MLIR file location: the file's name as an MLIR string (a `"` or `\\` in a folder's name ended it

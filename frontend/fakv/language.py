@@ -218,7 +218,11 @@ def reshape(b, x, shape):
 def cast(b, x, dtype):
     """x converted to `dtype` (x.to(dtype)): floats round to nearest even, floats to ints truncate (toward 0;
     past the int's range they saturate and NaN gives 0, on the CPU path as on the GPU), a truth value is x != 0."""
-    return sem.convert(b, sem.to_value(b, x), _dtype(dtype))
+    x = sem.to_value(b, x)
+    if isinstance(x.type, PtrType):     # (MLIR's sitofp refused a pointer, naming none of the kernel's code)
+        raise FakvTypeError(f"`.to` converts numbers and tiles; a pointer ({x.type.mlir()}) is not converted "
+                            f"(offsets are added to it)")
+    return sem.convert(b, x, _dtype(dtype))
 
 
 @builtin
@@ -502,8 +506,8 @@ def cluster_gather(b, xs, size, scatter=None):
 
 def _reduce(kind):
     @builtin
-    def op(b, x, axis):
-        """The tile without dimension `axis`, its elements combined (floats, or i32: signed max / min,
+    def op(b, x, axis=None):
+        """The tile without dimension `axis` (required: no whole-tile reduction), its elements combined (floats, or i32: signed max / min,
         wrapping sum); of a 1-D tile, a scalar (`fakv.item` of the one-element result). f16 / bf16 tiles are
         reduced in f32, the result rounded to their type once (a sum of 4096 f16 ones is 4096, not 2048)."""
         x = _tile(x, f"{kind}'s operand")
@@ -514,6 +518,9 @@ def _reduce(kind):
         if dtype in ("f16", "bf16"):
             x = sem.convert(b, x, "f32")
         rank = len(x.type.shape)
+        if axis is None:
+            raise FakvTypeError(f"{kind}(x, axis): the axis to reduce is required (a tile of rank {rank}; "
+                                f"{kind}({kind}(x, 1), 0) reduces a 2-D tile whole)")
         if not isinstance(axis, int) or isinstance(axis, bool) or not -rank <= axis < rank:
             raise FakvTypeError(f"{kind}'s axis must be a compile-time int in [{-rank}, {rank}) for a tile of "
                                 f"rank {rank}, got {axis!r}")
