@@ -85,7 +85,7 @@ def with_kernels(decode=None, combine=None):
         if type(q) is prepare.tensor_type:
             # In C: the key, the lookup, the prepared call. None: no call kept for this key, or
             # interface._ByLengths has none yet for this lengths hint.
-            out = prepare.run(prepare.CALLS, kernels, prepare.extras(), q, k_cache, v_cache, cache_seqlens,
+            out = prepare.run(prepare.CALLS, kernels, prepare.extras(q), q, k_cache, v_cache, cache_seqlens,
                               block_table, cache_batch_idx, alibi_slopes, k, v, rotary_cos, rotary_sin,
                               cache_leftpad, softmax_scale, causal, window_size, softcap, rotary_interleaved,
                               num_splits, return_softmax_lse)

@@ -53,6 +53,11 @@ def _pow2(n):
 def _window_pair(window_size):
     """window_size as two ints: a tuple, a list, a numpy array or a tensor
     of two integers (what FlashAttention's tests pass)."""
+    # (a CUDA tensor's values are read back by waiting for the GPU, which a CUDA graph's capture refuses:
+    # FlashAttention's bindings take two ints)
+    _check(not getattr(window_size, "is_cuda", False),
+           f"`window_size` must be host values (a tuple or list of two ints, a numpy array or a CPU tensor), got a "
+           f"tensor on {getattr(window_size, 'device', 'the GPU')}: reading it would wait for the GPU")
     items = window_size.tolist() if hasattr(window_size, "tolist") else window_size
     try:        # (a sequence: a dict's keys or a set's order are not the pair FlashAttention's [0], [1] read)
         items = list(items) if not isinstance(items, (collections.abc.Mapping, collections.abc.Set)) else None
@@ -496,7 +501,7 @@ def _counters(q, n, on_gpu):
     if _capturing():                # (its zeros are written when the graph replays: never an eager call's)
         _GRAPH_COUNTERS.append(torch.zeros(max(n, 4096), dtype=torch.int32, device=q.device))
         return _GRAPH_COUNTERS[-1]
-    kept = _COUNTERS.setdefault((q.device, prepare.current_stream()), [])
+    kept = _COUNTERS.setdefault((q.device, prepare.current_stream(q)), [])
     if not kept or kept[-1].numel() < n:
         kept.append(torch.zeros(max(n, 4096), dtype=torch.int32, device=q.device))
     return kept[-1]

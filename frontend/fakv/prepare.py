@@ -323,10 +323,16 @@ def check_data():
 _STREAM = None          # runtime.stream_getter(), once needed
 
 
-def current_stream():
+def current_stream(q=None):
+    """The handle of the current CUDA stream of q's device (None: of the current device)."""
     global _STREAM
     if _STREAM is None:
         _STREAM = runtime.stream_getter()
+    if q is not None and getattr(q, "is_cuda", False):
+        # (api.py's fast path keys before it makes q's device current: the current device's stream there
+        # never matched the key the slow path made inside the guard, and every merging call on another
+        # device was prepared again)
+        return runtime.stream_getter(q.get_device())()
     return _STREAM()
 
 
@@ -348,10 +354,10 @@ def see_torch():
         tensor_type, _signature, run = torch.Tensor, _runtime.signature, _runtime.run_prepared
 
 
-def extras():
+def extras(q=None):
     """What a call's key holds beyond its arguments: the data-check mode
-    and, when decode merges its splits, the stream."""
-    return check_data(), ((current_stream(),) if MERGE_SPLITS else None)
+    and, when decode merges its splits, the stream (q's device's)."""
+    return check_data(), ((current_stream(q),) if MERGE_SPLITS else None)
 
 
 def key(kernels, q, k_cache, v_cache, cache_seqlens, block_table, cache_batch_idx, alibi_slopes, k, v, rotary_cos,
@@ -364,7 +370,7 @@ def key(kernels, q, k_cache, v_cache, cache_seqlens, block_table, cache_batch_id
     return _signature((q, k_cache, v_cache, cache_seqlens, block_table, cache_batch_idx, alibi_slopes, k, v,
                        rotary_cos, rotary_sin, cache_leftpad),
                       (softmax_scale, causal, window_size, softcap, rotary_interleaved, num_splits,
-                       return_softmax_lse) + extras(), kernels)
+                       return_softmax_lse) + extras(q), kernels)
 
 
 def keep(found_key, call, kernels):

@@ -535,7 +535,7 @@ def test_merge_counters_of_a_capture_are_the_graphs(monkeypatch):
 
     fake = types.SimpleNamespace(int32="int32", zeros=lambda n, dtype, device: Tensor(n))
     monkeypatch.setitem(sys.modules, "torch", fake)
-    monkeypatch.setattr(prepare, "current_stream", lambda: 0x5000)
+    monkeypatch.setattr(prepare, "current_stream", lambda q=None: 0x5000)
     monkeypatch.setattr(interface, "_COUNTERS", {})
     monkeypatch.setattr(interface, "_GRAPH_COUNTERS", [])
     q = types.SimpleNamespace(device="cuda:0")
@@ -547,6 +547,41 @@ def test_merge_counters_of_a_capture_are_the_graphs(monkeypatch):
     capturing[0] = False
     assert graph is not eager and interface._counters(q, 16, True) is eager
     assert interface._GRAPH_COUNTERS == [graph]
+
+
+def test_merging_calls_key_the_stream_of_qs_device(monkeypatch):
+    """FAKV_MERGE_SPLITS keys a call by its stream: q's device's, from api.py's fast path (which keys before
+    it makes q's device current) as from the slow path, so a call on cuda:1 while cuda:0 is current finds
+    the call it prepared (the current device's stream was keyed there: never found, prepared every call)."""
+    import types
+    from fakv import prepare, runtime
+    monkeypatch.setattr(runtime, "stream_getter", lambda device=None: lambda: 0x100 + (9 if device is None else device))
+    monkeypatch.setattr(prepare, "_STREAM", None)
+    monkeypatch.setattr(prepare, "MERGE_SPLITS", True)
+    q = types.SimpleNamespace(is_cuda=True, get_device=lambda: 1)
+    assert prepare.extras(q)[1] == (0x101,)
+    assert prepare.extras()[1] == (0x109,)                   # (no q: the current device's)
+    assert prepare.extras(np.zeros(4))[1] == (0x109,)        # (the CPU path's)
+    monkeypatch.setattr(prepare, "MERGE_SPLITS", False)
+    assert prepare.extras(q)[1] is None
+
+
+class _CudaTensorStandIn:
+    """What the window_size check sees of a CUDA tensor (no GPU here)."""
+    is_cuda, device = True, "cuda:0"
+
+    def tolist(self):
+        raise AssertionError("read back from the GPU")
+
+
+def test_a_window_size_on_the_gpu_is_refused():
+    """A CUDA tensor as window_size was read back every call (a wait for the GPU; inside a CUDA graph's
+    capture torch's error); FlashAttention's bindings take two ints: refused by name, host values taken."""
+    q, k, v = tensors()
+    with pytest.raises(ValueError, match=r"`window_size` must be host values .* got a tensor on cuda:0"):
+        fakv.flash_attn_with_kvcache(q, k, v, window_size=_CudaTensorStandIn())
+    want = fakv.flash_attn_with_kvcache(q, k, v, window_size=(8, 0))
+    assert np.array_equal(fakv.flash_attn_with_kvcache(q, k, v, window_size=np.array([8, 0])), want)
 
 
 # ---- found by session 33's review (each crashed, wrote where it must not, or returned garbage) -------------------
