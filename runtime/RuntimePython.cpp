@@ -143,6 +143,20 @@ PyObject *currentContext(PyObject *, PyObject *) {
   return PyLong_FromVoidPtr(context);
 }
 
+/// exchange_capture_mode(mode) -> the calling thread's stream-capture mode
+/// before it was set to `mode` (CUstreamCaptureMode's 0 global, 1
+/// thread-local, 2 relaxed): work that must not break another thread's CUDA
+/// graph capture in global mode (an event's query, a page pinned) runs
+/// relaxed (fakv/lengths_hint.py).
+PyObject *exchangeCaptureMode(PyObject *, PyObject *arg) {
+  int mode = 0;
+  if (!PyArg_Parse(arg, "i", &mode))
+    return nullptr;
+  if (fakv_exchange_capture_mode(&mode))
+    return raiseRuntime();
+  return PyLong_FromLong(mode);
+}
+
 /// bind_primary_context(ordinal): device `ordinal`'s primary context made the
 /// calling thread's current one (a thread's first CUDA work binds it so).
 PyObject *bindPrimaryContext(PyObject *, PyObject *arg) {
@@ -209,6 +223,8 @@ PyMethodDef moduleMethods[] = {
      "wait_host_mapped() -> start_host_mapped's address once done, or None (none pending, or it failed)"},
     {"current_context", NoThrow<currentContext>::call, METH_NOARGS,
      "current_context() -> this thread's current CUDA context, or 0"},
+    {"exchange_capture_mode", NoThrow<exchangeCaptureMode>::call, METH_O,
+     "exchange_capture_mode(mode) -> this thread's stream-capture mode before it was set to mode (2: relaxed)"},
     {"bind_primary_context", NoThrow<bindPrimaryContext>::call, METH_O,
      "bind_primary_context(ordinal): that device's primary context made this thread's current one"},
     {"device_properties", NoThrow<deviceProperties>::call, METH_O,

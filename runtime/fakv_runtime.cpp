@@ -145,6 +145,21 @@ int fakv_stream_capturing(void *stream, int *capturing) {
   return 0;
 }
 
+int fakv_exchange_capture_mode(int *mode) {
+  auto *d = cuda("fakv_exchange_capture_mode");
+  if (!d)
+    return 1;
+  if (*mode != CU_STREAM_CAPTURE_MODE_GLOBAL && *mode != CU_STREAM_CAPTURE_MODE_THREAD_LOCAL &&
+      *mode != CU_STREAM_CAPTURE_MODE_RELAXED)
+    return fail("fakv_exchange_capture_mode: mode " + std::to_string(*mode) + " is none of CUDA's",
+                CUDA_ERROR_INVALID_VALUE);
+  auto m = static_cast<CUstreamCaptureMode>(*mode);
+  if (CUresult r = d->threadExchangeStreamCaptureMode(&m); r != CUDA_SUCCESS)
+    return fail("fakv_exchange_capture_mode", r);
+  *mode = static_cast<int>(m);
+  return 0;
+}
+
 int fakv_load_module_data(const void *image, void **module) {
   auto *d = cuda("fakv_load_module_data");
   if (!d)

@@ -41,6 +41,10 @@ int fakv_device_properties(int ordinal, int *sms, int *l2_bytes, int *memory_gbp
 /* Whether `stream` is being captured into a CUDA graph. */
 int fakv_stream_capturing(void *stream, int *capturing);
 
+/* Sets the calling thread's stream-capture mode to `*mode` (CUstreamCaptureMode: 0 global, 1 thread-local,
+ * 2 relaxed) and stores the one it had there. */
+int fakv_exchange_capture_mode(int *mode);
+
 /* Loads a cubin image from memory into the current context. */
 int fakv_load_module_data(const void *image, void **module);
 /* The kernel `name` of a loaded module. */

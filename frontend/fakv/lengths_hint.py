@@ -17,8 +17,10 @@ once the copy has finished; False until one has. A stale answer only
 costs time: the kernel decides from the lengths it reads either way.
 FAKV_LENGTHS_HINT=0: never ragged (the plan from shapes only).
 """
+import contextlib
 import os
 
+_RELAXED = 2            # CU_STREAM_CAPTURE_MODE_RELAXED
 ENABLED = os.environ.get("FAKV_LENGTHS_HINT") != "0"
 _MAX_TENSORS = 64       # tensors followed at once (more: the oldest dropped)
 
@@ -61,9 +63,29 @@ def ragged(seqlens, capacity, capturing=False):
     follow = _FOLLOWED.get(_key(seqlens))
     if follow is None:
         return False
-    if not capturing and not follow.read and follow.event.query():
-        follow.ragged, follow.read = is_ragged(follow.host.tolist(), capacity), True
+    if not capturing and not follow.read:
+        try:
+            with _relaxed():
+                done = follow.event.query()
+        except Exception:  # noqa: BLE001  (the hint never fails a call: the answer so far)
+            return follow.ragged
+        if done:
+            follow.ragged, follow.read = is_ragged(follow.host.tolist(), capacity), True
     return follow.ragged
+
+
+@contextlib.contextmanager
+def _relaxed():
+    """The calling thread in relaxed stream-capture mode: an event's query and a page pinned are "unsafe"
+    calls that invalidate a CUDA graph another thread captures in torch's default global mode (and raise
+    here), though they touch none of its streams (session 54's review; runtime/fakv_runtime.cpp's
+    RelaxedCapture does the same for module loads)."""
+    from . import _runtime
+    old = _runtime.exchange_capture_mode(_RELAXED)
+    try:
+        yield
+    finally:
+        _runtime.exchange_capture_mode(old)
 
 
 def copy_after(seqlens, capturing=False):
@@ -80,13 +102,14 @@ def copy_after(seqlens, capturing=False):
         return
     try:
         import torch
-        if follow is None:
-            if len(_FOLLOWED) >= _MAX_TENSORS:
-                _FOLLOWED.pop(next(iter(_FOLLOWED)))
-            follow = _FOLLOWED[key] = _Follow(torch.empty(seqlens.shape, dtype=torch.int32, pin_memory=True),
-                                              torch.cuda.Event())
-        follow.host.copy_(seqlens, non_blocking=True)       # (torch: on the current stream of seqlens' device)
-        follow.event.record(torch.cuda.current_stream(seqlens.device))
+        with _relaxed():        # (a page pinned, the event made at its first record)
+            if follow is None:
+                if len(_FOLLOWED) >= _MAX_TENSORS:
+                    _FOLLOWED.pop(next(iter(_FOLLOWED)))
+                follow = _FOLLOWED[key] = _Follow(torch.empty(seqlens.shape, dtype=torch.int32, pin_memory=True),
+                                                  torch.cuda.Event())
+            follow.host.copy_(seqlens, non_blocking=True)   # (torch: on the current stream of seqlens' device)
+            follow.event.record(torch.cuda.current_stream(seqlens.device))
         follow.read = False
     except Exception:  # noqa: BLE001  (no pinned memory, another device's event, ...: no hint for it)
         _FOLLOWED.pop(key, None)

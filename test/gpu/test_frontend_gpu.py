@@ -413,6 +413,102 @@ def test_ragged_batch_planned_from_earlier_lengths(page):
         lengths_hint.forget()
 
 
+@pytest.mark.parametrize("page", [None, 256])
+def test_hint_beside_another_threads_capture(page):
+    """One thread captures CUDA graphs in torch's default global mode while another makes eager calls whose plan
+    follows the lengths hint (a batch of one wave over long caches): the hint's event query and its pinned
+    buffer are "unsafe" calls that invalidated the other thread's capture ("operation not permitted when
+    stream is capturing") and raised in the calling thread (session 54's review); lengths_hint.py makes them
+    in relaxed capture mode. Every capture and every call succeed, the graphs replay what they captured and
+    the calls give the float32 reference's attention."""
+    import threading
+    from fakv import lengths_hint
+    batch, hk, d, cap = 32, 8, 128, 4096
+    g = torch.Generator(device="cuda").manual_seed(12)
+    q = torch.randn((batch, 1, 32, d), generator=g, device="cuda").to(torch.bfloat16)
+    lens = torch.randint(1, cap + 1, (batch,), generator=g, device="cuda", dtype=torch.int32)
+    lens[0] = cap
+    shape = (batch * cap // page, page, hk, d) if page else (batch, cap, hk, d)
+    k, v = (torch.randn(shape, generator=g, device="cuda").to(torch.bfloat16) for _ in range(2))
+    table = (torch.randperm(batch * cap // page, generator=g, device="cuda").to(torch.int32)
+             .reshape(batch, cap // page)) if page else None
+    call = lambda lens=lens: fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens,  # noqa: E731
+                                                         block_table=table)
+    want = call()                                    # (compiled and prepared; its lengths copied)
+    if COMPILE_ONLY:
+        return want
+    torch.cuda.synchronize()
+    x = torch.zeros(1 << 16, device="cuda")
+    streams = [torch.cuda.Stream(), torch.cuda.Stream()]
+    # Whatever the calls allocate through torch is allocated before the captures begin: a cudaMalloc in one
+    # thread during another's global-mode capture fails in torch itself (keeping every output did, a new
+    # segment every few calls). So: both plans' calls on the calls' stream first (their workspaces kept),
+    # outputs copied into buffers made here (their blocks reused).
+    # Three tensors of the same lengths, two followed at most, each called twice in a row: its first call follows
+    # it anew (a pinned buffer allocated, the oldest dropped: a decode loop's new cache_seqlens tensors), its
+    # second queries the copy the first started.
+    seqlens = [lens, lens.clone(), lens.clone()]
+    with torch.cuda.stream(streams[1]):
+        for _ in range(2):
+            for t in seqlens:
+                call(t)
+                torch.cuda.synchronize()
+                call(t)
+    outs = [torch.empty_like(want) for _ in range(8)]
+    torch.cuda.synchronize()
+    start, stop, errors, graphs, made = threading.Barrier(2), threading.Event(), [], [], [0]
+    followed = lengths_hint._MAX_TENSORS
+    lengths_hint._MAX_TENSORS = 2
+
+    def capture():
+        try:
+            start.wait()
+            for _ in range(30):
+                graph = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(graph, stream=streams[0]):      # (capture_error_mode "global")
+                    for _ in range(10):
+                        x.add_(1)
+                        torch.cuda._sleep(20_000)
+                graphs.append(graph)
+        except Exception as e:  # noqa: BLE001
+            errors.append(f"capture: {type(e).__name__}: {str(e)[:300]}")
+        finally:
+            stop.set()
+
+    def calls():
+        try:
+            with torch.cuda.stream(streams[1]):
+                start.wait()
+                kept = [None]
+                while not stop.is_set() or made[0] < 20:
+                    out = call(seqlens[made[0] // 2 % 3])                       # (each twice: its query)
+                    outs[made[0] % 8].copy_(out)
+                    # (the last output kept: torch.cuda.graph empties torch's cache before each capture, and a
+                    # segment of no live block released there is a cudaMalloc at the next call)
+                    kept[0], made[0] = out, made[0] + 1
+                    torch.cuda._sleep(50_000)           # (its copy not landed at once: queries that say no)
+        except Exception as e:  # noqa: BLE001
+            errors.append(f"calls: {type(e).__name__}: {str(e)[:300]}")
+            stop.set()
+    threads = [threading.Thread(target=capture), threading.Thread(target=calls)]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        lengths_hint._MAX_TENSORS = followed
+    torch.cuda.synchronize()
+    assert not errors, errors
+    for graph in graphs:
+        graph.replay()
+    torch.cuda.synchronize()
+    assert len(graphs) == 30 and torch.equal(x, torch.full_like(x, 300.0)), x[:4]
+    for out in [want] + outs:                        # (the last 8 calls; plans by the hint: one split or four)
+        ok, msg = _reference_check(out, q, k, v, lens, table, page)
+        assert ok, msg
+
+
 @pytest.mark.parametrize("page", [16, 256])
 def test_streams_keep_their_own_workspace(page):
     """Calls on two streams at once, and a graph replayed between eager
@@ -979,6 +1075,7 @@ def run_all():
     cases += [(test_cuda_graph_capture, c) for c in [(256, 1), (16, 3)]]
     cases += [(test_bad_block_table_is_reported, (p,)) for p in (16, 256)]
     cases += [(test_streams_keep_their_own_workspace, (p,)) for p in (16, 256)]
+    cases += [(test_hint_beside_another_threads_capture, (p,)) for p in (None, 256)]
     cases += [(test_layers_each_with_their_own_caches, (p,)) for p in (None, 256)]
     cases += [(test_q_of_a_fused_projection, (p,)) for p in (None, 256)]
     cases += [(test_int_length_first_seen_in_a_capture, (p,)) for p in (None, 256)]

@@ -48,13 +48,17 @@ class _Event:
 
     def query(self):
         assert not self.gpu.capturing, "an event query while a CUDA graph is captured"
+        assert self.gpu.mode == 2, "an event query outside relaxed capture mode (another thread's capture)"
+        if self.gpu.query_fails:
+            raise RuntimeError("operation not permitted when stream is capturing")
         return self.done
 
 
 @pytest.fixture
 def gpu(monkeypatch):
     """A stand-in torch whose copies land when gpu.finish() is called."""
-    gpu = types.SimpleNamespace(copies=[], pending=[], stream=object(), capturing=False, allocations=0)
+    gpu = types.SimpleNamespace(copies=[], pending=[], stream=object(), capturing=False, allocations=0, mode=0,
+                                modes=[], query_fails=False)
 
     def finish():
         for host, values in gpu.copies:
@@ -65,9 +69,17 @@ def gpu(monkeypatch):
         gpu.pending.clear()
 
     def empty(shape, dtype, pin_memory):
+        assert gpu.mode == 2, "a page pinned outside relaxed capture mode"
         gpu.allocations += 1
         return _Host(gpu.copies, shape)
+
+    def exchange_capture_mode(mode):          # (fakv._runtime's: the thread's mode set, the old one returned)
+        gpu.modes.append(mode)
+        old, gpu.mode = gpu.mode, mode
+        return old
     gpu.finish = finish
+    from fakv import _runtime
+    monkeypatch.setattr(_runtime, "exchange_capture_mode", exchange_capture_mode)
     torch = types.SimpleNamespace(
         int32="int32", empty=empty,
         cuda=types.SimpleNamespace(Event=lambda: _Event(gpu), current_stream=lambda device: gpu.stream))
@@ -153,6 +165,21 @@ def test_followed_by_address_and_batch(gpu):
     gpu.finish()
     assert not call(reused, gpu)
     assert not call(_Lengths([2047, 1], 0x1000), gpu)   # another batch size: its own
+
+
+def test_queries_and_pinning_run_in_relaxed_capture_mode(gpu):
+    """The event's query and the pinned buffer's allocation are "unsafe" CUDA calls: in the thread's default
+    (global) capture mode they invalidate a CUDA graph another thread is capturing in global mode, and raise.
+    They run relaxed, the thread's mode restored after; a query that raises all the same gives the answer so
+    far (the hint never fails a call)."""
+    lens = _Lengths([2047, 1, 1, 1])
+    call(lens, gpu)
+    assert gpu.allocations == 1 and gpu.modes == [2, 0] and gpu.mode == 0
+    gpu.finish()
+    gpu.query_fails = True
+    assert not call(lens, gpu) and gpu.mode == 0    # (its query raised: not read, no new copy)
+    gpu.query_fails = False
+    assert call(lens, gpu) and gpu.mode == 0
 
 
 def test_oldest_dropped_past_the_limit(gpu, monkeypatch):
