@@ -76,10 +76,23 @@ def attention_ref(q, k, v, seqlens, causal, scale, upcast=True, softcap=0.0, fa_
     return out, lse
 
 
+def worst_row(err, base, mult):
+    """(ok, what) of the rule `max error <= mult x max error of the low-precision reference + 1e-5` applied to
+    each (sequence, query row) of (b, sq, h, d) errors on its own, and the row furthest past its limit: one
+    maximum over the batch let its shortest sequence (a few keys: the largest rounding) set the limit of
+    every other, so a long sequence that dropped its last 64 keys passed (session 54's review)."""
+    e, lim = err.float().amax(dim=(2, 3)), mult * base.float().amax(dim=(2, 3)) + 1e-5
+    over = (e - lim).flatten()
+    i = int(over.argmax())
+    b, r = divmod(i, e.shape[1])
+    return bool((e <= lim).all()), (f"max {err.max().item():.3e}, worst row (sequence {b}, query {r}) "
+                                    f"{e[b, r].item():.3e} (limit {lim[b, r].item():.3e})")
+
+
 def check(out, ref, pt, what=""):
     err = (out.float() - ref.float()).abs()
     base = (pt.float() - ref.float()).abs()
-    ok = err.max().item() <= 2 * base.max().item() + 1e-5 and err.mean().item() <= 1.5 * base.mean().item() + 1e-7
-    msg = (f"{what}: max {err.max().item():.3e} (limit {2 * base.max().item() + 1e-5:.3e}), "
-           f"mean {err.mean().item():.3e} (limit {1.5 * base.mean().item():.3e})")
+    rows_ok, rows = worst_row(err, base, 2)
+    ok = rows_ok and err.mean().item() <= 1.5 * base.mean().item() + 1e-7
+    msg = f"{what}: {rows}, mean {err.mean().item():.3e} (limit {1.5 * base.mean().item():.3e})"
     return ok, msg

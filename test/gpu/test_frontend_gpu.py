@@ -289,6 +289,8 @@ def test_cuda_graph_capture(page, splits):
     torch.cuda.synchronize()
     eager_out, eager_lse = call()
     assert torch.equal(out, eager_out) and torch.equal(lse, eager_lse)
+    ok, msg = _reference_check(out, q, k, v, lens, table, page)      # (not a wrong result both share)
+    assert ok, msg
 
 
 @pytest.mark.parametrize("page", [None, 16, 256])
@@ -523,6 +525,11 @@ def test_streams_keep_their_own_workspace(page):
                                                   num_splits=3)
     alone = [call(x) for x in qs]
     torch.cuda.synchronize()
+    # (each q its own output, the attention of its q: equal outputs would hide a call that read another's)
+    assert not torch.equal(alone[0], alone[1]) and not torch.equal(alone[1], alone[2])
+    for x, out in zip(qs, alone):
+        ok, msg = _reference_check(out, x, k, v, lens, table, page)
+        assert ok, msg
     streams = [torch.cuda.Stream() for _ in range(2)]
     outs = []
     for x, s in zip(qs, streams):
@@ -710,27 +717,34 @@ def test_second_call_is_prepared(page, seqlens, monkeypatch):
 
     def slow_path(*args, **kwargs):
         raise AssertionError("the call was checked and planned again")
-    monkeypatch.setattr(interface, "_attention", slow_path)
-    q2 = q.clone()
-    second = fakv.flash_attn_with_kvcache(q2, k, v, cache_seqlens=lens, block_table=table)
-    torch.cuda.synchronize()
-    assert torch.equal(first, second)
+
+    def fast_and_slow(**kw):
+        """(the prepared call's output for another q, the slow path's for it): the call prepared with q, run
+        with q2 (other values: a prepared call still reading q's would give q's output), then again from
+        scratch."""
+        from fakv import prepare
+        monkeypatch.undo()
+        fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table, **kw)
+        monkeypatch.setattr(interface, "_attention", slow_path)
+        fast = fakv.flash_attn_with_kvcache(q2, k, v, cache_seqlens=lens, block_table=table, **kw)
+        monkeypatch.undo()
+        prepare.CALLS.clear()
+        slow = fakv.flash_attn_with_kvcache(q2, k, v, cache_seqlens=lens, block_table=table, **kw)
+        torch.cuda.synchronize()
+        return fast, slow
+    q2 = torch.randn_like(q)
+    second, slow = fast_and_slow()
+    assert torch.equal(second, slow) and not torch.equal(second, first)
+    seqlens_tensor = lens if seqlens == "tensor" else torch.full((q.shape[0],), lens, dtype=torch.int32,
+                                                                    device="cuda")
+    ok, msg = _reference_check(second, q2, k, v, seqlens_tensor, table, page)
+    assert ok, msg
     # An option given as an int where the check takes any number (softcap): kept under the value given.
-    monkeypatch.undo()
-    capped = fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table, softcap=30)
-    monkeypatch.setattr(interface, "_attention", slow_path)
-    again = fakv.flash_attn_with_kvcache(q2, k, v, cache_seqlens=lens, block_table=table, softcap=30)
-    torch.cuda.synchronize()
+    capped, again = fast_and_slow(softcap=30)
     assert torch.equal(capped, again)
     # Flags given as ints (causal=1, as FlashAttention's bindings take them): prepared under the bools the
     # slow path keys them by (the fast path looked them up as ints: every such call was planned again).
-    monkeypatch.undo()
-    causal = fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table, causal=1,
-                                          return_softmax_lse=1)
-    monkeypatch.setattr(interface, "_attention", slow_path)
-    again = fakv.flash_attn_with_kvcache(q2, k, v, cache_seqlens=lens, block_table=table, causal=1,
-                                         return_softmax_lse=1)
-    torch.cuda.synchronize()
+    causal, again = fast_and_slow(causal=1, return_softmax_lse=1)
     assert torch.equal(causal[0], again[0]) and torch.equal(causal[1], again[1])
 
 
@@ -748,7 +762,7 @@ def test_prepared_call_in_a_fresh_thread(page):
     if COMPILE_ONLY:
         return call(q)
     prepare.CALLS.clear()
-    first = q.clone()
+    first = torch.randn_like(q)
     gone = weakref.ref(first)
     want = call(first)
     del first
@@ -766,7 +780,10 @@ def test_prepared_call_in_a_fresh_thread(page):
     t.join()
     assert "error" not in done, done.get("error")
     torch.cuda.synchronize()
-    assert torch.equal(done["out"], want)
+    # (first held other values than q: a prepared call that kept reading first's memory would not give q's)
+    assert not torch.equal(done["out"], want)
+    ok, msg = _reference_check(done["out"], q, k, v, lens, table, page)
+    assert ok, msg
 
 
 def _on_cuda1(inputs):

@@ -216,10 +216,12 @@ def run_case(c, edit=None):
                     for was, cache in zip(before, (a["k_cache"], a["v_cache"])))
     err, base = (out.float() - out_ref).abs(), (out_pt - out_ref).abs()
     mult = 2 if c["grid"] == "fa3" else 5 if c["alibi"] else 3      # (FlashAttention 3's hopper test: 2)
-    ok = err.max().item() <= mult * base.max().item() + 1e-5       # both grids; FlashAttention 3's adds the mean
+    # FlashAttention's rule, each (sequence, query row) held to its own low-precision reference (one maximum
+    # over the batch let the shortest sequence set every row's limit); FlashAttention 3's adds the mean
+    from reference import worst_row
+    ok, rows = worst_row(err, base, mult)
     ok = ok and (c["grid"] == "fa2" or err.mean().item() <= 1.5 * base.mean().item() + 1e-7)
-    msg = (f"max {err.max().item():.3e} (limit {mult * base.max().item() + 1e-5:.3e}), mean {err.mean().item():.3e} "
-           f"(limit {1.5 * base.mean().item() + 1e-7:.3e})")
+    msg = f"{rows}, mean {err.mean().item():.3e} (limit {1.5 * base.mean().item() + 1e-7:.3e})"
     finite = torch.isfinite(lse_ref)
     # LSE: 2e-3, or ~8 float32 ulps where it is large (ALiBi over 128K keys: ~4e4).
     diff = (lse[finite] - lse_ref[finite]).abs()
