@@ -417,9 +417,9 @@ def test_the_api_keys_a_call_the_same_way_twice(monkeypatch):
     # counters) per stream, even the default stream's (0).
     plain = prepare.key(*args)[0]
     monkeypatch.setattr(prepare, "MERGE_SPLITS", True)
-    monkeypatch.setattr(prepare, "current_stream", lambda: 0)
+    monkeypatch.setattr(prepare, "current_stream", lambda q=None: 0)
     on_0 = prepare.key(*args)[0]
-    monkeypatch.setattr(prepare, "current_stream", lambda: 8)
+    monkeypatch.setattr(prepare, "current_stream", lambda q=None: 8)
     assert len({plain, on_0, prepare.key(*args)[0]}) == 3
 
 
