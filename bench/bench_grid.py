@@ -535,7 +535,8 @@ def markdown(run):
     bares = [c["impls"]["bare"]["copy_fraction"] for c in large if "us" in c["impls"].get("bare", {})]
     if bares:
         lines += ["The bare read of the same bytes (no attention; stream_balance.py's tma2kvmap, in the cell's pages, "
-                  f"at head dims 64, 128 and 256, else tma2kv) in this run: {min(bares):.2%} to {max(bares):.2%} of copy "
+                  "at head dims 64, 128 and 256, else tma2kv; of a ragged batch, about its bytes in equal sequences, "
+                  f"without its imbalance) in this run: {min(bares):.2%} to {max(bares):.2%} of copy "
                   f"over those {len(bares)} cells, "
                   f"{sum(b >= 1.05 for b in bares)} of them at 105 % or more.", ""]
     failures = [f"- {c['shape']}, layout {c['layout']}: {n}: {e['failed']}" for c in run["cells"]
@@ -612,6 +613,19 @@ def selected(shapes, only):
     return [s for s in shapes if s[0] in picked]
 
 
+def layouts_of(text):
+    """--layouts' page sizes (0: contiguous); one that is not a power of two up to 256 (every shape's seqlen_k a
+    multiple of it) is refused before anything runs: it failed every implementation of every cell."""
+    try:
+        layouts = [int(x) for x in text.split(",")]
+    except ValueError:
+        raise SystemExit(f"--layouts: comma-separated page sizes (0: contiguous), got {text!r}") from None
+    bad = [p for p in layouts if p < 0 or p > 256 or p & (p - 1)]
+    if bad or not layouts:
+        raise SystemExit(f"--layouts: page sizes are 0 (contiguous) or powers of two up to 256, got {bad or text!r}")
+    return layouts
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=os.path.join(ROOT, "docs", "perf"))
@@ -629,8 +643,10 @@ def main():
     if args.plot:
         plot(args.plot)
         return
+    if args.rounds < 1 or args.sustain < 0:             # (0 rounds timed nothing and exited 0)
+        raise SystemExit(f"--rounds must be at least 1 and --sustain not negative, got {args.rounds}, {args.sustain}")
+    layouts = layouts_of(args.layouts)
     import torch
-    layouts = [int(x) for x in args.layouts.split(",")]
     peers = names_of(args.peers, PEERS + ("bare", "fakv-merge"), "--peers")
     if args.shapes:
         extra = shapes_by_name(args.shapes)

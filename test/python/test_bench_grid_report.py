@@ -194,6 +194,17 @@ def test_peers_and_shapes_are_named_exactly():
         names("b2")
 
 
+def test_layouts_are_page_sizes_the_grid_divides():
+    """--layouts 48 (or "16,x") failed every implementation of every cell, after a run's worth of setup (session
+    54's review of bench/): refused first."""
+    g = _bench_grid()
+    assert g.layouts_of("0,16,64,256") == [0, 16, 64, 256] and g.layouts_of("1") == [1]
+    for bad, message in (("48", r"got \[48\]"), ("16,x", "comma-separated"), ("512", r"\[512\]"),
+                         ("-16", r"\[-16\]")):
+        with pytest.raises(SystemExit, match=message):
+            g.layouts_of(bad)
+
+
 def test_a_large_cache_where_fakv_failed_counts_below_105():
     """A cache of 1 GiB or more where fakv failed is one of those below 105 % of copy, named so (it left the
     count: 2 of 36 became 2 of 32 with four failures; session 44's review of the bench)."""
