@@ -49,7 +49,8 @@ def test_report_best_peer_wins_and_the_bare_read():
     assert "Caches of 1 GiB or more at 105 % of copy or more: 1 of 2; below: b32 s8K @16 (102.10%, the bare " \
            "read 104.60%)" in md
     assert "The bare read of the same bytes (no attention; stream_balance.py's tma2kvmap, in the cell's pages, " \
-           "at head dims 64, 128 and 256, else tma2kv) in this run: 104.60% to 120.00% of copy over those 2 cells, " \
+           "at head dims 64, 128 and 256, else tma2kv; of a ragged batch, about its bytes in equal sequences, " \
+           "without its imbalance) in this run: 104.60% to 120.00% of copy over those 2 cells, " \
            "1 of them at 105 % or more." in md
     for cell in run["cells"]:                                        # no bare read timed: no bare line
         cell["impls"].pop("bare")
