@@ -238,6 +238,36 @@ def test_a_replay_that_computed_something_else_fails(monkeypatch):
     assert checked == [(0, 0), (0, 0), (0, 0), (1, 1), (2, 2), (0, 0), (0, 1)]   # eager checks, then the replays
 
 
+def test_one_round_timed_as_launched_marks_the_cell_eager(monkeypatch):
+    """An implementation whose capture failed in one round and not in another: its median mixes host time into
+    GPU time, so it is marked "eager" (not compared as GPU time), whichever round came last (session 54's
+    review: the last round's mode was recorded)."""
+    g = _grid_without_gpu(monkeypatch)
+
+    class FakeCell:
+        def __init__(self, shape, page):
+            self.kv_bytes, self.copies = 1 << 28, 1
+
+        calls = g.Cell.calls
+
+        def error(self, out, copy=0):
+            return 0.0, 0.02
+
+    monkeypatch.setattr(g, "Cell", FakeCell)
+    monkeypatch.setattr(g, "fakv_calls", lambda cell: lambda i: _Output())
+    monkeypatch.setattr(g, "triton_calls", lambda cell: lambda i: _Output())
+    modes = {"fakv": iter(["graph", "graph", "graph"]), "triton": iter(["eager", "graph", "graph"])}
+    order = iter(["fakv", "triton", "triton", "fakv", "fakv", "triton"])      # (rounds start one later)
+
+    def graph_time_ms(calls, warm_s=0.0, outputs=None):
+        outputs[:] = [c() for c in calls]
+        return 0.1, next(modes[next(order)])
+    monkeypatch.setattr(g, "graph_time_ms", graph_time_ms)
+    result = g.measure(("b8 s8K", 8, 8192, 32, 8, 128, False), 0, ["triton"], copy_bw=4.0, rounds=3)
+    assert result["impls"]["fakv"]["timing"] == "graph"
+    assert result["impls"]["triton"]["timing"] == "eager"
+
+
 def test_graph_outputs_are_what_the_last_replay_returned(timing):
     t, log, capture = timing
     outs = []
