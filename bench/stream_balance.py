@@ -436,6 +436,8 @@ class Reader:
                 assert not (dynamic and "kv" in kind), f"{way}: the KV ways are static"
                 blocks = 2 * SMS if dynamic else int(arg[1])
                 delay = next((int(a[6:]) for a in arg[2:] if a.startswith("delay=")), 0)
+                # (page=, hint=, order= are the tensor-map ways': here they were taken and did nothing)
+                assert all(a.startswith("delay=") for a in arg[2:]), f"{way}: this way takes delay= only"
                 assert not (dynamic and delay), f"{way}: delay= is a static way's"
                 assert not with_times or times_at + 4 * blocks <= self.times.numel(), f"{way}: too many blocks to time"
                 chunk = int(arg[1]) * 1024 if dynamic else delay
