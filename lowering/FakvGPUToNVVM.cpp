@@ -81,6 +81,24 @@ struct ConvertFakvGPUToNVVMPass
       if (failed(checkTiles(func)))
         return signalPassFailure();
     }
+    // fakv ops anywhere but in those kernels (a nested module, an llvm.func or gpu.func, the module's body)
+    // had no layouts checked, and their patterns read a null layout (a crash found by a fuzz, session 54).
+    llvm::SmallPtrSet<Operation *, 8> kernelOps;
+    for (func::FuncOp func : kernels)
+      kernelOps.insert(func);
+    WalkResult stray = module.walk([&](Operation *op) {
+      Dialect *d = op->getDialect();
+      if (!isa_and_present<FakvDialect, fakvgpu::FakvGPUDialect>(d))
+        return WalkResult::advance();
+      auto func = op->getParentOfType<func::FuncOp>();
+      if (func && kernelOps.contains(func))
+        return WalkResult::advance();
+      op->emitOpError() << "is outside the module's kernels (top-level func.func with fakv.kernel): "
+                           "fakv ops are lowered only there";
+      return WalkResult::interrupt();
+    });
+    if (stray.wasInterrupted())
+      return signalPassFailure();
 
     TypeConverter converter;
     converter.addConversion([](Type t) { return t; });

@@ -446,6 +446,17 @@ struct ConvertFakvToCPUPass
     // (fakvgpu: barriers, rings), tensors of dynamic shapes, and values of other types than integers of up to 64 bits and f16, bf16, f32,
     // f64 (f8E4M3FN passed through untouched; an f4 fl.max started from -0.0, APFloat's inf of a format without).
     WalkResult foreign = module.walk([](Operation *op) {
+      // A function's signature with fakv types changes below; a func.constant of it would keep the old type
+      // (a session 54 fuzz: "reference to function with mismatched type" after the pass).
+      if (auto c = dyn_cast<func::ConstantOp>(op)) {
+        auto fakvType = [](Type t) { return isa<FakvDialect>(t.getDialect()); };
+        FunctionType ft = cast<FunctionType>(c.getType());
+        if (llvm::any_of(ft.getInputs(), fakvType) || llvm::any_of(ft.getResults(), fakvType)) {
+          op->emitOpError() << "refers to a function of fakv types (" << ft
+                            << "): the CPU path changes such signatures, and has no function values";
+          return WalkResult::interrupt();
+        }
+      }
       if (op->getDialect() && op->getDialect()->getNamespace() == "fakvgpu") {
         op->emitOpError() << "is GPU-level IR: the CPU path takes fakv IR from before fakv-to-fakvgpu";
         return WalkResult::interrupt();

@@ -122,12 +122,30 @@ struct FakvGuardCPUMemoryPass
     if (module.lookupSymbol(kExtentsGlobal))   // (guarded already)
       return;
     SmallVector<std::tuple<Operation *, Value, Type>> accesses;
-    module.walk([&](Operation *op) {
+    WalkResult refused = module.walk([&](Operation *op) {
+      Value addr;
       if (auto load = dyn_cast<LLVM::LoadOp>(op))
-        accesses.push_back({op, load.getAddr(), load.getType()});
+        accesses.push_back({op, addr = load.getAddr(), load.getType()});
       else if (auto store = dyn_cast<LLVM::StoreOp>(op))
-        accesses.push_back({op, store.getAddr(), store.getValue().getType()});
+        accesses.push_back({op, addr = store.getAddr(), store.getValue().getType()});
+      if (!addr)
+        return WalkResult::advance();
+      // The check it calls is the module's, over host addresses (a session 54 fuzz: an access through
+      // another address space, or inside a nested module, became a call that failed the verifier).
+      if (auto ptr = dyn_cast<LLVM::LLVMPointerType>(addr.getType()); ptr && ptr.getAddressSpace() != 0) {
+        op->emitOpError() << "accesses address space " << ptr.getAddressSpace()
+                          << ": fakv-guard-cpu-memory guards host memory (address space 0) only";
+        return WalkResult::interrupt();
+      }
+      if (op->getParentWithTrait<OpTrait::SymbolTable>() != module.getOperation()) {
+        op->emitOpError() << "is inside a nested symbol table: fakv-guard-cpu-memory guards the "
+                             "accesses of the module's own functions";
+        return WalkResult::interrupt();
+      }
+      return WalkResult::advance();
     });
+    if (refused.wasInterrupted())
+      return signalPassFailure();
     // (only what the kernels address: not a global's own word)
     llvm::erase_if(accesses, [](auto &a) {
       return std::get<1>(a).template getDefiningOp<LLVM::AddressOfOp>() != nullptr ||

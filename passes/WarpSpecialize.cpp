@@ -27,6 +27,8 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Transforms/RegionUtils.h"
+#include "llvm/ADT/SetVector.h"
 
 namespace mlir::fakv {
 #define GEN_PASS_DEF_FAKVWARPSPECIALIZE
@@ -320,11 +322,28 @@ struct FakvWarpSpecializePass
       // body, of a kernel with layouts)
       scf::IfOp refill = refills.front();
       auto loop = dyn_cast_or_null<scf::ForOp>(refill->getParentOp());
-      if (!loop || !refill.getCondition().getDefiningOp<arith::CmpIOp>() ||
-          !func->getAttrOfType<IntegerAttr>(kNumWarpsAttr) || refill->getNumResults()) {
+      auto cond = refill.getCondition().getDefiningOp<arith::CmpIOp>();
+      // The producer replays the refill for its own index: the compare's left side (fakv-pipeline's `iv +
+      // step * (stages - 1)`) becomes that index, and the refill may use nothing else of the loop's body (a
+      // session 54 fuzz: another body value was left pointing into the consumer's loop, IR that failed the
+      // verifier; a constant as the left side was replaced by the index).
+      auto ahead = cond ? cond.getLhs().getDefiningOp<arith::AddIOp>() : arith::AddIOp();
+      bool fromLoop = loop && ahead && ahead->getBlock() == loop.getBody() &&
+                      llvm::is_contained(ahead->getOperands(), loop.getInductionVar());
+      if (fromLoop) {
+        llvm::SetVector<Value> above;
+        getUsedValuesDefinedAbove(refill.getThenRegion(), above);
+        fromLoop = llvm::all_of(above, [&](Value v) {
+          return v == ahead.getResult() || !loop.getRegion().isAncestor(v.getParentRegion());
+        });
+      }
+      if (!loop || !cond || !fromLoop || !func->getAttrOfType<IntegerAttr>(kNumWarpsAttr) ||
+          refill->getNumResults()) {
         refill.emitOpError() << "carries '" << kPrefetchAttr
                              << "' but is not fakv-pipeline's refill (an scf.if of no results on an "
-                                "arith.cmpi in the body of the pipelined scf.for, in a kernel with layouts)";
+                                "arith.cmpi in the body of the pipelined scf.for, in a kernel with layouts); "
+                                "of the loop's values its ops use only the compare's left side, the loop's "
+                                "index plus a step";
         return signalPassFailure();
       }
       // (the prologue's ifs are erased from the consumer: ones with results, or holding the loop, are not

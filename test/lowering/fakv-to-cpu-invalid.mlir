@@ -100,3 +100,16 @@ func.func @dynamic(%a: tensor<?xf32>) -> tensor<?xi32> {
   %r = arith.fptosi %a : tensor<?xf32> to tensor<?xi32>
   return %r : tensor<?xi32>
 }
+
+// -----
+
+// A function value of a function with fakv types: the pass changes that function's signature, and the
+// func.constant kept the old type ("reference to function with mismatched type"; a session 54 fuzz).
+func.func @k(%p: !fakv.ptr<f32>) {
+  return
+}
+func.func @host() -> ((!fakv.ptr<f32>) -> ()) {
+  // expected-error @+1 {{'func.constant' op refers to a function of fakv types}}
+  %f = constant @k : (!fakv.ptr<f32>) -> ()
+  return %f : (!fakv.ptr<f32>) -> ()
+}

@@ -175,3 +175,25 @@ func.func @takes_an_address() attributes {fakv.kernel, fakvgpu.num_warps = 4 : i
   func.call_indirect %f() : () -> ()
   return
 }
+
+// -----
+
+// fakv ops outside the module's kernels (a nested module's function, an llvm.func) had no layouts checked and
+// their lowerings read a null layout: a crash (a session 54 fuzz). Refused.
+module {
+  module {
+    func.func @nested() -> tensor<64xi32> {
+      // expected-error @+1 {{'fakv.arange' op is outside the module's kernels}}
+      %0 = fakv.arange 0 to 64 : tensor<64xi32>
+      return %0 : tensor<64xi32>
+    }
+  }
+}
+
+// -----
+
+llvm.func @in_llvm_func() {
+  // expected-error @+1 {{'fakv.arange' op is outside the module's kernels}}
+  %0 = fakv.arange 0 to 64 : tensor<64xi32>
+  llvm.return
+}

@@ -99,3 +99,43 @@ func.func @prologue_around_the_loop(%a: i32, %c: i1) attributes {fakv.kernel, fa
   } {fakvgpu.pipeline_prologue}
   return
 }
+
+// -----
+
+// A refill whose ops use a value of the loop's body other than the compare's left side (which the producer
+// replaces by its own index): that value was left pointing into the consumer's loop ("operand #0 does not
+// dominate this use" after the pass; a session 54 fuzz), and a compare whose left side was no loop index was
+// replaced by one all the same.
+func.func @refill_uses_the_body(%n: i32, %p: !fakv.ptr<i32>) attributes {fakv.kernel, fakvgpu.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %full = fakvgpu.alloc_barriers arrivals 1 : !fakvgpu.barriers<2>
+  scf.for %i = %c0 to %n step %c1 : i32 {
+    %ahead = arith.addi %i, %c1 : i32
+    %other = arith.muli %i, %c1 : i32
+    %go = arith.cmpi slt, %ahead, %n : i32
+    // expected-error @+1 {{of the loop's values its ops use only the compare's left side}}
+    scf.if %go {
+      %b = arith.addi %other, %ahead : i32
+    } {fakvgpu.pipeline_prefetch}
+    fakvgpu.wait %full[%c0], %c0 : !fakvgpu.barriers<2>
+  }
+  return
+}
+
+// -----
+
+func.func @compare_of_a_constant(%n: i32, %p: !fakv.ptr<i32>) attributes {fakv.kernel, fakvgpu.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %full = fakvgpu.alloc_barriers arrivals 1 : !fakvgpu.barriers<2>
+  %go = arith.cmpi slt, %c0, %n : i32
+  scf.for %i = %c0 to %n step %c1 : i32 {
+    // expected-error @+1 {{is not fakv-pipeline's refill}}
+    scf.if %go {
+      %b = arith.addi %c0, %c1 : i32
+    } {fakvgpu.pipeline_prefetch}
+    fakvgpu.wait %full[%c0], %c0 : !fakvgpu.barriers<2>
+  }
+  return
+}
