@@ -83,15 +83,12 @@ struct ConvertFakvGPUToNVVMPass
     }
     // fakv ops anywhere but in those kernels (a nested module, an llvm.func or gpu.func, the module's body)
     // had no layouts checked, and their patterns read a null layout (a crash found by a fuzz, session 54).
-    llvm::SmallPtrSet<Operation *, 8> kernelOps;
-    for (func::FuncOp func : kernels)
-      kernelOps.insert(func);
+    // (The module's own func.funcs are its kernels now: the others were erased above.)
     WalkResult stray = module.walk([&](Operation *op) {
-      Dialect *d = op->getDialect();
-      if (!isa_and_present<FakvDialect, fakvgpu::FakvGPUDialect>(d))
+      if (!isa_and_present<FakvDialect, fakvgpu::FakvGPUDialect>(op->getDialect()))
         return WalkResult::advance();
       auto func = op->getParentOfType<func::FuncOp>();
-      if (func && kernelOps.contains(func))
+      if (func && func->getParentOp() == module.getOperation())
         return WalkResult::advance();
       op->emitOpError() << "is outside the module's kernels (top-level func.func with fakv.kernel): "
                            "fakv ops are lowered only there";

@@ -320,20 +320,18 @@ def check_data():
     return _MODES.get(_ENV.get(_CHECK_DATA))
 
 
-_STREAM = None          # runtime.stream_getter(), once needed
+_STREAMS = {}           # device index (None: the current device) -> runtime.stream_getter(it), once needed
 
 
 def current_stream(q=None):
-    """The handle of the current CUDA stream of q's device (None: of the current device)."""
-    global _STREAM
-    if _STREAM is None:
-        _STREAM = runtime.stream_getter()
-    if q is not None and getattr(q, "is_cuda", False):
-        # (api.py's fast path keys before it makes q's device current: the current device's stream there
-        # never matched the key the slow path made inside the guard, and every merging call on another
-        # device was prepared again)
-        return runtime.stream_getter(q.get_device())()
-    return _STREAM()
+    """The handle of the current CUDA stream of q's device (None: of the current device). (api.py's fast path
+    keys before it makes q's device current: the current device's stream there never matched the key the
+    slow path made inside the guard, and every merging call on another device was prepared again.)"""
+    device = q.get_device() if getattr(q, "is_cuda", False) else None
+    get = _STREAMS.get(device)
+    if get is None:
+        get = _STREAMS[device] = runtime.stream_getter(device)
+    return get()
 
 
 tensor_type = None      # torch.Tensor, once a call has seen torch (api.py's fast path: calls of such a q)

@@ -556,7 +556,7 @@ def test_merging_calls_key_the_stream_of_qs_device(monkeypatch):
     import types
     from fakv import prepare, runtime
     monkeypatch.setattr(runtime, "stream_getter", lambda device=None: lambda: 0x100 + (9 if device is None else device))
-    monkeypatch.setattr(prepare, "_STREAM", None)
+    monkeypatch.setattr(prepare, "_STREAMS", {})
     monkeypatch.setattr(prepare, "MERGE_SPLITS", True)
     q = types.SimpleNamespace(is_cuda=True, get_device=lambda: 1)
     assert prepare.extras(q)[1] == (0x101,)
