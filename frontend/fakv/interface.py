@@ -326,8 +326,8 @@ def _plan(batch, seqlen_q, heads, kv_heads, head_dim, dtype, paged, page_size, m
         num_splits, adaptive = 1, 0
     several_waves = programs(num_splits) > slots      # (more decode programs than the GPU runs at once)
     # Heads first, but sequences first for one wave of contiguous MHA programs (_SEQ_FIRST_MHA).
-    seq_first = (_SEQ_FIRST_MHA and group == 1 and not paged and batch > 1 and m_blocks == 1 and not appending
-                 and not several_waves)
+    seq_first = (_SEQ_FIRST_MHA and group == 1 and not paged and batch > 1 and seqlen_q == 1 and not appending
+                 and not several_waves)         # (measured with one query row only)
     heads_first = batch * m_blocks <= 65535 and not seq_first                 # (grid axis y: CUDA's 65535)
     longest_first = batch if (_LONGEST_FIRST and num_splits == 1 and m_blocks == 1 and not appending
                               and head_tile <= 128 and programs(1) > slots and batch <= _LONGEST_FIRST_MAX_BATCH

@@ -193,7 +193,8 @@ def test_heads_first_unless_the_grid_overflows():
 
 def test_sequences_first_for_one_wave_of_contiguous_mha(monkeypatch):
     """One wave of programs over a contiguous MHA cache runs its sequences first (interface._SEQ_FIRST_MHA, as
-    measured); in pages, with GQA, over several waves or for one sequence, heads first."""
+    measured, one query row); in pages, with GQA, over several waves, for one sequence or several query rows
+    (one query block: the docs said one row), heads first."""
     from fakv import interface
     mha = plan(8, 1, 32, 32, 128, "bf16", False, 0, 8192, True, 0, 132, L2)       # 256 programs: one wave
     assert not mha["decode"]["HEADS_FIRST"] and mha["decode_grid"] == (8, 32, 1)
@@ -201,7 +202,9 @@ def test_sequences_first_for_one_wave_of_contiguous_mha(monkeypatch):
     for args in [(8, 1, 32, 32, 128, "bf16", True, 256, 8192),       # pages
                  (32, 1, 32, 8, 128, "bf16", False, 0, 8192),        # GQA
                  (32, 1, 32, 32, 128, "bf16", False, 0, 2048),       # 1024 programs: several waves
-                 (1, 1, 32, 32, 128, "bf16", False, 0, 32768)]:      # one sequence
+                 (1, 1, 32, 32, 128, "bf16", False, 0, 32768),       # one sequence
+                 (8, 2, 32, 32, 128, "bf16", False, 0, 8192),        # two query rows (measured with one)
+                 (8, 16, 32, 32, 128, "bf16", False, 0, 8192)]:
         p = plan(*args, True, 0, 132, L2)
         assert p["decode"]["HEADS_FIRST"], args
     monkeypatch.setattr(interface, "_SEQ_FIRST_MHA", False)
