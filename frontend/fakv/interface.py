@@ -12,6 +12,7 @@ import functools
 import math
 import numbers
 import os
+import sys
 import struct
 
 from . import cache, prepare, runtime
@@ -38,6 +39,21 @@ def _append_kernel():
 
 def _lazy_kernels():
     return prepare.Lazy.get("decode", "decode"), prepare.Lazy.get("combine", "combine")
+
+
+_REPLACED = {}
+
+
+def _replaced(name):
+    """Whether $FAKV_KERNELS holds kernels/<name>.py, a variant of fakv's own (fakv.kernels' folders as they
+    were when it was imported, else as they would be: not imported here, for a warm start's sake)."""
+    if name not in _REPLACED:
+        package = sys.modules.get("fakv.kernels")
+        dirs = package.__path__ if package is not None else cache.kernel_dirs()
+        own = os.path.realpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernels"))
+        _REPLACED[name] = any(os.path.exists(os.path.join(d, name + ".py")) for d in dirs[:1]
+                              if os.path.realpath(d) != own)
+    return _REPLACED[name]
 
 
 def _sequence_span(t):
@@ -863,9 +879,13 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
     # decode.py's flags for this call (plan() gives those of a call without
     # these options). A one-query causal call stays causal with ALiBi, as in
     # FlashAttention: its causal bias, slope * key, shifts the LSE.
+    # A variant's decode (with_kernels, $FAKV_KERNELS) is told CAUSAL whenever the call is causal: the mask it
+    # writes there need not be a no-op for one query row, as fakv's is.
+    variant_decode, variant_combine = decode is not None or _replaced("decode"), \
+        combine is not None or _replaced("combine")
     extras = dict(BATCH_IDX=has_batch_idx, SOFTCAP=cap > 0, ALIBI=slopes is not None,
                   WINDOW=(left, right) != (-1, -1) and not fa_causal,
-                  CAUSAL=fa_causal and (seqlen_q > 1 or slopes is not None))
+                  CAUSAL=fa_causal and (seqlen_q > 1 or slopes is not None or variant_decode))
     _check(isinstance(num_splits, numbers.Integral) and not isinstance(num_splits, bool),
            f"`num_splits` must be an int, got {num_splits!r}")
     _check(softmax_scale is None or (isinstance(softmax_scale, numbers.Real) and not isinstance(softmax_scale, bool)),
@@ -882,7 +902,8 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
     num_sms, l2, gbps = T.device_properties(q)
     # Planned on the cache's capacity, as FlashAttention does (no data needed):
     # each program stops at its sequence's length.
-    cluster = _CLUSTER_SPLITS if (on_gpu or compile_only()) and k is None else False
+    # (A variant's combine runs: decode never merges its splits itself then.)
+    cluster = _CLUSTER_SPLITS if (on_gpu or compile_only()) and k is None and not variant_combine else False
     p = plan(batch, seqlen_q, heads, kv_heads, head_dim, T.dtype(q), paged, page_size, capacity, causal,
              int(num_splits), num_sms, l2, appending=k is not None, cluster=cluster, memory_gbps=gbps)
     capturing = on_gpu and _capturing()
@@ -892,8 +913,10 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
         p = plan(batch, seqlen_q, heads, kv_heads, head_dim, T.dtype(q), paged, page_size, capacity, causal,
                  int(num_splits), num_sms, l2, ragged=True, cluster=cluster, memory_gbps=gbps)
     # A decode step that appends: combine appends and attends the new keys if the plain call has splits. Not
-    # with a variant's decode (with_kernels): combine_new.py scores the new keys without its score_mod.
-    combine_appends = (k is not None and seqlen_q == 1 and _COMBINE_APPENDS and decode is None and combine is None
+    # with a variant's decode or combine (with_kernels, $FAKV_KERNELS): combine_new.py scores the new keys
+    # without its score_mod, and runs in place of its combine.
+    combine_appends = (k is not None and seqlen_q == 1 and _COMBINE_APPENDS and not variant_decode
+                       and not variant_combine
                        and cache_leftpad is None
                        and not any(extras[f] for f in ("WINDOW", "ALIBI", "SOFTCAP", "PRESCALE")))
     if combine_appends:
@@ -925,7 +948,7 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
     decode = decode.with_options(**{k: v for k, v in p["decode_options"].items() if k not in dropped})
     in_kernels = fused or combine_appends     # the new keys appended by decode or combine, not append.py first
     # The last split merges (through global memory); not when combine appends the new keys (it must run).
-    merge = splits > 1 and prepare.MERGE_SPLITS and not p["cluster"] and not combine_appends
+    merge = splits > 1 and prepare.MERGE_SPLITS and not p["cluster"] and not combine_appends and not variant_combine
     if fused or (merge and tile <= 128 and _MERGE_REGISTERS):  # (the merge's rounds of partials: registers)
         decode = decode.with_options(registers=_APPEND_REGISTERS)
     elif _DECODE_REGISTERS:

@@ -499,6 +499,31 @@ def test_variant_decode_with_the_default_combine(monkeypatch, tmp_path):
 
 
 @needs_assembler
+def test_variant_combine_is_compiled_where_the_splits_would_merge_in_a_cluster(monkeypatch, tmp_path):
+    """The smallest calls merge their splits in a thread-block cluster (decode's MERGE, no combine launch):
+    with with_kernels(combine=...) they launch the variant's combine instead (it was never compiled: the
+    variant skipped on the GPU where the CPU path ran it; a user's review)."""
+    import sys
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import variant
+    monkeypatch.setenv("FAKV_COMPILE_ONLY", "1")
+    monkeypatch.setenv("FAKV_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("PATH", "/usr/local/cuda/bin:" + os.environ.get("PATH", ""))
+    from fakv import prepare
+    combine = variant.load_doubling_combine(str(tmp_path)).combine
+    jobs, specialise_all = [], prepare.specialise_all
+    monkeypatch.setattr(prepare, "specialise_all", lambda todo, index=None: (
+        jobs.append([(getattr(fn, "__name__", fn), c.get("MERGE")) for fn, _, c in todo]),
+        specialise_all(todo, index))[1])
+    q = np.zeros((1, 1, 32, 128), NP_BF16)
+    k = np.zeros((1, 512, 8, 128), NP_BF16)
+    fakv.flash_attn_with_kvcache(q, k, k, cache_seqlens=512, num_splits=4)
+    assert jobs[-1] == [("decode", 4)], jobs                  # (the plain call: a cluster, no combine)
+    fakv.with_kernels(combine=combine)(q, k, k, cache_seqlens=512, num_splits=4)
+    assert jobs[-1] == [("decode", False), ("combine", None)], jobs
+
+
+@needs_assembler
 def test_register_split_option(monkeypatch, tmp_path):
     """@fakv.jit(registers=(P, C)) reaches the lowering: setmaxnreg in the
     PTX, and a different cache entry from the default."""

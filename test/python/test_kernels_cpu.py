@@ -3,6 +3,7 @@ fakv.flash_attn_with_kvcache with numpy inputs, against the float64
 reference by FlashAttention's rule; and the kernels called directly."""
 import itertools
 import math
+import os
 import zlib
 
 import numpy as np
@@ -379,6 +380,85 @@ def test_per_head_score_mod_variant(tmp_path, page, splits):
         pt, _ = attention(q[:, :, h:h + 1], *one, seqlens, causal, scale, NP_DTYPES["bf16"])
         ok, msg = check(out[:, :, h:h + 1], ref, pt)
         assert ok, f"head {h}: {msg}"
+
+
+@pytest.mark.parametrize("page,splits,new", [(None, 1, False), (16, 3, False), (64, 0, False), (16, 3, True)])
+def test_variant_decode_is_told_causal_at_one_query_row(tmp_path, page, splits, new):
+    """A variant's rule under decode's CAUSAL (keep the LAST latest keys) holds in a causal call of one query
+    row, appending or not: fakv's own decode is not told CAUSAL there (its mask is a no-op), and neither was a
+    variant's (a user's review: 2.2 off, no error)."""
+    import variant
+    attn = fakv.with_kernels(decode=variant.load_last_keys(str(tmp_path)).decode)
+    q, k, v, seqlens, table, _ = make("bf16", (8, 2), page, (1, True), seed=13)
+    seqlens = np.maximum(seqlens - 1, variant.LAST).astype(np.int32)
+    kw = {}
+    if new:
+        rng = np.random.default_rng(4)
+        kw = dict(k=rng.standard_normal((q.shape[0], 1) + k.shape[2:]).astype(k.dtype),
+                  v=rng.standard_normal((q.shape[0], 1) + v.shape[2:]).astype(v.dtype))
+    out = attn(q, k, v, cache_seqlens=seqlens, block_table=table, causal=True, num_splits=splits, **kw)
+    lens = seqlens + (1 if new else 0)
+    keys, values = gather(k, table, lens, page), gather(v, table, lens, page)
+    last = [x[-variant.LAST:] for x in keys], [x[-variant.LAST:] for x in values]
+    d, n = q.shape[-1], np.full_like(lens, variant.LAST)
+    ref, _ = attention(q, *last, n, True, 1 / math.sqrt(d))
+    pt, _ = attention(q, *last, n, True, 1 / math.sqrt(d), NP_DTYPES["bf16"])
+    ok, msg = check(out, ref, pt)
+    assert ok, msg
+    full, _ = attention(q, keys, values, lens, True, 1 / math.sqrt(d))
+    assert np.abs(out.astype(np.float64) - full).max() > 0.1
+
+
+@pytest.mark.parametrize("merge", [False, True])
+def test_variant_combine_runs_where_decode_would_merge(tmp_path, monkeypatch, merge):
+    """with_kernels(combine=...) runs the variant's combine with several splits, FAKV_MERGE_SPLITS=1 too (the
+    last split merged them in decode and the variant never ran: plain attention, no error)."""
+    import variant
+    from fakv import prepare
+    monkeypatch.setattr(prepare, "MERGE_SPLITS", merge)
+    attn = fakv.with_kernels(combine=variant.load_doubling_combine(str(tmp_path)).combine)
+    q, k, v, seqlens, table, causal = make("bf16", (8, 2), None, (1, True), seed=17)
+    d = q.shape[-1]
+    keys, values = gather(k, table, seqlens, None), gather(v, table, seqlens, None)
+    ref, _ = attention(q, keys, values, seqlens, causal, 1 / math.sqrt(d))
+    out = attn(q, k, v, cache_seqlens=seqlens, causal=causal, num_splits=3)
+    assert np.abs(out.astype(np.float64) - 2 * ref).max() < 2e-2
+
+
+_FOLDER_VARIANT = """
+import sys, numpy as np, fakv
+sys.path.insert(0, sys.argv[1])
+from test_kernels_cpu import make
+q, k, v, seqlens, table, causal = make("bf16", (8, 2), 16, (1, True), seed=5)
+q = (q.astype(np.float32) * 4).astype(q.dtype)
+seqlens = np.maximum(seqlens - 1, 0).astype(np.int32)
+rng = np.random.default_rng(3)
+new_k = (rng.standard_normal((q.shape[0], 1) + k.shape[2:]) * 4).astype(k.dtype)
+new_v = rng.standard_normal((q.shape[0], 1) + v.shape[2:]).astype(v.dtype)
+out = fakv.flash_attn_with_kvcache(q, k, v, k=new_k, v=new_v, cache_seqlens=seqlens, block_table=table,
+                                   causal=causal, num_splits=3)
+want = fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=seqlens + 1, block_table=table, causal=causal,
+                                    num_splits=3)
+print(float(np.abs(out.astype(np.float64) - want.astype(np.float64)).max()))
+"""
+
+
+def test_folder_variant_decode_attends_the_new_keys(tmp_path):
+    """A variant decode.py in $FAKV_KERNELS (the README's softcap) on an appending decode step of several
+    splits: the new keys are scored by the variant, as the cache's (combine_new.py scored them with fakv's own
+    code: 2.7 off, no error; a user's review). The same call on the cache with the new key in it agrees."""
+    import subprocess
+    import sys
+    import variant
+    folder = tmp_path / "kernels"
+    folder.mkdir()
+    os.rename(variant.write(str(tmp_path)), folder / "decode.py")
+    env = dict(os.environ, FAKV_KERNELS=str(folder), FAKV_CACHE_DIR=str(tmp_path / "cache"))
+    (tmp_path / "run.py").write_text(_FOLDER_VARIANT)
+    run = subprocess.run([sys.executable, str(tmp_path / "run.py"), os.path.dirname(os.path.abspath(__file__))],
+                         env=env, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert float(run.stdout.split()[-1]) <= 1e-2, run.stdout
 
 
 OPTION_CASES = [((8, 2), 16, (3, True), 1), ((4, 1), None, (1, False), 3), ((6, 3), 64, (2, False), 0)]

@@ -54,3 +54,37 @@ def load_per_head(directory):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+LAST = 8
+CAUSAL_LINE = "        s = fl.causal_mask(s, q_pos, k_pos, seqlen_k - seqlen_q)\n"
+
+
+def _module(directory, name, src):
+    path = os.path.join(directory, name + ".py")
+    with open(path, "w") as f:
+        f.write(src)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def load_last_keys(directory):
+    """A variant whose causal rule also keeps each query row's LAST latest keys only (a local window written
+    under decode's CAUSAL): at one query row fakv's own causal mask is a no-op, this one is not."""
+    src = open(os.path.join(ROOT, "kernels", "decode.py")).read()
+    assert src.count(CAUSAL_LINE) == 1, "kernels/decode.py's causal mask changed: update test/python/variant.py"
+    rule = f"        s = fl.where((k_pos[None, :] > q_pos[:, None] + seqlen_k - seqlen_q - {LAST}), s, float('-inf'))\n"
+    return _module(directory, "last_keys_decode", src.replace(CAUSAL_LINE, CAUSAL_LINE + rule))
+
+
+COMBINE_LINE = "    return fl.lse_combine(parts, lses)\n"
+
+
+def load_doubling_combine(directory):
+    """A combine variant whose output is twice the merged one (what merges the splits is seen in it)."""
+    src = open(os.path.join(ROOT, "kernels", "combine.py")).read()
+    assert src.count(COMBINE_LINE) == 1, "kernels/combine.py changed: update test/python/variant.py"
+    return _module(directory, "doubling_combine", src.replace(
+        COMBINE_LINE, "    out, lse = fl.lse_combine(parts, lses)\n    return out * 2.0, lse\n"))
