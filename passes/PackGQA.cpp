@@ -93,6 +93,7 @@ private:
   func::FuncOp func;
   unsigned axis;
   int64_t group = 0, padded = 0;
+  Operation *groupOp = nullptr; // the first program_id / GROUP (for diagnostics)
   DenseSet<Value> dependent;      // values that differ between the heads
   DenseSet<Operation *> touched;  // ops to rebuild (or holding such ops)
   IRMapping map;                  // uniform values: old -> new
@@ -173,20 +174,33 @@ LogicalResult Packer::findGroup() {
     auto pid = dyn_cast<ProgramIdOp>(&op);
     if (!pid || pid.getAxis() != axis)
       continue;
-    for (Operation *user : pid->getUsers()) {
-      if (!isa<arith::DivSIOp, arith::DivUIOp, arith::FloorDivSIOp>(user) ||
-          user->getOperand(0) != pid.getResult())
-        continue;
+    // The divisions in program order (the use list's is not), so that the
+    // first one names GROUP and a later, other divisor is the error.
+    SmallVector<Operation *> divisions;
+    func.walk<WalkOrder::PreOrder>([&](Operation *user) {
+      if (isa<arith::DivSIOp, arith::DivUIOp, arith::FloorDivSIOp>(user) &&
+          user->getOperand(0) == pid.getResult())
+        divisions.push_back(user);
+    });
+    for (Operation *user : divisions) {
       APInt g;
       if (!matchPattern(user->getOperand(1), m_ConstantInt(&g)) ||
           !g.isStrictlyPositive())
         return fail(user, "the query heads of a kv head must be a positive "
                           "constant: program_id(")
                << axis << ") / GROUP";
-      if (group && group != g.getSExtValue())
-        return fail(user, "program_id(") << axis << ") is divided by "
-                                         << g.getSExtValue() << " and by "
-                                         << group;
+      if (group && group != g.getSExtValue()) {
+        InFlightDiagnostic diag = fail(user, "program_id(")
+                                  << axis << ") is divided by " << g.getSExtValue()
+                                  << " and by " << group
+                                  << ": only GROUP (the query heads of a kv head) may "
+                                     "divide it; another per-head value is tile math of the "
+                                     "head (kernels/README.md)";
+        diag.attachNote(groupOp->getLoc()) << "divided by " << group << " here";
+        return diag;
+      }
+      if (!group)
+        groupOp = user;
       group = g.getSExtValue();
     }
   }
@@ -510,7 +524,11 @@ LogicalResult Packer::rewriteOp(Operation *op, ImplicitLocOpBuilder &b) {
   if (isa<PagedLoadOp>(op))
     return fail(op, "the K/V rows a program loads may depend on its query "
                     "head only through the kv head, program_id / GROUP");
-  if (isa<LoadScalarOp, LseCombineOp, ItemOp>(op))
+  if (isa<LoadScalarOp>(op))
+    return fail(op, "cannot pack this op: it depends on the query head (a per-head "
+                    "scalar loaded: load a tile with a row per query row instead, "
+                    "fl.load(P + h, (SQ_BLOCK,), (0,), (0,)), as decode.py's ALiBi slopes)");
+  if (isa<LseCombineOp, ItemOp>(op))
     return fail(op, "cannot pack this op: it depends on the query head");
 
   if (op->getNumResults() == 1 && !isa<RankedTensorType>(op->getResult(0).getType()) &&
@@ -626,7 +644,10 @@ LogicalResult Packer::rewriteScalar(Operation *op, ImplicitLocOpBuilder &b) {
     r.coef = p.coef && off.coef ? arith::AddIOp::create(b, p.coef, off.coef).getResult()
                                 : (p.coef ? p.coef : off.coef);
   } else {
-    return fail(op, "cannot pack this scalar op over the query heads");
+    return fail(op, "cannot pack this scalar op over the query heads: a scalar of the "
+                    "head packs through +, - and * by values of no head, and program_id "
+                    "/ or % GROUP; write other per-head values as tile math of the head, "
+                    "(q_pos * 0 + h) (kernels/README.md)");
   }
   affine[result] = r;
   return success();

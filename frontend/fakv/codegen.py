@@ -882,7 +882,13 @@ class CodeGen:
     def expr_Subscript(self, node):
         base = self.expr(node.value)
         if not sem.is_value(base):
-            return base[self.expr(node.slice)]
+            index = self.expr(node.slice)
+            if _holds_value(index) and (isinstance(base, (tuple, list, dict, str, bytes, range))
+                                        or type(base).__name__ == "ndarray"):
+                raise self.error(node, f"a compile-time {type(base).__name__} (a global, a constexpr or a Python "
+                                       "value) indexed by a run-time value: pass it to the kernel as a tensor "
+                                       "and load from it, or index it with constants")
+            return base[index]
         if isinstance(base.type, PtrType):
             if isinstance(node.slice, (ast.Tuple, ast.Slice)):
                 raise self.error(node, "a pointer is indexed by one integer offset (`X[i]`: one element); "

@@ -120,7 +120,7 @@ func.func @zero_extension(%out: !fakv.ptr<f32>) attributes {fakv.kernel, fakv.pa
   %c100 = arith.constant 100 : i32
   %kvh = arith.divsi %h, %c2 : i32
   %r = arith.subi %c100, %h : i32
-  // expected-error @+1 {{cannot pack this scalar op over the query heads}}
+  // expected-error @+1 {{cannot pack this scalar op over the query heads: a scalar of the head packs through +, - and *}}
   %r64 = arith.extui %r : i32 to i64
   return
 }
@@ -254,5 +254,31 @@ func.func @laid_out(%out: !fakv.ptr<i32>) attributes {fakv.kernel, fakv.pack_gqa
   // expected-error @+1 {{fakv-pack-gqa: has a GPU layout: fakv-pack-gqa runs before fakv-assign-layouts}}
   %t = fakv.splat %h : i32 -> tensor<16xi32, #blocked>
   fakv.store %t, %p[%c0] strides [%s1] : tensor<16xi32, #blocked>, !fakv.ptr<i32>
+  return
+}
+
+// -----
+
+// The head divided by GROUP and by another constant: both divisions named.
+func.func @two_divisors(%out: !fakv.ptr<f32>) attributes {fakv.kernel, fakv.pack_gqa = 1 : i32} {
+  %h = fakv.program_id 1
+  %c4 = arith.constant 4 : i32
+  %c2 = arith.constant 2 : i32
+  // expected-note @+1 {{divided by 4 here}}
+  %kvh = arith.divsi %h, %c4 : i32
+  // expected-error @+1 {{program_id(1) is divided by 2 and by 4: only GROUP (the query heads of a kv head) may divide it}}
+  %half = arith.divsi %h, %c2 : i32
+  return
+}
+
+// -----
+
+// A per-head scalar loaded: the message says how to load it as a tile.
+func.func @per_head_scalar(%w: !fakv.ptr<i32>) attributes {fakv.kernel, fakv.pack_gqa = 1 : i32} {
+  %h = fakv.program_id 1
+  %c2 = arith.constant 2 : i32
+  %kvh = arith.divsi %h, %c2 : i32
+  // expected-error @+1 {{load a tile with a row per query row instead, fl.load(P + h, (SQ_BLOCK,), (0,), (0,))}}
+  %x = fakv.load_scalar %w[%h] : !fakv.ptr<i32> -> i32
   return
 }

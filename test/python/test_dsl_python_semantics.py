@@ -164,3 +164,24 @@ def test_clear_errors_for_a_reduction_without_axis_and_a_pointer_converted():
     x = np.arange(4, dtype=np.float32)
     refused(sum_without_axis, "fl.sum(x)", r"sum\(x, axis\): the axis to reduce is required", x)
     refused(pointer_to_int, "X.to(fl.int32)", r"`\.to` converts numbers and tiles; a pointer", x)
+
+
+TABLE = np.arange(8, dtype=np.float32)
+
+
+@fakv.jit
+def global_array_at_run_time(Y, i):
+    fl.store(Y, fl.full((1,), TABLE[i]), (0,), (1,))
+
+
+@fakv.jit
+def global_array_at_a_constant(Y, i):
+    fl.store(Y, fl.full((1,), TABLE[3]), (0,), (1,))
+
+
+def test_a_compile_time_array_indexed_at_run_time_says_so():
+    """A global numpy array indexed by a kernel argument (session 55's review: numpy's own 'only integers,
+    slices ...' surfaced); indexed by a constant it is a compile-time value."""
+    refused(global_array_at_run_time, "TABLE[i]", r"compile-time ndarray .* indexed by a run-time value: pass it "
+            r"to the kernel as a tensor", 2)
+    assert one(global_array_at_a_constant, 2) == 3.0
