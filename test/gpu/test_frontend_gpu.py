@@ -270,6 +270,49 @@ def test_per_head_variant(page, splits):
         assert ok, msg
 
 
+@pytest.mark.parametrize("page,splits", [(None, 4), (256, 3), (16, 0)])
+def test_combine_variant_runs(page, splits):
+    """with_kernels(combine=...) (its output doubled) on calls whose plain plan merges the splits in a
+    thread-block cluster, no combine launched: the variant's combine runs (it was skipped there)."""
+    with tempfile.TemporaryDirectory() as d:
+        attn = fakv.with_kernels(combine=variant.load_doubling_combine(d).combine)
+    q, k, v, lens, table = _inputs(page)
+    if COMPILE_ONLY:
+        return attn(q, k, v, cache_seqlens=lens, block_table=table, num_splits=splits)
+    from reference import attention_ref, check, gather_cache
+    out = attn(q, k, v, cache_seqlens=lens, block_table=table, num_splits=splits)
+    ks, vs = (k, v) if table is None else (gather_cache(k, table, lens, page), gather_cache(v, table, lens, page))
+    scale = 1 / math.sqrt(q.shape[-1])
+    ref, _ = attention_ref(q, ks, vs, lens, False, scale, upcast=True)
+    pt, _ = attention_ref(q, ks, vs, lens, False, scale, upcast=False)
+    ok, msg = check(out / 2, ref, pt, "out / 2")
+    assert ok, msg
+
+
+@pytest.mark.parametrize("page,splits", [(None, 1), (256, 3), (16, 0)])
+def test_causal_variant_at_one_query_row(page, splits):
+    """A variant's rule under decode's CAUSAL (the LAST latest keys only) holds in a causal call of one query
+    row, where fakv's own causal mask is a no-op and the variant was not told CAUSAL."""
+    with tempfile.TemporaryDirectory() as d:
+        attn = fakv.with_kernels(decode=variant.load_last_keys(d).decode)
+    q, k, v, lens, table = _inputs(page)
+    if COMPILE_ONLY:
+        return attn(q, k, v, cache_seqlens=lens, block_table=table, causal=True, num_splits=splits)
+    from reference import attention_ref, check, gather_cache
+    out = attn(q, k, v, cache_seqlens=lens, block_table=table, causal=True, num_splits=splits)
+    ks, vs = (k, v) if table is None else (gather_cache(k, table, lens, page), gather_cache(v, table, lens, page))
+    n = [min(variant.LAST, int(x)) for x in lens.tolist()]
+    # each sequence's last keys, padded to LAST rows (the padding past its length: not attended)
+    kl, vl = (torch.stack([torch.cat([x[b, int(lens[b]) - n[b]:int(lens[b])], x[b, :variant.LAST - n[b]] * 0])
+                           for b in range(x.shape[0])]) for x in (ks, vs))
+    nl = torch.tensor(n, dtype=torch.int32, device=q.device)
+    scale = 1 / math.sqrt(q.shape[-1])
+    ref, _ = attention_ref(q, kl, vl, nl, True, scale, upcast=True)
+    pt, _ = attention_ref(q, kl, vl, nl, True, scale, upcast=False)
+    ok, msg = check(out, ref, pt, "out")
+    assert ok, msg
+
+
 @pytest.mark.parametrize("page,splits", [(256, 1), (16, 3)])
 def test_cuda_graph_capture(page, splits):
     q, k, v, lens, table = _inputs(page)
@@ -1064,6 +1107,9 @@ def compile_all():
     abs_and_half_math[(1,)](i8, i8, i64, i64, bf16, bf16[:128])
     for page, splits in [(None, 1), (256, 3), (16, 0)]:
         test_readme_variant(page, splits)
+        test_causal_variant_at_one_query_row(page, splits)
+    for page, splits in [(None, 4), (256, 3), (16, 0)]:
+        test_combine_variant_runs(page, splits)
     for page, splits in [(256, 1), (16, 3)]:
         test_cuda_graph_capture(page, splits)
     cluster_rows[(1, 1, 8)](np.zeros(256, np.float32), np.zeros((256, 4), np.float32), N=32, SIZE=4)
