@@ -1135,6 +1135,8 @@ def run_all():
     cases += [(test_ragged_batch_planned_from_earlier_lengths, (p,)) for p in (None, 256)]
     cases += [(test_readme_variant, c) for c in [(None, 1), (256, 3), (16, 0)]]
     cases += [(test_per_head_variant, c) for c in [(None, 1), (256, 3), (16, 0)]]
+    cases += [(test_causal_variant_at_one_query_row, c) for c in [(None, 1), (256, 3), (16, 0)]]
+    cases += [(test_combine_variant_runs, c) for c in [(None, 4), (256, 3), (16, 0)]]
     cases += [(test_cuda_graph_capture, c) for c in [(256, 1), (16, 3)]]
     cases += [(test_bad_block_table_is_reported, (p,)) for p in (16, 256)]
     cases += [(test_streams_keep_their_own_workspace, (p,)) for p in (16, 256)]
