@@ -170,39 +170,37 @@ private:
 };
 
 LogicalResult Packer::findGroup() {
-  for (Operation &op : func.getBody().getOps()) {
-    auto pid = dyn_cast<ProgramIdOp>(&op);
-    if (!pid || pid.getAxis() != axis)
-      continue;
-    // The divisions in program order (the use list's is not), so that the
-    // first one names GROUP and a later, other divisor is the error.
-    SmallVector<Operation *> divisions;
-    func.walk<WalkOrder::PreOrder>([&](Operation *user) {
-      if (isa<arith::DivSIOp, arith::DivUIOp, arith::FloorDivSIOp>(user) &&
-          user->getOperand(0) == pid.getResult())
-        divisions.push_back(user);
-    });
-    for (Operation *user : divisions) {
-      APInt g;
-      if (!matchPattern(user->getOperand(1), m_ConstantInt(&g)) ||
-          !g.isStrictlyPositive())
-        return fail(user, "the query heads of a kv head must be a positive "
-                          "constant: program_id(")
-               << axis << ") / GROUP";
-      if (group && group != g.getSExtValue()) {
-        InFlightDiagnostic diag = fail(user, "program_id(")
-                                  << axis << ") is divided by " << g.getSExtValue()
-                                  << " and by " << group
-                                  << ": only GROUP (the query heads of a kv head) may "
-                                     "divide it; another per-head value is tile math of the "
-                                     "head (kernels/README.md)";
-        diag.attachNote(groupOp->getLoc()) << "divided by " << group << " here";
-        return diag;
-      }
-      if (!group)
-        groupOp = user;
-      group = g.getSExtValue();
+  // The divisions of program_id(axis) in program order (a use list's is not,
+  // and a kernel may take program_id more than once), so that the first one
+  // names GROUP and a later, other divisor is the error.
+  SmallVector<Operation *> divisions;
+  func.walk<WalkOrder::PreOrder>([&](Operation *op) {
+    if (!isa<arith::DivSIOp, arith::DivUIOp, arith::FloorDivSIOp>(op))
+      return;
+    auto pid = op->getOperand(0).getDefiningOp<ProgramIdOp>();
+    if (pid && pid.getAxis() == axis && pid->getParentOp() == func)
+      divisions.push_back(op);
+  });
+  for (Operation *user : divisions) {
+    APInt g;
+    if (!matchPattern(user->getOperand(1), m_ConstantInt(&g)) ||
+        !g.isStrictlyPositive())
+      return fail(user, "the query heads of a kv head must be a positive "
+                        "constant: program_id(")
+             << axis << ") / GROUP";
+    if (group && group != g.getSExtValue()) {
+      InFlightDiagnostic diag = fail(user, "program_id(")
+                                << axis << ") is divided by " << g.getSExtValue()
+                                << " and by " << group
+                                << ": only GROUP (the query heads of a kv head) may "
+                                   "divide it; another per-head value is tile math of the "
+                                   "head (kernels/README.md)";
+      diag.attachNote(groupOp->getLoc()) << "divided by " << group << " here";
+      return diag;
     }
+    if (!group)
+      groupOp = user;
+    group = g.getSExtValue();
   }
   return success();
 }

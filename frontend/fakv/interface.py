@@ -45,15 +45,23 @@ _REPLACED = {}
 
 
 def _replaced(name):
-    """Whether $FAKV_KERNELS holds kernels/<name>.py, a variant of fakv's own (fakv.kernels' folders as they
-    were when it was imported, else as they would be: not imported here, for a warm start's sake)."""
-    if name not in _REPLACED:
-        package = sys.modules.get("fakv.kernels")
-        dirs = package.__path__ if package is not None else cache.kernel_dirs()
-        own = os.path.realpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernels"))
-        _REPLACED[name] = any(os.path.exists(os.path.join(d, name + ".py")) for d in dirs[:1]
-                              if os.path.realpath(d) != own)
-    return _REPLACED[name]
+    """Whether $FAKV_KERNELS holds a kernels/<name>.py other than fakv's own (by content: a copy of the
+    kernels, or the checkout's own folder, is not a variant): fakv.kernels' folders as they were when it was
+    imported, else as they would be (not imported here, for a warm start's sake)."""
+    package = sys.modules.get("fakv.kernels")
+    dirs = tuple(package.__path__ if package is not None else cache.kernel_dirs())
+    key = (name, dirs)
+    if key not in _REPLACED:
+        first, own = os.path.realpath(dirs[0]), os.path.realpath(os.path.join(os.path.dirname(__file__), "kernels"))
+        path = os.path.join(first, name + ".py")
+        others = [os.path.realpath(d) for d in dirs[1:]]
+        fakvs = [f for f in (os.path.join(d, name + ".py") for d in others) if os.path.exists(f)]
+        replaced = first != own and first not in others and os.path.exists(path)   # (the checkout's: its own)
+        if replaced and fakvs:
+            with open(path, "rb") as a, open(fakvs[0], "rb") as b:
+                replaced = a.read() != b.read()
+        _REPLACED[key] = replaced
+    return _REPLACED[key]
 
 
 def _sequence_span(t):

@@ -190,8 +190,7 @@ class JITFunction:
         """Forget what this process compiled when a global or closure variable the kernel, or a kernel it
         calls, names now has another value than when it was keyed (Python's rule: a function sees the
         current globals), so that the next launch generates and keys its code again. One flat look at all
-        such names a launch: identity first; small lists, dicts and sets, Python classes and
-        their objects by their text (changed in place).
+        such names a launch: identity first; small lists, dicts and sets by their text (changed in place).
         Kernels held by closure variables are followed like called ones."""
         with _KEYS:
             self._watch()
@@ -277,8 +276,9 @@ class JITFunction:
         text = _callable_text(value)                    # a plain function (decorated, or a partial): its code
         if text:
             return f"{name}=fn:{text}"
-        # A Python class or an object of one (a config the kernel reads `Cfg.SCALE` of): its attributes, which
-        # watch() looks at each launch too (_attributes_keyed).
+        # A Python class or an object of one (a config the kernel reads `Cfg.SCALE` of): its attributes. Not
+        # looked at by watch() (by identity there): a change in place reaches this process's next compile's
+        # key, not its compiled code; another process's key always (it ran the old code from disk).
         return f"{name}={_canonical(value)}" if _keyed_global(value) else ""
 
     @property
@@ -867,17 +867,7 @@ def _looked_into(value):
         return len(value) <= _WATCHED_ITEMS
     if t in (tuple, frozenset):
         return len(value) <= _WATCHED_ITEMS and any(type(v) not in _REPR_KEYED for v in value)
-    return (_is_ndarray(value) and value.nbytes <= _WATCHED_ARRAY_BYTES) or _attributes_keyed(value)
-
-
-def _attributes_keyed(value):
-    """Whether a value is a class defined in Python or an object keyed by its attributes (_canonical's
-    _object_text): looked at by them each launch too (by identity, `CFG.n = 9` ran the old code)."""
-    t = type(value)
-    if isinstance(value, type):
-        return bool(value.__flags__ & _HEAP_TYPE)
-    return t is _types.SimpleNamespace or (bool(t.__flags__ & _HEAP_TYPE) and not isinstance(
-        value, (_types.FunctionType, JITFunction, enum.Enum)) and not _is_ndarray(value))
+    return _is_ndarray(value) and value.nbytes <= _WATCHED_ARRAY_BYTES
 
 
 def _watch_text(value, depth=0, seen=None):
@@ -897,8 +887,6 @@ def _watch_text(value, depth=0, seen=None):
         items = value.items() if t is dict else ((None, v) for v in value)
         inner = [f"{_watch_text(k, depth + 1, seen)}:{_watch_text(v, depth + 1, seen)}" for k, v in items]
         return f"{t.__name__}({','.join(sorted(inner) if t in (set, frozenset, dict) else inner)})"
-    if _attributes_keyed(value):
-        return _canonical(value)
     return f"{t.__name__}@{id(value)}"
 
 

@@ -282,3 +282,18 @@ func.func @per_head_scalar(%w: !fakv.ptr<i32>) attributes {fakv.kernel, fakv.pac
   %x = fakv.load_scalar %w[%h] : !fakv.ptr<i32> -> i32
   return
 }
+
+// -----
+
+// Two program_id ops of the axis: their divisions in program order.
+func.func @two_program_ids(%out: !fakv.ptr<f32>) attributes {fakv.kernel, fakv.pack_gqa = 1 : i32} {
+  %h = fakv.program_id 1
+  %h2 = fakv.program_id 1
+  %c4 = arith.constant 4 : i32
+  %c2 = arith.constant 2 : i32
+  // expected-note @+1 {{divided by 2 here}}
+  %b = arith.divsi %h2, %c2 : i32
+  // expected-error @+1 {{program_id(1) is divided by 4 and by 2}}
+  %a = arith.divsi %h, %c4 : i32
+  return
+}

@@ -443,46 +443,6 @@ def test_classes_and_objects_as_constexprs_are_keyed_by_their_attributes():
         assert y[0] == value
 
 
-class _Tunable:
-    def __init__(self, scale):
-        self.scale = scale
-
-
-class _Scales:
-    FACTOR = 2.0
-
-
-TUNED = _Tunable(2.0)
-TUNED_IN_TUPLE = (_Tunable(3.0),)
-
-
-def _scale_of(cfg):
-    return cfg.scale
-
-
-@fakv.jit
-def _reads_global_objects(Y):
-    fl.store(Y, fl.where(fl.arange(0, 4) == 0, _scale_of(TUNED), fl.where(fl.arange(0, 4) == 1, TUNED.scale,
-             fl.where(fl.arange(0, 4) == 2, TUNED_IN_TUPLE[0].scale, _Scales.FACTOR))), (0,), (1,))
-
-
-def test_a_global_object_changed_in_place_is_seen_by_the_next_launch():
-    """An object or class the kernel names (read directly, through a helper, or held in a global tuple) with
-    an attribute changed in place: the next launch runs the new value, as a constexpr object's does (watched
-    by identity, the old code ran on: docs/frontend.md said they were looked at each launch)."""
-    y = np.zeros(4, np.float32)
-    _reads_global_objects[(1,)](y)
-    assert list(y) == [2.0, 2.0, 3.0, 2.0]
-    try:
-        TUNED.scale, TUNED_IN_TUPLE[0].scale, _Scales.FACTOR = 5.0, 6.0, 7.0
-        _reads_global_objects[(1,)](y)
-        assert list(y) == [5.0, 5.0, 6.0, 7.0]
-    finally:
-        TUNED.scale, TUNED_IN_TUPLE[0].scale, _Scales.FACTOR = 2.0, 3.0, 2.0
-    _reads_global_objects[(1,)](y)
-    assert list(y) == [2.0, 2.0, 3.0, 2.0]
-
-
 _UNSEEN = """
 import sys, numpy as np, fakv, fakv.language as fl
 BIG = [2.0] * 2000        # (past the 1000 items looked at each launch: a change in place is not seen)
@@ -793,3 +753,29 @@ def test_a_key_by_identity_is_this_process_only():
         child = tuple(f.read().split("\n"))
     os.waitpid(pid, 0)
     assert len(child) == 2 and child[0] != texts[0] and child[1] != texts[1]
+
+
+_CLASS_HOLDS_ITS_KERNEL = """
+import numpy as np, fakv, fakv.language as fl
+class Ops:
+    SCALE = 3.0
+    @fakv.jit
+    def fill(Y):
+        fl.store(Y, fl.full((4,), Ops.SCALE), (0,), (1,))
+y = np.zeros(4, np.float32)
+Ops.fill[(1,)](y)
+Ops.fill[(1,)](y)
+print(y[0])
+"""
+
+
+def test_a_class_holding_the_kernel_that_reads_it_launches(tmp_path):
+    """Kernels grouped in a class whose constants they read: the class is keyed by its attributes (the kernel
+    among them, once) and watched by identity; a watch by attributes walked the kernel's key again from inside
+    its own watch and never finished (session 55's review of a change not kept)."""
+    import subprocess
+    import sys
+    (tmp_path / "ops.py").write_text(_CLASS_HOLDS_ITS_KERNEL)
+    run = subprocess.run([sys.executable, str(tmp_path / "ops.py")], capture_output=True, text=True, timeout=120,
+                         env=dict(os.environ, FAKV_CACHE_DIR=str(tmp_path / "cache")))
+    assert run.returncode == 0 and run.stdout.strip() == "3.0", run.stderr[-2000:]

@@ -443,6 +443,24 @@ print(float(np.abs(out.astype(np.float64) - want.astype(np.float64)).max()))
 """
 
 
+def test_a_kernels_folder_is_a_variant_only_where_its_files_differ(tmp_path, monkeypatch):
+    """interface._replaced: $FAKV_KERNELS holding a changed decode.py is a variant's (told CAUSAL, kept off
+    combine_new.py's route); an unchanged copy of kernels/ or the checkout's own folder is fakv's (the plan
+    and the benches' FAKV_KERNELS experiments unchanged: a review found them planned as variants)."""
+    import shutil
+    import sys
+    from fakv import cache, interface
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    copy = tmp_path / "kernels"
+    shutil.copytree(os.path.join(root, "kernels"), copy)
+    (copy / "combine.py").write_text((copy / "combine.py").read_text() + "# changed\n")
+    monkeypatch.delitem(sys.modules, "fakv.kernels")
+    rest = cache.kernel_dirs()
+    for first, decode, combine in [(str(copy), False, True), (os.path.join(root, "kernels"), False, False)]:
+        monkeypatch.setattr(cache, "kernel_dirs", lambda first=first: [first] + rest)
+        assert (interface._replaced("decode"), interface._replaced("combine")) == (decode, combine), first
+
+
 def test_folder_variant_decode_attends_the_new_keys(tmp_path):
     """A variant decode.py in $FAKV_KERNELS (the README's softcap) on an appending decode step of several
     splits: the new keys are scored by the variant, as the cache's (combine_new.py scored them with fakv's own
