@@ -425,24 +425,6 @@ def test_variant_combine_runs_where_decode_would_merge(tmp_path, monkeypatch, me
     assert np.abs(out.astype(np.float64) - 2 * ref).max() < 2e-2
 
 
-_FOLDER_VARIANT = """
-import sys, numpy as np, fakv
-sys.path.insert(0, sys.argv[1])
-from test_kernels_cpu import make
-q, k, v, seqlens, table, causal = make("bf16", (8, 2), 16, (1, True), seed=5)
-q = (q.astype(np.float32) * 4).astype(q.dtype)
-seqlens = np.maximum(seqlens - 1, 0).astype(np.int32)
-rng = np.random.default_rng(3)
-new_k = (rng.standard_normal((q.shape[0], 1) + k.shape[2:]) * 4).astype(k.dtype)
-new_v = rng.standard_normal((q.shape[0], 1) + v.shape[2:]).astype(v.dtype)
-out = fakv.flash_attn_with_kvcache(q, k, v, k=new_k, v=new_v, cache_seqlens=seqlens, block_table=table,
-                                   causal=causal, num_splits=3)
-want = fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=seqlens + 1, block_table=table, causal=causal,
-                                    num_splits=3)
-print(float(np.abs(out.astype(np.float64) - want.astype(np.float64)).max()))
-"""
-
-
 def test_a_kernels_folder_is_a_variant_only_where_its_files_differ(tmp_path, monkeypatch):
     """interface._replaced: $FAKV_KERNELS holding a changed decode.py is a variant's (told CAUSAL, kept off
     combine_new.py's route); an unchanged copy of kernels/ or the checkout's own folder is fakv's (the plan
@@ -459,6 +441,24 @@ def test_a_kernels_folder_is_a_variant_only_where_its_files_differ(tmp_path, mon
     for first, decode, combine in [(str(copy), False, True), (os.path.join(root, "kernels"), False, False)]:
         monkeypatch.setattr(cache, "kernel_dirs", lambda first=first: [first] + rest)
         assert (interface._replaced("decode"), interface._replaced("combine")) == (decode, combine), first
+
+
+_FOLDER_VARIANT = """
+import sys, numpy as np, fakv
+sys.path.insert(0, sys.argv[1])
+from test_kernels_cpu import make
+q, k, v, seqlens, table, causal = make("bf16", (8, 2), 16, (1, True), seed=5)
+q = (q.astype(np.float32) * 4).astype(q.dtype)
+seqlens = np.maximum(seqlens - 1, 0).astype(np.int32)
+rng = np.random.default_rng(3)
+new_k = (rng.standard_normal((q.shape[0], 1) + k.shape[2:]) * 4).astype(k.dtype)
+new_v = rng.standard_normal((q.shape[0], 1) + v.shape[2:]).astype(v.dtype)
+out = fakv.flash_attn_with_kvcache(q, k, v, k=new_k, v=new_v, cache_seqlens=seqlens, block_table=table,
+                                   causal=causal, num_splits=3)
+want = fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=seqlens + 1, block_table=table, causal=causal,
+                                    num_splits=3)
+print(float(np.abs(out.astype(np.float64) - want.astype(np.float64)).max()))
+"""
 
 
 def test_folder_variant_decode_attends_the_new_keys(tmp_path):

@@ -22,12 +22,25 @@ def write(directory):
     return path
 
 
-def load(directory):
-    """The variant's module (its `decode` is the kernel)."""
-    spec = importlib.util.spec_from_file_location("softcap_decode", write(directory))
+def _imported(path):
+    """The module of the Python file at `path` (named by its file)."""
+    spec = importlib.util.spec_from_file_location(os.path.basename(path)[:-3], path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def _module(directory, name, src):
+    """`src` written to directory/name.py and imported."""
+    path = os.path.join(directory, name + ".py")
+    with open(path, "w") as f:
+        f.write(src)
+    return _imported(path)
+
+
+def load(directory):
+    """The variant's module (its `decode` is the kernel)."""
+    return _imported(write(directory))
 
 
 TEMP = 0.25
@@ -47,27 +60,11 @@ def load_per_head(directory):
     for line, new in PER_HEAD:
         assert src.count(line) == 1, f"kernels/decode.py changed ({line.strip()}): update test/python/variant.py"
         src = src.replace(line, new)
-    path = os.path.join(directory, "temperature_decode.py")
-    with open(path, "w") as f:
-        f.write(src)
-    spec = importlib.util.spec_from_file_location("temperature_decode", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return _module(directory, "temperature_decode", src)
 
 
 LAST = 8
 CAUSAL_LINE = "        s = fl.causal_mask(s, q_pos, k_pos, seqlen_k - seqlen_q)\n"
-
-
-def _module(directory, name, src):
-    path = os.path.join(directory, name + ".py")
-    with open(path, "w") as f:
-        f.write(src)
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def load_last_keys(directory):
