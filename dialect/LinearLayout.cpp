@@ -167,17 +167,6 @@ Coord LinearLayout::regCoord(int64_t reg) const {
   return c;
 }
 
-Coord LinearLayout::coord(int64_t reg, int64_t lane, int64_t warp) const {
-  Coord c = regCoord(reg);
-  for (unsigned b = 0; b < lanes.size(); ++b)
-    if (lane & (int64_t(1) << b))
-      xorInto(c, lanes[b]);
-  for (unsigned b = 0; b < warps.size(); ++b)
-    if (warp & (int64_t(1) << b))
-      xorInto(c, warps[b]);
-  return c;
-}
-
 std::optional<int64_t> LinearLayout::regOf(ArrayRef<int64_t> regPart) const {
   for (int64_t r = 0; r < numRegs(); ++r)
     if (ArrayRef<int64_t>(regCoord(r)) == regPart)

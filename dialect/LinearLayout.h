@@ -68,8 +68,6 @@ struct LinearLayout {
   unsigned numWarps() const { return 1u << warps.size(); }
   /// Coordinates contributed by register index `reg` alone.
   Coord regCoord(int64_t reg) const;
-  /// Coordinates of register `reg` of lane `lane` in warp `warp`.
-  Coord coord(int64_t reg, int64_t lane, int64_t warp) const;
   /// Register holding `coord` minus the lane/warp part, if any.
   std::optional<int64_t> regOf(ArrayRef<int64_t> regPart) const;
 

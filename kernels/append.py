@@ -15,8 +15,10 @@ are reported; so is a query position past the rows of Cos / Sin.
 """
 import fakv
 import fakv.language as fl
+from fakv.runtime import error_code
 
-SEQLENS_ERROR, BLOCK_TABLE_ERROR, BATCH_IDX_ERROR, APPEND_ERROR, ROTARY_ERROR = 1 << 24, 2 << 24, 3 << 24, 4 << 24, 6 << 24
+# Codes a program reports bad data with (fl.report; fakv.runtime.ERROR_KINDS), plus the batch row.
+SEQLENS_ERROR, BLOCK_TABLE_ERROR, BATCH_IDX_ERROR, APPEND_ERROR, LEFTPAD_ERROR, ROTARY_ERROR = map(error_code, range(1, 7))
 
 
 @fakv.jit

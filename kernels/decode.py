@@ -3,12 +3,9 @@ block, split) (sequence first without HEADS_FIRST) streams its share of kv head 
 softmax into the output and LSE, or f32 partials for combine.py. pack_gqa: a kv head's GROUP heads in one program."""
 import fakv
 import fakv.language as fl
-from fakv.kernels.append import append_rows, new_rows, rotated_rows
+from fakv.kernels.append import (APPEND_ERROR, BATCH_IDX_ERROR, BLOCK_TABLE_ERROR, LEFTPAD_ERROR, ROTARY_ERROR,
+                                 SEQLENS_ERROR, append_rows, new_rows, rotated_rows)
 from fakv.kernels.splits import cluster_merge, longest_first, merge_splits, store_partial, used_splits
-
-# Codes a program reports bad data with (fl.report; fakv.runtime.ERROR_KINDS), plus the batch row.
-SEQLENS_ERROR, BLOCK_TABLE_ERROR, BATCH_IDX_ERROR, APPEND_ERROR, LEFTPAD_ERROR, ROTARY_ERROR = \
-    (i << 24 for i in range(1, 7))
 
 
 @fakv.jit

@@ -25,9 +25,6 @@ Value cpu::cstI64(ImplicitLocOpBuilder &b, int64_t v) {
 Value cpu::cstIndex(ImplicitLocOpBuilder &b, int64_t v) {
   return arith::ConstantIndexOp::create(b, v);
 }
-Value cpu::cstF32(ImplicitLocOpBuilder &b, float v) {
-  return arith::ConstantFloatOp::create(b, b.getF32Type(), APFloat(v));
-}
 Value cpu::zeroOf(ImplicitLocOpBuilder &b, Type t) {
   return arith::ConstantOp::create(b, t, b.getZeroAttr(t));
 }

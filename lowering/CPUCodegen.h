@@ -22,7 +22,6 @@ namespace mlir::fakv::cpu {
 Value cstI32(ImplicitLocOpBuilder &b, int64_t v);
 Value cstI64(ImplicitLocOpBuilder &b, int64_t v);
 Value cstIndex(ImplicitLocOpBuilder &b, int64_t v);
-Value cstF32(ImplicitLocOpBuilder &b, float v);
 Value zeroOf(ImplicitLocOpBuilder &b, Type t);
 Value indexToI32(ImplicitLocOpBuilder &b, Value v);
 Value indexToI64(ImplicitLocOpBuilder &b, Value v);

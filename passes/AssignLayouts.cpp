@@ -99,9 +99,6 @@ private:
     });
     return all;
   }
-  LinearLayout asLinear(Attribute a) {
-    return LinearLayout::fromAttr(cast<LinearAttr>(a));
-  }
 
   /// Gives `v` the layout `a` unless it has one already.
   void assign(Value v, Attribute a) {

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# The sha256 of every GPU binary the GPU tests and benches compile (their
-# --compile-only modes, into an empty cache) and of the PTX of the IR
-# kernels, sorted, into OUT: compare two runs to show that a compiler change
-# leaves every kernel byte-identical (timing properties stripped).
+# The sha256 of the GPU binaries test_flash_attn.py, test_frontend_gpu.py and
+# bench_decode.py compile (their --compile-only modes, into an empty cache)
+# and of the PTX of the IR kernels, sorted, into OUT: compare two runs to show
+# that a compiler change leaves these kernels byte-identical (timing
+# properties stripped). test_kvcache.py and bench_grid.py have no
+# compile-only mode: kernels only they compile are not in it.
 #
 #   scripts/kernel_corpus.sh /tmp/before.txt; <change, rebuild>; scripts/kernel_corpus.sh /tmp/after.txt
 #   diff /tmp/before.txt /tmp/after.txt && echo identical
