@@ -228,23 +228,42 @@ def _inputs(page, seed=3):
     return t.make_inputs(case, np if COMPILE_ONLY else torch)
 
 
-@pytest.mark.parametrize("page,splits", [(None, 1), (256, 3), (16, 0)])
-def test_readme_variant(page, splits):
-    with tempfile.TemporaryDirectory() as d:
-        attn = fakv.with_kernels(decode=variant.load(d).decode)
+def _variant_call(attn, page, splits, q_times=1, **options):
+    """attn (a with_kernels API) on _inputs(page), q times `q_times`: None when compiling only, else (out, q,
+    the caches' rows gathered contiguous, lens)."""
     q, k, v, lens, table = _inputs(page)
     if COMPILE_ONLY:
-        return attn(q, k, v, cache_seqlens=lens, block_table=table, num_splits=splits)
-    from reference import attention_ref, check, gather_cache
-    q = q * 4                                                   # scores large enough for the cap to matter
-    out = attn(q, k, v, cache_seqlens=lens, block_table=table, num_splits=splits)
+        attn(q, k, v, cache_seqlens=lens, block_table=table, num_splits=splits, **options)
+        return None
+    from reference import gather_cache
+    q = q * q_times
+    out = attn(q, k, v, cache_seqlens=lens, block_table=table, num_splits=splits, **options)
     ks, vs = (k, v) if table is None else (gather_cache(k, table, lens, page), gather_cache(v, table, lens, page))
-    scale = 1 / math.sqrt(q.shape[-1])
-    ref, _ = attention_ref(q, ks, vs, lens, False, scale, upcast=True, softcap=variant.CAP)
-    pt, _ = attention_ref(q, ks, vs, lens, False, scale, upcast=False, softcap=variant.CAP)
-    plain, _ = attention_ref(q, ks, vs, lens, False, scale, upcast=True)
-    ok, msg = check(out, ref, pt, "out")
+    return out, q, ks, vs, lens
+
+
+def _check_attention(out, q, ks, vs, lens, causal, scale, label, **ref_options):
+    """out against attention_ref's (upcast, and at q's precision for the tolerance)."""
+    from reference import attention_ref, check
+    ref, _ = attention_ref(q, ks, vs, lens, causal, scale, upcast=True, **ref_options)
+    pt, _ = attention_ref(q, ks, vs, lens, causal, scale, upcast=False, **ref_options)
+    ok, msg = check(out, ref, pt, label)
     assert ok, msg
+
+
+@pytest.mark.parametrize("page,splits", [(None, 1), (256, 3), (16, 0)])
+def test_readme_variant(page, splits):
+    """kernels/README.md's softcap variant (with_kernels(decode=...)) on the GPU."""
+    with tempfile.TemporaryDirectory() as d:
+        attn = fakv.with_kernels(decode=variant.load(d).decode)
+    got = _variant_call(attn, page, splits, q_times=4)          # scores large enough for the cap to matter
+    if got is None:
+        return
+    out, q, ks, vs, lens = got
+    scale = 1 / math.sqrt(q.shape[-1])
+    _check_attention(out, q, ks, vs, lens, False, scale, "out", softcap=variant.CAP)
+    from reference import attention_ref
+    plain, _ = attention_ref(q, ks, vs, lens, False, scale, upcast=True)
     assert (out.float() - plain).abs().max().item() > 0.1      # the variant is not plain attention
 
 
@@ -254,20 +273,16 @@ def test_per_head_variant(page, splits):
     head's output follows attention at its own scale."""
     with tempfile.TemporaryDirectory() as d:
         attn = fakv.with_kernels(decode=variant.load_per_head(d).decode)
-    q, k, v, lens, table = _inputs(page)
-    if COMPILE_ONLY:
-        return attn(q, k, v, cache_seqlens=lens, block_table=table, num_splits=splits)
-    from reference import attention_ref, check, gather_cache
-    out = attn(q, k, v, cache_seqlens=lens, block_table=table, num_splits=splits)
-    ks, vs = (k, v) if table is None else (gather_cache(k, table, lens, page), gather_cache(v, table, lens, page))
-    group = q.shape[2] // k.shape[2]
+    got = _variant_call(attn, page, splits)
+    if got is None:
+        return
+    out, q, ks, vs, lens = got
+    group = q.shape[2] // ks.shape[2]
     for h in range(q.shape[2]):
-        kh, vh = ks[:, :, h // group:h // group + 1], vs[:, :, h // group:h // group + 1]
+        kv = slice(h // group, h // group + 1)
         scale = (1 + variant.TEMP * h) / math.sqrt(q.shape[-1])
-        ref, _ = attention_ref(q[:, :, h:h + 1], kh, vh, lens, False, scale, upcast=True)
-        pt, _ = attention_ref(q[:, :, h:h + 1], kh, vh, lens, False, scale, upcast=False)
-        ok, msg = check(out[:, :, h:h + 1], ref, pt, f"head {h}")
-        assert ok, msg
+        _check_attention(out[:, :, h:h + 1], q[:, :, h:h + 1], ks[:, :, kv], vs[:, :, kv], lens, False, scale,
+                         f"head {h}")
 
 
 @pytest.mark.parametrize("page,splits", [(None, 4), (256, 3), (16, 0)])
@@ -276,17 +291,11 @@ def test_combine_variant_runs(page, splits):
     thread-block cluster, no combine launched: the variant's combine runs (it was skipped there)."""
     with tempfile.TemporaryDirectory() as d:
         attn = fakv.with_kernels(combine=variant.load_doubling_combine(d).combine)
-    q, k, v, lens, table = _inputs(page)
-    if COMPILE_ONLY:
-        return attn(q, k, v, cache_seqlens=lens, block_table=table, num_splits=splits)
-    from reference import attention_ref, check, gather_cache
-    out = attn(q, k, v, cache_seqlens=lens, block_table=table, num_splits=splits)
-    ks, vs = (k, v) if table is None else (gather_cache(k, table, lens, page), gather_cache(v, table, lens, page))
-    scale = 1 / math.sqrt(q.shape[-1])
-    ref, _ = attention_ref(q, ks, vs, lens, False, scale, upcast=True)
-    pt, _ = attention_ref(q, ks, vs, lens, False, scale, upcast=False)
-    ok, msg = check(out / 2, ref, pt, "out / 2")
-    assert ok, msg
+    got = _variant_call(attn, page, splits)
+    if got is None:
+        return
+    out, q, ks, vs, lens = got
+    _check_attention(out / 2, q, ks, vs, lens, False, 1 / math.sqrt(q.shape[-1]), "out / 2")
 
 
 @pytest.mark.parametrize("page,splits", [(None, 1), (256, 3), (16, 0)])
@@ -295,22 +304,16 @@ def test_causal_variant_at_one_query_row(page, splits):
     row, where fakv's own causal mask is a no-op and the variant was not told CAUSAL."""
     with tempfile.TemporaryDirectory() as d:
         attn = fakv.with_kernels(decode=variant.load_last_keys(d).decode)
-    q, k, v, lens, table = _inputs(page)
-    if COMPILE_ONLY:
-        return attn(q, k, v, cache_seqlens=lens, block_table=table, causal=True, num_splits=splits)
-    from reference import attention_ref, check, gather_cache
-    out = attn(q, k, v, cache_seqlens=lens, block_table=table, causal=True, num_splits=splits)
-    ks, vs = (k, v) if table is None else (gather_cache(k, table, lens, page), gather_cache(v, table, lens, page))
+    got = _variant_call(attn, page, splits, causal=True)
+    if got is None:
+        return
+    out, q, ks, vs, lens = got
     n = [min(variant.LAST, int(x)) for x in lens.tolist()]
     # each sequence's last keys, padded to LAST rows (the padding past its length: not attended)
     kl, vl = (torch.stack([torch.cat([x[b, int(lens[b]) - n[b]:int(lens[b])], x[b, :variant.LAST - n[b]] * 0])
                            for b in range(x.shape[0])]) for x in (ks, vs))
     nl = torch.tensor(n, dtype=torch.int32, device=q.device)
-    scale = 1 / math.sqrt(q.shape[-1])
-    ref, _ = attention_ref(q, kl, vl, nl, True, scale, upcast=True)
-    pt, _ = attention_ref(q, kl, vl, nl, True, scale, upcast=False)
-    ok, msg = check(out, ref, pt, "out")
-    assert ok, msg
+    _check_attention(out, q, kl, vl, nl, True, 1 / math.sqrt(q.shape[-1]), "out")
 
 
 @pytest.mark.parametrize("page,splits", [(256, 1), (16, 3)])
@@ -1107,6 +1110,7 @@ def compile_all():
     abs_and_half_math[(1,)](i8, i8, i64, i64, bf16, bf16[:128])
     for page, splits in [(None, 1), (256, 3), (16, 0)]:
         test_readme_variant(page, splits)
+        test_per_head_variant(page, splits)
         test_causal_variant_at_one_query_row(page, splits)
     for page, splits in [(None, 4), (256, 3), (16, 0)]:
         test_combine_variant_runs(page, splits)
