@@ -804,7 +804,9 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
     if rotary_cos is not None:
         for name, t in (("rotary_cos", rotary_cos), ("rotary_sin", rotary_sin)):
             _check(T.is_array(t) and len(t.shape) == 2 and T.dtype(t) in ("f16", "bf16", "f32"),
-                   f"`{name}` must be a 2-D float tensor (seqlen_ro, rotary_dim / 2)")
+                   f"`{name}` must be a 2-D tensor (seqlen_ro, rotary_dim / 2) of float32, float16 or bfloat16 "
+                   f"(got {T.dtype(t) if T.is_array(t) else type(t).__name__}"
+                   f"{', shape ' + str(tuple(t.shape)) if T.is_array(t) else ''})")
             _check(_on_device_of(q, t), f"`{name}` must be on q's device")
             _check(t.shape[1] <= 1 or T.strides(t)[1] == 1, f"`{name}` must be contiguous in its last dimension")
             _check(min(T.strides(t)) >= 0, f"`{name}` has a negative stride; pass a copy")

@@ -49,6 +49,10 @@ def test_every_argument_is_supported():
     (dict(k=np.zeros((2, 1, 2, 64), bf16), v=np.zeros((2, 1, 2, 64), bf16),
           rotary_cos=np.zeros((32, 16), np.float32), rotary_sin=np.zeros((32, 16), np.float32)),
      "cos/sin seqlen .32. must be at least the seqlen of the KV cache .64."),
+    # (session 56: float64 tables were refused as not "a 2-D float tensor", which they are)
+    (dict(k=np.zeros((2, 1, 2, 64), bf16), v=np.zeros((2, 1, 2, 64), bf16),
+          rotary_cos=np.zeros((64, 16)), rotary_sin=np.zeros((64, 16))),
+     r"`rotary_cos` must be a 2-D tensor .* of float32, float16 or bfloat16 \(got float64, shape \(64, 16\)\)"),
     (dict(cache_leftpad=np.zeros(2, np.int64)), "`cache_leftpad` must be a contiguous int32 tensor"),
     (dict(window_size=(1, 2, 3)), "`window_size` must be a pair of ints"),
     # (session 52: a dict ran as its keys' window (0, 1), a set in its hash order; FlashAttention reads [0], [1])
