@@ -27,7 +27,11 @@ def Fakv_Dialect : Dialect {
     A kernel is a `func.func` carrying the `fakv.kernel` unit attribute. Its
     pointer arguments have type `!fakv.ptr<T>` (global memory of elements T).
     Integer operands of fakv ops are `i32` (indices, lengths, sizes) or `i64`
-    (strides, in elements).
+    (strides, in elements). Every fakv op's tiles hold at most 2^24
+    elements (the `BoundedTiles` trait each op lists); the score modifiers
+    (`length_mask`, `causal_mask`, `window_mask`, `softcap`, `alibi`) take
+    `M x N` f32 scores, `rows` each row's query position (`M x i32`) and
+    `cols` each column's key position (`N x i32`).
 
     A kernel may carry `fakv.pack_gqa = N : i32`: it is written with
     program_id(N) a query head, and fakv-pack-gqa runs the query heads that

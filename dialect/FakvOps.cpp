@@ -13,6 +13,8 @@
 #include "mlir/Interfaces/LoopLikeInterface.h"
 #include "llvm/ADT/STLExtras.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace mlir::fakv;
 
@@ -216,7 +218,7 @@ LogicalResult BroadcastOp::verify() {
 
 LogicalResult ExpandDimsOp::verify() {
   RankedTensorType src = getSrc().getType(), dst = getType();
-  int64_t axis = getAxis();
+  int64_t axis = getAxisAttr().getInt();   // (signed: -1 is -1)
   if (axis < 0 || axis > src.getRank())
     return emitOpError() << "axis " << axis << " out of range [0, "
                          << src.getRank() << "]";
@@ -426,7 +428,7 @@ LogicalResult ClusterGatherOp::verify() {
 
 LogicalResult ReduceOp::verify() {
   RankedTensorType src = getSrc().getType(), dst = getType();
-  int64_t axis = getAxis();
+  int64_t axis = getAxisAttr().getInt();   // (signed: -1 is -1)
   if (axis < 0 || axis >= src.getRank())
     return emitOpError() << "axis " << axis << " out of range [0, "
                          << src.getRank() << ")";
@@ -489,8 +491,17 @@ LogicalResult SoftcapOp::verify() {
   if (failed(expectScores(*this, getScores())))
     return failure();
   FloatAttr cap;
-  if (matchPattern(getCap(), m_Constant(&cap)) && !(cap.getValueAsDouble() > 0))
+  if (!matchPattern(getCap(), m_Constant(&cap)))
+    return success();
+  if (!(cap.getValueAsDouble() > 0))
     return emitOpError() << "cap must be positive, got " << cap;
+  // The lowerings multiply by 1 / cap, which f32 must hold (a 0 score gives
+  // NaN otherwise), and cap * tanh(...) is NaN for an infinite cap.
+  float c = static_cast<float>(cap.getValueAsDouble());
+  if (!std::isfinite(c) || !std::isfinite(1.0f / c))
+    return emitOpError() << "cap must be finite and at least 2.94e-39 (1 / "
+                            "FLT_MAX: its reciprocal must be an f32), got "
+                         << cap;
   return success();
 }
 

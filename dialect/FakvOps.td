@@ -63,7 +63,8 @@ def Fakv_ArangeOp : Fakv_Op<"arange", [Pure]> {
   let summary = "1-D tile of consecutive i32 values";
   let description = [{
     `fakv.arange start to end` is the 1-D `i32` tile `[start, start + 1, ...,
-    end - 1]`; its length is `end - start`.
+    end - 1]`; its length is `end - start`. `start` and `end` are in
+    `[0, 2^31)`, `end > start`.
 
     ```mlir
     %cols = fakv.arange 0 to 128 : tensor<128xi32>
@@ -289,7 +290,10 @@ def Fakv_LoadOp : Fakv_Op<"load", [AttrSizedOperandSegments,
     `0 <= offsets[d] + id < bounds[d]`, and the optional `mask` tile is true
     there; invalid elements are not read and take the value `other` (default
     zero). `offsets` and `bounds` are `i32`, `strides` `i64`, all in elements;
-    `bounds` is either absent or one per dimension.
+    `bounds` is either absent or one per dimension. `offsets[d] + id` is
+    computed in `i32` (it wraps past 2^31 - 1), then multiplied by the
+    stride in 64 bits: a tile's indices must fit `i32` (with `bounds` the
+    wrapped ones are invalid and read nothing).
 
     ```mlir
     %o = fakv.load %out[%r0, %c0] strides [%s0, %s1] bounds [%n, %d]
@@ -344,7 +348,7 @@ def Fakv_PagedLoadOp : Fakv_Op<"paged_load", [AttrSizedOperandSegments,
   let summary = "load K or V rows of one sequence and head through a block table";
   let description = [{
     Reads rows `[row, row + BN)` of one (sequence, kv head) of a KV cache as a
-    `BN x D` tile. The cache is a set of `num_pages` pages of `page_size` rows;
+    `BN x D` tile (`BN`, `D`: the result's rows and columns). The cache is a set of `num_pages` pages of `page_size` rows;
     element `(p, o, h, c)` (page, row in page, head, channel) is at
     `cache[p * strides[0] + o * strides[1] + h * strides[2] + c]`.
 
@@ -476,7 +480,11 @@ def Fakv_OnlineSoftmaxOp : Fakv_Op<"online_softmax", [Pure,
     FLT_MAX / log2(e) (2.36e38) overflow there: positive ones give NaN, negative
     ones read as masked (probs 0, new max -inf), as does a `scale` past it.
     A NaN score makes its row's `new_max` NaN (max propagates NaN, as
-    `reduce` does).
+    `reduce` does). In that exp2 form `new_max` is computed as
+    `(max * log2(e)) / log2(e)` in f32 and may differ from the exact maximum
+    by an ulp (it does not drift: a second round trip gives it back); it is
+    the value `probs` and `alpha` are taken against. A stream starts from
+    `max = -inf` and `sum = 0`.
 
     ```mlir
     %m1, %l1, %p, %alpha = fakv.online_softmax %s, %m0, %l0 scale %sm
@@ -539,10 +547,11 @@ def Fakv_ClusterGatherOp : Fakv_Op<"cluster_gather", [MemoryEffects<[MemRead, Me
     program's mbarrier; the CPU path runs no clusters.
 
     A tile marked in `scatter` is shared out instead: its last dimension, of
-    `size` slices, goes a slice to each program, the rank-r program getting
-    `result[..., j, r] = x_r[..., rank * w + j]` (`w` = the last dimension /
-    `size`; the result `x`'s shape with the last dimension `w`, then `size`):
-    each element crosses the cluster once.
+    `size` slices, goes a slice to each program: the program of rank `rank`
+    gets `result[..., j, r] = x_r[..., rank * w + j]` for every source rank
+    `r` (`x_r`: the rank-r program's tile; `w` = the last dimension / `size`;
+    the result `x`'s shape with the last dimension `w`, then `size`): each
+    element crosses the cluster once.
 
     ```mlir
     %outs, %lses = fakv.cluster_gather(%out, %lse) size 8
@@ -577,7 +586,10 @@ def Fakv_ReduceOp : Fakv_Op<"reduce", [Pure]> {
     the result has the source's shape without that dimension. Elements are
     floats or 32-bit integers (signed for `max` / `min`; `sum` wraps). The
     reduction of max over an all `-inf` row is `-inf`; a float `max` or
-    `min` over a row holding NaN is NaN.
+    `min` over a row holding NaN is NaN. A float `sum` adds in the element
+    type (an f16 or bf16 sum rounds at each step), in an order the lowering
+    picks (the CPU path in index order, the GPU as a tree across threads):
+    cast to f32 first for an f32 sum.
 
     ```mlir
     %rowmax = fakv.reduce max %s, 1 : tensor<64x128xf32> -> tensor<64xf32>
@@ -679,8 +691,9 @@ def Fakv_SoftcapOp : Fakv_Op<"softcap", [Pure, AllTypesMatch<["scores", "result"
   let summary = "soft capping of scores";
   let description = [{
     `result = cap * tanh(scores / cap)`, elementwise; -inf stays -inf. `cap`
-    is positive and at least 2.94e-39 (1 / FLT_MAX: the lowering multiplies
-    by `1 / cap`, which f32 must hold; below it a 0 score gives NaN).
+    is finite and at least 2.94e-39 (1 / FLT_MAX: the lowering multiplies
+    by `1 / cap`, which f32 must hold; below it a 0 score gives NaN); a
+    constant `cap` outside that range is refused by the verifier.
 
     ```mlir
     %s1 = fakv.softcap %s, %cap : tensor<64x128xf32>
@@ -723,7 +736,7 @@ def Fakv_RotaryOp : Fakv_Op<"rotary", [Pure, AllTypesMatch<["x", "result"]>,
   let summary = "rotary position embedding of the leading channels";
   let description = [{
     `x` is `M x D`; `cos` and `sin` are `M x R/2` (f32), row i holding the
-    angles of row i's position; `R <= D` channels rotate, the rest pass
+    cosines and sines of the angles of row i's position; `R <= D` channels rotate, the rest pass
     through. Interleaved (GPT-J) pairs channels `(2k, 2k+1)`; otherwise
     (GPT-NeoX) pairs `(k, k + R/2)`. For a pair `(a, b)` and angle index k:
     ```
@@ -770,7 +783,9 @@ def Fakv_LaunchOp : Fakv_Op<"launch", [AttrSizedOperandSegments,
   let summary = "run a kernel once per point of a 3-D grid";
   let description = [{
     Host code only (the CPU path): calls kernel `callee` for every program id
-    in `[0, grid[0]) x [0, grid[1]) x [0, grid[2])`, in order, with `args`.
+    in `[0, grid[0]) x [0, grid[1]) x [0, grid[2])`, one after the other with
+    `args`, axis 2 varying fastest: (0, 0, 0), (0, 0, 1), ..., (0, 1, 0), ...
+    (no order on the GPU).
     On the GPU the runtime launches kernels instead.
 
     ```mlir

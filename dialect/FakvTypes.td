@@ -11,7 +11,9 @@ def Fakv_PtrType : Fakv_Type<"Ptr", "ptr"> {
   let description = [{
     `!fakv.ptr<T>` is the address of an array of `T` in global (device, or
     host for the CPU path) memory. Loads and stores index it in elements, with
-    strides given as `i64` operands. `T` is an integer or floating-point type.
+    strides given as `i64` operands. `T` is a signless integer of whole bytes
+    (i8, i16, i32, i64, ...) or f16, bf16, f32, f64 (no i1, no 8-bit floats,
+    no tf32).
 
     Example: `!fakv.ptr<bf16>`, `!fakv.ptr<i32>`.
   }];

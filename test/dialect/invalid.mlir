@@ -105,6 +105,15 @@ func.func @expand_dims_axis(%t: tensor<4xf32>) {
 
 // -----
 
+// A negative axis is named as written (it was read unsigned: "axis 4294967295").
+func.func @expand_dims_negative_axis(%t: tensor<4xf32>) {
+  // expected-error @+1 {{axis -1 out of range [0, 1]}}
+  %e = fakv.expand_dims %t, -1 : tensor<4xf32> -> tensor<4x1xf32>
+  return
+}
+
+// -----
+
 func.func @expand_dims_shape(%t: tensor<4xf32>) {
   // expected-error @+1 {{result must have shape [1, 4] and element type 'f32', got 'tensor<4x1xf32>'}}
   %e = fakv.expand_dims %t, 0 : tensor<4xf32> -> tensor<4x1xf32>
@@ -440,6 +449,14 @@ func.func @reduce_axis(%t: tensor<4x8xf32>) {
 
 // -----
 
+func.func @reduce_negative_axis(%t: tensor<4x8xf32>) {
+  // expected-error @+1 {{axis -1 out of range [0, 2)}}
+  %r = fakv.reduce max %t, -1 : tensor<4x8xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
 func.func @reduce_int(%t: tensor<4x8xi16>) {
   // expected-error @+1 {{source must have float or i32 elements, got 'i16'}}
   %r = fakv.reduce sum %t, 1 : tensor<4x8xi16> -> tensor<4xi16>
@@ -552,6 +569,26 @@ func.func @softcap_cap_negative_zero(%s: tensor<4x8xf32>) {
 func.func @softcap_cap_nan(%s: tensor<4x8xf32>) {
   %cap = arith.constant 0x7FC00000 : f32
   // expected-error @+1 {{cap must be positive, got 0x7FC00000 : f32}}
+  %x = fakv.softcap %s, %cap : tensor<4x8xf32>
+  return
+}
+
+// -----
+
+// Positive but below 1 / FLT_MAX: 1 / cap is inf in f32 and a 0 score gave NaN (accepted before session 56).
+func.func @softcap_cap_tiny(%s: tensor<4x8xf32>) {
+  %cap = arith.constant 1.0e-39 : f32
+  // expected-error @+1 {{cap must be finite and at least 2.94e-39}}
+  %x = fakv.softcap %s, %cap : tensor<4x8xf32>
+  return
+}
+
+// -----
+
+// An infinite cap: cap * tanh(s / cap) is inf * 0.
+func.func @softcap_cap_inf(%s: tensor<4x8xf32>) {
+  %cap = arith.constant 0x7F800000 : f32
+  // expected-error @+1 {{cap must be finite and at least 2.94e-39}}
   %x = fakv.softcap %s, %cap : tensor<4x8xf32>
   return
 }
