@@ -586,10 +586,10 @@ def Fakv_ReduceOp : Fakv_Op<"reduce", [Pure]> {
     the result has the source's shape without that dimension. Elements are
     floats or 32-bit integers (signed for `max` / `min`; `sum` wraps). The
     reduction of max over an all `-inf` row is `-inf`; a float `max` or
-    `min` over a row holding NaN is NaN. A float `sum` adds in the element
-    type (an f16 or bf16 sum rounds at each step), in an order the lowering
-    picks (the CPU path in index order, the GPU as a tree across threads):
-    cast to f32 first for an f32 sum.
+    `min` over a row holding NaN is NaN. A float `sum` adds on the GPU in
+    the element type (an f16 or bf16 sum rounds at each step) as a tree
+    across threads (cast to f32 first for an f32 sum); the CPU path adds in
+    f64 and rounds once to the element type.
 
     ```mlir
     %rowmax = fakv.reduce max %s, 1 : tensor<64x128xf32> -> tensor<64xf32>
