@@ -297,7 +297,11 @@ class CodeGen:
         try:
             method = getattr(self, "stmt_" + type(node).__name__, None)
             if method is None:
-                raise self.error(node, f"`{type(node).__name__}` statements are not supported in kernels")
+                hint = {"While": ": loop with `for i in fl.range(...)` over a bound, carrying a flag that "
+                                 "guards the rest of the body (`if` / fl.where)",
+                        "Break": ": carry a flag in the loop and guard the rest of the body with it",
+                        "Continue": ": guard the rest of the body with an `if`"}.get(type(node).__name__, "")
+                raise self.error(node, f"`{type(node).__name__}` statements are not supported in kernels{hint}")
             method(node)
         except (CompilationError, _Return):
             raise

@@ -73,6 +73,9 @@ def _f32(b, x):
 
 def _tile(x, what):
     if not sem.is_tile(x):
+        if sem.is_value(x) and isinstance(x.type, ScalarType) or isinstance(x, (int, float)):
+            kind = f"a scalar of type {sem.dtype_of(x)}" if sem.is_value(x) else repr(x)
+            raise FakvTypeError(f"{what} must be a tile, got {kind}: a tile of it is fl.full(shape, x)")
         raise FakvTypeError(f"{what} must be a tile, got {x!r}")
     return x
 
@@ -289,6 +292,10 @@ def abs(b, x):  # noqa: A001  (fl.abs; Python's abs() of a kernel value comes he
 # ---- memory ------------------------------------------------------------------------
 
 def _strided(b, offsets, strides, bounds):
+    for what, xs in (("offsets", offsets), ("strides", strides), ("bounds", bounds)):
+        if xs is not None and not isinstance(xs, (tuple, list)):
+            raise FakvTypeError(f"load/store take {what} as a tuple, one per dimension ((x,) for a 1-D tile), "
+                                f"got {xs!r}")
     offsets = [_i32(b, o) for o in offsets]
     strides = [_i64(b, s) for s in strides]
     bounds = [_i32(b, x) for x in bounds] if bounds is not None else []
@@ -349,6 +356,7 @@ def atomic_add(b, ptr, index, value):
     ptr = _ptr(ptr, "atomic_add's pointer")
     if ptr.type.dtype != "i32":
         raise FakvTypeError(f"atomic_add adds to an int32 array, not {ptr.type.dtype}")
+    _no_float(value, "atomic_add's value (int32: fakv has no float atomics)")
     i, v = _i32(b, index), _i32(b, value)
     return b.op1(f"fakv.atomic_add {ptr.name}[{i.name}], {v.name} : {ptr.type.mlir()}", ScalarType("i32"))
 
@@ -513,7 +521,8 @@ def _reduce(kind):
         x = _tile(x, f"{kind}'s operand")
         if x.type.dtype not in ("f32", "f16", "bf16", "i32"):
             raise FakvTypeError(f"{kind} reduces float or i32 tiles, got {x.type.dtype}" +
-                                (" (a mask: `.to(fl.int32)` first, to count it)" if x.type.dtype == "i1" else ""))
+                                (" (a mask: `.to(fl.int32)` first, to count it)" if x.type.dtype == "i1" else
+                                 " (`.to(fl.int32)` first)" if x.type.dtype in ("i8", "i16", "i64") else ""))
         dtype = x.type.dtype
         if dtype in ("f16", "bf16"):
             x = sem.convert(b, x, "f32")

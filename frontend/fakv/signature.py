@@ -28,7 +28,9 @@ def arg_kind(value, name):
     if mod.startswith("numpy") and hasattr(value, "dtype"):
         dtype = _NUMPY_DTYPES.get(str(value.dtype))
         if dtype is None:
-            raise TypeError(f"argument `{name}`: unsupported array dtype {value.dtype}")
+            raise TypeError(f"argument `{name}`: unsupported array dtype {value.dtype} (taken: "
+                            f"{', '.join(_NUMPY_DTYPES)}; a view of one of the same size, `.view(np.int8)` of "
+                            f"uint8 say, or a converted copy)")
         return f"ptr<{dtype}>", False      # (any layout: kernels take strides explicitly)
     if isinstance(value, bool):
         return "i1", None

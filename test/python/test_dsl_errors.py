@@ -528,3 +528,60 @@ def test_registers_are_two_ints(registers):
         fl.store(Y, fl.zeros((16,)), (0,), (1,))
     with pytest.raises(ValueError, match=r"k: registers is \(producer, consumer\) registers per thread, two ints"):
         fakv.jit(registers=registers)(k)
+
+
+@fakv.jit
+def float_floordiv(X):
+    x = fl.load(X, (4,), (0,), (1,))
+    fl.store(X, x // 2.0, (0,), (1,))        # the mistake
+
+
+@fakv.jit
+def while_loop(X, n):
+    i = 0
+    while i < n:                             # the mistake
+        i += 1
+
+
+@fakv.jit
+def int_offsets(X):
+    fl.store(X, fl.load(X, 4, 0, 1), (0,), (1,))      # the mistake
+
+
+@fakv.jit
+def scalar_store(X):
+    fl.store(X, fl.sum(fl.load(X, (4,), (0,), (1,)), 0), (0,), (1,))      # the mistake
+
+
+@fakv.jit
+def float_atomic(C, X):
+    fl.atomic_add(C, 0, fl.sum(fl.load(X, (4,), (0,), (1,)), 0))      # the mistake
+
+
+@fakv.jit
+def i8_sum(Y, X):
+    fl.store(Y, fl.full((1,), fl.sum(fl.load(X, (4,), (0,), (1,)), 0)), (0,), (1,))      # the mistake
+
+
+@pytest.mark.parametrize("kernel,message", [
+    (float_floordiv, r"`floordiv` is not defined for float values: `/` divides floats"),
+    (while_loop, r"`While` statements are not supported in kernels: loop with `for i in fl.range\(...\)`"),
+    (int_offsets, r"load/store take offsets as a tuple, one per dimension \(\(x,\) for a 1-D tile\), got 0"),
+    (scalar_store, r"the stored value must be a tile, got a scalar of type f32: a tile of it is fl.full"),
+    (float_atomic, r"atomic_add's value \(int32: fakv has no float atomics\) got a float"),
+    (i8_sum, r"sum reduces float or i32 tiles, got i8 \(`.to\(fl.int32\)` first\)"),
+])
+def test_mistakes_say_what_to_write(kernel, message):
+    """Session 56's review of general kernels: each message names what to write instead (a float `//` said only
+    that it is undefined, `while` that it is unsupported, int offsets raised "'int' object is not iterable", a
+    stored scalar was named by its IR value, a float atomic value was called "an offset, index or length")."""
+    args = {while_loop: [np.zeros(1, np.int32), 3], float_atomic: [np.zeros(1, np.int32), np.zeros(4, np.float32)],
+            i8_sum: [np.zeros(1, np.int32), np.zeros(4, np.int8)]}.get(kernel, [np.zeros(4, np.float32)])
+    with pytest.raises(fakv.CompilationError, match=message) as e:
+        kernel[(1,)](*args)
+    assert f"{__file__}:{line_of(kernel.fn, '# the mistake')}:" in str(e.value)
+
+
+def test_an_unsupported_array_dtype_names_those_taken():
+    with pytest.raises(TypeError, match=r"unsupported array dtype uint8 \(taken: float32, .*`.view\(np.int8\)`"):
+        float_floordiv[(1,)](np.zeros(4, np.uint8))
