@@ -480,9 +480,10 @@ def Fakv_OnlineSoftmaxOp : Fakv_Op<"online_softmax", [Pure,
     FLT_MAX / log2(e) (2.36e38) overflow there: positive ones give NaN, negative
     ones read as masked (probs 0, new max -inf), as does a `scale` past it.
     A NaN score makes its row's `new_max` NaN (max propagates NaN, as
-    `reduce` does). In that exp2 form `new_max` is computed as
-    `(max * log2(e)) / log2(e)` in f32 and may differ from the exact maximum
-    by an ulp (it does not drift: a second round trip gives it back); it is
+    `reduce` does). In that exp2 form `new_max` is the exp2 form's maximum times
+    ln(2), each product rounded to f32, and may differ from `max_j t` by an
+    ulp or two (the scores scaled by `scale * log2(e)` rounded once; it does
+    not drift: a second round trip gives it back); it is
     the value `probs` and `alpha` are taken against. A stream starts from
     `max = -inf` and `sum = 0`.
 
@@ -586,10 +587,11 @@ def Fakv_ReduceOp : Fakv_Op<"reduce", [Pure]> {
     the result has the source's shape without that dimension. Elements are
     floats or 32-bit integers (signed for `max` / `min`; `sum` wraps). The
     reduction of max over an all `-inf` row is `-inf`; a float `max` or
-    `min` over a row holding NaN is NaN. A float `sum` adds on the GPU in
-    the element type (an f16 or bf16 sum rounds at each step) as a tree
-    across threads (cast to f32 first for an f32 sum); the CPU path adds in
-    f64 and rounds once to the element type.
+    `min` over a row holding NaN is NaN. On the GPU a reduction takes f32 or
+    i32 tiles: each thread combines its own elements in order, then the
+    threads' results as a tree. The CPU path takes any float too and adds a
+    float `sum` in f64, rounded once to the element type (an f32 sum that
+    passes FLT_MAX midway may end finite there and inf on the GPU).
 
     ```mlir
     %rowmax = fakv.reduce max %s, 1 : tensor<64x128xf32> -> tensor<64xf32>

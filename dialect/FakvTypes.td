@@ -12,8 +12,8 @@ def Fakv_PtrType : Fakv_Type<"Ptr", "ptr"> {
     `!fakv.ptr<T>` is the address of an array of `T` in global (device, or
     host for the CPU path) memory. Loads and stores index it in elements, with
     strides given as `i64` operands. `T` is a signless integer of whole bytes
-    (i8, i16, i32, i64, ...) or f16, bf16, f32, f64 (no i1, no 8-bit floats,
-    no tf32).
+    (i8, i16, i32, i64, ...) or f16, bf16, f32, f64, f80, f128 (no i1, no
+    8-bit floats, no tf32).
 
     Example: `!fakv.ptr<bf16>`, `!fakv.ptr<i32>`.
   }];

@@ -50,6 +50,20 @@ def FakvGuardCPUMemory : Pass<"fakv-guard-cpu-memory", "::mlir::ModuleOp"> {
                            "::mlir::LLVM::LLVMDialect", "::mlir::scf::SCFDialect"];
 }
 
+def FakvFuseElementwiseCPU : Pass<"fakv-fuse-elementwise-cpu", "::mlir::ModuleOp"> {
+  let summary = "Fuse chains of elementwise linalg ops where nothing is computed more often";
+  let description = [{
+    linalg's elementwise fusion (linalg-fuse-elementwise-ops' patterns) for
+    the CPU path, before one-shot bufferization, whose time grew with the
+    cube of a kernel's tile ops (1,024 took 7.5 s to compile). Only a
+    producer with one use, in its consumer's block (never sunk into a loop
+    to run each iteration) and read through a permutation (never a
+    broadcast, which would compute an element once per copy). Each
+    element's arithmetic is unchanged.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+}
+
 def FakvExpandArithCPU : Pass<"fakv-expand-arith-cpu", "::mlir::ModuleOp"> {
   let summary = "Expand the arith ops the CPU path's LLVM lowering has no pattern for";
   let description = [{

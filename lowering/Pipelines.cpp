@@ -31,11 +31,9 @@ void fakv::buildFakvToLLVMCPUPipeline(OpPassManager &pm) {
   // Tiles: arith/math on tensors -> linalg, then one-shot bufferization with
   // ownership-based deallocation (loops over KV tiles would otherwise leak).
   pm.addPass(createConvertElementwiseToLinalgPass());
-  // Chains of elementwise ops fused into one linalg.generic each (a producer
-  // with one use only: nothing computed twice; each element's arithmetic the
-  // same): one-shot bufferization's time grew with the cube of the tile ops
-  // (1,024 took 7.5 s).
-  pm.addPass(createLinalgElementwiseOpFusionPass());
+  // Chains of elementwise ops fused (where nothing is computed more often):
+  // one-shot bufferization's time grew with the cube of the tile ops.
+  pm.addPass(createFakvFuseElementwiseCPU());
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;
   bufferize.allowReturnAllocsFromLoops = true;

@@ -12,6 +12,7 @@ import builtins
 import functools
 import math
 import numbers
+import struct
 
 from . import semantic as sem
 from .ir import FakvTypeError, PtrType, ScalarType, TileType
@@ -71,6 +72,14 @@ def _f32(b, x):
     return sem.convert(b, sem.to_value(b, x, "f32"), "f32")
 
 
+def _f32_of(x):
+    """x rounded to float32 (inf where float32 cannot hold it)."""
+    try:
+        return struct.unpack("f", struct.pack("f", x))[0]
+    except OverflowError:
+        return math.inf if x > 0 else -math.inf
+
+
 def _tile(x, what):
     if not sem.is_tile(x):
         if sem.is_value(x) and isinstance(x.type, ScalarType) or isinstance(x, (int, float)):
@@ -87,7 +96,6 @@ def _ptr(x, what):
 
 
 MAX_TILE_ELEMENTS = 1 << 24      # fakv's bound on one tile (the dialect's kMaxTileElements)
-_F32_MAX = 3.4028234663852886e38
 
 
 def _const(x, what):
@@ -293,7 +301,7 @@ def abs(b, x):  # noqa: A001  (fl.abs; Python's abs() of a kernel value comes he
 
 def _strided(b, offsets, strides, bounds):
     for what, xs in (("offsets", offsets), ("strides", strides), ("bounds", bounds)):
-        if xs is not None and not isinstance(xs, (tuple, list)):
+        if (xs is None and what != "bounds") or isinstance(xs, (numbers.Number, str)) or sem.is_value(xs):
             raise FakvTypeError(f"load/store take {what} as a tuple, one per dimension ((x,) for a 1-D tile), "
                                 f"got {xs!r}")
     offsets = [_i32(b, o) for o in offsets]
@@ -593,7 +601,8 @@ def softcap(b, scores, cap):
     """cap * tanh(scores / cap), -inf kept at -inf (so masks and softcap commute); cap >= 2.94e-39 (1 / f32's
     largest: the op multiplies by 1 / cap)."""
     scores = _tile(scores, "scores")
-    if isinstance(cap, (int, float)) and not 1 / _F32_MAX <= cap <= _F32_MAX:
+    c = _f32_of(cap) if isinstance(cap, (int, float)) else None
+    if c is not None and not (0 < c < math.inf and _f32_of(1 / c) < math.inf):   # (as the verifier checks)
         raise FakvTypeError(f"softcap's cap must be in [2.94e-39, 3.4e38] (f32 holds it and its reciprocal), got "
                             f"{cap!r}")
     cap = _f32(b, _scalar(cap, "softcap's cap"))

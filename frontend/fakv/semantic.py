@@ -287,9 +287,8 @@ def binary(b, op, x, y):
     is_float = dtype_of(x) in FLOATS
     name = ARITH[op][1 if is_float else 0]
     if name is None:
-        hint = {("floordiv", True): ": `/` divides floats (no float floor in fl: `.to(fl.int32)` truncates "
-                                    "toward zero)",
-                ("truediv", False): ": `//` divides integers (truncating, as C)"}.get((op, is_float), "")
+        hint = ": `/` divides floats (no float floor in fl: `.to(fl.int32)` truncates toward zero)" \
+            if (op, is_float) == ("floordiv", True) else ""
         raise FakvTypeError(f"`{op}` is not defined for {'float' if is_float else 'integer'} values{hint}")
     out = b.op1(f"{name} {x.name}, {y.name} : {x.type.mlir()}", x.type)
     if op in ("lshift", "rshift"):                   # (a shift by the width or more, or negative: defined below)

@@ -30,7 +30,7 @@ def arg_kind(value, name):
         if dtype is None:
             raise TypeError(f"argument `{name}`: unsupported array dtype {value.dtype} (taken: "
                             f"{', '.join(_NUMPY_DTYPES)}; a view of one of the same size, `.view(np.int8)` of "
-                            f"uint8 say, or a converted copy)")
+                            f"uint8 say (values above 127 then read negative), or a converted copy)")
         return f"ptr<{dtype}>", False      # (any layout: kernels take strides explicitly)
     if isinstance(value, bool):
         return "i1", None
