@@ -139,22 +139,27 @@ Value cpu::mapTiles(ImplicitLocOpBuilder &b, RankedTensorType type,
   return op.getResult(0);
 }
 
-/// Reduce `src` along `axis` with `kind`.
+/// Reduce `src` along `axis` with `kind`. A float sum adds in f64, rounded
+/// once to the element type: linalg.reduce adds in index order, and in f32
+/// that drifted from the exact sum (15 % at 2^24 elements of 0.1, 6e-4 at
+/// 65,536); the GPU adds as a tree.
 Value cpu::reduceTile(ImplicitLocOpBuilder &b, Value src, int64_t axis,
                  ReduceKind kind) {
   auto srcType = cast<RankedTensorType>(src.getType());
   Type et = srcType.getElementType();
   SmallVector<int64_t> shape(srcType.getShape());
   shape.erase(shape.begin() + axis);
+  Type acc = kind == ReduceKind::sum && isa<FloatType>(et) && et.getIntOrFloatBitWidth() < 64
+                 ? b.getF64Type() : et;
   Value initScalar;
-  if (auto intType = dyn_cast<IntegerType>(et)) {       // (i32: signed max / min, wrapping sum)
+  if (auto intType = dyn_cast<IntegerType>(acc)) {      // (i32: signed max / min, wrapping sum)
     unsigned w = intType.getWidth();
     APInt initValue = kind == ReduceKind::max   ? APInt::getSignedMinValue(w)
                       : kind == ReduceKind::min ? APInt::getSignedMaxValue(w)
                                                 : APInt::getZero(w);
     initScalar = arith::ConstantOp::create(b, IntegerAttr::get(intType, initValue));
   } else {
-    auto floatType = cast<FloatType>(et);
+    auto floatType = cast<FloatType>(acc);
     // (a sum from -0.0, the additive identity that keeps signs: of -0.0s it is -0.0, as the GPU's, which
     // starts from the first element, gives it; +0.0 made it +0.0)
     APFloat initValue = APFloat::getZero(floatType.getFloatSemantics(), /*Negative=*/true);
@@ -164,37 +169,21 @@ Value cpu::reduceTile(ImplicitLocOpBuilder &b, Value src, int64_t axis,
       initValue = APFloat::getInf(floatType.getFloatSemantics(), /*neg=*/false);
     initScalar = arith::ConstantFloatOp::create(b, floatType, initValue);
   }
-  auto resultType = RankedTensorType::get(shape, et);
-  if (kind == ReduceKind::sum && isa<FloatType>(et) && et.getIntOrFloatBitWidth() < 64) {
-    // A float sum in f64, rounded once to the element type: linalg.reduce
-    // adds in index order, and in f32 that drifted from the exact sum (15 %
-    // at 2^24 elements of 0.1, 6e-4 at 65,536); the GPU adds as a tree.
-    auto wide = RankedTensorType::get(shape, b.getF64Type());
-    Value negZero = arith::ConstantFloatOp::create(
-        b, b.getF64Type(), APFloat::getZero(APFloat::IEEEdouble(), /*Negative=*/true));
-    Value wideInit = tensor::SplatOp::create(b, wide, negZero);
-    auto sum = linalg::ReduceOp::create(
-        b, ValueRange{src}, ValueRange{wideInit}, ArrayRef<int64_t>{axis},
-        [&](OpBuilder &ob, Location loc, ValueRange args) {
-          ImplicitLocOpBuilder ib(loc, ob);
-          Value x = arith::ExtFOp::create(ib, ib.getF64Type(), args[0]);
-          linalg::YieldOp::create(ib, ValueRange{arith::AddFOp::create(ib, x, args[1])});
-        });
-    AffineMap identity = b.getMultiDimIdentityMap(resultType.getRank());
-    return mapTiles(b, resultType, sum.getResult(0), identity,
-                    [&](ImplicitLocOpBuilder &ib, ValueRange xs) -> Value {
-                      return arith::TruncFOp::create(ib, et, xs[0]);
-                    });
-  }
-  Value init = tensor::SplatOp::create(b, resultType, initScalar);
+  Value init = tensor::SplatOp::create(b, RankedTensorType::get(shape, acc), initScalar);
   auto op = linalg::ReduceOp::create(
       b, ValueRange{src}, ValueRange{init}, ArrayRef<int64_t>{axis},
       [&](OpBuilder &ob, Location loc, ValueRange args) {
         ImplicitLocOpBuilder ib(loc, ob);
-        Value r = combineReduced(ib, loc, kind, args[0], args[1]);
-        linalg::YieldOp::create(ib, r);
+        Value x = acc == et ? args[0] : Value(arith::ExtFOp::create(ib, acc, args[0]));
+        linalg::YieldOp::create(ib, combineReduced(ib, loc, kind, x, args[1]));
       });
-  return op.getResult(0);
+  if (acc == et)
+    return op.getResult(0);
+  auto resultType = RankedTensorType::get(shape, et);
+  return mapTiles(b, resultType, op.getResult(0), b.getMultiDimIdentityMap(resultType.getRank()),
+                  [&](ImplicitLocOpBuilder &ib, ValueRange xs) -> Value {
+                    return arith::TruncFOp::create(ib, et, xs[0]);
+                  });
 }
 
 LLVM::GlobalOp cpu::faultGlobal(ModuleOp module) {
