@@ -13,13 +13,13 @@ import math
 import numbers
 import os
 import sys
+import struct
 
 from . import cache, prepare, runtime
 from .cache import compile_only
 from . import tensors as T
 from .errors import DataError, FakvError, capacity_error
 from .heuristics import num_splits_heuristic
-from .language import _f32_of as _float32
 
 _DTYPES = ("f16", "bf16")
 MAX_SPLITS = 64
@@ -546,6 +546,15 @@ def _raise_reported(errors):
     code = int(errors[0])
     if code:
         raise DataError(runtime.describe(code, "the kernel"))
+
+
+def _float32(x):
+    """x as the kernels get it (a float32 parameter), back as a Python float: inf past float32's range (an
+    int of any size too), 0 below its least subnormal."""
+    try:
+        return struct.unpack("<f", struct.pack("<f", float(x)))[0]
+    except OverflowError:
+        return math.inf if x > 0 else -math.inf
 
 
 def _check(cond, message):

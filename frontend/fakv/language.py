@@ -73,10 +73,9 @@ def _f32(b, x):
 
 
 def _f32_of(x):
-    """x as a kernel gets it (a float32), back as a Python float: inf past float32's range (an int of any
-    size too), 0 below its least subnormal. (interface.py's checks use it too.)"""
+    """x rounded to float32 (inf where float32 cannot hold it)."""
     try:
-        return struct.unpack("<f", struct.pack("<f", float(x)))[0]
+        return struct.unpack("f", struct.pack("f", x))[0]
     except OverflowError:
         return math.inf if x > 0 else -math.inf
 
