@@ -13,12 +13,12 @@ import math
 import numbers
 import os
 import sys
-import struct
 
 from . import cache, prepare, runtime
 from .cache import compile_only
 from . import tensors as T
 from .errors import DataError, FakvError, capacity_error
+from .floats import as_float32
 from .heuristics import num_splits_heuristic
 
 _DTYPES = ("f16", "bf16")
@@ -548,15 +548,6 @@ def _raise_reported(errors):
         raise DataError(runtime.describe(code, "the kernel"))
 
 
-def _float32(x):
-    """x as the kernels get it (a float32 parameter), back as a Python float: inf past float32's range (an
-    int of any size too), 0 below its least subnormal."""
-    try:
-        return struct.unpack("<f", struct.pack("<f", float(x)))[0]
-    except OverflowError:
-        return math.inf if x > 0 else -math.inf
-
-
 def _check(cond, message):
     if not cond:
         raise FakvError("flash_attn_with_kvcache: " + message)
@@ -854,10 +845,10 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
             # cache (the host checks refuse the index itself).
             block_table, batch_idx = T.rows_of(block_table, cache_batch_idx), seqlens
     has_batch_idx = cache_batch_idx is not None and table_rows is None      # (decode's BATCH_IDX: contiguous rows)
-    cap = _float32(softcap) if isinstance(softcap, numbers.Real) and not isinstance(softcap, bool) else None
+    cap = as_float32(softcap) if isinstance(softcap, numbers.Real) and not isinstance(softcap, bool) else None
     # (decode divides by it in float32: a cap whose reciprocal is past float32's range made 0 * inf = NaN)
     _check(cap is not None and math.isfinite(cap) and cap >= 0 and (cap > 0) == (softcap > 0)
-           and (cap == 0 or math.isfinite(_float32(1 / cap))),
+           and (cap == 0 or math.isfinite(as_float32(1 / cap))),
            f"`softcap` must be a finite number >= 0 that float32 holds (0, or 2.94e-39 to 3.4e38), got {softcap!r}")
     # (cap: as the kernel gets it, in float32; the key keeps the value given)
     # FlashAttention 2's normalisation: causal is the window (left, 0); a
@@ -900,7 +891,7 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
            f"`num_splits` must be an int, got {num_splits!r}")
     _check(softmax_scale is None or (isinstance(softmax_scale, numbers.Real) and not isinstance(softmax_scale, bool)),
            f"`softmax_scale` must be a number or None, got {softmax_scale!r}")
-    scale = 1.0 / math.sqrt(head_dim) if softmax_scale is None else _float32(softmax_scale)
+    scale = 1.0 / math.sqrt(head_dim) if softmax_scale is None else as_float32(softmax_scale)
     _check(math.isfinite(scale), f"`softmax_scale` must be finite in float32 (|scale| <= 3.4e38), got "
                                  f"{softmax_scale!r}")
     # decode.py scales the scores before the masks for a scale <= 0 (as the kernel gets it: a positive scale below
@@ -908,7 +899,7 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
     # float32's range made the scores -inf or NaN), and for a scale whose product with log2(e), which the online
     # softmax folds in otherwise, float32 cannot hold (above 2.36e38: every row NaN).
     extras["PRESCALE"] = (scale <= 0 or slopes is not None
-                          or not math.isfinite(_float32(scale * 1.4426950408889634)))
+                          or not math.isfinite(as_float32(scale * 1.4426950408889634)))
     num_sms, l2, gbps = T.device_properties(q)
     # Planned on the cache's capacity, as FlashAttention does (no data needed):
     # each program stops at its sequence's length.

@@ -12,9 +12,9 @@ import builtins
 import functools
 import math
 import numbers
-import struct
 
 from . import semantic as sem
+from . import floats
 from .ir import FakvTypeError, PtrType, ScalarType, TileType
 
 # Element types, by their MLIR names (torch dtypes map onto them in signature.py).
@@ -70,14 +70,6 @@ def _i64(b, x):
 
 def _f32(b, x):
     return sem.convert(b, sem.to_value(b, x, "f32"), "f32")
-
-
-def _f32_of(x):
-    """x rounded to float32 (inf where float32 cannot hold it)."""
-    try:
-        return struct.unpack("f", struct.pack("f", x))[0]
-    except OverflowError:
-        return math.inf if x > 0 else -math.inf
 
 
 def _tile(x, what):
@@ -601,8 +593,8 @@ def softcap(b, scores, cap):
     """cap * tanh(scores / cap), -inf kept at -inf (so masks and softcap commute); cap >= 2.94e-39 (1 / f32's
     largest: the op multiplies by 1 / cap)."""
     scores = _tile(scores, "scores")
-    c = _f32_of(cap) if isinstance(cap, (int, float)) else None
-    if c is not None and not (0 < c < math.inf and _f32_of(1 / c) < math.inf):   # (as the verifier checks)
+    c = floats.as_float32(cap) if isinstance(cap, (int, float)) else None
+    if c is not None and not (0 < c < math.inf and floats.as_float32(1 / c) < math.inf):   # (as the verifier checks)
         raise FakvTypeError(f"softcap's cap must be in [2.94e-39, 3.4e38] (f32 holds it and its reciprocal), got "
                             f"{cap!r}")
     cap = _f32(b, _scalar(cap, "softcap's cap"))
