@@ -160,11 +160,19 @@ void registerCubinPipeline(StringRef arg, StringRef description,
 
 void fakv::registerFakvLoweringPipelines() {
   registerFakvLoweringPasses();
-  PassPipelineRegistration<>(
+  // (PassPipelineRegistration<> failed on an option given to it with no
+  // message at all: --fakv-to-llvm-cpu=stages=3 exited 1, silently)
+  registerPassPipeline(
       "fakv-to-llvm-cpu",
       "Lower fakv IR to the LLVM dialect for the host (mlir-runner, "
       "ExecutionEngine): the CPU reference path",
-      [](OpPassManager &pm) { buildFakvToLLVMCPUPipeline(pm); });
+      [](OpPassManager &pm, StringRef text, function_ref<LogicalResult(const Twine &)> error) {
+        if (!text.trim().empty())
+          return error("fakv-to-llvm-cpu takes no options, got '" + text + "'");
+        buildFakvToLLVMCPUPipeline(pm);
+        return success();
+      },
+      [](function_ref<void(const mlir::detail::PassOptions &)>) {});
   registerCubinPipeline(
       "fakv-to-fakvgpu",
       "fakv IR to Hopper-level tiles: decomposed, with layouts, pipelined "

@@ -24,6 +24,7 @@ import importlib.util
 import json
 import os
 import sys
+import traceback
 
 from .errors import CompilationError
 from .ir import PtrType, ScalarType
@@ -51,7 +52,15 @@ def load_kernels(path):
         raise SystemExit(f"fakv.compile: {path!r} is not a Python file (kernels are @fakv.jit functions in a .py)")
     module = importlib.util.module_from_spec(spec)
     sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except SyntaxError as e:             # (the file's own error, not a traceback through importlib)
+        raise SystemExit(f"fakv.compile: {e.filename}:{e.lineno}: SyntaxError: {e.msg}") from None
+    except Exception as e:               # (its top-level code failed: an import, a name, a kernel refused)
+        here = [f for f in traceback.extract_tb(e.__traceback__)
+                if os.path.abspath(f.filename) == os.path.abspath(path)]
+        where = f"{path}:{here[-1].lineno}: " if here else f"{path}: "
+        raise SystemExit(f"fakv.compile: {where}importing it failed: {type(e).__name__}: {e}") from None
     return {n: v for n, v in vars(module).items() if isinstance(v, JITFunction)}
 
 
@@ -88,13 +97,13 @@ def attention_specialisations(config, kernels):
         if want is int and c[key] < least:     # (numpy's "negative dimensions" or the API's refusal, as tracebacks)
             raise SystemExit(f"fakv.compile: --attention {key}={value}: at least {least}")
     dt = ml_dtypes.bfloat16 if c["dtype"] == "bf16" else np.float16
-    q = np.zeros((c["batch"], c["seqlen_q"], c["heads"], c["head_dim"]), dt)
+    q = _zeros((c["batch"], c["seqlen_q"], c["heads"], c["head_dim"]), dt)
     if c["page_size"]:
         pages = -(-c["seqlen_k"] // c["page_size"])
-        cache = np.zeros((c["batch"] * pages, c["page_size"], c["kv_heads"], c["head_dim"]), dt)
+        cache = _zeros((c["batch"] * pages, c["page_size"], c["kv_heads"], c["head_dim"]), dt)
         table = np.arange(c["batch"] * pages, dtype=np.int32).reshape(c["batch"], pages)
     else:
-        cache = np.zeros((c["batch"], c["seqlen_k"], c["kv_heads"], c["head_dim"]), dt)
+        cache = _zeros((c["batch"], c["seqlen_k"], c["kv_heads"], c["head_dim"]), dt)
         table = None
     default_decode, default_combine = interface._kernels()
     decode, combine = kernels.get("decode", default_decode), kernels.get("combine", default_combine)
@@ -114,6 +123,22 @@ def attention_specialisations(config, kernels):
     return out
 
 
+def _zeros(shape, dtype):
+    """A zero array of any size the address space holds: pages mapped without
+    reserving memory (np.zeros of a 64 GiB cache failed where the call only
+    needs its shape; compile-only calls read none of it)."""
+    import mmap
+    import numpy as np
+    size = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+    try:
+        noreserve = getattr(mmap, "MAP_NORESERVE", 0x4000 if sys.platform == "linux" else 0)   # (Python >= 3.13)
+        buffer = mmap.mmap(-1, max(size, 1), flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | noreserve)
+    except (OSError, OverflowError) as e:
+        raise SystemExit(f"fakv.compile: --attention: cannot map {size} bytes for an array of shape {shape}: "
+                         f"{e}") from None
+    return np.frombuffer(buffer, dtype, int(np.prod(shape))).reshape(shape)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m fakv.compile", description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
@@ -122,8 +147,9 @@ def main(argv=None):
     ap.add_argument("--emit", choices=STAGES, default="fakv")
     ap.add_argument("--arg", action="append", default=[], help="NAME=TYPE of a runtime parameter")
     ap.add_argument("--const", action="append", default=[], help="NAME=VALUE of a constexpr parameter")
-    ap.add_argument("--attention", help="shapes of a flash_attn_with_kvcache call (see above)")
-    ap.add_argument("--stages", type=int, help="K/V ring depth (default 2; with --attention the call's)")
+    ap.add_argument("--attention", help="shapes of a flash_attn_with_kvcache call (keys: below)")
+    ap.add_argument("--stages", type=int, choices=range(1, 9), metavar="N",
+                    help="K/V ring depth, 1 to 8 (default 2; with --attention the call's)")
     ap.add_argument("--no-warp-specialize", action="store_true")
     ap.add_argument("--ctas-per-sm", type=int, choices=range(0, 33), metavar="N",
                     help="at most N blocks an SM: the launch's shared memory raised to leave room for no more "
@@ -136,6 +162,14 @@ def main(argv=None):
                     "JIT marks 16-byte-aligned tensors and integers that are multiples of 16 (default: none)")
     ap.add_argument("-o", "--output", help="output file (required for cubin)")
     args = ap.parse_args(argv)
+    if args.output == "":
+        ap.error("-o takes a file name, got ''")
+    gpu_flags = [flag for flag, value in (("--stages", args.stages), ("--no-warp-specialize", args.no_warp_specialize),
+                                          ("--ctas-per-sm", args.ctas_per_sm), ("--registers", args.registers))
+                 if value not in (None, False)]
+    if gpu_flags and args.emit == "fakv":
+        ap.error(f"{', '.join(gpu_flags)}: options of the GPU compilation (--emit fakvgpu, llvm, ptx or cubin), "
+                 f"not of --emit fakv (the IR before it)")
     if args.emit == "cubin":           # (the facts go beside the cubin, FILE's extension replaced by .json)
         if not args.output:
             raise SystemExit("fakv.compile: --emit cubin needs -o FILE")
@@ -252,8 +286,9 @@ def _compile(ir, args, options):
         opts.update((k, v) for k, v in given.items() if v is not None)
         try:
             payload, facts = _fakv.compile(ir, "ptx" if args.emit == "cubin" else args.emit, *gpu_args(opts))
-        except TypeError:       # (an option past the binding's int: --stages -1 or 99999999999)
-            raise SystemExit(f"fakv.compile: an option out of range: {given}") from None
+        except TypeError:       # (a register count past the binding's int: 99999999999)
+            raise SystemExit(f"fakv.compile: --registers {args.registers[0]},{args.registers[1]}: out of range "
+                             f"(0, or a multiple of 8 in [24, 256]: setmaxnreg)") from None
         if args.emit == "cubin":
             from . import ptx
             payload = ptx.assemble(payload, "sm_90a")

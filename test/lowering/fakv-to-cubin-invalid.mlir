@@ -87,3 +87,14 @@ module {
 func.func @f80_argument(%x: f80, %p: !fakv.ptr<f32>) attributes {fakv.kernel} {
   return
 }
+
+// -----
+
+// A module without a kernel (an empty gpu.binary, exit 0, and its host
+// functions gone, before session 57).
+// expected-error @+1 {{holds no kernel (no func.func with the fakv.kernel attribute): nothing to compile for the GPU}}
+module {
+  func.func @host(%a: i32) -> i32 {
+    return %a : i32
+  }
+}

@@ -794,6 +794,42 @@ def test_cli_refuses_bad_attention_values_and_files():
     assert bad.returncode == 1 and "--divisible is for --arg / --const" in bad.stderr
 
 
+def test_cli_kernel_files_that_fail_and_options_that_do_not_apply(tmp_path):
+    """Session 57's review of the tools: a kernel file with a syntax error or a failing import was a traceback
+    through importlib; --stages 0 or any GPU option with --emit fakv was ignored (exit 0); -o '' wrote hidden
+    files; --attention of a 64 GiB cache was numpy's ArrayMemoryError (the call needs only the shapes)."""
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "frontend"))
+    decode = os.path.join(ROOT, "kernels", "decode.py")
+
+    def cli(*args):
+        return subprocess.run([sys.executable, "-m", "fakv.compile", *map(str, args)], env=env, capture_output=True,
+                              text=True, cwd=tmp_path)
+    broken = tmp_path / "broken.py"
+    broken.write_text("import fakv\n@fakv.jit\ndef k(X:\n    pass\n")
+    bad = cli(broken, "--emit", "fakv")
+    assert bad.returncode == 1 and bad.stderr.strip() == f"fakv.compile: {broken}:3: SyntaxError: '(' was never closed"
+    failing = tmp_path / "failing.py"
+    failing.write_text("import fakv\nimport no_such_module_anywhere\n")
+    bad = cli(failing, "--emit", "fakv")
+    assert bad.returncode == 1 and bad.stderr.strip() == (f"fakv.compile: {failing}:2: importing it failed: "
+                                                          "ModuleNotFoundError: No module named 'no_such_module_anywhere'")
+    for args, message in (
+            (["--stages", "0"], "argument --stages: invalid choice: 0 (choose from 1, 2, 3, 4, 5, 6, 7, 8)"),
+            (["--stages", "3"], "--stages: options of the GPU compilation (--emit fakvgpu, llvm, ptx or cubin), not "
+                                "of --emit fakv"),
+            (["--no-warp-specialize", "--ctas-per-sm", "1"], "--no-warp-specialize, --ctas-per-sm: options of the GPU"),
+            (["-o", ""], "-o takes a file name, got ''")):
+        bad = cli(decode, "--emit", "fakv", "--attention", "batch=1", *args)
+        assert bad.returncode == 2 and message in bad.stderr, bad.stderr
+    assert not list(tmp_path.glob(".*"))
+    bad = cli(decode, "--emit", "fakvgpu", "--attention", "batch=1", "--registers", "99999999999,8")
+    assert bad.returncode == 1 and bad.stderr.strip() == ("fakv.compile: --registers 99999999999,8: out of range (0, "
+                                                          "or a multiple of 8 in [24, 256]: setmaxnreg)")
+    for shape in ("batch=256,seqlen_k=131072", "batch=256,seqlen_k=131072,page_size=256"):     # 64 GiB a cache
+        out = cli(decode, "--emit", "fakv", "--attention", shape)
+        assert out.returncode == 0 and "func.func @decode(" in out.stdout, out.stderr
+
+
 def test_cli_refuses_bad_arg_lists_and_outputs(tmp_path):
     """--arg / --const without `=` or given twice (the last one won, silently), and an -o that cannot be written
     (a FileNotFoundError traceback): each a message."""
@@ -890,3 +926,33 @@ def test_fakv_compile_refuses_bad_chips_formats_and_empty_inputs(tmp_path):
     bad = subprocess.run([tool, str(tmp_path / "empty.mlir"), "-o", str(tmp_path / "e")], capture_output=True,
                          text=True)
     assert bad.returncode == 1 and "holds no kernel" in bad.stderr and not (tmp_path / "e.cubin").exists()
+
+
+@pytest.mark.skipif(not os.path.exists(FAKV_COMPILE), reason="needs the build's fakv-compile")
+def test_fakv_compile_says_errors_in_a_line_and_names_its_outputs(tmp_path):
+    """Session 57's review of the tools: a pass's error printed the whole module after it (--stages=9: 148
+    lines); --format=fatbin wrote a fatbin named .cubin; -o '' wrote hidden files; without ptxas, 5,054 lines
+    of IR came before the message; --help listed LLVM's back-end options, not the tool's."""
+    tool = FAKV_COMPILE
+    combine = os.path.join(ROOT, "kernels", "combine.mlir")
+    bad = subprocess.run([tool, combine, "-o", str(tmp_path / "c"), "--stages=9", "--format=isa"],
+                         capture_output=True, text=True)
+    assert bad.returncode == 1 and len(bad.stderr.splitlines()) == 1, bad.stderr
+    assert "stages must be in [1, 8]" in bad.stderr
+    bad = subprocess.run([tool, combine, "-o", ""], capture_output=True, text=True, cwd=tmp_path)
+    assert bad.returncode == 1 and bad.stderr == "fakv-compile: -o takes a path, got ''\n" and not list(tmp_path.iterdir())
+    helped = subprocess.run([tool, "--help"], capture_output=True, text=True)
+    assert helped.returncode == 0 and "--stages" in helped.stdout and "K/V ring depth" in helped.stdout
+    assert "amdgpu" not in helped.stdout.lower() and len(helped.stdout.splitlines()) < 40, helped.stdout
+    # No ptxas where gpu-module-to-binary would look: said first, in a line (unless the toolkit path MLIR was built
+    # with holds one).
+    env = {"PATH": "/usr/bin:/bin", "HOME": os.environ.get("HOME", "/tmp")}
+    bad = subprocess.run([tool, combine, "-o", str(tmp_path / "c")], capture_output=True, text=True, env=env)
+    if bad.returncode:
+        assert bad.stderr.startswith("fakv-compile: --format=bin needs ptxas") and len(bad.stderr.splitlines()) == 1
+    ptxas = shutil.which("ptxas") or "/usr/local/cuda/bin/ptxas"
+    if os.access(ptxas, os.X_OK) and shutil.which("fatbinary", path=os.path.dirname(ptxas)):
+        env = dict(os.environ, PATH=os.path.dirname(ptxas) + ":" + os.environ.get("PATH", ""))
+        subprocess.run([tool, combine, "-o", str(tmp_path / "f"), "--format=fatbin"], check=True, env=env)
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["f.fatbin", "f.json"]
+        assert (tmp_path / "f.fatbin").read_bytes()[:4] == bytes.fromhex("50ed55ba")     # a fatbin's magic

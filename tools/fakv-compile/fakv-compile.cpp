@@ -1,9 +1,10 @@
 //===- fakv-compile.cpp - fakv IR to a GPU binary and its launch facts ----===//
 //
-//   fakv-compile kernel.mlir -o out [--format=bin|isa] [--stages=N]
+//   fakv-compile kernel.mlir -o out [--format=bin|isa|fatbin] [--stages=N]
 //                [--no-warp-specialize]
 //
-// Runs fakv-to-cubin and writes `out.cubin` (or `out.ptx`) and `out.json`:
+// Runs fakv-to-cubin and writes `out.cubin` (or `out.ptx`, `out.fatbin`)
+// and `out.json`:
 // for each kernel its name, threads per block, dynamic shared memory,
 // parameters (in order) and the tensor maps to pass by value after them
 // (which parameter is the cache and the box rows). runtime/ launches from
@@ -23,33 +24,66 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
+#include "mlir/Target/LLVM/NVVM/Utils.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/JSON.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 
 using namespace mlir;
 
+static llvm::cl::OptionCategory category("fakv-compile options");
 static llvm::cl::opt<std::string> inputFile(llvm::cl::Positional,
                                             llvm::cl::desc("<fakv IR file>"),
-                                            llvm::cl::Required);
+                                            llvm::cl::Required, llvm::cl::cat(category));
 static llvm::cl::opt<std::string> outputBase("o", llvm::cl::desc("output path without extension"),
-                                             llvm::cl::Required);
-static llvm::cl::opt<std::string> format("format", llvm::cl::desc("bin (cubin) or isa (PTX)"),
-                                         llvm::cl::init("bin"));
-static llvm::cl::opt<std::string> chip("chip", llvm::cl::init("sm_90a"));
-static llvm::cl::opt<unsigned> stages("stages", llvm::cl::init(2));
-static llvm::cl::opt<bool> noWarpSpecialize("no-warp-specialize", llvm::cl::init(false));
+                                             llvm::cl::Required, llvm::cl::cat(category));
+static llvm::cl::opt<std::string> format("format",
+                                         llvm::cl::desc("bin (a cubin, by ptxas), isa (PTX) or fatbin"),
+                                         llvm::cl::init("bin"), llvm::cl::cat(category));
+static llvm::cl::opt<std::string> chip("chip", llvm::cl::desc("the GPU: sm_90a (the only one)"),
+                                       llvm::cl::init("sm_90a"), llvm::cl::cat(category));
+static llvm::cl::opt<unsigned> stages("stages", llvm::cl::desc("K/V ring depth, 1 to 8"),
+                                      llvm::cl::init(2), llvm::cl::cat(category));
+static llvm::cl::opt<bool> noWarpSpecialize(
+    "no-warp-specialize", llvm::cl::desc("no producer warpgroup: every warp copies and computes"),
+    llvm::cl::init(false), llvm::cl::cat(category));
+
+/// The extension of the object `format` names (checkFakvToCubinOptions's list).
+static llvm::StringRef extensionOf(llvm::StringRef format) {
+  if (format == "isa" || format == "assembly")
+    return ".ptx";
+  if (format == "fatbin" || format == "fatbinary")
+    return ".fatbin";
+  return ".cubin";
+}
+
+/// ptxas where gpu-module-to-binary looks for it (the CUDA toolkit's bin/,
+/// then PATH): said before compiling, not after thousands of lines of IR.
+static bool findPtxas() {
+  llvm::SmallString<256> path(NVVM::getCUDAToolkitPath());
+  llvm::sys::path::append(path, "bin", "ptxas");
+  return llvm::sys::fs::can_execute(path) || static_cast<bool>(llvm::sys::findProgramByName("ptxas"));
+}
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  llvm::cl::HideUnrelatedOptions(category);
   llvm::cl::ParseCommandLineOptions(argc, argv, "fakv compiler: fakv IR -> cubin/PTX + launch facts\n");
+  if (outputBase.empty()) {
+    llvm::errs() << "fakv-compile: -o takes a path, got ''\n";
+    return 1;
+  }
 
   DialectRegistry registry;
   fakv::registerFakvDialects(registry);
   MLIRContext ctx(registry);
   ctx.loadAllAvailableDialects();
+  ctx.printOpOnDiagnostic(false);     // (a pass's error on the module printed all of it: thousands of lines)
   llvm::SourceMgr sources;
   std::string error;
   auto file = openInputFile(inputFile, &error);
@@ -74,6 +108,14 @@ int main(int argc, char **argv) {
         return failure();
       })))
     return 1;
+  if (extensionOf(format) != ".ptx" && !findPtxas()) {
+    llvm::StringRef toolkit = NVVM::getCUDAToolkitPath();
+    llvm::errs() << "fakv-compile: --format=" << format << " needs ptxas, found none on PATH nor "
+                 << (toolkit.empty() ? llvm::Twine("in a CUDA toolkit (CUDA_HOME, CUDA_ROOT, CUDA_PATH unset)")
+                                     : "in " + toolkit + "/bin")
+                 << ": set CUDA_HOME to the CUDA toolkit, or --format=isa for PTX\n";
+    return 1;
+  }
   PassManager toLLVM(&ctx);
   fakv::buildFakvToFakvGPUPipeline(toLLVM, options);
   fakv::buildFakvGPUToLLVMPipeline(toLLVM, options);
@@ -99,7 +141,7 @@ int main(int argc, char **argv) {
       object = cast<gpu::ObjectAttr>(a).getObject().getValue().str();
   });
 
-  std::string ext = format == "isa" ? ".ptx" : ".cubin";
+  std::string ext = extensionOf(format).str();
   auto out = openOutputFile(outputBase + ext, &error);
   auto meta = openOutputFile(outputBase + ".json", &error);
   if (!out || !meta) {
