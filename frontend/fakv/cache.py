@@ -1,10 +1,9 @@
 """The on-disk kernel cache: a cubin and its launch facts per key.
 
-    $FAKV_CACHE_DIR (default ~/.cache/fakv)/<key>.cubin
-                                            /<key>.json   {"facts": ..., "sha256": <the cubin's and facts'>}
-
-                                            /index/<key>.bin    a prepared call's kernels: their
-                                                                entries as a JSON line, then their cubins
+    $FAKV_CACHE_DIR/<key>.cubin
+                   /<key>.json       {"facts": ..., "sha256": <the cubin's and facts'>}
+                   /index/<key>.bin  a prepared call's kernels: their entries as a JSON line, then their cubins
+    (default: $XDG_CACHE_HOME/fakv when that is absolute, else ~/.cache/fakv)
 
 Entries are written to temporary files and renamed into place, the JSON
 last, so that processes sharing the directory never read half an entry. An
@@ -12,7 +11,9 @@ entry whose cubin and facts do not match its checksum, or whose JSON does not
 parse, is a miss (and is rewritten). A process's first write to a folder removes the
 temporary files there an hour old (a writer killed between writing and renaming left them). A
 directory that cannot be written leaves the
-kernel in memory only, with one warning.
+kernel in memory only, with one warning; so does one another user can
+write (private(): its entries are neither read nor written; fakv makes
+its folders 0700, its files 0600).
 
 The index (load_index / store_index) maps what an API call specialises on
 (prepare.py) to its kernels, cubins included (one file read on a warm
@@ -28,7 +29,6 @@ import json
 import os
 import re
 import stat
-import threading
 import warnings
 
 _warned = set()
@@ -214,10 +214,54 @@ def checksum(binary, *described):
     return h.hexdigest()
 
 
+_PRIVATE = {}        # folder -> whether it is this user's alone (private(): once a process)
+
+
+def private(d):
+    """Whether folder `d` is this user's alone: owned by them and written by
+    no one else (not by its group, not by others). An entry is code the GPU
+    runs (a cubin) or trusts (a recipe's grid and workspace offsets), and
+    its checksum anyone can compute: in a folder another user can write it
+    could be anyone's, and a link they planted at a writer's temporary name
+    would be written through. True for a folder not made yet (fakv makes it
+    0700). One warning per folder refused; the kernels stay in memory."""
+    ok = _PRIVATE.get(d)
+    if ok is None:
+        try:
+            st = os.stat(d)
+        except FileNotFoundError:
+            return True
+        except OSError:
+            return False
+        ok = _PRIVATE[d] = not hasattr(os, "geteuid") or (st.st_uid == os.geteuid() and not st.st_mode & 0o022)
+        if not ok and d not in _warned:
+            _warned.add(d)
+            warnings.warn(f"fakv: the kernel cache {d} is not yours alone (owner uid {st.st_uid}, mode "
+                          f"{stat.S_IMODE(st.st_mode):o}): not used, compiled kernels are kept in memory only "
+                          f"(`chmod go-w` it if it is yours, or set FAKV_CACHE_DIR to a folder of your own)",
+                          RuntimeWarning, stacklevel=4)
+    return ok
+
+
+def _create(path):
+    """A new file at `path` for this process to write (0600; never through a
+    link, never one that exists: another writer's, or a planted one)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+    return os.fdopen(os.open(path, flags, 0o600), "wb")
+
+
+def _temporary(path):
+    """A temporary name beside `path` (_TEMPORARY's): the writer's pid and a random number (a pid and a thread
+    id were the same on two hosts sharing a folder, or two containers)."""
+    return f"{path}.{os.getpid()}.{int.from_bytes(os.urandom(6), 'little')}.tmp"
+
+
 def read(path):
     """The bytes of a cache file; b"" (a miss) for anything but a plain file: opened without blocking and
     checked, so that a FIFO in an entry's place does not wait for a writer for ever (nor /dev/zero read
-    for ever)."""
+    for ever); b"" too in a folder others can write (private())."""
+    if not private(os.path.dirname(path)):
+        return b""
     with open(path, "rb", opener=lambda p, flags: os.open(p, flags | getattr(os, "O_NONBLOCK", 0))) as f:
         if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
             return b""
@@ -261,7 +305,8 @@ def store_index(key, items):
 
 _STALE_SECONDS = 3600     # a temporary file this old is a dead writer's (a write takes milliseconds)
 # The names of fakv's own temporary files (store's and write_quietly's: a key of 32 hex digits, its suffix, the
-# writer's pid and thread): any name holding ".tmp" matched, and a user's files in FAKV_CACHE_DIR went.
+# writer's pid and a random number, _temporary()): any name holding ".tmp" matched, and a user's files in
+# FAKV_CACHE_DIR went.
 _TEMPORARY = re.compile(r"[0-9a-f]{32}(\.bin|\.json)?\.[0-9]+\.[0-9]+\.tmp(\.cubin|\.json)?")
 _swept = set()
 
@@ -290,14 +335,17 @@ def _sweep(d):
 
 
 def write_quietly(path, data):
-    """Writes `data` (bytes) to `path` at once (a file of this process and
-    thread renamed over it, so readers never see part of it), making its
-    directory; quietly nothing when it cannot be written."""
-    tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
+    """Writes `data` (bytes) to `path` at once (a new file of this writer's
+    renamed over it, so readers never see part of it), making its
+    directory; quietly nothing when it cannot be written (or is not
+    private(): one warning)."""
+    tmp = _temporary(path)
     try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
+        os.makedirs(os.path.dirname(path), 0o700, exist_ok=True)
+        if not private(os.path.dirname(path)):
+            return
         _sweep(os.path.dirname(path))
-        with open(tmp, "wb") as f:
+        with _create(tmp) as f:
             f.write(data)
         os.replace(tmp, path)
     except OSError:
@@ -350,14 +398,16 @@ def store(key, binary, facts):
     directory cannot be written."""
     d = cache_dir()
     base = os.path.join(d, key)
-    tmp = f"{base}.{os.getpid()}.{threading.get_ident()}.tmp"
+    tmp = _temporary(base)
     try:
-        os.makedirs(d, exist_ok=True)
+        os.makedirs(d, 0o700, exist_ok=True)
+        if not private(d):
+            return False
         _sweep(d)
-        with open(tmp + ".cubin", "wb") as f:
+        with _create(tmp + ".cubin") as f:
             f.write(binary)
-        with open(tmp + ".json", "w") as f:
-            json.dump({"facts": facts, "sha256": checksum(binary, facts)}, f)
+        with _create(tmp + ".json") as f:
+            f.write(json.dumps({"facts": facts, "sha256": checksum(binary, facts)}).encode())
         os.replace(tmp + ".cubin", base + ".cubin")
         os.replace(tmp + ".json", base + ".json")
         return True

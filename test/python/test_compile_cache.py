@@ -4,8 +4,10 @@ disk cache they share (keyed on the kernel source, checksummed)."""
 import concurrent.futures
 import json
 import os
+import stat
 import subprocess
 import sys
+import warnings
 
 import pytest
 
@@ -345,6 +347,44 @@ def test_a_fifo_in_an_entrys_place_is_a_miss(tmp_path, monkeypatch):
     assert cache.store("k", b"cubin", {"threads": 128}) and cache.load("k") == (b"cubin", {"threads": 128})
     os.symlink("/dev/zero", tmp_path / "z.json")         # (read for ever, as plain open() would)
     assert cache.load("z") is None
+
+
+def test_a_folder_others_can_write_is_not_used(tmp_path, monkeypatch):
+    """Session 57's review of the runtime: entries were read from, and written into, a folder anyone could
+    write (FAKV_CACHE_DIR=/tmp/fakv: a planted cubin ran, a planted recipe's grid wrote past its workspace, a
+    link planted at a writer's temporary name was written through). Such a folder is used neither way, with
+    one warning; fakv's own folders are 0700 and its files 0600, made new (never through a link)."""
+    from fakv import recipes
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    monkeypatch.setenv("FAKV_CACHE_DIR", str(shared))
+    assert cache.store("k", b"cubin", {"threads": 128}) and cache.load("k") == (b"cubin", {"threads": 128})
+    cache.write_quietly(str(shared / "recipes" / "r.json"), b"x")
+    assert stat.S_IMODE((shared / "recipes").stat().st_mode) == 0o700
+    assert {stat.S_IMODE(p.stat().st_mode) for p in shared.rglob("*") if p.is_file()} == {0o600}
+    open_ = tmp_path / "open"
+    open_.mkdir()
+    open_.chmod(0o1777)                         # (as /tmp)
+    (open_ / "k.cubin").write_bytes(b"planted")
+    (open_ / "k.json").write_text(json.dumps({"facts": {"threads": 128}, "sha256": cache.checksum(b"planted",
+                                                                                                 {"threads": 128})}))
+    monkeypatch.setenv("FAKV_CACHE_DIR", str(open_))
+    with pytest.warns(RuntimeWarning, match=r"is not yours alone \(owner uid \d+, mode 1777\): not used"):
+        assert cache.load("k") is None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                 # (one warning a folder)
+        assert cache.load("k") is None and not cache.store("j", b"cubin", {})
+        assert recipes.load("r") is None
+    assert sorted(p.name for p in open_.iterdir()) == ["k.cubin", "k.json"]
+    # A link at a temporary name is not followed, nor is a name in use overwritten.
+    victim = tmp_path / "victim"
+    victim.write_text("mine")
+    monkeypatch.setattr(cache, "_temporary", lambda path: path + ".1.1.tmp")
+    monkeypatch.setenv("FAKV_CACHE_DIR", str(shared))
+    os.symlink(victim, str(shared / "q") + ".1.1.tmp.cubin")
+    with pytest.warns(RuntimeWarning, match="cannot write the kernel cache"):
+        assert not cache.store("q", b"cubin", {})
+    assert victim.read_text() == "mine" and cache.load("q") is None
 
 
 def test_malformed_index_entries_are_misses(tmp_path, monkeypatch):
