@@ -832,6 +832,29 @@ def test_prepared_call_in_a_fresh_thread(page):
     assert ok, msg
 
 
+def test_jit_launch_in_a_fresh_thread():
+    """A @fakv.jit kernel launched by a thread whose first CUDA work this is (no current CUDA context; the
+    kernel made by another thread): "no current CUDA context (initialise CUDA first ...)" before session 57,
+    and so were the API's unprepared routes (appending at head dim 256) from such a thread."""
+    import threading
+    x = torch.arange(1000, device="cuda", dtype=torch.float32)
+    y = torch.ones_like(x)
+    axpy[(8,)](x, y, 1000, 2.0, BLOCK=128)
+    done = {}
+
+    def worker():
+        try:
+            axpy[(8,)](x, y, 1000, 2.0, BLOCK=128)
+        except Exception as e:  # noqa: BLE001
+            done["error"] = e
+    t = threading.Thread(target=worker)
+    t.start()
+    t.join()
+    assert "error" not in done, done.get("error")
+    torch.cuda.synchronize()
+    assert torch.equal(y, 4 * x + 1)
+
+
 def _on_cuda1(inputs):
     """For the two-GPU tests: a call with 3 splits, its result on cuda:0 (cuda:0 made current) and the inputs
     copied to cuda:1; skips with fewer GPUs."""
