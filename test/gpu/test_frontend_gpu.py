@@ -794,13 +794,29 @@ def test_second_call_is_prepared(page, seqlens, monkeypatch):
     assert torch.equal(causal[0], again[0]) and torch.equal(causal[1], again[1])
 
 
+def _in_a_fresh_thread(fn):
+    """fn() run by a new thread (no current CUDA context in it), its result returned (its exception fails)."""
+    import threading
+    done = {}
+
+    def worker():
+        try:
+            done["out"] = fn()
+        except Exception as e:  # noqa: BLE001
+            done["error"] = e
+    t = threading.Thread(target=worker)
+    t.start()
+    t.join()
+    assert "error" not in done, done.get("error")
+    return done["out"]
+
+
 @pytest.mark.parametrize("page", [None, 256])
 def test_prepared_call_in_a_fresh_thread(page):
     """A thread whose first CUDA work is a call another thread prepared (it has no current CUDA context: the
     fast path raised "not on the current CUDA device"), and a kept prepared call holds no tensor of the call
     that prepared it (its workspace allocator held q)."""
     import gc
-    import threading
     import weakref
     from fakv import prepare
     q, k, v, lens, table = _inputs(page)
@@ -814,21 +830,11 @@ def test_prepared_call_in_a_fresh_thread(page):
     del first
     gc.collect()
     assert gone() is None, "the prepared call keeps the q that prepared it"
-    done = {}
-
-    def worker():
-        try:
-            done["out"] = call(q)
-        except Exception as e:  # noqa: BLE001
-            done["error"] = e
-    t = threading.Thread(target=worker)
-    t.start()
-    t.join()
-    assert "error" not in done, done.get("error")
+    out = _in_a_fresh_thread(lambda: call(q))
     torch.cuda.synchronize()
     # (first held other values than q: a prepared call that kept reading first's memory would not give q's)
-    assert not torch.equal(done["out"], want)
-    ok, msg = _reference_check(done["out"], q, k, v, lens, table, page)
+    assert not torch.equal(out, want)
+    ok, msg = _reference_check(out, q, k, v, lens, table, page)
     assert ok, msg
 
 
@@ -836,21 +842,10 @@ def test_jit_launch_in_a_fresh_thread():
     """A @fakv.jit kernel launched by a thread whose first CUDA work this is (no current CUDA context; the
     kernel made by another thread): "no current CUDA context (initialise CUDA first ...)" before session 57,
     and so were the API's unprepared routes (appending at head dim 256) from such a thread."""
-    import threading
     x = torch.arange(1000, device="cuda", dtype=torch.float32)
     y = torch.ones_like(x)
     axpy[(8,)](x, y, 1000, 2.0, BLOCK=128)
-    done = {}
-
-    def worker():
-        try:
-            axpy[(8,)](x, y, 1000, 2.0, BLOCK=128)
-        except Exception as e:  # noqa: BLE001
-            done["error"] = e
-    t = threading.Thread(target=worker)
-    t.start()
-    t.join()
-    assert "error" not in done, done.get("error")
+    _in_a_fresh_thread(lambda: axpy[(8,)](x, y, 1000, 2.0, BLOCK=128))
     torch.cuda.synchronize()
     assert torch.equal(y, 4 * x + 1)
 
