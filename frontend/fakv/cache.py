@@ -243,6 +243,15 @@ def private(d):
     return ok
 
 
+def usable(d):
+    """Whether cache folder `d` (the cache's, or one of its index/ and
+    recipes/) may be read and written: it and the cache's folder private()
+    (a folder of fakv's own, made 0700, inside one others can write is
+    theirs to replace)."""
+    root = cache_dir()
+    return private(root) and (d == root or private(d))
+
+
 def _create(path):
     """A new file at `path` for this process to write (0600; never through a
     link, never one that exists: another writer's, or a planted one)."""
@@ -259,8 +268,8 @@ def _temporary(path):
 def read(path):
     """The bytes of a cache file; b"" (a miss) for anything but a plain file: opened without blocking and
     checked, so that a FIFO in an entry's place does not wait for a writer for ever (nor /dev/zero read
-    for ever); b"" too in a folder others can write (private())."""
-    if not private(os.path.dirname(path)):
+    for ever); b"" too in a folder others can write (usable())."""
+    if not usable(os.path.dirname(path)):
         return b""
     with open(path, "rb", opener=lambda p, flags: os.open(p, flags | getattr(os, "O_NONBLOCK", 0))) as f:
         if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
@@ -338,11 +347,13 @@ def write_quietly(path, data):
     """Writes `data` (bytes) to `path` at once (a new file of this writer's
     renamed over it, so readers never see part of it), making its
     directory; quietly nothing when it cannot be written (or is not
-    private(): one warning)."""
+    usable(): one warning)."""
     tmp = _temporary(path)
     try:
+        if not private(cache_dir()):          # (before making a folder in it)
+            return
         os.makedirs(os.path.dirname(path), 0o700, exist_ok=True)
-        if not private(os.path.dirname(path)):
+        if not usable(os.path.dirname(path)):
             return
         _sweep(os.path.dirname(path))
         with _create(tmp) as f:

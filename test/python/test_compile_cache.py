@@ -2,6 +2,7 @@
 (fakv.ptx), kernels compiled in parallel threads and processes, and the
 disk cache they share (keyed on the kernel source, checksummed)."""
 import concurrent.futures
+import hashlib
 import json
 import os
 import stat
@@ -368,6 +369,9 @@ def test_a_folder_others_can_write_is_not_used(tmp_path, monkeypatch):
     (open_ / "k.cubin").write_bytes(b"planted")
     (open_ / "k.json").write_text(json.dumps({"facts": {"threads": 128}, "sha256": cache.checksum(b"planted",
                                                                                                  {"threads": 128})}))
+    (open_ / "recipes").mkdir(mode=0o700)             # (a folder of this user's, in one anyone can write)
+    recipe = json.dumps({"decode_grid": [1048576, 1, 1]}).encode()
+    (open_ / "recipes" / "r.json").write_bytes(hashlib.sha256(recipe).hexdigest().encode() + b"\n" + recipe)
     monkeypatch.setenv("FAKV_CACHE_DIR", str(open_))
     with pytest.warns(RuntimeWarning, match=r"is not yours alone \(owner uid \d+, mode 1777\): not used"):
         assert cache.load("k") is None
@@ -375,7 +379,10 @@ def test_a_folder_others_can_write_is_not_used(tmp_path, monkeypatch):
         warnings.simplefilter("error")                 # (one warning a folder)
         assert cache.load("k") is None and not cache.store("j", b"cubin", {})
         assert recipes.load("r") is None
-    assert sorted(p.name for p in open_.iterdir()) == ["k.cubin", "k.json"]
+        cache.write_quietly(recipes._path("s"), b"x")
+        cache.store_index("i", [])
+    assert sorted(p.name for p in open_.iterdir()) == ["k.cubin", "k.json", "recipes"]
+    assert [p.name for p in (open_ / "recipes").iterdir()] == ["r.json"]
     # A link at a temporary name is not followed, nor is a name in use overwritten.
     victim = tmp_path / "victim"
     victim.write_text("mine")
