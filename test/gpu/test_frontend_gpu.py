@@ -608,6 +608,14 @@ def _reference_check(out, q, k, v, lens, table, page):
     return check(out, ref, pt, "out")
 
 
+def _other_rows_check(out, q, k, v, lens, table, page, bad):
+    """_reference_check of every batch row but `bad` (whose data was bad: its output is not valid)."""
+    rows = [r for r in range(q.shape[0]) if r != bad]
+    if table is None:
+        return _reference_check(out[rows], q[rows], k[rows], v[rows], lens[rows], None, page)
+    return _reference_check(out[rows], q[rows], k, v, lens[rows], table[rows], page)
+
+
 @pytest.mark.parametrize("page", [None, 256])
 def test_int_length_first_seen_in_a_capture(page):
     """An int cache_seqlens first seen while a call is captured into a CUDA
@@ -682,17 +690,19 @@ def test_layers_each_with_their_own_caches(page):
 @pytest.mark.parametrize("page", [16, 256])
 def test_bad_block_table_is_reported(page):
     """A block-table entry outside the cache: the kernel reads nothing of
-    it, fakv.synchronize() raises DataError naming block_table and the batch
-    row, and the CUDA context lives on (the next call with good data is
-    right)."""
+    it (the other rows are right), fakv.synchronize() raises DataError
+    naming block_table and the batch row, and the CUDA context lives on (the
+    next call with good data is right)."""
     q, k, v, lens, table = _inputs(page)
     if COMPILE_ONLY:
         return fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table)
     good = table[1, 0].item()
     table[1, 0] = k.shape[0] + 5                                # a page that does not exist
-    fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table)
+    out = fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table)
     with pytest.raises(fakv.DataError, match="block_table of batch row 1"):
         fakv.synchronize()
+    ok, msg = _other_rows_check(out, q, k, v, lens, table, page, bad=1)     # (row 1's output is not valid)
+    assert ok, msg
     table[1, 0] = -7
     fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table)
     torch.cuda.synchronize()
@@ -708,16 +718,18 @@ def test_bad_block_table_is_reported(page):
 
 @pytest.mark.parametrize("page", [None, 16, 256])
 def test_bad_seqlens_are_reported(page):
-    """cache_seqlens beyond the cache (or negative): clamped in the kernel,
-    reported at the next call; FAKV_CHECK_DATA=1 raises in the call itself,
+    """cache_seqlens beyond the cache (or negative): that sequence reads no
+    key (the other rows are right), reported at the next call; FAKV_CHECK_DATA=1 raises in the call itself,
     before launching."""
     q, k, v, lens, table = _inputs(page)
     if COMPILE_ONLY:
         return fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table)
     lens[2] = 10 ** 6
-    fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table)
+    out = fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table)
     with pytest.raises(fakv.DataError, match="cache_seqlens of batch row 2"):
         fakv.synchronize()
+    ok, msg = _other_rows_check(out, q, k, v, lens, table, page, bad=2)
+    assert ok, msg
     lens[2] = -1
     fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table)
     with pytest.raises(fakv.DataError, match="cache_seqlens of batch row 2"):

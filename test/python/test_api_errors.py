@@ -603,11 +603,13 @@ def test_appending_into_a_read_only_cache_is_refused(tmp_path):
     base = np.zeros((2, 32, 2, 64), np.float16)          # (np.save keeps float16; bfloat16 it stores as bytes)
     np.save(tmp_path / "cache.npy", base)
     mapped = np.load(tmp_path / "cache.npy", mmap_mode="r")
+    partners = np.zeros_like(base), np.zeros_like(base)       # (the writable caches beside them: untouched too)
     with pytest.raises(fakv.FakvError, match="`k_cache` is read-only; `k` and `v` are appended into it in place"):
-        _appending(mapped, np.zeros_like(base))
+        _appending(mapped, partners[0])
     frozen = np.frombuffer(bytes(base.nbytes), np.float16).reshape(base.shape)
     with pytest.raises(fakv.FakvError, match="`v_cache` is read-only"):
-        _appending(np.zeros_like(base), frozen)
+        _appending(partners[1], frozen)
+    assert not partners[0].any() and not partners[1].any()
     broadcast = np.broadcast_to(base[:1], base.shape)
     with pytest.raises(fakv.FakvError, match="`k_cache` is read-only"):
         _appending(broadcast, broadcast)

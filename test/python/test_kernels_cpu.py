@@ -797,3 +797,9 @@ def test_copy_option_kernels_on_the_cpu_path(monkeypatch, request, switch, optio
     out = fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=seqlens, block_table=table, causal=causal)
     ok, msg = check(out, ref, pt)
     assert ok, msg
+    # ... and the call ran a kernel with the option (one left without it gave the same attention)
+    from fakv.kernels.decode import decode
+    attribute = "fakv.row_boxes" if option == "row_boxes" else f"fakv.warm_pages = {value} : i32"
+    irs = [c.ir for fn in (decode, *decode._variants.values()) if fn.options.get(option) == value
+           for c in fn._compiled.values() if c.cpu]
+    assert irs and all(attribute in ir for ir in irs)

@@ -15,9 +15,10 @@ from test_kernels_cpu import make
 from fakv.kernels.decode import decode
 
 
-def run_decode(kernel, q, k, v, seqlens, table, causal, splits, group_tile=None, sequences_first=False):
+def run_decode(kernel, q, k, v, seqlens, table, causal, splits, group_tile=None, sequences_first=False, used=None):
     """kernels/decode.py's launch, as fakv.interface plans it, by `kernel`;
-    `sequences_first`: as planned when batch x query blocks pass 65535."""
+    `sequences_first`: as planned when batch x query blocks pass 65535;
+    `used`: a list the kernel launched (with the plan's options) is added to."""
     from fakv.interface import plain_extras, plan
     batch, sq, heads, d = q.shape
     kv_heads = k.shape[2]
@@ -34,6 +35,8 @@ def run_decode(kernel, q, k, v, seqlens, table, causal, splits, group_tile=None,
         p = dict(p, decode=dict(p["decode"], HEADS_FIRST=False), decode_grid=(g[1], g[0], g[2]),
                  decode_options=dict(p["decode_options"], pack_gqa=1))
     kernel = kernel.with_options(**p["decode_options"]) if kernel.pack_gqa is not None else kernel
+    if used is not None:
+        used.append(kernel)
     kernel[p["decode_grid"]](
         q, k, v, bt, seqlens, out, lse, out_part, lse_part,
         sq * heads * d, heads * d, d, k.shape[1] * kv_heads * d, kv_heads * d, d,
@@ -42,6 +45,13 @@ def run_decode(kernel, q, k, v, seqlens, table, causal, splits, group_tile=None,
             *plain_extras(seqlens, lse, k.shape[1] * (bt.shape[1] if table is not None else 1)),
         **p["decode"])
     return (out, lse) if n == 1 else (out_part, lse_part)
+
+
+def packings(kernel):
+    """How fakv-pack-gqa packed `kernel`'s CPU specialisations (the grid
+    folding of each: (1, 1, 1) unpacked)."""
+    from fakv.compiler import cpu_symbol
+    return {tuple(c.cpu.grid_packing.get(cpu_symbol("decode"), (1, 1, 1))) for c in kernel._compiled.values() if c.cpu}
 
 
 @pytest.mark.parametrize("heads,page,query,splits", [
@@ -53,8 +63,12 @@ def test_packed_equals_unpacked(heads, page, query, splits):
     q, k, v, seqlens, table, causal = make("bf16", heads, page, query, seed=11)
     unpacked = decode.with_options(pack_gqa=None)   # the same kernel, one program per query head
     assert unpacked.pack_gqa is None and decode.pack_gqa == 0     # (the heads on grid axis 0)
-    got = run_decode(decode, q, k, v, seqlens, table, causal, splits)
+    used = []
+    got = run_decode(decode, q, k, v, seqlens, table, causal, splits, used=used)
     want = run_decode(unpacked, q, k, v, seqlens, table, causal, splits)
+    # (packed: the group's heads folded into grid axis 0; a kernel left unpacked gave the same bits)
+    assert (heads[0] // heads[1], 1, 1) in packings(used[0]) and (1, 1, 1) not in packings(used[0])
+    assert packings(unpacked) == {(1, 1, 1)}
     for g, w in zip(got, want):
         assert np.array_equal(g.astype(np.float32), w.astype(np.float32), equal_nan=True)
     if splits == 1:                                  # and both are attention
@@ -68,8 +82,11 @@ def test_sequences_first_is_the_same_attention():
     of more than 65535 sequence x query blocks, gives the same bits, split or not."""
     for heads, page, query, splits in (((8, 2), 16, (1, False), 1), ((6, 2), None, (3, True), 2)):
         q, k, v, seqlens, table, causal = make("bf16", heads, page, query, seed=5)
-        got = run_decode(decode, q, k, v, seqlens, table, causal, splits, sequences_first=True)
-        want = run_decode(decode, q, k, v, seqlens, table, causal, splits)
+        used = []
+        got = run_decode(decode, q, k, v, seqlens, table, causal, splits, sequences_first=True, used=used)
+        want = run_decode(decode, q, k, v, seqlens, table, causal, splits, used=used)
+        group = heads[0] // heads[1]
+        assert (1, group, 1) in packings(used[0]) and (group, 1, 1) in packings(used[1])     # (packed on axis 1)
         for g, w in zip(got, want):
             assert np.array_equal(g.astype(np.float32), w.astype(np.float32), equal_nan=True)
 

@@ -65,11 +65,23 @@ def test_appending_call_leaves_the_last_split_room(seqlen):
     """When decode appends (b1 s32768 does not: test_who_appends), its last split has room for the new keys: the
     longest program's work is a full share of cache blocks or the new keys' (_APPEND_BLOCKS), never both (the
     splits before the last may then read no block: at s1024 14 splits, 8 reading 2 blocks each; at s8192 29, 26)."""
+    import importlib
+    import re
+    import types
     p = plan(1, 1, 32, 8, 128, "bf16", True, 256, seqlen, False, 0, 132, L2, appending=True)
     assert p["fused_append"]
     n, splits = math.ceil(seqlen / p["decode"]["BLOCK_N"]), p["num_splits"]
-    per = -(-(n + _APPEND_BLOCKS) // splits)                # decode.py's shares with APPEND
-    shares = [max(0, min(per, n - s * per)) for s in range(splits)]
+    assert (splits, n) == {1024: (14, 16), 8192: (29, 128)}[seqlen]
+    # The shares as decode.py computes them: its two lines evaluated (a copy of them here could not fail).
+    with open(importlib.import_module("fakv.kernels.decode").__file__) as f:
+        source = f.read()
+    per_split = re.search(r"^ *per_split = (.+?) *#", source, re.M).group(1)
+    first_last = re.search(r"^ *first, last = (.+)$", source, re.M).group(1)
+    at = dict(hi=n, lo=0, APPEND=_APPEND_BLOCKS, splits=splits, fl=types.SimpleNamespace(minimum=min))
+    per = eval(per_split, at)
+    shares = [max(0, last - first) for first, last in (eval(first_last, dict(at, per_split=per, split=s))
+                                                        for s in range(splits))]
+    assert sum(shares) == n and sum(1 for x in shares if x) == {1024: 8, 8192: 26}[seqlen]
     assert max(max(shares[:-1]), shares[-1] + _APPEND_BLOCKS) == max(per, _APPEND_BLOCKS)
 
 
