@@ -373,3 +373,212 @@ func.func @tma_boxes_of_another_length(%a: !fakv.ptr<bf16>, %m: !llvm.ptr) attri
 func.func @six_warp_bases(%t: tensor<64xf32, #fakvgpu.linear<regs = [], lanes = [[1], [2], [4], [8], [16]], warps = [[32], [0], [0], [0], [0], [0]]>>) {
   return
 }
+
+// -----
+
+// expected-error @+1 {{every basis must have 2 entries}}
+func.func @layout_ragged(%t: tensor<16x16xf32, #fakvgpu.linear<regs = [[0, 1], [2]], lanes = [[1, 0], [2, 0], [4, 0], [8, 0], [0, 0]], warps = []>>) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{a linear layout needs rank >= 1}}
+func.func @layout_rank0(%t: tensor<16xf32, #fakvgpu.linear<regs = [], lanes = [], warps = []>>) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{a linear layout has 5 lane bases (32 lanes), got 4}}
+func.func @layout_four_lanes(%t: tensor<16xf32, #fakvgpu.linear<regs = [], lanes = [[1], [2], [4], [8]], warps = []>>) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{basis entries must be 0 or powers of two, got 3}}
+func.func @layout_basis_not_pow2(%t: tensor<16xf32, #fakvgpu.linear<regs = [[3]], lanes = [[1], [2], [4], [8], [0]], warps = []>>) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{a linear layout's tile has power-of-two dimensions, got 12}}
+func.func @layout_tile_not_pow2(%t: tensor<12x16xf32, #fakvgpu.linear<regs = [[0, 1], [0, 2], [0, 4], [0, 8]], lanes = [[1, 0], [2, 0], [4, 0], [0, 0], [0, 0]], warps = []>>) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{only 128-byte swizzle is supported, got 64}}
+func.func @swizzle_64(%t: tensor<32x64xbf16, #fakvgpu.shared<swizzle = 64>>) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{ring tiles live in shared memory (#fakvgpu.shared encoding), got 'tensor<64x64xbf16>'}}
+func.func @ring_in_registers(%r: !fakvgpu.ring<2, tensor<64x64xbf16>>) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'fakvgpu.max_registers' must be an integer in [24, 256] (registers a thread, a multiple of 8)}}
+func.func @max_registers_too_many() attributes {fakvgpu.max_registers = 512 : i32} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'fakvgpu.cluster_size' must be an integer in [1, 16] (programs a cluster)}}
+func.func @cluster_size_zero() attributes {fakvgpu.cluster_size = 0 : i32} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'fakvgpu.num_warps' applies to kernels}}
+module attributes {fakvgpu.num_warps = 4 : i32} {
+}
+
+// -----
+
+// expected-error @+1 {{'fakvgpu.smem_bytes' applies to kernels}}
+module attributes {fakvgpu.smem_bytes = 1024 : i32} {
+}
+
+// -----
+
+func.func @stored_rows_not_on_a_convert(%c: i1) {
+  // expected-error @+1 {{'fakvgpu.stored_rows' applies to fakvgpu.convert_layout}}
+  scf.if %c {
+  } {fakvgpu.stored_rows = 64 : i32}
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'fakvgpu.tma_args' must be an array<i32> of at most the kernel's 1 arguments}}
+func.func @tma_args_too_many(%a: !fakv.ptr<bf16>) attributes {fakvgpu.tma_args = array<i32: 0, 0>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'fakvgpu.tma_boxes' must be an array<i32> of at most the kernel's 1 arguments}}
+func.func @tma_boxes_not_an_array(%a: !fakv.ptr<bf16>) attributes {fakvgpu.tma_boxes = 64 : i32} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'fakvgpu.tma_boxes' holds 512; a box's rows are in [1, 256]}}
+func.func @tma_box_too_tall(%a: !fakv.ptr<bf16>) attributes {fakvgpu.tma_boxes = array<i32: 512>} {
+  return
+}
+
+// -----
+
+#layout = #fakvgpu.linear<regs = [[0, 1], [0, 2], [0, 4], [0, 8]], lanes = [[1, 0], [2, 0], [4, 0], [8, 0], [0, 0]], warps = []>
+func.func @convert_layout_shape(%t: tensor<16x16xf32, #layout>) {
+  // expected-error @+1 {{changes only the layout; got 'tensor<16x16xf32, #fakvgpu.linear<}}
+  %c = fakvgpu.convert_layout %t : tensor<16x16xf32, #layout> -> tensor<16x16xbf16, #layout>
+  return
+}
+
+// -----
+
+#shared = #fakvgpu.shared<swizzle = 128>
+#layout = #fakvgpu.linear<regs = [[0, 1], [0, 2], [0, 4], [0, 8], [0, 16], [0, 32]], lanes = [[1, 0], [2, 0], [4, 0], [8, 0], [0, 0]], warps = []>
+func.func @convert_layout_from_shared(%r: !fakvgpu.ring<2, tensor<16x64xbf16, #shared>>) {
+  %c0 = arith.constant 0 : i32
+  %v = fakvgpu.ring_view %r[%c0] : !fakvgpu.ring<2, tensor<16x64xbf16, #shared>>
+  // expected-error @+1 {{reads registers; a shared tile is read by its consumer (fakv.dot) directly}}
+  %c = fakvgpu.convert_layout %v : tensor<16x64xbf16, #shared> -> tensor<16x64xbf16, #layout>
+  return
+}
+
+// -----
+
+#shared = #fakvgpu.shared<swizzle = 128>
+func.func @ring_view_type(%r: !fakvgpu.ring<2, tensor<32x64xbf16, #shared>>, %i: i32) {
+  // expected-error @+1 {{failed to verify that result is the ring's tile}}
+  %v = "fakvgpu.ring_view"(%r, %i) : (!fakvgpu.ring<2, tensor<32x64xbf16, #shared>>, i32) -> tensor<32x64xf16, #shared>
+  return
+}
+
+// -----
+
+#shared = #fakvgpu.shared<swizzle = 128>
+func.func @clear_rows_slot(%r: !fakvgpu.ring<2, tensor<32x64xbf16, #shared>>, %i: i32) {
+  %c2 = arith.constant 2 : i32
+  // expected-error @+1 {{slot 2 is outside [0, 2)}}
+  fakvgpu.clear_rows %r[%c2] from %i : !fakvgpu.ring<2, tensor<32x64xbf16, #shared>>
+  return
+}
+
+// -----
+
+#shared = #fakvgpu.shared<swizzle = 128>
+func.func @async_cache_type(%kc: !fakv.ptr<f16>, %bt: !fakv.ptr<i32>, %i: i32, %s: i64,
+                            %r: !fakvgpu.ring<2, tensor<32x64xbf16, #shared>>, %b: !fakvgpu.barriers<2>) {
+  // expected-error @+1 {{cache element type 'f16' does not match the ring's tile 'bf16'}}
+  fakvgpu.async_paged_load %kc[%i, %i] table %bt valid %i page_size %i num_pages %i strides [%s, %s, %s] into %r[%i] signal %b : !fakv.ptr<f16>, !fakvgpu.ring<2, tensor<32x64xbf16, #shared>>, !fakvgpu.barriers<2>
+  return
+}
+
+// -----
+
+#shared = #fakvgpu.shared<swizzle = 128>
+func.func @async_table_and_page(%kc: !fakv.ptr<bf16>, %bt: !fakv.ptr<i32>, %i: i32, %s: i64,
+                                %r: !fakvgpu.ring<2, tensor<32x64xbf16, #shared>>, %b: !fakvgpu.barriers<2>) {
+  // expected-error @+1 {{expects exactly one of 'table' and 'page'}}
+  fakvgpu.async_paged_load %kc[%i, %i] table %bt page %i valid %i page_size %i num_pages %i strides [%s, %s, %s] into %r[%i] signal %b : !fakv.ptr<bf16>, !fakvgpu.ring<2, tensor<32x64xbf16, #shared>>, !fakvgpu.barriers<2>
+  return
+}
+
+// -----
+
+#shared = #fakvgpu.shared<swizzle = 128>
+func.func @async_neither(%kc: !fakv.ptr<bf16>, %i: i32, %s: i64,
+                         %r: !fakvgpu.ring<2, tensor<32x64xbf16, #shared>>, %b: !fakvgpu.barriers<2>) {
+  // expected-error @+1 {{expects exactly one of 'table' and 'page'}}
+  fakvgpu.async_paged_load %kc[%i, %i] valid %i page_size %i num_pages %i strides [%s, %s, %s] into %r[%i] signal %b : !fakv.ptr<bf16>, !fakvgpu.ring<2, tensor<32x64xbf16, #shared>>, !fakvgpu.barriers<2>
+  return
+}
+
+// -----
+
+#shared = #fakvgpu.shared<swizzle = 128>
+func.func @async_report_without_code(%kc: !fakv.ptr<bf16>, %bt: !fakv.ptr<i32>, %i: i32, %s: i64,
+                                     %r: !fakvgpu.ring<2, tensor<32x64xbf16, #shared>>, %b: !fakvgpu.barriers<2>) {
+  // expected-error @+1 {{'report' takes an error pointer and a code}}
+  "fakvgpu.async_paged_load"(%kc, %i, %i, %bt, %i, %i, %i, %s, %s, %s, %bt, %r, %i, %b)
+      <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 1, 0, 0, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1>}>
+      : (!fakv.ptr<bf16>, i32, i32, !fakv.ptr<i32>, i32, i32, i32, i64, i64, i64, !fakv.ptr<i32>,
+         !fakvgpu.ring<2, tensor<32x64xbf16, #shared>>, i32, !fakvgpu.barriers<2>) -> ()
+  return
+}
+
+// -----
+
+#shared = #fakvgpu.shared<swizzle = 128>
+func.func @async_barriers_per_slot(%kc: !fakv.ptr<bf16>, %bt: !fakv.ptr<i32>, %i: i32, %s: i64,
+                                   %r: !fakvgpu.ring<2, tensor<32x64xbf16, #shared>>, %b: !fakvgpu.barriers<3>) {
+  // expected-error @+1 {{needs one barrier per ring slot}}
+  fakvgpu.async_paged_load %kc[%i, %i] table %bt valid %i page_size %i num_pages %i strides [%s, %s, %s] into %r[%i] signal %b : !fakv.ptr<bf16>, !fakvgpu.ring<2, tensor<32x64xbf16, #shared>>, !fakvgpu.barriers<3>
+  return
+}
+
+// -----
+
+#shared = #fakvgpu.shared<swizzle = 128>
+func.func @async_slot(%kc: !fakv.ptr<bf16>, %bt: !fakv.ptr<i32>, %i: i32, %s: i64,
+                      %r: !fakvgpu.ring<2, tensor<32x64xbf16, #shared>>, %b: !fakvgpu.barriers<2>) {
+  %c5 = arith.constant 5 : i32
+  // expected-error @+1 {{slot 5 is outside [0, 2)}}
+  fakvgpu.async_paged_load %kc[%i, %i] table %bt valid %i page_size %i num_pages %i strides [%s, %s, %s] into %r[%c5] signal %b : !fakv.ptr<bf16>, !fakvgpu.ring<2, tensor<32x64xbf16, #shared>>, !fakvgpu.barriers<2>
+  return
+}

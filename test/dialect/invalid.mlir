@@ -1027,3 +1027,64 @@ func.func @cluster_gather_beside_a_nested_one() attributes {fakv.kernel} {
 // (an empty gpu.func out of fakvgpu-outline-kernels: "expected body with at least one block")
 // expected-error @+1 {{a fakv kernel needs a body: a declaration is neither compiled nor launched}}
 func.func private @kernel_declaration(%a: !fakv.ptr<f32>) attributes {fakv.kernel}
+
+// -----
+
+// expected-error @+1 {{'fakv.pack_gqa' applies to fakv kernels}}
+func.func @pack_gqa_not_a_kernel(%p: !fakv.ptr<f32>) attributes {fakv.pack_gqa = 1 : i32} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'fakv.grid_packing' must be an array<i32> of 3 positive counts}}
+func.func @grid_packing_zero() attributes {fakv.kernel, fakv.grid_packing = array<i32: 1, 0, 1>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'fakv.grid_packing' must be an array<i32> of 3 positive counts}}
+func.func @grid_packing_two_axes() attributes {fakv.kernel, fakv.grid_packing = array<i32: 1, 4>} {
+  return
+}
+
+// -----
+
+func.func @softmax_max_type(%s: tensor<4x8xf32>, %m: tensor<4xf16>) {
+  // expected-error @+1 {{running max/sum must have f32 elements, got 'f16'}}
+  %m1, %l1, %p, %a = fakv.online_softmax %s, %m, %m : tensor<4x8xf32>, tensor<4xf16>
+  return
+}
+
+// -----
+
+func.func @combine_lses_type(%p: tensor<4x2x8xf32>, %l: tensor<4x2xf16>) {
+  // expected-error @+1 {{lses must have f32 elements, got 'f16'}}
+  %o, %lse = fakv.lse_combine %p, %l : tensor<4x2x8xf32>, tensor<4x2xf16> -> tensor<2x8xf32>, tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @combine_out_type(%p: tensor<4x2x8xf32>, %l: tensor<4x2xf32>) {
+  // expected-error @+1 {{out must have f32 elements, got 'bf16'}}
+  %o, %lse = fakv.lse_combine %p, %l : tensor<4x2x8xf32>, tensor<4x2xf32> -> tensor<2x8xbf16>, tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @combine_lse_shape(%p: tensor<4x2x8xf32>, %l: tensor<4x2xf32>) {
+  // expected-error @+1 {{lse must have shape [2], got [4]}}
+  %o, %lse = fakv.lse_combine %p, %l : tensor<4x2x8xf32>, tensor<4x2xf32> -> tensor<2x8xf32>, tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @alibi_slopes_type(%s: tensor<4x8xf32>, %r: tensor<4xi32>, %c: tensor<8xi32>, %n: i32, %sl: tensor<4xf16>) {
+  // expected-error @+1 {{slopes must have f32 elements, got 'f16'}}
+  %x = fakv.alibi %s, %r, %c, %n, %sl : tensor<4x8xf32>, tensor<4xi32>, tensor<8xi32>, tensor<4xf16>
+  return
+}

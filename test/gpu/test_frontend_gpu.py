@@ -854,6 +854,8 @@ def test_jit_launch_in_a_fresh_thread():
     """A @fakv.jit kernel launched by a thread whose first CUDA work this is (no current CUDA context; the
     kernel made by another thread): "no current CUDA context (initialise CUDA first ...)" before session 57,
     and so were the API's unprepared routes (appending at head dim 256) from such a thread."""
+    if COMPILE_ONLY:
+        return axpy[(8,)](np.zeros(1000, np.float32), np.zeros(1000, np.float32), 1000, 2.0, BLOCK=128)
     x = torch.arange(1000, device="cuda", dtype=torch.float32)
     y = torch.ones_like(x)
     axpy[(8,)](x, y, 1000, 2.0, BLOCK=128)
@@ -1183,6 +1185,7 @@ def run_all():
     cases += [(without_fixture(test_second_call_is_prepared), c) for c in [(256, "tensor"), (None, "int")]]
     cases += [(without_fixture(test_appending_call_is_prepared), (p,)) for p in (None, 256)]
     cases += [(test_prepared_call_in_a_fresh_thread, (p,)) for p in (None, 256)]
+    cases += [(test_jit_launch_in_a_fresh_thread, ())]
     cases += [(without_fixture(test_call_on_another_device), c)
               for c in [(None, "tensor"), (256, "tensor"), (256, "int")]]
     cases += [(without_fixture(test_prepared_call_launches_in_its_context), (p,)) for p in (None, 256)]

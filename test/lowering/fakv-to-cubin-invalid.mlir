@@ -98,3 +98,45 @@ module {
     return %a : i32
   }
 }
+
+// -----
+
+// A paged load that feeds no dot (a paged_load in registers): the GPU has it only as a dot's B, copied into
+// shared memory by fakv-pipeline.
+func.func @paged_load_to_a_store(%kc: !fakv.ptr<bf16>, %bt: !fakv.ptr<i32>, %o: !fakv.ptr<bf16>, %n: i32, %np: i32) attributes {fakv.kernel} {
+  %c0 = arith.constant 0 : i32
+  %ps = arith.constant 64 : i32
+  %s1 = arith.constant 1 : i64
+  %s64 = arith.constant 64 : i64
+  %sp = arith.constant 4096 : i64
+  // expected-error @+1 {{'fakv.paged_load' op on the GPU is a dot's B operand (K or V) copied into shared memory by fakv-pipeline: use it as fakv.dot's B, in an scf.for that loads one tile per iteration, at rows iv * tile_rows}}
+  %k = fakv.paged_load %kc[%c0, %c0] table %bt valid %n page_size %ps num_pages %np
+         strides [%sp, %s64, %s64] : !fakv.ptr<bf16> -> tensor<32x64xbf16>
+  fakv.store %k, %o[%c0, %c0] strides [%s64, %s1] : tensor<32x64xbf16>, !fakv.ptr<bf16>
+  return
+}
+
+// -----
+
+func.func @exp_of_f64(%p: !fakv.ptr<f64>) attributes {fakv.kernel} {
+  %c0 = arith.constant 0 : i32
+  %s1 = arith.constant 1 : i64
+  %x = fakv.load %p[%c0] strides [%s1] : !fakv.ptr<f64> -> tensor<128xf64>
+  // expected-error @+1 {{'math.exp' op on the GPU takes f32, f16 or bf16 tiles}}
+  %e = math.exp %x : tensor<128xf64>
+  fakv.store %e, %p[%c0] strides [%s1] : tensor<128xf64>, !fakv.ptr<f64>
+  return
+}
+
+// -----
+
+func.func @reduce_of_f16(%p: !fakv.ptr<f16>) attributes {fakv.kernel} {
+  %c0 = arith.constant 0 : i32
+  %s1 = arith.constant 1 : i64
+  %s64 = arith.constant 64 : i64
+  %x = fakv.load %p[%c0, %c0] strides [%s64, %s1] : !fakv.ptr<f16> -> tensor<16x64xf16>
+  // expected-error @+1 {{'fakv.reduce' op on the GPU reduces f32 or i32 tiles}}
+  %r = fakv.reduce max %x, 1 : tensor<16x64xf16> -> tensor<16xf16>
+  fakv.store %r, %p[%c0] strides [%s1] : tensor<16xf16>, !fakv.ptr<f16>
+  return
+}

@@ -197,3 +197,161 @@ llvm.func @in_llvm_func() {
   %0 = fakv.arange 0 to 64 : tensor<64xi32>
   llvm.return
 }
+
+// -----
+
+// A dot's B in registers (fakv-assign-layouts puts it in shared memory: wgmma reads B from there only).
+#a = #fakvgpu.linear<regs = [[0, 1], [0, 2], [0, 4]], lanes = [[0, 8], [0, 16], [0, 32], [1, 0], [2, 0]], warps = [[4, 0], [8, 0]]>
+#b = #fakvgpu.linear<regs = [[0, 1], [0, 2], [0, 4], [16, 0]], lanes = [[0, 8], [0, 16], [0, 32], [1, 0], [2, 0]], warps = [[4, 0], [8, 0]]>
+#acc = #fakvgpu.linear<regs = [[0, 1], [8, 0], [0, 8], [0, 16]], lanes = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warps = [[0, 0], [0, 0]]>
+#shared = #fakvgpu.shared<swizzle = 128>
+func.func @dot_b_in_registers(%p: !fakv.ptr<bf16>, %o: !fakv.ptr<f32>) attributes {fakv.kernel, fakvgpu.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : i32
+  %s1 = arith.constant 1 : i64
+  %s64 = arith.constant 64 : i64
+  %z = arith.constant 0.0 : f32
+  %q = fakv.load %p[%c0, %c0] strides [%s64, %s1] : !fakv.ptr<bf16> -> tensor<16x64xbf16, #a>
+  %k = fakv.load %p[%c0, %c0] strides [%s64, %s1] : !fakv.ptr<bf16> -> tensor<32x64xbf16, #b>
+  %acc = fakv.splat %z : f32 -> tensor<16x32xf32, #acc>
+  %qs = fakvgpu.convert_layout %q : tensor<16x64xbf16, #a> -> tensor<16x64xbf16, #shared>
+  // expected-error @+1 {{'fakv.dot' op B must be in shared memory}}
+  %s = fakv.dot %qs, %k, %acc {transpose_b} : tensor<16x64xbf16, #shared>, tensor<32x64xbf16, #b> -> tensor<16x32xf32, #acc>
+  fakv.store %s, %o[%c0, %c0] strides [%s64, %s1] : tensor<16x32xf32, #acc>, !fakv.ptr<f32>
+  return
+}
+
+// -----
+
+// N = 4: wgmma's N is a multiple of 8 (K-major B of 4 rows: a valid #fakvgpu.shared tile).
+#a = #fakvgpu.linear<regs = [[0, 1], [0, 2], [0, 4]], lanes = [[0, 8], [0, 16], [0, 32], [1, 0], [2, 0]], warps = [[4, 0], [8, 0]]>
+#b = #fakvgpu.linear<regs = [[0, 1], [0, 2], [0, 4]], lanes = [[0, 8], [0, 16], [0, 32], [1, 0], [2, 0]], warps = [[0, 0], [0, 0]]>
+#acc = #fakvgpu.linear<regs = [[0, 1], [8, 0]], lanes = [[0, 2], [0, 0], [1, 0], [2, 0], [4, 0]], warps = [[0, 0], [0, 0]]>
+#shared = #fakvgpu.shared<swizzle = 128>
+func.func @dot_n_of_4(%p: !fakv.ptr<bf16>, %o: !fakv.ptr<f32>) attributes {fakv.kernel, fakvgpu.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : i32
+  %s1 = arith.constant 1 : i64
+  %s64 = arith.constant 64 : i64
+  %z = arith.constant 0.0 : f32
+  %q = fakv.load %p[%c0, %c0] strides [%s64, %s1] : !fakv.ptr<bf16> -> tensor<16x64xbf16, #a>
+  %k = fakv.load %p[%c0, %c0] strides [%s64, %s1] : !fakv.ptr<bf16> -> tensor<4x64xbf16, #b>
+  %acc = fakv.splat %z : f32 -> tensor<16x4xf32, #acc>
+  %qs = fakvgpu.convert_layout %q : tensor<16x64xbf16, #a> -> tensor<16x64xbf16, #shared>
+  %ks = fakvgpu.convert_layout %k : tensor<4x64xbf16, #b> -> tensor<4x64xbf16, #shared>
+  // expected-error @+1 {{'fakv.dot' op wgmma needs N a multiple of 8 up to 256 and K a multiple of 16, got N = 4, K = 64}}
+  %s = fakv.dot %qs, %ks, %acc {transpose_b} : tensor<16x64xbf16, #shared>, tensor<4x64xbf16, #shared> -> tensor<16x4xf32, #acc>
+  fakv.store %s, %o[%c0, %c0] strides [%s64, %s1] : tensor<16x4xf32, #acc>, !fakv.ptr<f32>
+  return
+}
+
+// -----
+
+// A in registers in another layout than wgmma's accumulator layout (the one wgmma reads A's registers in).
+#a = #fakvgpu.linear<regs = [[0, 1], [0, 2], [0, 4]], lanes = [[0, 8], [0, 16], [0, 32], [1, 0], [2, 0]], warps = [[4, 0], [8, 0]]>
+#b = #fakvgpu.linear<regs = [[0, 1], [0, 2], [0, 4], [16, 0]], lanes = [[0, 8], [0, 16], [0, 32], [1, 0], [2, 0]], warps = [[4, 0], [8, 0]]>
+#acc = #fakvgpu.linear<regs = [[0, 1], [8, 0], [0, 8], [0, 16]], lanes = [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]], warps = [[0, 0], [0, 0]]>
+#shared = #fakvgpu.shared<swizzle = 128>
+func.func @dot_a_in_other_registers(%p: !fakv.ptr<bf16>, %o: !fakv.ptr<f32>) attributes {fakv.kernel, fakvgpu.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : i32
+  %s1 = arith.constant 1 : i64
+  %s64 = arith.constant 64 : i64
+  %z = arith.constant 0.0 : f32
+  %q = fakv.load %p[%c0, %c0] strides [%s64, %s1] : !fakv.ptr<bf16> -> tensor<16x64xbf16, #a>
+  %k = fakv.load %p[%c0, %c0] strides [%s64, %s1] : !fakv.ptr<bf16> -> tensor<32x64xbf16, #b>
+  %acc = fakv.splat %z : f32 -> tensor<16x32xf32, #acc>
+  %ks = fakvgpu.convert_layout %k : tensor<32x64xbf16, #b> -> tensor<32x64xbf16, #shared>
+  // expected-error @+1 {{'fakv.dot' op A in registers must be in the wgmma layout}}
+  %s = fakv.dot %q, %ks, %acc {transpose_b} : tensor<16x64xbf16, #a>, tensor<32x64xbf16, #shared> -> tensor<16x32xf32, #acc>
+  fakv.store %s, %o[%c0, %c0] strides [%s64, %s1] : tensor<16x32xf32, #acc>, !fakv.ptr<f32>
+  return
+}
+
+// -----
+
+// A dot of fewer than 64 rows in the swapped layout (fakv.swap_ab) whose A is in registers: wgmma's B, which
+// the swapped dot makes of it, is read from shared memory only.
+#a = #fakvgpu.linear<regs = [[0, 1], [0, 2], [0, 4]], lanes = [[0, 8], [0, 16], [0, 32], [1, 0], [2, 0]], warps = [[4, 0], [8, 0]]>
+#b = #fakvgpu.linear<regs = [[0, 1], [0, 2], [0, 4], [16, 0], [32, 0]], lanes = [[0, 8], [0, 16], [0, 32], [1, 0], [2, 0]], warps = [[4, 0], [8, 0]]>
+#acc = #fakvgpu.linear<regs = [[1, 0], [0, 8], [8, 0]], lanes = [[2, 0], [4, 0], [0, 1], [0, 2], [0, 4]], warps = [[0, 16], [0, 32]]>
+#shared = #fakvgpu.shared<swizzle = 128>
+func.func @swapped_a_in_registers(%p: !fakv.ptr<bf16>, %o: !fakv.ptr<f32>) attributes {fakv.kernel, fakv.swap_ab, fakvgpu.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : i32
+  %s1 = arith.constant 1 : i64
+  %s64 = arith.constant 64 : i64
+  %z = arith.constant 0.0 : f32
+  %q = fakv.load %p[%c0, %c0] strides [%s64, %s1] : !fakv.ptr<bf16> -> tensor<16x64xbf16, #a>
+  %k = fakv.load %p[%c0, %c0] strides [%s64, %s1] : !fakv.ptr<bf16> -> tensor<64x64xbf16, #b>
+  %acc = fakv.splat %z : f32 -> tensor<16x64xf32, #acc>
+  %ks = fakvgpu.convert_layout %k : tensor<64x64xbf16, #b> -> tensor<64x64xbf16, #shared>
+  // expected-error @+1 {{'fakv.dot' op A of a swapped dot must be in shared memory}}
+  %s = fakv.dot %q, %ks, %acc {transpose_b} : tensor<16x64xbf16, #a>, tensor<64x64xbf16, #shared> -> tensor<16x64xf32, #acc>
+  fakv.store %s, %o[%c0, %c0] strides [%s64, %s1] : tensor<16x64xf32, #acc>, !fakv.ptr<f32>
+  return
+}
+
+// -----
+
+// The swapped dot's A (wgmma's B, N = 16 rows) stored with 64 rows (no 'fakvgpu.stored_rows' on its convert_layout).
+#a = #fakvgpu.linear<regs = [[0, 1], [0, 2], [0, 4]], lanes = [[0, 8], [0, 16], [0, 32], [1, 0], [2, 0]], warps = [[4, 0], [8, 0]]>
+#b = #fakvgpu.linear<regs = [[0, 1], [0, 2], [0, 4], [16, 0], [32, 0]], lanes = [[0, 8], [0, 16], [0, 32], [1, 0], [2, 0]], warps = [[4, 0], [8, 0]]>
+#acc = #fakvgpu.linear<regs = [[1, 0], [0, 8], [8, 0]], lanes = [[2, 0], [4, 0], [0, 1], [0, 2], [0, 4]], warps = [[0, 16], [0, 32]]>
+#shared = #fakvgpu.shared<swizzle = 128>
+func.func @swapped_a_rows(%p: !fakv.ptr<bf16>, %o: !fakv.ptr<f32>) attributes {fakv.kernel, fakv.swap_ab, fakvgpu.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : i32
+  %s1 = arith.constant 1 : i64
+  %s64 = arith.constant 64 : i64
+  %z = arith.constant 0.0 : f32
+  %q = fakv.load %p[%c0, %c0] strides [%s64, %s1] : !fakv.ptr<bf16> -> tensor<16x64xbf16, #a>
+  %k = fakv.load %p[%c0, %c0] strides [%s64, %s1] : !fakv.ptr<bf16> -> tensor<64x64xbf16, #b>
+  %acc = fakv.splat %z : f32 -> tensor<16x64xf32, #acc>
+  %qs = fakvgpu.convert_layout %q : tensor<16x64xbf16, #a> -> tensor<16x64xbf16, #shared>
+  %ks = fakvgpu.convert_layout %k : tensor<64x64xbf16, #b> -> tensor<64x64xbf16, #shared>
+  // expected-error @+1 {{'fakv.dot' op A of a swapped dot must be stored with 16 rows, got 64}}
+  %s = fakv.dot %qs, %ks, %acc {transpose_b} : tensor<16x64xbf16, #shared>, tensor<64x64xbf16, #shared> -> tensor<16x64xf32, #acc>
+  fakv.store %s, %o[%c0, %c0] strides [%s64, %s1] : tensor<16x64xf32, #acc>, !fakv.ptr<f32>
+  return
+}
+
+// -----
+
+// A reshape whose result layout holds more registers a thread than its source's (a replicating register basis).
+#a = #fakvgpu.linear<regs = [[0, 1], [0, 2]], lanes = [[0, 4], [0, 8], [1, 0], [2, 0], [4, 0]], warps = [[8, 0], [0, 0]]>
+#c = #fakvgpu.linear<regs = [[0, 1], [0, 2], [0, 0]], lanes = [[0, 4], [0, 8], [1, 0], [2, 0], [4, 0]], warps = [[8, 0], [0, 0]]>
+func.func @reshape_register_count(%p: !fakv.ptr<f32>) attributes {fakv.kernel, fakvgpu.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : i32
+  %s1 = arith.constant 1 : i64
+  %s16 = arith.constant 16 : i64
+  %t = fakv.load %p[%c0, %c0] strides [%s16, %s1] : !fakv.ptr<f32> -> tensor<16x16xf32, #a>
+  // expected-error @+1 {{'fakv.reshape' op layouts of source and result do not match register for register}}
+  %u = fakv.reshape %t : tensor<16x16xf32, #a> -> tensor<16x16xf32, #c>
+  fakv.store %u, %p[%c0, %c0] strides [%s16, %s1] : tensor<16x16xf32, #c>, !fakv.ptr<f32>
+  return
+}
+
+// -----
+
+// A broadcast whose result holds in a thread's registers rows its source holds in other lanes (the registers
+// it would copy from are not there).
+#col = #fakvgpu.linear<regs = [], lanes = [[1, 0], [2, 0], [4, 0], [8, 0], [0, 0]], warps = [[0, 0], [0, 0]]>
+#rows = #fakvgpu.linear<regs = [[1, 0], [0, 1], [0, 2], [0, 4], [0, 8]], lanes = [[2, 0], [4, 0], [8, 0], [0, 0], [0, 0]], warps = [[0, 0], [0, 0]]>
+func.func @broadcast_from_other_lanes(%p: !fakv.ptr<f32>) attributes {fakv.kernel, fakvgpu.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : i32
+  %s1 = arith.constant 1 : i64
+  %s16 = arith.constant 16 : i64
+  %t = fakv.load %p[%c0, %c0] strides [%s1, %s1] : !fakv.ptr<f32> -> tensor<16x1xf32, #col>
+  // expected-error @+1 {{'fakv.broadcast' op source layout does not hold the elements the result's registers need}}
+  %b = fakv.broadcast %t : tensor<16x1xf32, #col> -> tensor<16x16xf32, #rows>
+  fakv.store %b, %p[%c0, %c0] strides [%s16, %s1] : tensor<16x16xf32, #rows>, !fakv.ptr<f32>
+  return
+}
+
+// -----
+
+// Laid-out IR written by hand skips fakv-assign-layouts' check of calls: the lowering's own check.
+func.func @helper(%f: f32) -> f32 {
+  return %f : f32
+}
+func.func @calls_after_layouts(%o: !fakv.ptr<f32>, %f: f32) attributes {fakv.kernel, fakvgpu.num_warps = 4 : i32} {
+  // expected-error @+1 {{'func.call' op calls @helper: a kernel calls no function on the GPU (inline it)}}
+  %g = func.call @helper(%f) : (f32) -> f32
+  return
+}

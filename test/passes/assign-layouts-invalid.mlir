@@ -204,3 +204,75 @@ func.func @undecomposed(%o: !fakv.ptr<f32>) attributes {fakv.kernel} {
   fakv.store %x, %o[%c0] strides [%s1] : tensor<16xf32>, !fakv.ptr<f32>
   return
 }
+
+// -----
+
+// An index tile: neither an integer nor a float the GPU lowering holds.
+func.func @index_tile(%o: !fakv.ptr<i32>, %n: i32) attributes {fakv.kernel} {
+  %i = arith.index_cast %n : i32 to index
+  // expected-error @+1 {{'fakv.splat' op the GPU lowering holds tiles of integers or floats, got 'tensor<64xindex>'}}
+  %t = fakv.splat %i : index -> tensor<64xindex>
+  return
+}
+
+// -----
+
+func.func @f32_dot(%p: !fakv.ptr<f32>, %o: !fakv.ptr<f32>, %i: i32, %s: i64) attributes {fakv.kernel} {
+  %a = fakv.load %p[%i, %i] strides [%s, %s] : !fakv.ptr<f32> -> tensor<64x64xf32>
+  %b = fakv.load %p[%i, %i] strides [%s, %s] : !fakv.ptr<f32> -> tensor<64x64xf32>
+  %z = arith.constant 0.0 : f32
+  %acc = fakv.splat %z : f32 -> tensor<64x64xf32>
+  // expected-error @+1 {{'fakv.dot' op the GPU lowering (wgmma) needs f16 or bf16 operands, got 'f32'}}
+  %d = fakv.dot %a, %b, %acc : tensor<64x64xf32>, tensor<64x64xf32> -> tensor<64x64xf32>
+  fakv.store %d, %o[%i, %i] strides [%s, %s] : tensor<64x64xf32>, !fakv.ptr<f32>
+  return
+}
+
+// -----
+
+func.func @dot_of_128_rows(%p: !fakv.ptr<bf16>, %o: !fakv.ptr<f32>, %i: i32, %s: i64) attributes {fakv.kernel} {
+  %a = fakv.load %p[%i, %i] strides [%s, %s] : !fakv.ptr<bf16> -> tensor<128x64xbf16>
+  %b = fakv.load %p[%i, %i] strides [%s, %s] : !fakv.ptr<bf16> -> tensor<64x64xbf16>
+  %z = arith.constant 0.0 : f32
+  %acc = fakv.splat %z : f32 -> tensor<128x64xf32>
+  // expected-error @+1 {{'fakv.dot' op the GPU lowering handles M <= 64 rows and no transposed A (one warpgroup's wgmma)}}
+  %d = fakv.dot %a, %b, %acc : tensor<128x64xbf16>, tensor<64x64xbf16> -> tensor<128x64xf32>
+  fakv.store %d, %o[%i, %i] strides [%s, %s] : tensor<128x64xf32>, !fakv.ptr<f32>
+  return
+}
+
+// -----
+
+func.func @dot_transposed_a(%p: !fakv.ptr<bf16>, %o: !fakv.ptr<f32>, %i: i32, %s: i64) attributes {fakv.kernel} {
+  %a = fakv.load %p[%i, %i] strides [%s, %s] : !fakv.ptr<bf16> -> tensor<64x64xbf16>
+  %b = fakv.load %p[%i, %i] strides [%s, %s] : !fakv.ptr<bf16> -> tensor<64x64xbf16>
+  %z = arith.constant 0.0 : f32
+  %acc = fakv.splat %z : f32 -> tensor<64x64xf32>
+  // expected-error @+1 {{'fakv.dot' op the GPU lowering handles M <= 64 rows and no transposed A (one warpgroup's wgmma)}}
+  %d = fakv.dot %a, %b, %acc {transpose_a} : tensor<64x64xbf16>, tensor<64x64xbf16> -> tensor<64x64xf32>
+  fakv.store %d, %o[%i, %i] strides [%s, %s] : tensor<64x64xf32>, !fakv.ptr<f32>
+  return
+}
+
+// -----
+
+func.func @rotary(%p: !fakv.ptr<bf16>, %c: !fakv.ptr<f32>, %i: i32, %s: i64) attributes {fakv.kernel} {
+  %x = fakv.load %p[%i, %i] strides [%s, %s] : !fakv.ptr<bf16> -> tensor<16x64xbf16>
+  %cos = fakv.load %c[%i, %i] strides [%s, %s] : !fakv.ptr<f32> -> tensor<16x32xf32>
+  // expected-error @+1 {{'fakv.rotary' op is not supported by the GPU lowering yet}}
+  %r = fakv.rotary %x, %cos, %cos : tensor<16x64xbf16>, tensor<16x32xf32>
+  fakv.store %r, %p[%i, %i] strides [%s, %s] : tensor<16x64xbf16>, !fakv.ptr<bf16>
+  return
+}
+
+// -----
+
+// A reference to a function (func.constant), not a call: refused as a call is.
+func.func @host(%f: f32) -> f32 {
+  return %f : f32
+}
+func.func @takes_an_address(%o: !fakv.ptr<f32>, %f: f32) attributes {fakv.kernel} {
+  // expected-error @+1 {{'func.constant' op refers to @host: a kernel calls no function on the GPU (inline it)}}
+  %h = func.constant @host : (f32) -> f32
+  return
+}

@@ -297,3 +297,149 @@ func.func @two_program_ids(%out: !fakv.ptr<f32>) attributes {fakv.kernel, fakv.p
   %a = arith.divsi %h, %c4 : i32
   return
 }
+
+// -----
+
+func.func @index_tile_of_the_head(%out: !fakv.ptr<i32>) attributes {fakv.kernel, fakv.pack_gqa = 1 : i32} {
+  %h = fakv.program_id 1
+  %c2 = arith.constant 2 : i32
+  %kvh = arith.divsi %h, %c2 : i32
+  %hi = arith.index_cast %h : i32 to index
+  // expected-error @+1 {{fakv-pack-gqa: a rank-0 or index tile depends on the query head}}
+  %t = fakv.splat %hi : index -> tensor<4xindex>
+  return
+}
+
+// -----
+
+func.func @atomic_value_of_the_head(%counts: !fakv.ptr<i32>) attributes {fakv.kernel, fakv.pack_gqa = 1 : i32} {
+  %h = fakv.program_id 1
+  %c2 = arith.constant 2 : i32
+  %kvh = arith.divsi %h, %c2 : i32
+  // expected-error @+1 {{fakv-pack-gqa: an atomic_add's value depends on the query head}}
+  %old = fakv.atomic_add %counts[%kvh], %h : !fakv.ptr<i32>
+  return
+}
+
+// -----
+
+func.func @item_of_the_head(%out: !fakv.ptr<i32>) attributes {fakv.kernel, fakv.pack_gqa = 1 : i32} {
+  %h = fakv.program_id 1
+  %c2 = arith.constant 2 : i32
+  %kvh = arith.divsi %h, %c2 : i32
+  %t = fakv.splat %h : i32 -> tensor<1xi32>
+  // expected-error @+1 {{fakv-pack-gqa: cannot pack this op: it depends on the query head}}
+  %x = fakv.item %t : tensor<1xi32> -> i32
+  return
+}
+
+// -----
+
+func.func @slice_of_the_head(%out: !fakv.ptr<i32>) attributes {fakv.kernel, fakv.pack_gqa = 1 : i32} {
+  %h = fakv.program_id 1
+  %c2 = arith.constant 2 : i32
+  %kvh = arith.divsi %h, %c2 : i32
+  %t = fakv.splat %h : i32 -> tensor<8xi32>
+  // expected-error @+1 {{fakv-pack-gqa: cannot pack this op over the query heads}}
+  %s = tensor.extract_slice %t[0] [4] [1] : tensor<8xi32> to tensor<4xi32>
+  return
+}
+
+// -----
+
+func.func @transposed_a_of_the_head(%q: !fakv.ptr<bf16>, %o: !fakv.ptr<f32>, %i: i32, %s: i64) attributes {fakv.kernel, fakv.pack_gqa = 1 : i32} {
+  %h = fakv.program_id 1
+  %c2 = arith.constant 2 : i32
+  %kvh = arith.divsi %h, %c2 : i32
+  %hs = arith.extsi %h : i32 to i64
+  %qp = fakv.addptr %q, %hs : !fakv.ptr<bf16>
+  %a = fakv.load %qp[%i, %i] strides [%s, %s] : !fakv.ptr<bf16> -> tensor<16x16xbf16>
+  %b = fakv.load %q[%i, %i] strides [%s, %s] : !fakv.ptr<bf16> -> tensor<16x16xbf16>
+  %z = arith.constant 0.0 : f32
+  %acc = fakv.splat %z : f32 -> tensor<16x16xf32>
+  // expected-error @+1 {{fakv-pack-gqa: a transposed A operand does not keep the query heads in its rows}}
+  %d = fakv.dot %a, %b, %acc {transpose_a} : tensor<16x16xbf16>, tensor<16x16xbf16> -> tensor<16x16xf32>
+  return
+}
+
+// -----
+
+func.func @mask_length_of_the_head(%out: !fakv.ptr<f32>) attributes {fakv.kernel, fakv.pack_gqa = 1 : i32} {
+  %h = fakv.program_id 1
+  %c2 = arith.constant 2 : i32
+  %kvh = arith.divsi %h, %c2 : i32
+  %z = arith.constant 0.0 : f32
+  %scores = fakv.splat %z : f32 -> tensor<4x8xf32>
+  %cols = fakv.arange 0 to 8 : tensor<8xi32>
+  // expected-error @+1 {{fakv-pack-gqa: a scalar operand depends on the query head}}
+  %m = fakv.length_mask %scores, %cols, %h : tensor<4x8xf32>, tensor<8xi32>
+  return
+}
+
+// -----
+
+func.func @square_of_the_head(%out: !fakv.ptr<i32>) attributes {fakv.kernel, fakv.pack_gqa = 1 : i32} {
+  %h = fakv.program_id 1
+  %c2 = arith.constant 2 : i32
+  %kvh = arith.divsi %h, %c2 : i32
+  // expected-error @+1 {{fakv-pack-gqa: a product of two values of the query head}}
+  %hh = arith.muli %h, %h : i32
+  return
+}
+
+// -----
+
+func.func @other_of_the_head(%p: !fakv.ptr<i32>, %i: i32, %n: i32) attributes {fakv.kernel, fakv.pack_gqa = 1 : i32} {
+  %h = fakv.program_id 1
+  %c2 = arith.constant 2 : i32
+  %kvh = arith.divsi %h, %c2 : i32
+  %s1 = arith.constant 1 : i64
+  // expected-error @+1 {{fakv-pack-gqa: 'other' may not depend on the query head}}
+  %t = fakv.load %p[%i] strides [%s1] bounds [%n] other %h : !fakv.ptr<i32> -> tensor<4xi32>
+  return
+}
+
+// -----
+
+func.func @trip_count_of_the_head(%out: !fakv.ptr<i32>) attributes {fakv.kernel, fakv.pack_gqa = 1 : i32} {
+  %h = fakv.program_id 1
+  %c2 = arith.constant 2 : i32
+  %kvh = arith.divsi %h, %c2 : i32
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  // expected-error @+1 {{fakv-pack-gqa: the trip count may not depend on the query head}}
+  scf.for %j = %c0 to %h step %c1 : i32 {
+  }
+  return
+}
+
+// -----
+
+func.func @loop_carried_head(%out: !fakv.ptr<i32>, %n: i32) attributes {fakv.kernel, fakv.pack_gqa = 1 : i32} {
+  %h = fakv.program_id 1
+  %c2 = arith.constant 2 : i32
+  %kvh = arith.divsi %h, %c2 : i32
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  // expected-error @+1 {{fakv-pack-gqa: a loop-carried scalar depends on the query head}}
+  %r = scf.for %j = %c0 to %n step %c1 iter_args(%a = %h) -> (i32) : i32 {
+    %b = arith.addi %a, %c1 : i32
+    scf.yield %b : i32
+  }
+  return
+}
+
+// -----
+
+func.func @branch_result_of_the_head(%out: !fakv.ptr<i32>, %c: i1) attributes {fakv.kernel, fakv.pack_gqa = 1 : i32} {
+  %h = fakv.program_id 1
+  %c2 = arith.constant 2 : i32
+  %kvh = arith.divsi %h, %c2 : i32
+  // expected-error @+1 {{fakv-pack-gqa: a branch result scalar depends on the query head}}
+  %r = scf.if %c -> (i32) {
+    scf.yield %h : i32
+  } else {
+    scf.yield %kvh : i32
+  }
+  return
+}

@@ -139,3 +139,63 @@ func.func @compare_of_a_constant(%n: i32, %p: !fakv.ptr<i32>) attributes {fakv.k
   }
   return
 }
+
+// -----
+
+func.func @refill_without_a_wait(%n: i32) attributes {fakv.kernel, fakvgpu.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  // expected-error @+1 {{'scf.for' op has a refill but no wait}}
+  scf.for %i = %c0 to %n step %c1 : i32 {
+    %ahead = arith.addi %i, %c1 : i32
+    %go = arith.cmpi slt, %ahead, %n : i32
+    scf.if %go {
+    } {fakvgpu.pipeline_prefetch}
+  }
+  return
+}
+
+// -----
+
+// The pipelined loop inside another loop: the roles split at the kernel's top level, or under result-less ifs.
+func.func @loop_in_a_loop(%n: i32) attributes {fakv.kernel, fakvgpu.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %full = fakvgpu.alloc_barriers arrivals 1 : !fakvgpu.barriers<2>
+  scf.for %j = %c0 to %n step %c1 : i32 {
+    // expected-error @+1 {{'scf.for' op warp specialization needs the pipelined loop at the kernel's top level or under result-less scf.ifs}}
+    scf.for %i = %c0 to %n step %c1 : i32 {
+      %ahead = arith.addi %i, %c1 : i32
+      %go = arith.cmpi slt, %ahead, %n : i32
+      scf.if %go {
+      } {fakvgpu.pipeline_prefetch}
+      fakvgpu.wait %full[%c0], %c0 : !fakvgpu.barriers<2>
+    }
+  }
+  return
+}
+
+// -----
+
+func.func @two_pipelined_loops(%n: i32) attributes {fakv.kernel, fakvgpu.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %full = fakvgpu.alloc_barriers arrivals 1 : !fakvgpu.barriers<2>
+  // expected-note @+1 {{the first}}
+  scf.for %i = %c0 to %n step %c1 : i32 {
+    %ahead = arith.addi %i, %c1 : i32
+    %go = arith.cmpi slt, %ahead, %n : i32
+    scf.if %go {
+    } {fakvgpu.pipeline_prefetch}
+    fakvgpu.wait %full[%c0], %c0 : !fakvgpu.barriers<2>
+  }
+  // expected-error @+1 {{warp specialization handles one pipelined loop per kernel, found 2 (@fakv.jit(warp_specialize=False) takes more)}}
+  scf.for %i = %c0 to %n step %c1 : i32 {
+    %ahead = arith.addi %i, %c1 : i32
+    %go = arith.cmpi slt, %ahead, %n : i32
+    scf.if %go {
+    } {fakvgpu.pipeline_prefetch}
+    fakvgpu.wait %full[%c0], %c0 : !fakvgpu.barriers<2>
+  }
+  return
+}
