@@ -102,7 +102,8 @@ LogicalResult FakvDialect::verifyRegionArgAttribute(Operation *op,
   auto value = dyn_cast<IntegerAttr>(attr.getValue());
   if (!value || !value.getType().isSignlessInteger() || value.getInt() <= 0 || !llvm::isPowerOf2_64(value.getInt()))
     return op->emitError() << "'fakv.divisibility' of argument " << argIndex
-                           << " must be a positive power of two";
+                           << " must be a positive power of two of a signless integer type (16 : i64), got "
+                           << attr.getValue();
   auto fn = dyn_cast<FunctionOpInterface>(op);
   if (!fn)
     return op->emitError() << "'fakv.divisibility' applies to function "

@@ -261,7 +261,7 @@ LogicalResult FakvGPUDialect::verifyOperationAttribute(Operation *op, NamedAttri
   StringRef name = attr.getName().getValue();
   auto onKernel = [&]() -> LogicalResult {
     if (!isa<FunctionOpInterface>(op))
-      return op->emitError() << "'" << name << "' applies to kernels";
+      return op->emitError() << "'" << name << "' applies to functions (the kernels)";
     return success();
   };
   if (name == kNumWarpsAttr) {
@@ -312,10 +312,12 @@ LogicalResult FakvGPUDialect::verifyOperationAttribute(Operation *op, NamedAttri
     int64_t args = fn ? int64_t(fn.getNumArguments()) : 0;
     if (name == kTmaParamAttr)
       return integerIn(op, attr, 0, args - 1, "the kernel argument holding the copy's tensor map");
+    if (failed(onKernel()))           // (before its length is checked against a function's arguments)
+      return failure();
     auto list = dyn_cast<DenseI32ArrayAttr>(attr.getValue());
     if (!list || int64_t(list.size()) > args)
-      return op->emitError() << "'" << name << "' must be an array<i32> of at most the kernel's " << args
-                             << " arguments";
+      return op->emitError() << "'" << name << "' must be an array<i32> of one entry per tensor map, at most "
+                             << "one per kernel argument (" << args << ")";
     bool boxes = name == kTmaBoxesAttr;
     for (int32_t v : list.asArrayRef())
       if (boxes ? (v < 1 || v > 256) : (v < 0 || v >= args))
@@ -338,8 +340,8 @@ LogicalResult ConvertLayoutOp::verify() {
   auto dst = cast<RankedTensorType>(getType());
   if (src.getShape() != dst.getShape() ||
       src.getElementType() != dst.getElementType())
-    return emitOpError() << "changes only the layout; got " << src << " -> "
-                         << dst;
+    return emitOpError() << "must keep the shape and element type (it changes the layout only); got "
+                         << src << " -> " << dst;
   if (isa_and_present<SharedAttr>(src.getEncoding()))
     return emitOpError() << "reads registers; a shared tile is read by its "
                             "consumer (fakv.dot) directly";
@@ -391,7 +393,7 @@ LogicalResult AsyncPagedLoadOp::verify() {
   if (getCache().getType().getElementType() != tile.getElementType())
     return emitOpError() << "cache element type "
                          << getCache().getType().getElementType()
-                         << " does not match the ring's tile "
+                         << " does not match the ring's element type "
                          << tile.getElementType();
   if (!getTable() == !getPage())
     return emitOpError() << "expects exactly one of 'table' and 'page'";

@@ -148,7 +148,7 @@ LogicalResult lowerSwapped(DotOp op, DotOp::Adaptor a, ConversionPatternRewriter
   // as rows, out of phase with the swizzle.
   if (aRows != mp)
     return op.emitOpError() << "A of a swapped dot must be stored with " << mp
-                            << " rows, got " << aRows;
+                            << " rows ('" << fakvgpu::kStoredRowsAttr << "' of its shared tile), got " << aRows;
   Value descOldB = op.getTransposeB() ? descriptor(rewriter, loc, a.getB(), 16)
                                       : descriptor(rewriter, loc, a.getB(), bRows * 128);
   Value descOldA = descriptor(rewriter, loc, a.getA(), 16);

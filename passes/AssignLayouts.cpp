@@ -205,8 +205,11 @@ LogicalResult LayoutAssigner::checkShapes() {
       }
       if (dot.getTransposeA() ||
           dot.getType().getDimSize(0) > 64) {
-        dot.emitOpError() << "the GPU lowering handles M <= 64 rows and no "
-                             "transposed A (one warpgroup's wgmma)";
+        if (dot.getTransposeA())
+          dot.emitOpError() << "the GPU lowering takes no transposed A (one warpgroup's wgmma)";
+        else
+          dot.emitOpError() << "the GPU lowering handles M <= 64 rows (one warpgroup's wgmma), got M = "
+                            << dot.getType().getDimSize(0);
         return WalkResult::interrupt();
       }
     }

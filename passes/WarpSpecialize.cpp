@@ -95,7 +95,8 @@ LogicalResult specialize(func::FuncOp func, scf::ForOp loop, scf::IfOp refill,
       anyWait = w;
   });
   if (!anyWait)
-    return loop.emitOpError() << "has a refill but no wait";
+    return loop.emitOpError() << "has a refill (an scf.if with '" << kPrefetchAttr
+                              << "', fakv-pipeline's copies ahead) but no fakvgpu.wait for its slots";
   // (its slot ends the loop's iteration too, in the consumer's arrive: defined in the loop's body itself, as
   // fakv-pipeline puts the waits; one written inside an scf.if did not dominate that arrive)
   if (anyWait->getBlock() != loop.getBody())

@@ -439,13 +439,13 @@ func.func @cluster_size_zero() attributes {fakvgpu.cluster_size = 0 : i32} {
 
 // -----
 
-// expected-error @+1 {{'fakvgpu.num_warps' applies to kernels}}
+// expected-error @+1 {{'fakvgpu.num_warps' applies to functions (the kernels)}}
 module attributes {fakvgpu.num_warps = 4 : i32} {
 }
 
 // -----
 
-// expected-error @+1 {{'fakvgpu.smem_bytes' applies to kernels}}
+// expected-error @+1 {{'fakvgpu.smem_bytes' applies to functions (the kernels)}}
 module attributes {fakvgpu.smem_bytes = 1024 : i32} {
 }
 
@@ -460,14 +460,14 @@ func.func @stored_rows_not_on_a_convert(%c: i1) {
 
 // -----
 
-// expected-error @+1 {{'fakvgpu.tma_args' must be an array<i32> of at most the kernel's 1 arguments}}
+// expected-error @+1 {{'fakvgpu.tma_args' must be an array<i32> of one entry per tensor map, at most one per kernel argument (1)}}
 func.func @tma_args_too_many(%a: !fakv.ptr<bf16>) attributes {fakvgpu.tma_args = array<i32: 0, 0>} {
   return
 }
 
 // -----
 
-// expected-error @+1 {{'fakvgpu.tma_boxes' must be an array<i32> of at most the kernel's 1 arguments}}
+// expected-error @+1 {{'fakvgpu.tma_boxes' must be an array<i32> of one entry per tensor map, at most one per kernel argument (1)}}
 func.func @tma_boxes_not_an_array(%a: !fakv.ptr<bf16>) attributes {fakvgpu.tma_boxes = 64 : i32} {
   return
 }
@@ -483,7 +483,7 @@ func.func @tma_box_too_tall(%a: !fakv.ptr<bf16>) attributes {fakvgpu.tma_boxes =
 
 #layout = #fakvgpu.linear<regs = [[0, 1], [0, 2], [0, 4], [0, 8]], lanes = [[1, 0], [2, 0], [4, 0], [8, 0], [0, 0]], warps = []>
 func.func @convert_layout_shape(%t: tensor<16x16xf32, #layout>) {
-  // expected-error @+1 {{changes only the layout; got 'tensor<16x16xf32, #fakvgpu.linear<}}
+  // expected-error @+1 {{must keep the shape and element type (it changes the layout only); got 'tensor<16x16xf32, #fakvgpu.linear<}}
   %c = fakvgpu.convert_layout %t : tensor<16x16xf32, #layout> -> tensor<16x16xbf16, #layout>
   return
 }
@@ -524,7 +524,7 @@ func.func @clear_rows_slot(%r: !fakvgpu.ring<2, tensor<32x64xbf16, #shared>>, %i
 #shared = #fakvgpu.shared<swizzle = 128>
 func.func @async_cache_type(%kc: !fakv.ptr<f16>, %bt: !fakv.ptr<i32>, %i: i32, %s: i64,
                             %r: !fakvgpu.ring<2, tensor<32x64xbf16, #shared>>, %b: !fakvgpu.barriers<2>) {
-  // expected-error @+1 {{cache element type 'f16' does not match the ring's tile 'bf16'}}
+  // expected-error @+1 {{cache element type 'f16' does not match the ring's element type 'bf16'}}
   fakvgpu.async_paged_load %kc[%i, %i] table %bt valid %i page_size %i num_pages %i strides [%s, %s, %s] into %r[%i] signal %b : !fakv.ptr<f16>, !fakvgpu.ring<2, tensor<32x64xbf16, #shared>>, !fakvgpu.barriers<2>
   return
 }

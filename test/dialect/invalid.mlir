@@ -774,7 +774,7 @@ func.func @pack_gqa_unsigned() attributes {fakv.kernel, fakv.pack_gqa = 1 : ui32
 
 // -----
 
-// expected-error @+1 {{'fakv.divisibility' of argument 0 must be a positive power of two}}
+// expected-error @+1 {{'fakv.divisibility' of argument 0 must be a positive power of two of a signless integer type (16 : i64), got 16 : ui64}}
 func.func @divisibility_unsigned(%n: i32 {fakv.divisibility = 16 : ui64}) attributes {fakv.kernel} {
   return
 }
@@ -796,7 +796,7 @@ func.func @addptr_types(%p: !fakv.ptr<i32>, %o: i64) {
 
 // -----
 
-// expected-error @+1 {{'fakv.divisibility' of argument 0 must be a positive power of two}}
+// expected-error @+1 {{'fakv.divisibility' of argument 0 must be a positive power of two of a signless integer type (16 : i64), got 12 : i64}}
 func.func @divisibility_not_pow2(%n: i32 {fakv.divisibility = 12 : i64}) attributes {fakv.kernel} {
   return
 }

@@ -305,7 +305,7 @@ func.func @swapped_a_rows(%p: !fakv.ptr<bf16>, %o: !fakv.ptr<f32>) attributes {f
   %acc = fakv.splat %z : f32 -> tensor<16x64xf32, #acc>
   %qs = fakvgpu.convert_layout %q : tensor<16x64xbf16, #a> -> tensor<16x64xbf16, #shared>
   %ks = fakvgpu.convert_layout %k : tensor<64x64xbf16, #b> -> tensor<64x64xbf16, #shared>
-  // expected-error @+1 {{'fakv.dot' op A of a swapped dot must be stored with 16 rows, got 64}}
+  // expected-error @+1 {{'fakv.dot' op A of a swapped dot must be stored with 16 rows ('fakvgpu.stored_rows' of its shared tile), got 64}}
   %s = fakv.dot %qs, %ks, %acc {transpose_b} : tensor<16x64xbf16, #shared>, tensor<64x64xbf16, #shared> -> tensor<16x64xf32, #acc>
   fakv.store %s, %o[%c0, %c0] strides [%s64, %s1] : tensor<16x64xf32, #acc>, !fakv.ptr<f32>
   return

@@ -235,7 +235,7 @@ func.func @dot_of_128_rows(%p: !fakv.ptr<bf16>, %o: !fakv.ptr<f32>, %i: i32, %s:
   %b = fakv.load %p[%i, %i] strides [%s, %s] : !fakv.ptr<bf16> -> tensor<64x64xbf16>
   %z = arith.constant 0.0 : f32
   %acc = fakv.splat %z : f32 -> tensor<128x64xf32>
-  // expected-error @+1 {{'fakv.dot' op the GPU lowering handles M <= 64 rows and no transposed A (one warpgroup's wgmma)}}
+  // expected-error @+1 {{'fakv.dot' op the GPU lowering handles M <= 64 rows (one warpgroup's wgmma), got M = 128}}
   %d = fakv.dot %a, %b, %acc : tensor<128x64xbf16>, tensor<64x64xbf16> -> tensor<128x64xf32>
   fakv.store %d, %o[%i, %i] strides [%s, %s] : tensor<128x64xf32>, !fakv.ptr<f32>
   return
@@ -248,7 +248,7 @@ func.func @dot_transposed_a(%p: !fakv.ptr<bf16>, %o: !fakv.ptr<f32>, %i: i32, %s
   %b = fakv.load %p[%i, %i] strides [%s, %s] : !fakv.ptr<bf16> -> tensor<64x64xbf16>
   %z = arith.constant 0.0 : f32
   %acc = fakv.splat %z : f32 -> tensor<64x64xf32>
-  // expected-error @+1 {{'fakv.dot' op the GPU lowering handles M <= 64 rows and no transposed A (one warpgroup's wgmma)}}
+  // expected-error @+1 {{'fakv.dot' op the GPU lowering takes no transposed A (one warpgroup's wgmma)}}
   %d = fakv.dot %a, %b, %acc {transpose_a} : tensor<64x64xbf16>, tensor<64x64xbf16> -> tensor<64x64xf32>
   fakv.store %d, %o[%i, %i] strides [%s, %s] : tensor<64x64xf32>, !fakv.ptr<f32>
   return

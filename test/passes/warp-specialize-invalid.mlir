@@ -145,7 +145,7 @@ func.func @compare_of_a_constant(%n: i32, %p: !fakv.ptr<i32>) attributes {fakv.k
 func.func @refill_without_a_wait(%n: i32) attributes {fakv.kernel, fakvgpu.num_warps = 4 : i32} {
   %c0 = arith.constant 0 : i32
   %c1 = arith.constant 1 : i32
-  // expected-error @+1 {{'scf.for' op has a refill but no wait}}
+  // expected-error @+1 {{'scf.for' op has a refill (an scf.if with 'fakvgpu.pipeline_prefetch', fakv-pipeline's copies ahead) but no fakvgpu.wait for its slots}}
   scf.for %i = %c0 to %n step %c1 : i32 {
     %ahead = arith.addi %i, %c1 : i32
     %go = arith.cmpi slt, %ahead, %n : i32

@@ -18,7 +18,7 @@ from fakv.kernels.decode import decode
 def run_decode(kernel, q, k, v, seqlens, table, causal, splits, group_tile=None, sequences_first=False, used=None):
     """kernels/decode.py's launch, as fakv.interface plans it, by `kernel`;
     `sequences_first`: as planned when batch x query blocks pass 65535;
-    `used`: a list the kernel launched (with the plan's options) is added to."""
+    `used`: a list the specialisation launched (fakv.compiled.Compiled) is added to."""
     from fakv.interface import plain_extras, plan
     batch, sq, heads, d = q.shape
     kv_heads = k.shape[2]
@@ -35,8 +35,10 @@ def run_decode(kernel, q, k, v, seqlens, table, causal, splits, group_tile=None,
         p = dict(p, decode=dict(p["decode"], HEADS_FIRST=False), decode_grid=(g[1], g[0], g[2]),
                  decode_options=dict(p["decode_options"], pack_gqa=1))
     kernel = kernel.with_options(**p["decode_options"]) if kernel.pack_gqa is not None else kernel
-    if used is not None:
-        used.append(kernel)
+    if used is not None:            # (the specialisation the launch takes, recorded: not from the launch cache)
+        kernel._fast.clear()
+        specialize = kernel.specialize
+        kernel.specialize = lambda *a, **k: used.append(specialize(*a, **k)) or used[-1]
     kernel[p["decode_grid"]](
         q, k, v, bt, seqlens, out, lse, out_part, lse_part,
         sq * heads * d, heads * d, d, k.shape[1] * kv_heads * d, kv_heads * d, d,
@@ -44,14 +46,16 @@ def run_decode(kernel, q, k, v, seqlens, table, causal, splits, group_tile=None,
         batch, sq, heads, kv_heads, d, k.shape[1], k.shape[0], 1 / math.sqrt(d),
             *plain_extras(seqlens, lse, k.shape[1] * (bt.shape[1] if table is not None else 1)),
         **p["decode"])
+    if used is not None:
+        del kernel.specialize
     return (out, lse) if n == 1 else (out_part, lse_part)
 
 
-def packings(kernel):
-    """How fakv-pack-gqa packed `kernel`'s CPU specialisations (the grid
-    folding of each: (1, 1, 1) unpacked)."""
+def packing(compiled):
+    """How fakv-pack-gqa packed a CPU specialisation of decode (its grid
+    folding: (1, 1, 1) unpacked)."""
     from fakv.compiler import cpu_symbol
-    return {tuple(c.cpu.grid_packing.get(cpu_symbol("decode"), (1, 1, 1))) for c in kernel._compiled.values() if c.cpu}
+    return tuple(compiled.cpu.grid_packing.get(cpu_symbol("decode"), (1, 1, 1)))
 
 
 @pytest.mark.parametrize("heads,page,query,splits", [
@@ -65,10 +69,9 @@ def test_packed_equals_unpacked(heads, page, query, splits):
     assert unpacked.pack_gqa is None and decode.pack_gqa == 0     # (the heads on grid axis 0)
     used = []
     got = run_decode(decode, q, k, v, seqlens, table, causal, splits, used=used)
-    want = run_decode(unpacked, q, k, v, seqlens, table, causal, splits)
+    want = run_decode(unpacked, q, k, v, seqlens, table, causal, splits, used=used)
     # (packed: the group's heads folded into grid axis 0; a kernel left unpacked gave the same bits)
-    assert (heads[0] // heads[1], 1, 1) in packings(used[0]) and (1, 1, 1) not in packings(used[0])
-    assert packings(unpacked) == {(1, 1, 1)}
+    assert [packing(c) for c in used] == [(heads[0] // heads[1], 1, 1), (1, 1, 1)]
     for g, w in zip(got, want):
         assert np.array_equal(g.astype(np.float32), w.astype(np.float32), equal_nan=True)
     if splits == 1:                                  # and both are attention
@@ -86,7 +89,7 @@ def test_sequences_first_is_the_same_attention():
         got = run_decode(decode, q, k, v, seqlens, table, causal, splits, sequences_first=True, used=used)
         want = run_decode(decode, q, k, v, seqlens, table, causal, splits, used=used)
         group = heads[0] // heads[1]
-        assert (1, group, 1) in packings(used[0]) and (group, 1, 1) in packings(used[1])     # (packed on axis 1)
+        assert [packing(c) for c in used] == [(1, group, 1), (group, 1, 1)]      # (sequences first: on axis 1)
         for g, w in zip(got, want):
             assert np.array_equal(g.astype(np.float32), w.astype(np.float32), equal_nan=True)
 
