@@ -224,7 +224,9 @@ def private(d):
     its checksum anyone can compute: in a folder another user can write it
     could be anyone's, and a link they planted at a writer's temporary name
     would be written through. True for a folder not made yet (fakv makes it
-    0700). One warning per folder refused; the kernels stay in memory."""
+    0700). Writable by its group only when that group is the user's own
+    (Ubuntu's umask 002 makes folders so). One warning per folder refused;
+    the kernels stay in memory."""
     ok = _PRIVATE.get(d)
     if ok is None:
         try:
@@ -233,14 +235,26 @@ def private(d):
             return True
         except OSError:
             return False
-        ok = _PRIVATE[d] = not hasattr(os, "geteuid") or (st.st_uid == os.geteuid() and not st.st_mode & 0o022)
+        ok = _PRIVATE[d] = not hasattr(os, "geteuid") or (
+            st.st_uid == os.geteuid() and not st.st_mode & 0o002 and (not st.st_mode & 0o020 or _own_group(st.st_gid)))
         if not ok and d not in _warned:
             _warned.add(d)
             warnings.warn(f"fakv: the kernel cache {d} is not yours alone (owner uid {st.st_uid}, mode "
                           f"{stat.S_IMODE(st.st_mode):o}): not used, compiled kernels are kept in memory only "
                           f"(`chmod go-w` it if it is yours, or set FAKV_CACHE_DIR to a folder of your own)",
-                          RuntimeWarning, stacklevel=4)
+                          RuntimeWarning, stacklevel=2)
     return ok
+
+
+def _own_group(gid):
+    """Whether group `gid` is this user's own (a user private group, as a umask of 002 expects: their
+    primary group, no other member listed)."""
+    try:
+        import grp
+        import pwd
+        return gid == os.getegid() and not set(grp.getgrgid(gid).gr_mem) - {pwd.getpwuid(os.geteuid()).pw_name}
+    except (ImportError, KeyError):
+        return False
 
 
 def usable(d):
@@ -350,8 +364,10 @@ def write_quietly(path, data):
     usable(): one warning)."""
     tmp = _temporary(path)
     try:
-        if not private(cache_dir()):          # (before making a folder in it)
+        root = cache_dir()
+        if not private(root):                 # (before making a folder in it)
             return
+        os.makedirs(root, 0o700, exist_ok=True)                # (the cache's own first: 0700, not the umask's)
         os.makedirs(os.path.dirname(path), 0o700, exist_ok=True)
         if not usable(os.path.dirname(path)):
             return

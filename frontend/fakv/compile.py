@@ -129,14 +129,17 @@ def _zeros(shape, dtype):
     needs its shape; compile-only calls read none of it)."""
     import mmap
     import numpy as np
-    size = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+    import math
+    size = math.prod(shape) * np.dtype(dtype).itemsize      # (Python ints: np.prod wrapped past 2**63)
     try:
+        if size >= sys.maxsize:
+            raise OverflowError("past the address space")
         noreserve = getattr(mmap, "MAP_NORESERVE", 0x4000 if sys.platform == "linux" else 0)   # (Python >= 3.13)
         buffer = mmap.mmap(-1, max(size, 1), flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | noreserve)
     except (OSError, OverflowError) as e:
         raise SystemExit(f"fakv.compile: --attention: cannot map {size} bytes for an array of shape {shape}: "
                          f"{e}") from None
-    return np.frombuffer(buffer, dtype, int(np.prod(shape))).reshape(shape)
+    return np.frombuffer(buffer, dtype, math.prod(shape)).reshape(shape)
 
 
 def main(argv=None):
@@ -166,7 +169,7 @@ def main(argv=None):
         ap.error("-o takes a file name, got ''")
     gpu_flags = [flag for flag, value in (("--stages", args.stages), ("--no-warp-specialize", args.no_warp_specialize),
                                           ("--ctas-per-sm", args.ctas_per_sm), ("--registers", args.registers))
-                 if value not in (None, False)]
+                 if value is not None and value is not False]
     if gpu_flags and args.emit == "fakv":
         ap.error(f"{', '.join(gpu_flags)}: options of the GPU compilation (--emit fakvgpu, llvm, ptx or cubin), "
                  f"not of --emit fakv (the IR before it)")
@@ -286,9 +289,10 @@ def _compile(ir, args, options):
         opts.update((k, v) for k, v in given.items() if v is not None)
         try:
             payload, facts = _fakv.compile(ir, "ptx" if args.emit == "cubin" else args.emit, *gpu_args(opts))
-        except TypeError:       # (a register count past the binding's int: 99999999999)
-            raise SystemExit(f"fakv.compile: --registers {args.registers[0]},{args.registers[1]}: out of range "
-                             f"(0, or a multiple of 8 in [24, 256]: setmaxnreg)") from None
+        except TypeError:       # (a register count past the binding's int: 99999999999, given or the kernel's)
+            p, c = opts.get("registers", (0, 0))
+            raise SystemExit(f"fakv.compile: registers {p},{c}: out of range (0, or a multiple of 8 in [24, 256]: "
+                             f"setmaxnreg)") from None
         if args.emit == "cubin":
             from . import ptx
             payload = ptx.assemble(payload, "sm_90a")

@@ -93,17 +93,21 @@ class GPUKernel:
 
     def launch(self, grid, args, stream=None):
         gx, gy, gz = grid
+        stream = self._stream() if stream is None else stream
         try:
-            self.launch_raw(gx, gy, gz, self._stream() if stream is None else stream, *args)
-        except RuntimeError:
+            self.launch_raw(gx, gy, gz, stream, *args)
+        except RuntimeError as e:
             # A thread whose first CUDA work this is has no current context (torch binds one lazily, and
             # none of its calls before the launch did): bound as torch would bind it, then launched.
             from . import _runtime
             if _runtime.current_context():
                 raise
             import torch
-            _runtime.bind_primary_context(torch.cuda.current_device())
-            self.launch_raw(gx, gy, gz, self._stream() if stream is None else stream, *args)
+            try:
+                _runtime.bind_primary_context(torch.cuda.current_device())
+            except RuntimeError:
+                raise e from None
+            self.launch_raw(gx, gy, gz, stream, *args)
 
 
 def stream_getter(device=None):

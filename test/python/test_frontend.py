@@ -823,8 +823,12 @@ def test_cli_kernel_files_that_fail_and_options_that_do_not_apply(tmp_path):
         assert bad.returncode == 2 and message in bad.stderr, bad.stderr
     assert not list(tmp_path.glob(".*"))
     bad = cli(decode, "--emit", "fakvgpu", "--attention", "batch=1", "--registers", "99999999999,8")
-    assert bad.returncode == 1 and bad.stderr.strip() == ("fakv.compile: --registers 99999999999,8: out of range (0, "
+    assert bad.returncode == 1 and bad.stderr.strip() == ("fakv.compile: registers 99999999999,8: out of range (0, "
                                                           "or a multiple of 8 in [24, 256]: setmaxnreg)")
+    bad = cli(decode, "--emit", "fakv", "--attention", "batch=1", "--ctas-per-sm", "0")
+    assert bad.returncode == 2 and "--ctas-per-sm: options of the GPU compilation" in bad.stderr
+    bad = cli(decode, "--emit", "fakv", "--attention", "batch=4294967296,seqlen_k=4294967296")
+    assert bad.returncode == 1 and bad.stderr.startswith("fakv.compile: --attention: cannot map"), bad.stderr
     for shape in ("batch=256,seqlen_k=131072", "batch=256,seqlen_k=131072,page_size=256"):     # 64 GiB a cache
         out = cli(decode, "--emit", "fakv", "--attention", shape)
         assert out.returncode == 0 and "func.func @decode(" in out.stdout, out.stderr
@@ -947,12 +951,22 @@ def test_fakv_compile_says_errors_in_a_line_and_names_its_outputs(tmp_path):
     # No ptxas where gpu-module-to-binary would look: said first, in a line (unless the toolkit path MLIR was built
     # with holds one).
     env = {"PATH": "/usr/bin:/bin", "HOME": os.environ.get("HOME", "/tmp")}
-    bad = subprocess.run([tool, combine, "-o", str(tmp_path / "c")], capture_output=True, text=True, env=env)
+    (tmp_path / "bare").mkdir()
+    bad = subprocess.run([tool, combine, "-o", str(tmp_path / "bare" / "c")], capture_output=True, text=True, env=env)
     if bad.returncode:
         assert bad.stderr.startswith("fakv-compile: --format=bin needs ptxas") and len(bad.stderr.splitlines()) == 1
     ptxas = shutil.which("ptxas") or "/usr/local/cuda/bin/ptxas"
     if os.access(ptxas, os.X_OK) and shutil.which("fatbinary", path=os.path.dirname(ptxas)):
+        (tmp_path / "fat").mkdir()
         env = dict(os.environ, PATH=os.path.dirname(ptxas) + ":" + os.environ.get("PATH", ""))
-        subprocess.run([tool, combine, "-o", str(tmp_path / "f"), "--format=fatbin"], check=True, env=env)
-        assert sorted(p.name for p in tmp_path.iterdir()) == ["f.fatbin", "f.json"]
-        assert (tmp_path / "f.fatbin").read_bytes()[:4] == bytes.fromhex("50ed55ba")     # a fatbin's magic
+        subprocess.run([tool, combine, "-o", str(tmp_path / "fat" / "f"), "--format=fatbin"], check=True, env=env)
+        assert sorted(p.name for p in (tmp_path / "fat").iterdir()) == ["f.fatbin", "f.json"]
+        assert (tmp_path / "fat" / "f.fatbin").read_bytes()[:4] == bytes.fromhex("50ed55ba")     # a fatbin's magic
+        # fatbinary too is looked for first (with ptxas alone on PATH: MLIR's message after the whole pipeline)
+        (tmp_path / "only").mkdir()
+        os.symlink(ptxas, tmp_path / "only" / "ptxas")
+        env = {"PATH": f"{tmp_path / 'only'}:/usr/bin:/bin", "HOME": os.environ.get("HOME", "/tmp")}
+        bad = subprocess.run([tool, combine, "-o", str(tmp_path / "only" / "f"), "--format=fatbin"],
+                             capture_output=True, text=True, env=env)
+        if bad.returncode:
+            assert bad.stderr.startswith("fakv-compile: --format=fatbin needs fatbinary"), bad.stderr

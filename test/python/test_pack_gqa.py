@@ -39,15 +39,17 @@ def run_decode(kernel, q, k, v, seqlens, table, causal, splits, group_tile=None,
         kernel._fast.clear()
         specialize = kernel.specialize
         kernel.specialize = lambda *a, **k: used.append(specialize(*a, **k)) or used[-1]
-    kernel[p["decode_grid"]](
-        q, k, v, bt, seqlens, out, lse, out_part, lse_part,
-        sq * heads * d, heads * d, d, k.shape[1] * kv_heads * d, kv_heads * d, d,
-        bt.shape[1] if table is not None else 0,
-        batch, sq, heads, kv_heads, d, k.shape[1], k.shape[0], 1 / math.sqrt(d),
+    try:
+        kernel[p["decode_grid"]](
+            q, k, v, bt, seqlens, out, lse, out_part, lse_part,
+            sq * heads * d, heads * d, d, k.shape[1] * kv_heads * d, kv_heads * d, d,
+            bt.shape[1] if table is not None else 0,
+            batch, sq, heads, kv_heads, d, k.shape[1], k.shape[0], 1 / math.sqrt(d),
             *plain_extras(seqlens, lse, k.shape[1] * (bt.shape[1] if table is not None else 1)),
-        **p["decode"])
-    if used is not None:
-        del kernel.specialize
+            **p["decode"])
+    finally:
+        if used is not None:
+            del kernel.specialize
     return (out, lse) if n == 1 else (out_part, lse_part)
 
 

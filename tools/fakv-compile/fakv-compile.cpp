@@ -62,12 +62,13 @@ static llvm::StringRef extensionOf(llvm::StringRef format) {
   return ".cubin";
 }
 
-/// ptxas where gpu-module-to-binary looks for it (the CUDA toolkit's bin/,
-/// then PATH): said before compiling, not after thousands of lines of IR.
-static bool findPtxas() {
+/// A CUDA tool (ptxas, fatbinary) where gpu-module-to-binary looks for it
+/// (PATH, then the CUDA toolkit's bin/): said before compiling, not after
+/// the whole pipeline.
+static bool findTool(llvm::StringRef tool) {
   llvm::SmallString<256> path(NVVM::getCUDAToolkitPath());
-  llvm::sys::path::append(path, "bin", "ptxas");
-  return llvm::sys::fs::can_execute(path) || static_cast<bool>(llvm::sys::findProgramByName("ptxas"));
+  llvm::sys::path::append(path, "bin", tool);
+  return llvm::sys::fs::can_execute(path) || static_cast<bool>(llvm::sys::findProgramByName(tool));
 }
 
 int main(int argc, char **argv) {
@@ -108,9 +109,12 @@ int main(int argc, char **argv) {
         return failure();
       })))
     return 1;
-  if (extensionOf(format) != ".ptx" && !findPtxas()) {
+  for (llvm::StringRef tool : {"ptxas", "fatbinary"}) {
+    if (extensionOf(format) == ".ptx" || (tool == "fatbinary" && extensionOf(format) != ".fatbin") ||
+        findTool(tool))
+      continue;
     llvm::StringRef toolkit = NVVM::getCUDAToolkitPath();
-    llvm::errs() << "fakv-compile: --format=" << format << " needs ptxas, found none on PATH nor "
+    llvm::errs() << "fakv-compile: --format=" << format << " needs " << tool << ", found none on PATH nor "
                  << (toolkit.empty() ? llvm::Twine("in a CUDA toolkit (CUDA_HOME, CUDA_ROOT, CUDA_PATH unset)")
                                      : "in " + toolkit + "/bin")
                  << ": set CUDA_HOME to the CUDA toolkit, or --format=isa for PTX\n";
