@@ -39,7 +39,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "bench", "kernels"))
 sys.path.insert(0, os.path.join(ROOT, "test", "gpu"))
 import source_tree  # noqa: E402,F401  (the source tree's fakv when it is built, else the installed one)
-from timing import copy_ms, event_ms, graph_time_ms  # noqa: E402
+from timing import copy_ms, event_ms, graph_time_ms, need_cuda  # noqa: E402
 
 B, H, HK, D, S = 32, 32, 8, 128, 8192
 PAGE = 256
@@ -130,6 +130,9 @@ def time_ms(fn, iters=20, reps=10, warmup=3, graph=True):
 
 def main():
     import numpy as np
+    if set(sys.argv[1:]) - {"--compile-only"}:       # (--help ran the whole bench)
+        raise SystemExit(__doc__ if "--help" in sys.argv or "-h" in sys.argv
+                         else f"usage: python bench/bench_decode.py [--compile-only], got {sys.argv[1:]}")
     if "--compile-only" in sys.argv:
         os.environ["FAKV_COMPILE_ONLY"] = "1"
         import fakv
@@ -143,7 +146,7 @@ def main():
                 fakv.flash_attn_with_kvcache(q, k, v, kn, kn, cos, cos, cache_seqlens=lens - 1, block_table=table)
         print("compiled the bench kernels")
         return
-    import torch
+    torch = need_cuda("bench/bench_decode.py")
     import fakv
     from fakv.interface import _kernels, plain_extras, plan
 

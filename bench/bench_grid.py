@@ -6,6 +6,7 @@ run on the GPU machine.
                                [--rounds N]
     python bench/bench_grid.py --shapes "NAME=batch,seqlen_k,heads,kv_heads,head_dim;..." [...]   # other shapes
     python bench/bench_grid.py --plot DIR/NAME.json     # the PNG plots, DIR/NAME-<layout>.png (needs matplotlib)
+    python bench/bench_grid.py --markdown DIR/NAME.json # the table of a run, printed (no GPU needed)
 
 `--only`: shapes of that name, else those whose name holds its words ("d64": both head-dim-64 shapes; "b1": the
 batch-1 ones, not b128); `--peers`: names from the list below. An unknown one stops the run.
@@ -89,7 +90,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 sys.path.insert(0, os.path.join(ROOT, "test", "gpu"))
 import source_tree  # noqa: E402,F401  (the source tree's fakv when it is built, else the installed one)
-from timing import copy_ms, graph_time_ms  # noqa: E402
+from timing import copy_ms, graph_time_ms, need_cuda  # noqa: E402
 
 # (name, batch, seqlen_k, heads, kv_heads, head_dim, ragged)
 SHAPES = [(f"b{b} s{s // 1024}K", b, s, 32, 8, 128, False) for b in (1, 8, 32, 128) for s in (1024, 8192, 32768)]
@@ -641,14 +642,21 @@ def main():
     ap.add_argument("--shapes", default="", metavar="NAME=b,s,h,hkv,d;...",
                     help="time these shapes instead of the grid's (shapes outside the grid the plans were tuned on)")
     ap.add_argument("--plot", metavar="JSON", help="only make the plots of a run")
+    ap.add_argument("--markdown", metavar="JSON", help="only print the table of a run (as grid.md has it)")
     args = ap.parse_args()
     if args.plot:
-        plot(args.plot)
+        try:
+            plot(args.plot)
+        except ImportError:
+            raise SystemExit("bench_grid.py --plot needs matplotlib (pip install matplotlib)") from None
+        return
+    if args.markdown:
+        with open(args.markdown) as f:
+            print(markdown(json.load(f)))
         return
     if args.rounds < 1 or args.sustain < 0:             # (0 rounds timed nothing and exited 0)
         raise SystemExit(f"--rounds must be at least 1 and --sustain not negative, got {args.rounds}, {args.sustain}")
     layouts = layouts_of(args.layouts)
-    import torch
     peers = names_of(args.peers, PEERS + ("bare", "fakv-merge"), "--peers")
     if args.shapes:
         extra = shapes_by_name(args.shapes)
@@ -656,6 +664,7 @@ def main():
     else:
         shapes = SHAPES
     shapes = selected(shapes, args.only)
+    torch = need_cuda("bench/bench_grid.py")                 # (the names above checked without it)
     copy_bw = copy_bandwidth(args.sustain)
     run = {"device": torch.cuda.get_device_name(), "date": time.strftime("%Y-%m-%d"), "copy_tbps": copy_bw,
            "layouts": layouts, "shapes": [s[0] for s in shapes], "peers": peers, "sustain_s": args.sustain,

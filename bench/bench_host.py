@@ -303,7 +303,8 @@ def main():
         return child(*args.child)
     sys.path.insert(0, os.path.join(ROOT, "test", "gpu"))
     import source_tree  # noqa: F401
-    import torch
+    from timing import need_cuda
+    torch = need_cuda("bench/bench_host.py")
     import fakv
     import triton
     print(f"fakv from {os.path.dirname(fakv.__file__)}; triton {triton.__version__}; torch {torch.__version__}; "

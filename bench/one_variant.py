@@ -32,16 +32,19 @@ def flashinfer():
 
 
 def main():
-    if sys.argv[1] == "flashinfer":
+    if sys.argv[1:2] == ["flashinfer"]:
         return flashinfer()
-    block_n, stages, ws, paged = (int(a) for a in sys.argv[1:5])
+    try:
+        block_n, stages, ws, paged = (int(a) for a in sys.argv[1:5])
+    except ValueError:                                    # (too few, --help: a traceback)
+        raise SystemExit(__doc__) from None
     if "--compile-only" in sys.argv:
         import numpy as np
         os.environ["FAKV_COMPILE_ONLY"] = "1"
         lib = np
     else:
-        import torch
-        lib = torch
+        from timing import need_cuda
+        lib = need_cuda("bench/one_variant.py")
     sweep_decode.VARIANTS[:] = [(block_n, stages, bool(ws))]
     for _, launch, _ in sweep_decode.launches(lib, bool(paged)):
         for _ in range(4):

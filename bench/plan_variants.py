@@ -48,7 +48,7 @@ sys.path.insert(0, os.path.join(ROOT, "bench"))
 sys.path.insert(0, os.path.join(ROOT, "test", "gpu"))
 import source_tree  # noqa: E402,F401
 from bench_grid import PEERS, Cell, names_of, peer_calls, shapes_by_name  # noqa: E402
-from timing import graph_time_ms  # noqa: E402
+from timing import graph_time_ms, need_cuda  # noqa: E402
 
 
 SWITCHES = ("swap", "gather", "cluster", "rowboxes", "longest", "mergeregs", "early", "hint")
@@ -169,10 +169,10 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--shapes", default="", help='more cells: "NAME=batch,seqlen_k,heads,kv_heads,head_dim;..."')
     args = ap.parse_args()
-    import torch
     for v in args.variants.split(","):
         check_variant(v)
     shapes = shapes_by_name(args.shapes)
+    torch = need_cuda("bench/plan_variants.py")
     for spec in args.cells.split(","):
         name, _, layout = spec.strip().partition("@")
         shape = shapes[name]

@@ -15,7 +15,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_decode import B, D, H, HK, PAGE, S, inputs, time_ms  # noqa: E402
-from timing import copy_ms  # noqa: E402
+from timing import copy_ms, need_cuda  # noqa: E402
 
 VARIANTS = [(128, 2, True), (64, 2, True), (32, 2, True), (32, 3, True), (32, 4, True), (16, 4, True),
             (64, 2, False), (64, 3, False), (32, 2, False), (32, 3, False), (32, 4, False)]
@@ -47,6 +47,9 @@ def launches(lib, paged):
 
 
 def main():
+    if set(sys.argv[1:]) - {"--compile-only"}:       # (--help ran the whole sweep)
+        raise SystemExit(__doc__ if "--help" in sys.argv or "-h" in sys.argv
+                         else f"usage: python bench/sweep_decode.py [--compile-only], got {sys.argv[1:]}")
     if "--compile-only" in sys.argv:
         import numpy as np
         os.environ["FAKV_COMPILE_ONLY"] = "1"
@@ -55,7 +58,7 @@ def main():
                 launch()
         print("compiled the sweep's kernels")
         return
-    import torch
+    torch = need_cuda("bench/sweep_decode.py")
     src = torch.empty(2**30, dtype=torch.bfloat16, device="cuda")
     dst = torch.empty_like(src)
     t = copy_ms(dst, src)

@@ -18,6 +18,19 @@ WARM_S = 0.0
 BUSY_CYCLES = 100_000
 
 
+def need_cuda(script):
+    """torch, with a CUDA device to run on, or a one-line exit naming `script` (a bench run where torch or the
+    GPU is missing ended in a traceback)."""
+    try:
+        import torch
+    except ImportError:
+        raise SystemExit(f"{script} runs on a CUDA GPU with torch; this Python has no torch (its --compile-only "
+                         f"mode, where it has one, needs neither)") from None
+    if not torch.cuda.is_available():
+        raise SystemExit(f"{script} runs on a CUDA GPU; torch finds none here")
+    return torch
+
+
 def event_ms(run, iters, busy_cycles=BUSY_CYCLES):
     """The GPU milliseconds of each of `iters` runs of `run()`, by CUDA events: each run's start event
     queued behind `busy_cycles` of torch.cuda._sleep (0: on the stream as it is, idle after the last run,

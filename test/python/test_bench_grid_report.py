@@ -217,3 +217,35 @@ def test_a_large_cache_where_fakv_failed_counts_below_105():
                           "fakv": {"failed": "does not compile"}, "sdpa": _impl(401.0, 1.05)}}]}
     md = g.markdown(run)
     assert "Caches of 1 GiB or more at 105 % of copy or more: 1 of 2; below: b8 s32K @16 (fakv failed)" in md
+
+
+def test_recorded_tables_are_their_runs_and_scripts_say_what_they_need():
+    """bench_grid.py --markdown renders a saved run's table again: session 52's rows as docs/perf/grid-s52.md
+    recorded them (session 57's audit re-counted every cell), with no GPU. Where torch is missing, the measuring
+    scripts say so in a line (each was a traceback), and --help prints bench_decode's usage (it ran the bench)."""
+    import subprocess
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "frontend"), PYTHONDONTWRITEBYTECODE="1")
+    bench = os.path.join(ROOT, "bench")
+    out = subprocess.run([sys.executable, os.path.join(bench, "bench_grid.py"), "--markdown",
+                          os.path.join(ROOT, "docs", "perf", "grid-s52.json")], env=env, capture_output=True,
+                         text=True, check=True).stdout
+    with open(os.path.join(ROOT, "docs", "perf", "grid-s52.md")) as f:
+        recorded = f.read()
+    rows = lambda text: [line for line in text.splitlines() if line.startswith("|")]  # noqa: E731
+    assert len(rows(recorded)) > 20 and rows(out) == rows(recorded)
+    assert "Caches of 1 GiB or more at 105 % of copy or more: 27 of 36" in out
+    helped = subprocess.run([sys.executable, os.path.join(bench, "bench_decode.py"), "--help"], env=env,
+                            capture_output=True, text=True)
+    assert helped.returncode == 1 and "python bench/bench_decode.py [--compile-only]" in helped.stderr
+    try:
+        import torch  # noqa: F401
+        return                                           # (the GPU machine: no message to see)
+    except ImportError:
+        pass
+    for script, args in (("bench_grid.py", []), ("bench_decode.py", []), ("sweep_decode.py", []),
+                         ("one_variant.py", ["64", "2", "1", "1"]), ("bench_host.py", []),
+                         ("plan_variants.py", ["--cells", "b1 s1K@0"])):
+        bad = subprocess.run([sys.executable, os.path.join(bench, script), *args], env=env, capture_output=True,
+                             text=True)
+        assert bad.returncode == 1 and bad.stderr == f"bench/{script} runs on a CUDA GPU with torch; this Python " \
+            "has no torch (its --compile-only mode, where it has one, needs neither)\n", (script, bad.stderr)
