@@ -98,7 +98,7 @@ struct ConvertFakvGPUToNVVMPass
       return signalPassFailure();
     // A module without a kernel (it came out as an empty gpu.binary, exit 0, its host
     // functions gone: fakv-compile said "holds no kernel", fakv-opt nothing).
-    if (kernels.empty() && !module.lookupSymbol<gpu::GPUModuleOp>("fakv_kernels")) {
+    if (kernels.empty() && !module.lookupSymbol<gpu::GPUModuleOp>(kKernelsModule)) {
       module.emitError() << "holds no kernel (no func.func with the fakv.kernel attribute): "
                             "nothing to compile for the GPU";
       return signalPassFailure();

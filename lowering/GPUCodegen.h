@@ -56,6 +56,8 @@ constexpr llvm::StringLiteral kGridDependencyWait = "griddepcontrol.wait;";
 constexpr llvm::StringLiteral kLaunchDependents = "griddepcontrol.launch_dependents;";
 /// The dynamic shared memory of a kernel module.
 constexpr llvm::StringLiteral kSmemSymbol = "fakv_smem";
+/// The gpu.module fakvgpu-outline-kernels moves the kernels into.
+constexpr llvm::StringLiteral kKernelsModule = "fakv_kernels";
 /// Bytes added to a kernel's shared memory so its base can be 1024-aligned.
 constexpr int64_t kSmemAlignSlack = 1024;
 

@@ -28,7 +28,6 @@ using fakvgpu::LinearLayout;
 
 namespace {
 
-constexpr llvm::StringLiteral kKernelsModule = "fakv_kernels";
 
 /// func.func kernels -> gpu.func in gpu.module @fakv_kernels, with the
 /// dynamic shared memory symbol and the launch facts as attributes.

@@ -203,13 +203,13 @@ LogicalResult LayoutAssigner::checkShapes() {
                           << et;
         return WalkResult::interrupt();
       }
-      if (dot.getTransposeA() ||
-          dot.getType().getDimSize(0) > 64) {
-        if (dot.getTransposeA())
-          dot.emitOpError() << "the GPU lowering takes no transposed A (one warpgroup's wgmma)";
-        else
-          dot.emitOpError() << "the GPU lowering handles M <= 64 rows (one warpgroup's wgmma), got M = "
-                            << dot.getType().getDimSize(0);
+      if (dot.getTransposeA()) {
+        dot.emitOpError() << "the GPU lowering takes no transposed A (one warpgroup's wgmma)";
+        return WalkResult::interrupt();
+      }
+      if (dot.getType().getDimSize(0) > 64) {
+        dot.emitOpError() << "the GPU lowering handles M <= 64 rows (one warpgroup's wgmma), got M = "
+                          << dot.getType().getDimSize(0);
         return WalkResult::interrupt();
       }
     }

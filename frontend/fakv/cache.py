@@ -224,17 +224,15 @@ def private(d):
     its checksum anyone can compute: in a folder another user can write it
     could be anyone's, and a link they planted at a writer's temporary name
     would be written through. True for a folder not made yet (fakv makes it
-    0700). Writable by its group only when that group is the user's own
+    0700) or one it cannot reach. Writable by its group only when that group is the user's own
     (Ubuntu's umask 002 makes folders so). One warning per folder refused;
     the kernels stay in memory."""
     ok = _PRIVATE.get(d)
     if ok is None:
         try:
             st = os.stat(d)
-        except FileNotFoundError:
+        except OSError:            # (not made yet, or not reachable: the read or the write itself fails, and says so)
             return True
-        except OSError:
-            return False
         ok = _PRIVATE[d] = not hasattr(os, "geteuid") or (
             st.st_uid == os.geteuid() and not st.st_mode & 0o002 and (not st.st_mode & 0o020 or _own_group(st.st_gid)))
         if not ok and d not in _warned:
@@ -357,6 +355,21 @@ def _sweep(d):
         pass
 
 
+def _folder_to_write(d):
+    """Whether cache folder `d` may be written (usable()), made 0700 (the
+    cache's own folder first: made by the way it had the umask's mode) and
+    its stale temporaries swept; OSError when it cannot be made."""
+    root = cache_dir()
+    if not private(root):                 # (before making a folder in it)
+        return False
+    os.makedirs(root, 0o700, exist_ok=True)
+    os.makedirs(d, 0o700, exist_ok=True)
+    if not usable(d):
+        return False
+    _sweep(d)
+    return True
+
+
 def write_quietly(path, data):
     """Writes `data` (bytes) to `path` at once (a new file of this writer's
     renamed over it, so readers never see part of it), making its
@@ -364,14 +377,8 @@ def write_quietly(path, data):
     usable(): one warning)."""
     tmp = _temporary(path)
     try:
-        root = cache_dir()
-        if not private(root):                 # (before making a folder in it)
+        if not _folder_to_write(os.path.dirname(path)):
             return
-        os.makedirs(root, 0o700, exist_ok=True)                # (the cache's own first: 0700, not the umask's)
-        os.makedirs(os.path.dirname(path), 0o700, exist_ok=True)
-        if not usable(os.path.dirname(path)):
-            return
-        _sweep(os.path.dirname(path))
         with _create(tmp) as f:
             f.write(data)
         os.replace(tmp, path)
@@ -427,10 +434,8 @@ def store(key, binary, facts):
     base = os.path.join(d, key)
     tmp = _temporary(base)
     try:
-        os.makedirs(d, 0o700, exist_ok=True)
-        if not private(d):
+        if not _folder_to_write(d):
             return False
-        _sweep(d)
         with _create(tmp + ".cubin") as f:
             f.write(binary)
         with _create(tmp + ".json") as f:

@@ -109,9 +109,13 @@ int main(int argc, char **argv) {
         return failure();
       })))
     return 1;
-  for (llvm::StringRef tool : {"ptxas", "fatbinary"}) {
-    if (extensionOf(format) == ".ptx" || (tool == "fatbinary" && extensionOf(format) != ".fatbin") ||
-        findTool(tool))
+  llvm::SmallVector<llvm::StringRef> tools;       // (what gpu-module-to-binary runs for the format)
+  if (extensionOf(format) != ".ptx")
+    tools.push_back("ptxas");
+  if (extensionOf(format) == ".fatbin")
+    tools.push_back("fatbinary");
+  for (llvm::StringRef tool : tools) {
+    if (findTool(tool))
       continue;
     llvm::StringRef toolkit = NVVM::getCUDAToolkitPath();
     llvm::errs() << "fakv-compile: --format=" << format << " needs " << tool << ", found none on PATH nor "
