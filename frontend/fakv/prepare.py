@@ -273,8 +273,7 @@ def call(decode, decode_args, decode_consts, decode_grid, combine, combine_args,
     raw_alloc, raw_delete = raw_allocator(torch, dev)
     device = q.device                      # (the kept call holds no tensor of the call that prepared it)
     from . import _runtime
-    if not _runtime.current_context():    # a thread whose first CUDA work this is: bound as torch would bind
-        _runtime.bind_primary_context(torch.cuda.current_device())
+    runtime.bind_context_if_none(torch.cuda.current_device())   # (a thread whose first CUDA work this is)
     return _runtime.PreparedCall(
         decode=kernels_[0], decode_grid=tuple(decode_grid), decode_args=template(decode_args),
         decode_slots=DECODE_SLOTS, combine=kernels_[1] if combine is not None else None,

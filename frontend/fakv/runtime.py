@@ -99,15 +99,26 @@ class GPUKernel:
         except RuntimeError as e:
             # A thread whose first CUDA work this is has no current context (torch binds one lazily, and
             # none of its calls before the launch did): bound as torch would bind it, then launched.
-            from . import _runtime
-            if _runtime.current_context():
-                raise
             import torch
             try:
-                _runtime.bind_primary_context(torch.cuda.current_device())
+                bound = bind_context_if_none(torch.cuda.current_device())
             except RuntimeError:
                 raise e from None
+            if not bound:
+                raise
             self.launch_raw(gx, gy, gz, stream, *args)
+
+
+def bind_context_if_none(device):
+    """In a thread with no current CUDA context (torch binds one lazily: a
+    thread whose first CUDA work is fakv's has none), binds device
+    `device`'s primary context, the one torch would bind, and returns True;
+    returns False where the thread has a context already."""
+    from . import _runtime
+    if _runtime.current_context():
+        return False
+    _runtime.bind_primary_context(device)
+    return True
 
 
 def stream_getter(device=None):
@@ -167,8 +178,8 @@ def error_word(context=None, device=None):
                 _take = _runtime.take_word
                 word = _early and _runtime.wait_host_mapped()
                 if not word:      # (_word stays None until an allocation succeeds: a failure is retried)
-                    if context is None and device is not None and not _runtime.current_context():
-                        _runtime.bind_primary_context(device)
+                    if context is None and device is not None:
+                        bind_context_if_none(device)
                     word = _runtime.host_mapped(64, context)
                 _word = word
     return _word

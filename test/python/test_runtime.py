@@ -1,6 +1,7 @@
 """fakv._runtime without a GPU: it loads (the CUDA driver is opened only
 when needed), says why when the driver is missing, and builds the
 signatures the API keys its prepared calls on."""
+import sys
 import pytest
 
 from fakv import _runtime
@@ -596,3 +597,46 @@ def test_the_kept_kernels_go_with_the_calls_that_name_them(monkeypatch):
     for i, pair in enumerate(pairs):
         prepare.keep(b"key%d" % i, "call", pair)
     assert list(prepare.CALLS) == [b"key%d" % prepare.MAX_CALLS] and prepare.KEPT == {pairs[-1]}
+
+
+def test_a_launch_in_a_thread_without_a_context_binds_one(monkeypatch):
+    """GPUKernel.launch (a @fakv.jit kernel's) in a thread whose first CUDA work it is: the driver refuses the
+    launch, the current device's primary context is bound and the launch made again, once. A launch refused in a
+    thread that has a context is the launch's own error, raised as it came; so is the first refusal when no context
+    can be bound (runtime.bind_context_if_none, which prepare.py and error_word use too)."""
+    import types
+    from fakv import runtime
+    torch = types.ModuleType("torch")
+    torch.cuda = types.SimpleNamespace(current_device=lambda: 2)
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    bound, launches = [], []
+    monkeypatch.setattr(_runtime, "current_context", lambda: bound[-1] if bound else 0)
+
+    def launch_raw(gx, gy, gz, stream, *args):
+        launches.append((gx, gy, gz, stream) + args)
+        if not bound:
+            raise RuntimeError("cuLaunchKernel: invalid device context")
+
+    kernel = object.__new__(runtime.GPUKernel)
+    kernel.launch_raw, kernel._stream = launch_raw, lambda: 5
+    monkeypatch.setattr(_runtime, "bind_primary_context", lambda i: bound.append(("primary", i)))
+    kernel.launch((1, 2, 3), (10, 11))
+    assert bound == [("primary", 2)] and launches == [(1, 2, 3, 5, 10, 11)] * 2
+    assert runtime.bind_context_if_none(0) is False and bound == [("primary", 2)]
+
+    def refuse(*a):                                     # a context is current: the launch's error, not retried
+        launches.append(a)
+        raise RuntimeError("cuLaunchKernel: too many resources requested for launch")
+    kernel.launch_raw, launches[:] = refuse, []
+    with pytest.raises(RuntimeError, match="too many resources"):
+        kernel.launch((1, 1, 1), ())
+    assert len(launches) == 1
+
+    bound.clear()                                       # no context, and none can be bound: the launch's error
+    kernel.launch_raw = launch_raw
+
+    def cannot_bind(i):
+        raise RuntimeError("fakv_bind_primary_context: cuDevicePrimaryCtxRetain: no CUDA-capable device")
+    monkeypatch.setattr(_runtime, "bind_primary_context", cannot_bind)
+    with pytest.raises(RuntimeError, match="invalid device context"):
+        kernel.launch((1, 1, 1), ())
