@@ -15,7 +15,7 @@ are reported; so is a query position past the rows of Cos / Sin.
 """
 import fakv
 import fakv.language as fl
-from fakv.runtime import error_code
+from fakv.runtime import ERROR_ROWS, error_code
 
 # Codes a program reports bad data with (fl.report; fakv.runtime.ERROR_KINDS), plus the batch row.
 SEQLENS_ERROR, BLOCK_TABLE_ERROR, BATCH_IDX_ERROR, APPEND_ERROR, LEFTPAD_ERROR, ROTARY_ERROR = map(error_code, range(1, 7))
@@ -49,7 +49,7 @@ def rotated_rows(X, row_stride, rows, head_dim, Cos, Sin, pos, pos_step, cos_str
     if not ROTARY:
         return x
     inside = (pos >= 0) & (pos + (fl.minimum(rows, ROWS) - 1) * pos_step < angle_rows)
-    fl.report(Errors, not inside, fl.where(pos < 0, SEQLENS_ERROR + code % (1 << 24), code))   # (< 0: a length)
+    fl.report(Errors, not inside, fl.where(pos < 0, SEQLENS_ERROR + code % ERROR_ROWS, code))   # (< 0: a length)
     pos, pos_step = fl.where(inside, pos, 0), fl.where(inside, pos_step, 0)
     half = rotary_dim // 2
     cos, sin = Cos + pos.to(fl.int64) * cos_stride, Sin + pos.to(fl.int64) * cos_stride

@@ -144,6 +144,7 @@ def stream_getter(device=None):
 ERROR_KINDS = {1: "cache_seqlens", 2: "block_table", 3: "cache_batch_idx", 4: "cache_seqlens",
                5: "cache_leftpad", 6: "rotary_cos"}
 _ROW_BITS = 24
+ERROR_ROWS = 1 << _ROW_BITS     # a code holds its batch row below this: code % ERROR_ROWS
 _WHAT = {1: "is negative or more than the cache holds",
          2: "has a block-table entry, among those its length uses, outside [0, num_blocks) (with cache_batch_idx: "
             "in the block_table row cache_batch_idx gives it, or that index is outside block_table's rows)",
@@ -215,7 +216,7 @@ def start_error_word():
 
 
 def describe(code, where="a fakv kernel"):
-    kind, row = code >> _ROW_BITS, code & ((1 << _ROW_BITS) - 1)
+    kind, row = code >> _ROW_BITS, code % ERROR_ROWS
     name = ERROR_KINDS.get(kind, f"argument kind {kind}")
     return (f"{where} found bad data: {name} of batch row {row} {_WHAT.get(kind, 'is out of range')}; "
             f"the outputs of that call are not valid (nothing was read out of bounds). On the GPU, "
