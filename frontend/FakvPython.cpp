@@ -31,19 +31,91 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <atomic>
+#include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstring>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <pthread.h>
+#include <thread>
 #include <variant>
 
 namespace py = pybind11;
 using namespace mlir;
 
 namespace {
+
+/// Forks seen in this process's line (each child bumps it: pthread_atfork):
+/// a lock a thread of the parent held is never released in the child, where
+/// that thread is not.
+std::atomic<unsigned> forks{0};
+
+/// Work done without the GIL (a compile, a CPU-path call), counted. A daemon
+/// thread inside such work when the interpreter exited aborted the process
+/// ("terminate called without an active exception": Python 3.11-3.13 end a
+/// thread that takes the GIL back during finalisation by unwinding it,
+/// through pybind11's noexcept destructor). At exit (an atexit function, run
+/// before finalisation begins) no new such work starts (a thread that tries
+/// waits, without the GIL, for the process to end) and the work running is
+/// waited for: it takes the GIL back while that is still safe.
+class WithoutGil {
+public:
+  WithoutGil() {
+    State &s = state();
+    std::unique_lock<std::mutex> guard(s.lock);
+    if (s.closing) {
+      guard.unlock();
+      PyEval_SaveThread();
+      for (;;)
+        std::this_thread::sleep_for(std::chrono::hours(1));
+    }
+    ++s.running;
+    guard.unlock();
+    saved = PyEval_SaveThread();
+  }
+  ~WithoutGil() {
+    PyEval_RestoreThread(saved);
+    State &s = state();
+    std::lock_guard<std::mutex> guard(s.lock);
+    if (--s.running == 0)
+      s.idle.notify_all();
+  }
+  WithoutGil(const WithoutGil &) = delete;
+  WithoutGil &operator=(const WithoutGil &) = delete;
+
+  /// atexit's: the GIL held.
+  static void waitAtExit() {
+    State &s = state();
+    {
+      std::lock_guard<std::mutex> guard(s.lock);
+      s.closing = true;
+    }
+    py::gil_scoped_release release;
+    std::unique_lock<std::mutex> guard(s.lock);
+    s.idle.wait(guard, [&] { return s.running == 0; });
+  }
+
+  /// In a forked child: the parent's threads, which may have held the lock
+  /// or been counted, are not there (the old state is leaked, not destroyed).
+  static void afterForkInChild() { current = new State; }
+
+private:
+  struct State {
+    std::mutex lock;
+    std::condition_variable idle;
+    unsigned running = 0;
+    bool closing = false;
+  };
+  static State &state() { return *current; }
+  static State *current;
+  PyThreadState *saved;
+};
+WithoutGil::State *WithoutGil::current = new WithoutGil::State;
 
 /// One context per thread, so that threads compile in parallel (the GIL is
 /// released while they do). Never freed: a CpuModule made in a thread keeps
@@ -183,7 +255,7 @@ py::tuple compile(const std::string &ir, const std::string &emit,
   o.format = "isa";
   std::pair<std::string, std::string> out;
   {
-    py::gil_scoped_release release;
+    WithoutGil release;
     out = compileStage(ir, emit, o);
   }
   if (out.second.empty())
@@ -232,7 +304,7 @@ void hostWithoutBF16Conversions(llvm::Module &m) {
 class CpuModule {
 public:
   explicit CpuModule(const std::string &ir, const std::vector<std::string> &libs) {
-    py::gil_scoped_release release;   // compiles without Python
+    WithoutGil release;   // compiles without Python
     static bool init = [] {
       llvm::InitializeNativeTarget();
       llvm::InitializeNativeTargetAsmPrinter();
@@ -331,8 +403,15 @@ public:
       packed.push_back(slot.get());
       storage.push_back(std::move(slot));
     }
-    py::gil_scoped_release release;
-    std::lock_guard<std::mutex> lock(callMutex);  // (one call at a time: the globals are the module's)
+    if (callMutexForks != forks) {   // a forked child: the thread that held it may have been the parent's
+      (void)callMutex.release();     // (leaked: a mutex held is not destroyed)
+      callMutex = std::make_unique<std::mutex>();
+      callMutexForks = forks;
+      if (int32_t *flags = global<int32_t>("fakv_cpu_fault", fault))
+        *flags = 0;                  // (a call of the parent's, cut off: not this process's)
+    }
+    WithoutGil release;
+    std::lock_guard<std::mutex> lock(*callMutex);  // (one call at a time: the globals are the module's)
     uint64_t *table = global<uint64_t>("fakv_cpu_extents", extentsTable);
     std::vector<uint64_t> pairs;                  // (the global holds their count and address)
     if (table) {
@@ -381,7 +460,8 @@ private:
   std::unique_ptr<ExecutionEngine> engine;
   std::optional<int32_t *> fault;               // fakv_cpu_fault
   std::optional<uint64_t *> extentsTable;       // fakv_cpu_extents
-  std::mutex callMutex;
+  std::unique_ptr<std::mutex> callMutex = std::make_unique<std::mutex>();
+  unsigned callMutexForks = forks;
 };
 
 } // namespace
@@ -399,4 +479,9 @@ PYBIND11_MODULE(_fakv, m) {
            py::arg("extents") = std::vector<std::pair<uint64_t, uint64_t>>())
       .def_readonly("grid_packing", &CpuModule::gridPacking);
   m.attr("version") = "0.1.0";
+  pthread_atfork(nullptr, nullptr, [] {
+    ++forks;
+    WithoutGil::afterForkInChild();
+  });
+  py::module_::import("atexit").attr("register")(py::cpp_function(&WithoutGil::waitAtExit));
 }

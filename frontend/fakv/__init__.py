@@ -10,6 +10,7 @@
     fakv.with_kernels(decode=my_decode)(q, k_cache, ...)     # the same, by a variant kernel
 """
 import gc as _gc
+import os as _os
 import threading as _threading
 
 from . import cache as _cache  # first: the package's files as this process found them (cache._AT_IMPORT)
@@ -66,7 +67,20 @@ class _GCPaused:
                 _gc.enable()
 
 
+    @staticmethod
+    def _after_fork_in_child():
+        """A thread of the parent's paused it: not in the child, which would
+        never collect again (a thread of its own that forked inside a pause
+        is not provided for)."""
+        _GCPaused._lock = _threading.Lock()
+        if _GCPaused._depth:
+            _GCPaused._depth = 0
+            if _GCPaused._resume:
+                _gc.enable()
+
+
 _gc_paused = _GCPaused()
+_os.register_at_fork(after_in_child=_GCPaused._after_fork_in_child)
 
 
 def __getattr__(name):

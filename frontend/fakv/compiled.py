@@ -17,3 +17,8 @@ class Compiled:
         if self._ir is None:
             self._ir = self._make_ir()
         return self._ir
+
+    def regenerate(self):
+        """The IR generated now (jitfunction's _generate: from the values it
+        keys)."""
+        self._ir = self._make_ir()

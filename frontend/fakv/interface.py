@@ -618,12 +618,14 @@ def _on_device_of(q, t):
 
 
 def _check_contents(seqlens, block_table, cache_batch_idx, batch, capacity, page_size, num_pages,
-                    cache_batch, seqlen_new=0, leftpad=None, rotary_rows=0, q_span=0, picked=False):
+                    cache_batch, seqlen_new=0, leftpad=None, rotary_rows=0, q_span=0, picked=False, window_left=-1):
     """The host checks of the data (FAKV_CHECK_DATA; always on the CPU
     path unless it is 0): reads the tensors on the host. A paged cache too
     small for cache_seqlens + the new keys raises FlashAttention's message.
     picked: block_table holds the rows cache_batch_idx picked (a paged
-    cache's cache_batch_idx), sequence i's row i."""
+    cache's cache_batch_idx), sequence i's row i. window_left: a sliding
+    window's left bound (-1: none), its first query at row q_span before
+    the last key."""
     import numpy as np
     lens = None if seqlens is None else T.host(seqlens).astype("int64")
     if lens is not None and lens.size:
@@ -660,12 +662,15 @@ def _check_contents(seqlens, block_table, cache_batch_idx, batch, capacity, page
         used = cols < ((lens + seqlen_new + page_size - 1) // page_size)[:, None]
         if leftpad is not None:          # (pages wholly before the padding, and before new rows, are not used)
             used &= cols >= (np.minimum(pads, lens) // page_size)[:, None]
+        if window_left >= 0:             # (nor those wholly before every query's window: pages freed behind it)
+            used &= cols >= (np.maximum(lens + seqlen_new - q_span - window_left, 0) // page_size)[:, None]
         entries = T.host(block_table)
         bad = used & ((entries < 0) | (entries >= num_pages))
         if bad.any():
             r, c = (int(x[0]) for x in np.nonzero(bad))
             row = f"{int(T.host(cache_batch_idx)[r])} (cache_batch_idx[{r}])" if picked else r
             past = " (past cache_leftpad)" if leftpad is not None else ""
+            past += " (from the window's first key's page)" if window_left >= 0 else ""
             raise DataError(f"flash_attn_with_kvcache: block_table[{row}, {c}] = {int(entries[r, c])}: "
                             f"block_table entries used by cache_seqlens{past} must be in [0, {num_pages})")
 
@@ -932,7 +937,8 @@ def _attention(decode, combine, q, k_cache, v_cache, k, v, rotary_cos, rotary_si
                         block_table, cache_batch_idx, batch, capacity, page_size, num_pages,
                         k_cache.shape[0] if table_rows is None else table_rows,
                         seqlen_new, cache_leftpad, rotary_cos.shape[0] if rotary_dim else 0,
-                        seqlen_q if q_rows else 1, picked=table_rows is not None)
+                        seqlen_q if q_rows else 1, picked=table_rows is not None,
+                        window_left=left if extras["WINDOW"] else -1)
 
     if decode is None or combine is None:
         default_decode, default_combine = _lazy_kernels()

@@ -39,6 +39,7 @@ _WATCHED_ARRAY_BYTES = 1 << 12
 # Held while a kernel's source key is computed or its watched names looked at: one thread at a time (a second
 # thread read the first's placeholder key, "computing:NAME", and keyed a disk entry by it: no source in it).
 _KEYS = threading.RLock()
+os.register_at_fork(after_in_child=_KEYS._at_fork_reinit)    # (a thread of the parent's held it)
 
 
 class JITFunction:
@@ -224,6 +225,7 @@ class JITFunction:
                 # `module.name` or held in a tuple, list or dict the kernel names (`OPS[0](x)`).
                 for v in (v for r in reached for v in _held(r)):
                     (todo if isinstance(v, JITFunction) else helpers).append(v)
+            self._own = (len(self._watched), len(self._cells))     # (the kernels' own: _generate)
             # The plain functions those name (a helper the kernel calls at compile time): the globals and closure
             # variables they read, one level, as _function_text keys them (a helper reading a changed global
             # kept the kernel's old code and keyed a new specialisation with it on disk).
@@ -254,12 +256,14 @@ class JITFunction:
             now[i] = _watch_text(now[i])
         return now
 
-    def _watched_again(self):
-        """After code generation: what the helpers it ran changed of what they read (a memo, a counter) is
-        the new baseline, not a change (each launch compiled again)."""
+    def _watched_again(self, baseline):
+        """After code generation: the values it was generated from (_generate's, taken under _KEYS after it)
+        are the new baseline: what the helpers it ran changed of what they read (a memo, a counter) is not a
+        change (each launch compiled again); what changed since (another thread) still is."""
+        watched, values = baseline
         with _KEYS:
-            if self._watched is not None and self._watch_values is not None:
-                self._watch_values = self._watch_now()
+            if watched is not None and self._watched is watched and self._watch_values is not None:
+                self._watch_values = values
 
     def _key_part(self, name, value):
         """What a global (or a module's attribute) the kernel names adds to
@@ -401,15 +405,14 @@ class JITFunction:
                 elif not compile:
                     return None
                 else:
-                    if device == "cuda":
-                        self._fresh_entry(c, key)     # (before the IR: the helpers it runs may fill a memo)
+                    settled, baseline = self._generate(c, key)
                     if dump_ir():
                         print(f"// fakv IR of {self.__name__} {dict(constexprs)}\n{c.ir}", file=sys.stderr)
                     if device == "cuda":
-                        self._compile_gpu(c)
+                        self._compile_gpu(c, store=settled)
                     else:
                         self._compile_cpu(c, types)
-                    self._watched_again()
+                    self._watched_again(baseline)
                 self._compiled[key] = c
         return c
 
@@ -431,20 +434,43 @@ class JITFunction:
         c.entry = hashlib.sha256(text.encode()).hexdigest()[:32]
         c.path = os.path.join(cache_dir(), c.entry + ".cubin")
 
-    def _fresh_entry(self, c, key):
-        """A compile's entry, named by a key made now from the values its code is about to be generated from:
-        the kept one may predate a change watch() does not see (a container past its size, a module's module's
-        attribute), and an entry stored under it held code of other values: another process with the old
-        values hit it."""
-        with _KEYS:
-            fresh = self._compute_source_key()
-            if fresh != self._source_key:       # (later lookups by it too)
-                self._name_entry(c, key, fresh)
-                self._source_key = fresh
+    def _generate(self, c, key):
+        """c's IR, generated from the values that name its disk entry (GPU): the source key is made again
+        now, from the values code generation is about to read (the kept one may predate a change watch() does
+        not see: a container past its size, a module's module's attribute; an entry stored under it held code
+        of other values, which another process with the old values hit), and before generation, so that a
+        memo a helper fills while it runs still hits in the next process. A kernel's own globals (and its
+        callees', and their closure variables) that another thread rebinds meanwhile gave code of the new
+        values under the old key (on disk, and kept in memory for good: the change taken as the baseline):
+        where one of them moved, the code is generated again, up to three times. Returns (whether they held
+        still: else the code is not stored on disk; the watched values it was generated from, the baseline).
+        Not seen: another thread changing a global only a plain helper reads (a helper's own changes, a memo,
+        are not changes)."""
+        baseline = (None, None)
+        for _ in range(3):
+            with _KEYS:
+                if self._watched is None:      # (another thread's watch() saw a change: found again)
+                    self._watch()
+                watched, seen = self._watched, self._watch_now()
+                fresh = self._compute_source_key()
+                if c.device == "cuda" and fresh != self._source_key:     # (later lookups by it too)
+                    self._name_entry(c, key, fresh)
+                    self._source_key = fresh
+            c.regenerate()
+            with _KEYS:
+                if self._watched is not watched:
+                    continue
+                now = self._watch_now()
+            baseline = (watched, now)
+            own_names, own_cells = self._own
+            own = list(range(own_names)) + list(range(len(watched), len(watched) + own_cells))
+            if not any(seen[i] is not now[i] and _changed(seen[i], now[i]) for i in own):
+                return True, baseline
+        return False, baseline
 
-    def _compile_gpu(self, c):
+    def _compile_gpu(self, c, store=True):
         c.binary, c.facts = compiler.compile_gpu(self.__name__, c.ir, dict(self.options, chip="sm_90a"))
-        if cache.sources_as_imported():     # (else the code compiled may not be what the key names)
+        if store and cache.sources_as_imported():     # (else the code compiled may not be what the key names)
             cache.store(c.entry, c.binary, c.facts)
         c.cache = "miss"
 
@@ -547,7 +573,7 @@ def _constexpr_text(value):
     two functions of one text may differ there)."""
     if type(value) is JITFunction:
         return f"jit:{value.source_key()}"
-    before = _UNKEYED[0]
+    before = _UNKEYED.count
     try:
         text = _callable_text(value)
     except (CompilationError, FakvError, KeyboardInterrupt):
@@ -555,7 +581,7 @@ def _constexpr_text(value):
     except Exception:  # noqa: BLE001  (an object's own __class__ or __getattr__ failing: _canonical's rule)
         text = None
     if text:        # (the object too where part of it was keyed by its type only: _UNKEYED)
-        return f"fn:{text}" if _UNKEYED[0] == before else f"fn:{text}:{_identity(value)}"
+        return f"fn:{text}" if _UNKEYED.count == before else f"fn:{text}:{_identity(value)}"
     return _canonical(value)
 
 
@@ -577,7 +603,7 @@ def _canonical(value, depth=0, memo=None):
     if t in _REPR_KEYED:
         return repr(value)
     if depth > _KEY_DEPTH:
-        _UNKEYED[0] += 1
+        _UNKEYED.count += 1
         return f"deep:{t.__module__}.{t.__qualname__}"
     memo = {} if memo is None else memo
     found = memo.get(id(value))
@@ -589,7 +615,7 @@ def _canonical(value, depth=0, memo=None):
     except (CompilationError, FakvError, KeyboardInterrupt):
         raise
     except Exception:  # noqa: BLE001  (a user's __repr__ or attribute failing, a dead weak proxy)
-        _UNKEYED[0] += 1
+        _UNKEYED.count += 1
         text = f"{t.__module__}.{t.__qualname__}@{_identity(value)}"
     memo[id(value)] = (value, text)
     return text
@@ -639,7 +665,7 @@ def _keyed(value, t, depth, memo):
             return text
     text = repr(value)
     if " at 0x" in text:          # (an address: inside something by the type alone, else by its identity)
-        _UNKEYED[0] += 1
+        _UNKEYED.count += 1
         return f"{t.__module__}.{t.__qualname__}" + ("" if depth else f"@{_identity(value)}")
     return text
 
@@ -651,7 +677,13 @@ _METHODS = (_types.FunctionType, staticmethod, classmethod, property)
 # Counts the values keyed by their type (or identity) only, not their content: past the depths, an address in a
 # repr, a keying that raised, a helper's global of another kind (_function_text). A function constexpr whose
 # text took none is keyed by it alone (the disk cache serves it to a later process); else by its object too.
-_UNKEYED = [0]
+# Per thread: another thread keying meanwhile made a fully keyed function's key this process's own (its binary
+# stored under an entry no other process finds).
+class _Count(threading.local):
+    count = 0
+
+
+_UNKEYED = _Count()
 
 
 def _identity(value):
@@ -684,7 +716,7 @@ def _object_text(value, depth, memo):
             return None
         spaces.append(own)
     if depth >= _OBJECT_DEPTH:
-        _UNKEYED[0] += 1
+        _UNKEYED.count += 1
         return name
     attrs = {}
     for space in spaces:
@@ -777,7 +809,7 @@ def _function_text(fn, depth=0, memo=None):
             parts.append(f"module:{v.__name__}")
         else:       # (a function of the same file: the file's text below holds its code)
             if not (isinstance(v, _types.FunctionType) and v.__code__.co_filename == code.co_filename):
-                _UNKEYED[0] += 1
+                _UNKEYED.count += 1
             parts.append(type(v).__name__)
     text = repr((fn.__qualname__, _code_digest(code), parts))
     return hashlib.sha256(text.encode()).hexdigest()

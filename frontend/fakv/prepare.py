@@ -129,7 +129,8 @@ class SeqlensTensors:
         return t
 
 
-_POOL = None
+_POOL = None        # the compiling threads (specialise_all); a forked child has none of them: made again there
+os.register_at_fork(after_in_child=lambda: globals().__setitem__("_POOL", None))
 
 
 def specialise_all(jobs, index=None):

@@ -25,6 +25,7 @@ import threading
 
 _NVJITLINK_INPUT_PTX = 2
 _lock = threading.Lock()
+os.register_at_fork(after_in_child=_lock._at_fork_reinit)    # (a thread of the parent's held it)
 _chosen = None      # (name, function(ptx, chip) -> bytes, where)
 
 

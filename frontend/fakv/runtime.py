@@ -7,6 +7,7 @@ parameters take Python numbers; each tensor map the kernel's TMA copies need
 is encoded from the tensor passed at the parameter it names (a KV cache) and
 appended.
 """
+import os
 import sys
 import threading
 
@@ -187,6 +188,7 @@ def error_word(context=None, device=None):
 
 
 _word_lock = threading.Lock()
+os.register_at_fork(after_in_child=_word_lock._at_fork_reinit)    # (a thread of the parent's held it)
 _early = False      # start_error_word started the allocation
 
 

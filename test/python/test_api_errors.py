@@ -753,3 +753,29 @@ def test_synchronize_works_on_the_cpu_path_without_torch():
         assert fakv.synchronize() is None
     finally:
         builtins.__import__ = real_import
+
+
+def test_pages_freed_behind_a_sliding_window_are_not_checked():
+    """A sliding window over a paged cache whose pages wholly before every query's window were freed (entries
+    -1): FlashAttention starts at the window's first key block and never looks them up; the host check refused
+    the call (session 58's review). Pages from the one the window's first key is in are still checked, and the
+    kernel, which reads whole key blocks from the window's first one, reports one it reads."""
+    from attention_ref import attention
+    rng = np.random.default_rng(3)
+    q = rng.standard_normal((1, 2, 2, 64)).astype(np.float32).astype(bf16)
+    k, v = (rng.standard_normal((64, 16, 1, 64)).astype(np.float32).astype(bf16) for _ in range(2))
+    lens, window = np.array([1000], np.int32), (20, 0)            # queries at 998, 999: keys from 978, page 61
+    table = np.arange(64, dtype=np.int32)[None, :].copy()
+    want = attention(q.astype(np.float64), [k.reshape(-1, 1, 64)[:1000].astype(np.float64)],
+                     [v.reshape(-1, 1, 64)[:1000].astype(np.float64)], [1000], True, 64 ** -0.5, window=window)[0]
+    table[0, :58] = -1                                             # (the kernel's first key block starts at 960)
+    out = fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table, causal=True,
+                                       window_size=window)
+    assert np.abs(out.astype(np.float64) - want).max() < 2e-2
+    table[0, 61] = -1
+    with pytest.raises(fakv.DataError, match=r"block_table\[0, 61\] = -1: block_table entries used by cache_seqlens "
+                                             r"\(from the window's first key's page\) must be in \[0, 64\)"):
+        fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table, causal=True, window_size=window)
+    table[0, 61], table[0, 60] = 61, -1      # page 60: before the window, but in the kernel's first key block
+    with pytest.raises(fakv.DataError, match=r"the kernel found bad data: block_table of batch row 0"):
+        fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table, causal=True, window_size=window)

@@ -779,3 +779,90 @@ def test_a_class_holding_the_kernel_that_reads_it_launches(tmp_path):
     run = subprocess.run([sys.executable, str(tmp_path / "ops.py")], capture_output=True, text=True, timeout=120,
                          env=dict(os.environ, FAKV_CACHE_DIR=str(tmp_path / "cache")))
     assert run.returncode == 0 and run.stdout.strip() == "3.0", run.stderr[-2000:]
+
+
+_REBOUND = 1.0
+
+
+@fakv.jit
+def _times_rebound(Y, BLOCK: fl.constexpr):
+    fl.store(Y, fl.full((BLOCK,), _REBOUND), (0,), (1,))
+
+
+def _rebinding(monkeypatch, kernel, value, when):
+    """The kernel's first code generation with its global _REBOUND rebound to `value` by "another thread",
+    `when` ("before" or "after") the generation reads it; later ones as they are."""
+    calls, ir = [], kernel._ir
+
+    def racing(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 1 and when == "before":
+            globals()["_REBOUND"] = value
+        out = ir(*args, **kwargs)
+        if len(calls) == 1 and when == "after":
+            globals()["_REBOUND"] = value
+        return out
+    monkeypatch.setattr(kernel, "_ir", racing)
+    monkeypatch.setitem(globals(), "_REBOUND", 1.0)
+    kernel.watch()
+    kernel.clear()
+    return calls
+
+
+def test_a_global_rebound_while_the_code_is_generated_is_seen(monkeypatch):
+    """Another thread rebinding a global the kernel reads while its first launch generates the code (after the
+    generation read it): the change was taken as the new baseline, and every later launch kept the old value's
+    code (x*1 for good after SCALE = 3: session 58's review). The code is generated again from the new value."""
+    calls = _rebinding(monkeypatch, _times_rebound, 3.0, "after")
+    y = np.zeros(4, np.float32)
+    _times_rebound[(1,)](y, BLOCK=4)
+    assert (y == 3.0).all() and len(calls) == 2
+    _times_rebound[(1,)](y, BLOCK=4)
+    assert (y == 3.0).all() and len(calls) == 2
+
+
+@needs_assembler
+def test_a_global_rebound_while_the_code_is_generated_does_not_poison_the_disk_cache(monkeypatch, tmp_path):
+    """The same rebinding before the generation read it: the code of the new value was stored on disk under the
+    entry named by the old value's key, where another process with the old value loaded it. The entry is named
+    by the values its code was generated from."""
+    monkeypatch.setenv("FAKV_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("FAKV_COMPILE_ONLY", "1")
+    _rebinding(monkeypatch, _times_rebound, 3.0, "before")
+    y = np.zeros(4, np.float32)
+    stored = _times_rebound[(1,)](y, BLOCK=4)
+    assert "3.0" in stored.ir and stored.cache == "miss"
+    for value, found in ((1.0, None), (3.0, stored.entry)):
+        monkeypatch.setitem(globals(), "_REBOUND", value)
+        _times_rebound.watch()
+        _times_rebound.clear()
+        c = _times_rebound.specialize_for((y,), dict(BLOCK=4), compile=False)
+        assert (c and c.entry) == found, value
+
+
+def test_a_function_constexpr_keyed_by_its_text_while_another_thread_keys_stays_keyed_by_it(monkeypatch):
+    """A function constexpr all of whose parts are keyed by content is keyed by its text alone (another process
+    finds its binary on disk). A count of the values keyed by type only, shared by all threads, was read before
+    and after keying it: another thread keying such a value meanwhile made its key this process's own (an entry
+    no other process finds)."""
+    import threading
+    from fakv import jitfunction as J
+    text = J._callable_text
+
+    others = []
+
+    def keyed_while_another_thread_keys(value, *args, **kwargs):
+        if value is _plain_score and not others:
+            others.append(threading.Thread(target=lambda: J._constexpr_text(threading.Lock())))   # (by type only)
+            others[0].start()
+            others[0].join()
+        return text(value, *args, **kwargs)
+    monkeypatch.setattr(J, "_callable_text", keyed_while_another_thread_keys)
+    keyed = J._constexpr_text(_plain_score)
+    assert others and keyed.startswith("fn:") and f"{id(_plain_score):x}" not in keyed, keyed
+    locked = lambda s, lock=threading.Lock(): s         # noqa: E731  (a default keyed by type: by identity)
+    assert f"{id(locked):x}" in J._constexpr_text(locked)
+
+
+def _plain_score(s):
+    return s * 2.0
