@@ -60,15 +60,17 @@ std::atomic<unsigned> forks{0};
 /// ("terminate called without an active exception": Python 3.11-3.13 end a
 /// thread that takes the GIL back during finalisation by unwinding it,
 /// through pybind11's noexcept destructor). At exit (an atexit function, run
-/// before finalisation begins) no new such work starts (a thread that tries
-/// waits, without the GIL, for the process to end) and the work running is
-/// waited for: it takes the GIL back while that is still safe.
+/// before finalisation begins) no new such work starts in another thread (a
+/// thread that tries waits, without the GIL, for the process to end) and the
+/// work running is waited for: it takes the GIL back while that is still
+/// safe. The exiting thread itself goes on (an atexit function of the
+/// program's that calls fakv: it is the thread that finalises).
 class WithoutGil {
 public:
   WithoutGil() {
     State &s = state();
     std::unique_lock<std::mutex> guard(s.lock);
-    if (s.closing) {
+    if (s.closing && std::this_thread::get_id() != s.closer) {
       guard.unlock();
       PyEval_SaveThread();
       for (;;)
@@ -94,6 +96,7 @@ public:
     {
       std::lock_guard<std::mutex> guard(s.lock);
       s.closing = true;
+      s.closer = std::this_thread::get_id();
     }
     py::gil_scoped_release release;
     std::unique_lock<std::mutex> guard(s.lock);
@@ -110,6 +113,7 @@ private:
     std::condition_variable idle;
     unsigned running = 0;
     bool closing = false;
+    std::thread::id closer;   // the thread that ran waitAtExit
   };
   static State &state() { return *current; }
   static State *current;

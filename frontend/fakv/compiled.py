@@ -11,6 +11,7 @@ class Compiled:
         self._make_ir, self._ir = make_ir, None
         self.binary = self.facts = self.cpu = None
         self.kernel = None  # runtime.GPUKernel, made at the first GPU launch
+        self.key = None     # its key in the JITFunction's specialisations (jitfunction.py's)
 
     @property
     def ir(self):

@@ -662,8 +662,9 @@ def _check_contents(seqlens, block_table, cache_batch_idx, batch, capacity, page
         used = cols < ((lens + seqlen_new + page_size - 1) // page_size)[:, None]
         if leftpad is not None:          # (pages wholly before the padding, and before new rows, are not used)
             used &= cols >= (np.minimum(pads, lens) // page_size)[:, None]
-        if window_left >= 0:             # (nor those wholly before every query's window: pages freed behind it)
-            used &= cols >= (np.maximum(lens + seqlen_new - q_span - window_left, 0) // page_size)[:, None]
+        if window_left >= 0:             # (nor those wholly before every query's window, and before new rows:
+            first = np.maximum(lens + seqlen_new - q_span - window_left, 0)      # pages freed behind it)
+            used &= cols >= (np.minimum(first, lens) // page_size)[:, None]
         entries = T.host(block_table)
         bad = used & ((entries < 0) | (entries >= num_pages))
         if bad.any():

@@ -108,6 +108,7 @@ class JITFunction:
         self._constexpr_positions = frozenset(i for i, n in enumerate(names) if n in self.constexprs)
         self._compiled = {}
         self._fast = {}   # argument kinds -> (specialisation, positions of its parameters)
+        self._epoch = 0   # bumped when those are cleared: a specialisation made across it is not kept (_KEYS)
         self.__name__ = fn.__name__
         self.__doc__ = fn.__doc__
 
@@ -242,6 +243,7 @@ class JITFunction:
                 k._source_key, k._watched = None, None     # launched itself no longer sees the change: its
                 k._compiled.clear()                        # code is made again too)
                 k._fast.clear()
+                k._epoch += 1
             return self._watch()
         self._watch_values = now
 
@@ -256,14 +258,20 @@ class JITFunction:
             now[i] = _watch_text(now[i])
         return now
 
-    def _watched_again(self, baseline):
-        """After code generation: the values it was generated from (_generate's, taken under _KEYS after it)
-        are the new baseline: what the helpers it ran changed of what they read (a memo, a counter) is not a
-        change (each launch compiled again); what changed since (another thread) still is."""
-        watched, values = baseline
+    def _kept(self, baseline):
+        """After code generation: whether its specialisation may be kept, the values it was generated from
+        (_generate's baseline) made the new baseline: what the helpers it ran changed of what they read (a
+        memo, a counter) is not a change (each launch compiled again); what changed since (another thread)
+        still is. Not where its values did not settle, nor where this kernel's specialisations were cleared
+        since (another thread's launch saw a change: the code may be of the old values)."""
+        if baseline is None:
+            return False
+        epoch, values = baseline
         with _KEYS:
-            if watched is not None and self._watched is watched and self._watch_values is not None:
-                self._watch_values = values
+            if epoch != self._epoch or self._watched is None:
+                return False
+            self._watch_values = values
+            return True
 
     def _key_part(self, name, value):
         """What a global (or a module's attribute) the kernel names adds to
@@ -311,8 +319,10 @@ class JITFunction:
     def clear(self):
         """Forget every specialisation compiled in this process (the disk
         cache stays)."""
-        self._compiled.clear()
-        self._fast.clear()
+        with _KEYS:
+            self._compiled.clear()
+            self._fast.clear()
+            self._epoch += 1
 
     def __getitem__(self, grid):
         return lambda *args, **kwargs: self.run(grid, *args, **kwargs)
@@ -400,19 +410,21 @@ class JITFunction:
                 params = [p for p in self.params if p not in constexprs]
                 c = Compiled(self.__name__, params, device,
                              lambda: self._ir(constexprs, types, divisibility)[0])
+                c.key = key
                 if device == "cuda" and self._load_gpu(c, key):
                     pass
                 elif not compile:
                     return None
                 else:
-                    settled, baseline = self._generate(c, key)
+                    baseline = self._generate(c, key)
                     if dump_ir():
                         print(f"// fakv IR of {self.__name__} {dict(constexprs)}\n{c.ir}", file=sys.stderr)
                     if device == "cuda":
-                        self._compile_gpu(c, store=settled)
+                        self._compile_gpu(c, store=baseline is not None)
                     else:
                         self._compile_cpu(c, types)
-                    self._watched_again(baseline)
+                    if not self._kept(baseline):
+                        return c              # (run now, not kept: the next launch generates it again)
                 self._compiled[key] = c
         return c
 
@@ -439,34 +451,38 @@ class JITFunction:
         now, from the values code generation is about to read (the kept one may predate a change watch() does
         not see: a container past its size, a module's module's attribute; an entry stored under it held code
         of other values, which another process with the old values hit), and before generation, so that a
-        memo a helper fills while it runs still hits in the next process. A kernel's own globals (and its
-        callees', and their closure variables) that another thread rebinds meanwhile gave code of the new
-        values under the old key (on disk, and kept in memory for good: the change taken as the baseline):
-        where one of them moved, the code is generated again, up to three times. Returns (whether they held
-        still: else the code is not stored on disk; the watched values it was generated from, the baseline).
-        Not seen: another thread changing a global only a plain helper reads (a helper's own changes, a memo,
-        are not changes)."""
-        baseline = (None, None)
+        memo a helper fills while it runs still hits in the next process. A global of the kernel's own (or
+        its callees', or their closure variables) rebound meanwhile (another thread) gave code of the new
+        value under the old key (on disk, and kept in memory for good: the change taken as the baseline):
+        the code is generated again, up to three times, each time after watch() (which drops the
+        specialisations made from the old values). Returns the baseline for _kept (this kernel's epoch and
+        the watched values the code was generated from), or None where a rebinding never stopped: then the
+        code is neither stored on disk nor kept. Taken as the helpers' own, not a change: a kernel's global
+        changed in place (a memo the kernel names too) and any global only a plain helper reads (another
+        thread's changes of those are not told apart)."""
         for _ in range(3):
             with _KEYS:
-                if self._watched is None:      # (another thread's watch() saw a change: found again)
-                    self._watch()
-                watched, seen = self._watched, self._watch_now()
+                self._watch()                  # (a change since: the old values' specialisations dropped)
+                epoch, watched, own_names, own_cells = self._epoch, self._watched, *self._own
+                seen, objects = self._watch_now(), self._watched_objects()
                 fresh = self._compute_source_key()
                 if c.device == "cuda" and fresh != self._source_key:     # (later lookups by it too)
                     self._name_entry(c, key, fresh)
                     self._source_key = fresh
             c.regenerate()
             with _KEYS:
-                if self._watched is not watched:
+                if self._epoch != epoch or self._watched is not watched:
                     continue
-                now = self._watch_now()
-            baseline = (watched, now)
-            own_names, own_cells = self._own
+                now, after = self._watch_now(), self._watched_objects()
             own = list(range(own_names)) + list(range(len(watched), len(watched) + own_cells))
-            if not any(seen[i] is not now[i] and _changed(seen[i], now[i]) for i in own):
-                return True, baseline
-        return False, baseline
+            if not any(objects[i] is not after[i] and _changed(seen[i], now[i]) for i in own):
+                return epoch, now
+        return None
+
+    def _watched_objects(self):
+        """The watched names' objects now (what a rebinding changes; _watch_now's texts change in place too)."""
+        return [space.get(name) for space, name in self._watched] + [
+            cell.cell_contents if _filled(cell) else None for cell in self._cells]
 
     def _compile_gpu(self, c, store=True):
         c.binary, c.facts = compiler.compile_gpu(self.__name__, c.ir, dict(self.options, chip="sm_90a"))
@@ -516,9 +532,11 @@ class JITFunction:
             c = self.specialize(constexprs, types, device, divisible(runtime) if device == "cuda" else ())
             positions = [self.params.index(p) for p in c.params]
             if key is not None and all(i < len(args) for i in positions):
-                if len(self._fast) >= 1024:
-                    self._fast.clear()
-                self._fast[key] = (c, positions)
+                with _KEYS:
+                    if self._compiled.get(c.key) is c:   # (not where it was not kept, or dropped since)
+                        if len(self._fast) >= 1024:
+                            self._fast.clear()
+                        self._fast[key] = (c, positions)
             by_name = {name: value for name, value, _ in runtime}
             values = [by_name[p] for p in c.params]
         else:

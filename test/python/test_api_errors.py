@@ -776,6 +776,13 @@ def test_pages_freed_behind_a_sliding_window_are_not_checked():
     with pytest.raises(fakv.DataError, match=r"block_table\[0, 61\] = -1: block_table entries used by cache_seqlens "
                                              r"\(from the window's first key's page\) must be in \[0, 64\)"):
         fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table, causal=True, window_size=window)
-    table[0, 61], table[0, 60] = 61, -1      # page 60: before the window, but in the kernel's first key block
+    new = np.ones((1, 40, 1, 64), bf16)       # 40 new keys at 900..939: the window from 918 (page 57), but
+    table[0, 61], table[0, 56] = 61, -1      # page 56 receives keys 900..911: still checked
+    k2, v2 = k.copy(), v.copy()
+    with pytest.raises(fakv.DataError, match=r"block_table\[0, 56\] = -1"):
+        fakv.flash_attn_with_kvcache(q, k2, v2, k=new, v=new, cache_seqlens=np.array([900], np.int32),
+                                     block_table=table, causal=True, window_size=window)
+    assert (k2 == k).all() and (v2 == v).all()                     # (refused before anything was written)
+    table[0, 56], table[0, 60] = 56, -1      # page 60: before the window, but in the kernel's first key block
     with pytest.raises(fakv.DataError, match=r"the kernel found bad data: block_table of batch row 0"):
         fakv.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens, block_table=table, causal=True, window_size=window)

@@ -1,6 +1,8 @@
 """What a kernel's key sees of its surroundings (docs/frontend.md, "Specialisation and the cache"), found by
 session 33's review: globals changed after a launch, closure variables, numpy scalars as constexprs."""
 import os
+import subprocess
+import sys
 
 import numpy as np
 
@@ -789,18 +791,24 @@ def _times_rebound(Y, BLOCK: fl.constexpr):
     fl.store(Y, fl.full((BLOCK,), _REBOUND), (0,), (1,))
 
 
-def _rebinding(monkeypatch, kernel, value, when):
-    """The kernel's first code generation with its global _REBOUND rebound to `value` by "another thread",
-    `when` ("before" or "after") the generation reads it; later ones as they are."""
+def _rebinding(monkeypatch, kernel, value, when, at=1):
+    """The kernel's `at`-th code generation with its global _REBOUND rebound to `value` by "another thread",
+    `when` it is: "before" or "after" the generation reads it, "after, seen" after it and that thread's launch
+    then seeing the change (kernel.watch()), "every" after every generation (`value` + the generation's
+    number); the others as they are."""
     calls, ir = [], kernel._ir
 
     def racing(*args, **kwargs):
         calls.append(1)
-        if len(calls) == 1 and when == "before":
+        if len(calls) == at and when == "before":
             globals()["_REBOUND"] = value
         out = ir(*args, **kwargs)
-        if len(calls) == 1 and when == "after":
+        if len(calls) == at and when in ("after", "after, seen"):
             globals()["_REBOUND"] = value
+            if when == "after, seen":
+                kernel.watch()
+        if when == "every":
+            globals()["_REBOUND"] = value + len(calls)
         return out
     monkeypatch.setattr(kernel, "_ir", racing)
     monkeypatch.setitem(globals(), "_REBOUND", 1.0)
@@ -810,15 +818,52 @@ def _rebinding(monkeypatch, kernel, value, when):
 
 
 def test_a_global_rebound_while_the_code_is_generated_is_seen(monkeypatch):
-    """Another thread rebinding a global the kernel reads while its first launch generates the code (after the
+    """Another thread rebinding a global the kernel reads while a launch generates the code (after the
     generation read it): the change was taken as the new baseline, and every later launch kept the old value's
-    code (x*1 for good after SCALE = 3: session 58's review). The code is generated again from the new value."""
-    calls = _rebinding(monkeypatch, _times_rebound, 3.0, "after")
+    code (x*1 for good after SCALE = 3: session 58's review), the specialisations made before it too. The code
+    is generated again from the new value, and those made before are dropped."""
+    calls = _rebinding(monkeypatch, _times_rebound, 3.0, "after", at=2)
+    y = np.zeros(8, np.float32)
+    _times_rebound[(1,)](y, BLOCK=4)                        # (generation 1: of 1.0)
+    assert (y[:4] == 1.0).all() and len(calls) == 1
+    _times_rebound[(1,)](y, BLOCK=8)                        # (generation 2 sees 1.0, then 3.0: 3 of 3.0)
+    assert (y == 3.0).all() and len(calls) == 3
+    _times_rebound[(1,)](y, BLOCK=4)                        # (of 1.0, dropped: 4 of 3.0)
+    assert (y[:4] == 3.0).all() and len(calls) == 4
+    for block in (4, 8):
+        y[:] = 0
+        _times_rebound[(1,)](y, BLOCK=block)
+        assert (y[:block] == 3.0).all() and len(calls) == 4
+
+
+def test_a_specialisation_dropped_while_it_compiled_is_not_kept(monkeypatch):
+    """The rebinding after the generation, and the other thread's launch seeing it (its watch() drops this
+    kernel's specialisations and takes the new baseline) before this launch keeps its code: the old value's
+    code was kept under the new baseline, for good. It runs this launch only."""
+    calls = _rebinding(monkeypatch, _times_rebound, 3.0, "after, seen")
+    y = np.zeros(8, np.float32)
+    _times_rebound[(1,)](y, BLOCK=4)
+    assert len(calls) == 2 and (y[:4] == 3.0).all()             # (seen before it was compiled: generated again)
+
+    def seen_after_the_generation(c, types, compile_cpu=_times_rebound._compile_cpu):
+        compile_cpu(c, types)
+        if len(calls) == 3:
+            globals()["_REBOUND"] = 5.0
+            _times_rebound.watch()
+    monkeypatch.setattr(_times_rebound, "_compile_cpu", seen_after_the_generation)
+    _times_rebound[(1,)](y, BLOCK=8)
+    assert len(calls) == 3 and (y == 3.0).all() and not _times_rebound._compiled   # (run, not kept)
+    _times_rebound[(1,)](y, BLOCK=8)
+    assert len(calls) == 4 and (y == 5.0).all()
+
+
+def test_a_global_rebound_at_every_generation_is_neither_stored_nor_kept(monkeypatch):
+    """A kernel's own global rebound after every generation (a helper counting compiles in a global the kernel
+    reads): its code never matches its key; it is generated three times, run, and neither kept nor stored."""
+    calls = _rebinding(monkeypatch, _times_rebound, 10.0, "every")
     y = np.zeros(4, np.float32)
-    _times_rebound[(1,)](y, BLOCK=4)
-    assert (y == 3.0).all() and len(calls) == 2
-    _times_rebound[(1,)](y, BLOCK=4)
-    assert (y == 3.0).all() and len(calls) == 2
+    c = _times_rebound[(1,)](y, BLOCK=4)
+    assert len(calls) == 3 and (y == 12.0).all() and not _times_rebound._compiled and c.cache == "cpu"
 
 
 @needs_assembler
@@ -838,6 +883,33 @@ def test_a_global_rebound_while_the_code_is_generated_does_not_poison_the_disk_c
         _times_rebound.clear()
         c = _times_rebound.specialize_for((y,), dict(BLOCK=4), compile=False)
         assert (c and c.entry) == found, value
+
+
+_NAMED_MEMO_SOURCE = """
+import numpy as np, fakv, fakv.language as fl
+MEMO = {}
+def scale(n):
+    if n not in MEMO:
+        MEMO[n] = n * 0.5
+    return MEMO[n]
+@fakv.jit
+def k(Y, BLOCK: fl.constexpr):
+    if len(MEMO) >= 0:              # (the kernel names the memo too)
+        fl.store(Y, fl.full((BLOCK,), scale(BLOCK)), (0,), (1,))
+print(k[(1,)](np.zeros(4, np.float32), BLOCK=4).cache)
+"""
+
+
+@needs_assembler
+def test_a_memo_the_kernel_names_too_still_hits_the_disk_cache(tmp_path):
+    """A memo a helper fills while the code is generated, which the kernel names too: a global of the kernel's
+    own changed in place is the helpers' own change, not another thread's (the code generated again was keyed
+    by the filled memo, which no new process has: every process missed)."""
+    (tmp_path / "memo.py").write_text(_NAMED_MEMO_SOURCE)
+    env = dict(os.environ, FAKV_CACHE_DIR=str(tmp_path / "cache"), FAKV_COMPILE_ONLY="1")
+    runs = [subprocess.run([sys.executable, str(tmp_path / "memo.py")], env=env, capture_output=True, text=True,
+                           check=True).stdout.strip() for _ in range(2)]
+    assert runs == ["miss", "hit"]
 
 
 def test_a_function_constexpr_keyed_by_its_text_while_another_thread_keys_stays_keyed_by_it(monkeypatch):

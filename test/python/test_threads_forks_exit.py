@@ -121,3 +121,20 @@ def test_a_child_forked_while_another_thread_compiles_collects_garbage(tmp_path)
         print(os.WEXITSTATUS(st), gc.isenabled())
     """)
     assert out.returncode == 0 and out.stdout.split() == ["0", "True"], out
+
+
+def test_an_atexit_function_of_the_programs_may_launch(tmp_path):
+    """An atexit function the program registered before fakv's (fakv._fakv is imported at the first compile)
+    runs after it: its launch waited for ever, as another thread's launch at exit does. The exiting thread
+    goes on."""
+    out = run(tmp_path, """
+        import atexit
+        def final():
+            y[:] = 0
+            launch()
+            print("atexit launched", y[1], flush=True)
+        atexit.register(final)
+        launch()
+        print("main exits", flush=True)
+    """, timeout=120)
+    assert out.returncode == 0 and out.stdout == "main exits\natexit launched 2.0\n", out
