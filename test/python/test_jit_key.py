@@ -547,13 +547,15 @@ def test_a_memo_filled_by_code_generation_still_hits_the_disk_cache(tmp_path):
     """A helper's memo, empty when a process starts and filled by code generation: the entry is keyed
     before the code is made, so the next process (memo empty again) hits it (keyed after, it missed in
     every process)."""
-    import subprocess
-    import sys
-    (tmp_path / "memo.py").write_text(_MEMO_SOURCE)
+    assert _two_processes(tmp_path, _MEMO_SOURCE) == ["miss", "hit"]
+
+
+def _two_processes(tmp_path, source):
+    """What the launch of `source` found in the disk cache in two processes, one after the other."""
+    (tmp_path / "memo.py").write_text(source)
     env = dict(os.environ, FAKV_CACHE_DIR=str(tmp_path / "cache"), FAKV_COMPILE_ONLY="1")
-    runs = [subprocess.run([sys.executable, str(tmp_path / "memo.py")], env=env, capture_output=True, text=True,
+    return [subprocess.run([sys.executable, str(tmp_path / "memo.py")], env=env, capture_output=True, text=True,
                            check=True).stdout.strip() for _ in range(2)]
-    assert runs == ["miss", "hit"]
 
 
 _KEYS_ACROSS_SEEDS = """
@@ -885,19 +887,8 @@ def test_a_global_rebound_while_the_code_is_generated_does_not_poison_the_disk_c
         assert (c and c.entry) == found, value
 
 
-_NAMED_MEMO_SOURCE = """
-import numpy as np, fakv, fakv.language as fl
-MEMO = {}
-def scale(n):
-    if n not in MEMO:
-        MEMO[n] = n * 0.5
-    return MEMO[n]
-@fakv.jit
-def k(Y, BLOCK: fl.constexpr):
-    if len(MEMO) >= 0:              # (the kernel names the memo too)
-        fl.store(Y, fl.full((BLOCK,), scale(BLOCK)), (0,), (1,))
-print(k[(1,)](np.zeros(4, np.float32), BLOCK=4).cache)
-"""
+# (the kernel names the memo too)
+_NAMED_MEMO_SOURCE = _MEMO_SOURCE.replace("block_for(N) * 1.0", "block_for(N) * 1.0 + len(_MEMO) * 0.0")
 
 
 @needs_assembler
@@ -905,11 +896,8 @@ def test_a_memo_the_kernel_names_too_still_hits_the_disk_cache(tmp_path):
     """A memo a helper fills while the code is generated, which the kernel names too: a global of the kernel's
     own changed in place is the helpers' own change, not another thread's (the code generated again was keyed
     by the filled memo, which no new process has: every process missed)."""
-    (tmp_path / "memo.py").write_text(_NAMED_MEMO_SOURCE)
-    env = dict(os.environ, FAKV_CACHE_DIR=str(tmp_path / "cache"), FAKV_COMPILE_ONLY="1")
-    runs = [subprocess.run([sys.executable, str(tmp_path / "memo.py")], env=env, capture_output=True, text=True,
-                           check=True).stdout.strip() for _ in range(2)]
-    assert runs == ["miss", "hit"]
+    assert _NAMED_MEMO_SOURCE != _MEMO_SOURCE
+    assert _two_processes(tmp_path, _NAMED_MEMO_SOURCE) == ["miss", "hit"]
 
 
 def test_a_function_constexpr_keyed_by_its_text_while_another_thread_keys_stays_keyed_by_it(monkeypatch):
