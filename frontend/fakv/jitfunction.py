@@ -258,20 +258,21 @@ class JITFunction:
             now[i] = _watch_text(now[i])
         return now
 
-    def _kept(self, baseline):
-        """After code generation: whether its specialisation may be kept, the values it was generated from
-        (_generate's baseline) made the new baseline: what the helpers it ran changed of what they read (a
-        memo, a counter) is not a change (each launch compiled again); what changed since (another thread)
-        still is. Not where its values did not settle, nor where this kernel's specialisations were cleared
-        since (another thread's launch saw a change: the code may be of the old values)."""
+    def _keep(self, c, baseline):
+        """Keeps specialisation c (under c.key) where no launch dropped this kernel's specialisations since
+        its values were taken (another thread's launch saw a change: c may be of the old values), in the same
+        hold of the lock as that check; after code generation (_generate's baseline: the epoch and the values
+        it was generated from; none where its values did not settle: not kept), those values made the new
+        baseline: what the helpers it ran changed of what they read (a memo, a counter) is not a change (each
+        launch compiled again); what changed since still is. A disk-cache hit's baseline: (epoch, None)."""
         if baseline is None:
-            return False
+            return
         epoch, values = baseline
         with _KEYS:
-            if epoch != self._epoch or self._watched is None:
-                return False
-            self._watch_values = values
-            return True
+            if epoch == self._epoch:
+                if values is not None:
+                    self._watch_values = values
+                self._compiled[c.key] = c
 
     def _key_part(self, name, value):
         """What a global (or a module's attribute) the kernel names adds to
@@ -312,8 +313,12 @@ class JITFunction:
         key = tuple(sorted(merged.items(), key=lambda kv: kv[0]))
         variant = self._variants.get(key)
         if variant is None:
-            variant = self._variants[key] = JITFunction(self.fn, **merged)
-            variant._file_lines = self._file_lines       # (this kernel's text, not the file's now)
+            with _KEYS:                  # (two threads asking at once: one object, its specialisations kept)
+                variant = self._variants.get(key)
+                if variant is None:
+                    variant = JITFunction(self.fn, **merged)
+                    variant._file_lines = self._file_lines       # (this kernel's text, not the file's now)
+                    self._variants[key] = variant
         return variant
 
     def clear(self):
@@ -411,8 +416,9 @@ class JITFunction:
                 c = Compiled(self.__name__, params, device,
                              lambda: self._ir(constexprs, types, divisibility)[0])
                 c.key = key
-                if device == "cuda" and self._load_gpu(c, key):
-                    pass
+                loaded = self._load_gpu(c, key) if device == "cuda" else None
+                if loaded is not None:
+                    self._keep(c, (loaded, None))
                 elif not compile:
                     return None
                 else:
@@ -423,22 +429,23 @@ class JITFunction:
                         self._compile_gpu(c, store=baseline is not None)
                     else:
                         self._compile_cpu(c, types)
-                    if not self._kept(baseline):
-                        return c              # (run now, not kept: the next launch generates it again)
-                self._compiled[key] = c
+                    self._keep(c, baseline)     # (not kept: run now, generated again by the next launch)
         return c
 
     # ---- GPU ----------------------------------------------------------------------------
 
     def _load_gpu(self, c, key):
-        """Names c's disk-cache entry and loads it when it is there."""
-        self._name_entry(c, key, self.source_key())
+        """Names c's disk-cache entry and loads it when it is there: this kernel's epoch at its naming (for
+        _keep), or None."""
+        with _KEYS:
+            self._name_entry(c, key, self.source_key())
+            epoch = self._epoch
         hit = cache.load(c.entry)
         if hit is None:
-            return False
+            return None
         c.binary, c.facts = hit
         c.cache = "hit"
-        return True
+        return epoch
 
     def _name_entry(self, c, key, source_key):
         opts = dict(self.options, chip="sm_90a")
@@ -455,7 +462,7 @@ class JITFunction:
         its callees', or their closure variables) rebound meanwhile (another thread) gave code of the new
         value under the old key (on disk, and kept in memory for good: the change taken as the baseline):
         the code is generated again, up to three times, each time after watch() (which drops the
-        specialisations made from the old values). Returns the baseline for _kept (this kernel's epoch and
+        specialisations made from the old values). Returns the baseline for _keep (this kernel's epoch and
         the watched values the code was generated from), or None where a rebinding never stopped: then the
         code is neither stored on disk nor kept. Taken as the helpers' own, not a change: a kernel's global
         changed in place (a memo the kernel names too) and any global only a plain helper reads (another

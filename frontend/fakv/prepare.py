@@ -157,10 +157,15 @@ def specialise_all(jobs, index=None):
             fn, args, consts = jobs[i]
             found[i] = fn.specialize_for(args, consts)
     elif missing:
-        if _POOL is None:        # kept: each compiling thread keeps its MLIR context
-            from concurrent.futures import ThreadPoolExecutor
-            _POOL = ThreadPoolExecutor(4, thread_name_prefix="fakv-compile")
-        for i, c in zip(missing, _POOL.map(lambda i: jobs[i][0].specialize_for(jobs[i][1], jobs[i][2]), missing)):
+        build = lambda i: jobs[i][0].specialize_for(jobs[i][1], jobs[i][2])      # noqa: E731
+        try:
+            if _POOL is None:        # kept: each compiling thread keeps its MLIR context
+                from concurrent.futures import ThreadPoolExecutor
+                _POOL = ThreadPoolExecutor(4, thread_name_prefix="fakv-compile")
+            compiled = _POOL.map(build, missing)      # (submitted now; a compile's error comes below)
+        except RuntimeError:         # no new threads at interpreter exit (an atexit function's first call)
+            compiled = map(build, missing)
+        for i, c in zip(missing, compiled):
             found[i] = c
     if index is not None and all(c.device == "cuda" and getattr(c, "entry", None) for c in found) \
             and cache.compiled_as_keyed():

@@ -797,7 +797,7 @@ def _rebinding(monkeypatch, kernel, value, when, at=1):
     """The kernel's `at`-th code generation with its global _REBOUND rebound to `value` by "another thread",
     `when` it is: "before" or "after" the generation reads it, "after, seen" after it and that thread's launch
     then seeing the change (kernel.watch()), "every" after every generation (`value` + the generation's
-    number); the others as they are."""
+    number), "never"; the others as they are."""
     calls, ir = [], kernel._ir
 
     def racing(*args, **kwargs):
@@ -926,3 +926,52 @@ def test_a_function_constexpr_keyed_by_its_text_while_another_thread_keys_stays_
 
 def _plain_score(s):
     return s * 2.0
+
+
+@needs_assembler
+def test_a_disk_cache_hit_dropped_while_it_loaded_is_not_kept(monkeypatch, tmp_path):
+    """Another thread's launch seeing a rebinding (and dropping this kernel's specialisations) while a launch
+    loads the old value's binary from the disk cache: that binary was kept, for good. It serves that launch
+    only; the next one finds the new value's."""
+    from fakv import cache
+    monkeypatch.setenv("FAKV_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("FAKV_COMPILE_ONLY", "1")
+    _rebinding(monkeypatch, _times_rebound, 0.0, "never")
+    y = np.zeros(4, np.float32)
+    old = _times_rebound[(1,)](y, BLOCK=4)
+    assert old.cache == "miss"
+    _times_rebound.clear()
+    load = cache.load
+
+    def rebound_while_loading(entry):
+        found = load(entry)
+        globals()["_REBOUND"] = 3.0
+        _times_rebound.watch()
+        return found
+    monkeypatch.setattr(cache, "load", rebound_while_loading)
+    hit = _times_rebound[(1,)](y, BLOCK=4)
+    assert hit.cache == "hit" and hit.entry == old.entry and not _times_rebound._compiled
+    monkeypatch.setattr(cache, "load", load)
+    new = _times_rebound[(1,)](y, BLOCK=4)
+    assert new.entry != old.entry and "3.0" in new.ir
+
+
+def test_one_variant_per_options_from_threads_at_once(monkeypatch):
+    """with_options from two threads at once: each made its own variant, and the specialisations the other
+    compiled were lost to it (fakv's own decode compiled again)."""
+    import threading
+    import time
+    from fakv import jitfunction as J
+    init = J.JITFunction.__init__
+
+    def slow_init(self, *args, **kwargs):
+        time.sleep(0.05)                     # (the other thread asks meanwhile)
+        init(self, *args, **kwargs)
+    monkeypatch.setattr(J.JITFunction, "__init__", slow_init)
+    got = []
+    threads = [threading.Thread(target=lambda: got.append(_times_rebound.with_options(stages=4))) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(got) == 2 and got[0] is got[1]

@@ -138,3 +138,20 @@ def test_an_atexit_function_of_the_programs_may_launch(tmp_path):
         print("main exits", flush=True)
     """, timeout=120)
     assert out.returncode == 0 and out.stdout == "main exits\natexit launched 2.0\n", out
+
+
+def test_an_atexit_function_may_compile_several_kernels(tmp_path):
+    """An atexit function whose call needs several kernels compiled: they went to the compiling threads, which
+    cannot start at interpreter exit ("can't register atexit after shutdown"): the call raised. They are
+    compiled in the exiting thread."""
+    out = run(tmp_path, """
+        import atexit
+        from fakv import prepare
+        def final():
+            found = prepare.specialise_all([(doubled, (x, y, n), dict(BLOCK=b)) for b in (32, 512)], index=None)
+            print("atexit compiled", [c.cache for c in found], flush=True)
+        atexit.register(final)
+        import fakv._fakv            # (its atexit function registered after final: runs before it)
+        print("main exits", flush=True)
+    """, timeout=120)
+    assert out.returncode == 0 and out.stdout == "main exits\natexit compiled ['cpu', 'cpu']\n", out
