@@ -66,7 +66,6 @@ class _GCPaused:
             if _GCPaused._depth == 0 and _GCPaused._resume:
                 _gc.enable()
 
-
     @staticmethod
     def _after_fork_in_child():
         """A thread of the parent's paused it: not in the child, which would

@@ -247,11 +247,10 @@ class JITFunction:
             return self._watch()
         self._watch_values = now
 
-    def _watch_now(self):
-        """The watched values now (containers as their _watch_text)."""
-        now = [space.get(name) for space, name in self._watched]
-        for cell in self._cells:
-            now.append(cell.cell_contents if _filled(cell) else None)
+    def _watch_now(self, objects=None):
+        """The watched values now (containers as their _watch_text), of `objects` where given (those of
+        _watched_objects)."""
+        now = self._watched_objects() if objects is None else list(objects)     # (a launch's: no copy)
         if self._watch_values is None:        # (the containers looked at by their content: found once)
             self._containers = [i for i, v in enumerate(now) if _looked_into(v)]
         for i in self._containers:
@@ -471,16 +470,18 @@ class JITFunction:
             with _KEYS:
                 self._watch()                  # (a change since: the old values' specialisations dropped)
                 epoch, watched, own_names, own_cells = self._epoch, self._watched, *self._own
-                seen, objects = self._watch_now(), self._watched_objects()
-                fresh = self._compute_source_key()
-                if c.device == "cuda" and fresh != self._source_key:     # (later lookups by it too)
+                objects = self._watched_objects()
+                seen = self._watch_now(objects)
+                fresh = self._compute_source_key() if c.device == "cuda" else None    # (the CPU path: no entry)
+                if fresh is not None and fresh != self._source_key:     # (later lookups by it too)
                     self._name_entry(c, key, fresh)
                     self._source_key = fresh
             c.regenerate()
             with _KEYS:
                 if self._epoch != epoch or self._watched is not watched:
                     continue
-                now, after = self._watch_now(), self._watched_objects()
+                after = self._watched_objects()
+                now = self._watch_now(after)
             own = list(range(own_names)) + list(range(len(watched), len(watched) + own_cells))
             if not any(objects[i] is not after[i] and _changed(seen[i], now[i]) for i in own):
                 return epoch, now

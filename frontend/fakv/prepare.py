@@ -130,7 +130,14 @@ class SeqlensTensors:
 
 
 _POOL = None        # the compiling threads (specialise_all); a forked child has none of them: made again there
-os.register_at_fork(after_in_child=lambda: globals().__setitem__("_POOL", None))
+
+
+def _forget_pool():
+    global _POOL
+    _POOL = None
+
+
+os.register_at_fork(after_in_child=_forget_pool)
 
 
 def specialise_all(jobs, index=None):
