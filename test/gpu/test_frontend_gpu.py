@@ -18,6 +18,10 @@
 - reductions of i32 and f32 tiles to scalars (fl.sum / fl.max / fl.min of
   a 1-D tile: shuffles and shared memory across the warps), used as
   scalars, against torch;
+- random kernels of dots (wgmma) with loops, elementwise math, row and
+  column reductions, a second dot and masked stores (test/python/dot_fuzz.py)
+  against a float64 numpy reference, and test_dsl_fuzz.py's random
+  elementwise kernels against numpy;
 - a ragged batch of several waves longest first (the default): the same bits as
   in index order, and attention;
 - a ragged batch of one wave: ADAPTIVE splits once an earlier call's lengths
@@ -31,6 +35,7 @@ import math
 import os
 import sys
 import tempfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -43,6 +48,7 @@ import source_tree  # noqa: E402,F401  (the source tree's fakv when it is built,
 
 import fakv  # noqa: E402
 import fakv.language as fl  # noqa: E402
+import dot_fuzz  # noqa: E402
 import variant  # noqa: E402
 from tile_stats import reference as tile_stats_reference, tile_stats  # noqa: E402
 
@@ -167,6 +173,37 @@ def test_tile_reductions_to_scalars(n):
     want, fwant = tile_stats_reference(x.numpy(), f.numpy())
     assert out[:5].tolist() == want
     assert abs(float(fout[0]) - fwant[0]) < 1e-3 and float(fout[1]) == fwant[1]
+
+
+DOT_FUZZ_CASES = range(int(os.environ.get("FUZZ_CASES", 40)))
+
+
+def test_random_dot_kernels():
+    """Every dot_fuzz case, launched on the GPU, against the float64 reference (the CPU path's test:
+    test_dsl_fuzz.py)."""
+    with tempfile.TemporaryDirectory() as folder:
+        for seed in DOT_FUZZ_CASES:
+            c = dot_fuzz.case(seed)
+            arrays = dot_fuzz.inputs(c)
+            if COMPILE_ONLY:
+                dot_fuzz.launch(dot_fuzz.load(folder, c), c, *dot_fuzz.as_16_bits(c, arrays))
+                continue
+            dtypes = {"f16": torch.float16, "bf16": torch.bfloat16}
+            on_gpu = [torch.from_numpy(x).cuda() for x in arrays]
+            on_gpu = dot_fuzz.as_16_bits(c, on_gpu, lambda x, dtype: x.to(dtypes[dtype]))
+            dot_fuzz.launch(dot_fuzz.load(folder, c), c, *on_gpu)
+            want, size = dot_fuzz.reference(c, *arrays[:4])
+            dot_fuzz.check(c, on_gpu[4].cpu().double().numpy(), want, size)
+
+
+def test_random_elementwise_kernels():
+    """test_dsl_fuzz.py's random kernels (expression trees, early returns, loops, reductions of 16 elements)
+    on the GPU against numpy, within 2e-3 (fl.exp and fl.tanh are the approximate instructions there)."""
+    import test_dsl_fuzz
+    with tempfile.TemporaryDirectory() as folder:
+        for seed in DOT_FUZZ_CASES:
+            test_dsl_fuzz.check_random_kernel(seed, Path(folder), "compile" if COMPILE_ONLY else
+                                              lambda x: torch.from_numpy(x).cuda(), tolerance=2e-3)
 
 
 def test_score_modifiers():
@@ -1140,6 +1177,8 @@ def compile_all():
     import ml_dtypes
     i8, i64, bf16 = np.zeros(16, np.int8), np.zeros(16, np.int64), np.zeros(384, ml_dtypes.bfloat16)
     abs_and_half_math[(1,)](i8, i8, i64, i64, bf16, bf16[:128])
+    test_random_dot_kernels()
+    test_random_elementwise_kernels()
     for page, splits in [(None, 1), (256, 3), (16, 0)]:
         test_readme_variant(page, splits)
         test_per_head_variant(page, splits)
@@ -1165,6 +1204,7 @@ def compile_all():
 def run_all():
     """Without pytest: every test, a line each."""
     cases = [(test_score_modifiers, ()), (test_dlpack_arrays, ()), (test_abs_and_half_math, ())]
+    cases += [(test_random_dot_kernels, ()), (test_random_elementwise_kernels, ())]
     cases += [(test_tile_reductions_to_scalars, (n,)) for n in (1000, 77)]
     cases += [(test_cluster_gather, ())] + [(test_cluster_splits, c) for c in CLUSTER_SPLIT_CASES]
     cases += [(test_longest_first_batch, (p,)) for p in (None, 16, 256)]

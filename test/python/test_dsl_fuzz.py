@@ -1,17 +1,21 @@
 """A seeded fuzzer of the DSL front end on the CPU path (issue 10): random
 small kernels (elementwise expression trees over loaded tiles and scalars,
 runtime `if`s with early returns, loops, reductions) run against numpy
-evaluating the same expressions; and random single mistakes in a valid
-kernel, each a CompilationError at the mistaken line. No input may crash,
-hang or give a wrong answer silently. Deterministic; FUZZ_CASES=N runs
-more."""
+evaluating the same expressions (on the GPU too: test/gpu/test_frontend_gpu.py); random kernels of dots (dot_fuzz.py) on
+the CPU path against a float64 reference, and each compiled for sm_90a
+(test/gpu/test_frontend_gpu.py runs them on the GPU); and random single
+mistakes in a valid kernel, each a CompilationError at the mistaken line.
+No input may crash, hang or give a wrong answer silently. Deterministic;
+FUZZ_CASES=N runs more."""
 import importlib.util
 import os
 
 import numpy as np
 import pytest
 
+import dot_fuzz
 import fakv
+from needs import needs_assembler
 
 N = int(os.environ.get("FUZZ_CASES", 40))
 BLOCK = 16
@@ -83,11 +87,12 @@ def load(tmp_path, name, source):
     return module, str(path)
 
 
-@pytest.mark.parametrize("seed", range(N))
-def test_random_kernels_match_numpy(seed, tmp_path):
+def check_random_kernel(seed, folder, device=None, tolerance=2e-5):
+    """Kernel `seed` launched twice on random inputs against numpy: numpy arrays (the CPU path), or moved by
+    device(array) and read back by numpy(); device "compile": launched on numpy arrays, nothing checked."""
     rng = np.random.default_rng(seed)
     src, ref_src = kernel_source(rng)
-    module, _ = load(tmp_path, f"fuzz_kernel_{seed}", src)
+    module, _ = load(folder, f"fuzz_kernel_{seed}", src)
     scope = {"np": np}
     exec(ref_src, scope)
     for _ in range(2):
@@ -96,14 +101,69 @@ def test_random_kernels_match_numpy(seed, tmp_path):
         y = (rng.standard_normal(BLOCK) * 3).astype(np.float32)
         alpha, flag = float(rng.standard_normal()), int(rng.integers(0, 2))
         out = np.full(BLOCK, -7.0, np.float32)
-        module.k[(1,)](x, y, out, n, alpha, flag, BLOCK=BLOCK)
+        if device is None or device == "compile":
+            module.k[(1,)](x, y, out, n, alpha, flag, BLOCK=BLOCK)
+            if device == "compile":
+                return
+        else:
+            on = [device(a) for a in (x, y, out)]
+            module.k[(1,)](*on, n, alpha, flag, BLOCK=BLOCK)
+            out = on[2].cpu().numpy()
         with np.errstate(all="ignore"):
             want = scope["ref"](x.copy(), y.copy(), n, alpha, flag)
         got = out[:n]
         assert (out[n:] == -7.0).all(), "stored past the bounds"
         assert np.array_equal(np.isnan(got), np.isnan(want[:n])), src
-        ok = np.isnan(got) | np.isclose(got, want[:n], rtol=2e-5, atol=2e-5)
+        ok = np.isnan(got) | np.isclose(got, want[:n], rtol=tolerance, atol=tolerance)
         assert ok.all(), f"{src}\nn={n} flag={flag}\ngot {got}\nwant {want[:n]}"
+
+
+@pytest.mark.parametrize("seed", range(N))
+def test_random_kernels_match_numpy(seed, tmp_path):
+    check_random_kernel(seed, tmp_path)
+
+
+@pytest.mark.parametrize("seed", range(N))
+def test_random_dot_kernels_match_numpy(seed, tmp_path):
+    c = dot_fuzz.case(seed)
+    arrays = dot_fuzz.inputs(c)
+    operands = dot_fuzz.as_16_bits(c, arrays)
+    dot_fuzz.launch(dot_fuzz.load(tmp_path, c), c, *operands)
+    dot_fuzz.check(c, operands[4].astype(np.float64), *dot_fuzz.reference(c, *arrays[:4]))
+
+
+def test_the_dot_reference_sees_a_wrong_element(tmp_path):
+    """check() is not too lenient: in most cases one element 1 % off (or 1e-3, near 0) fails it."""
+    caught = 0
+    for seed in range(20):
+        c = dot_fuzz.case(seed)
+        arrays = dot_fuzz.inputs(c)
+        operands = dot_fuzz.as_16_bits(c, arrays)
+        dot_fuzz.launch(dot_fuzz.load(tmp_path, c), c, *operands)
+        want, size = dot_fuzz.reference(c, *arrays[:4])
+        out = operands[4].astype(np.float64)
+        dot_fuzz.check(c, out, want, size)
+        where = tuple(np.argwhere(~np.isnan(want))[seed % 7])
+        out[where] += max(abs(out[where]) * 1e-2, 1e-3)
+        try:
+            dot_fuzz.check(c, out, want, size)
+        except AssertionError:
+            caught += 1
+    assert caught >= 14, caught
+
+
+@needs_assembler
+def test_random_dot_kernels_compile_for_sm90a(tmp_path, monkeypatch):
+    """Each case compiles for the GPU (FAKV_COMPILE_ONLY: the sm_90a cubin assembled, nothing launched), in a
+    cache of its own."""
+    monkeypatch.setenv("FAKV_COMPILE_ONLY", "1")
+    monkeypatch.setenv("FAKV_CACHE_DIR", str(tmp_path / "cache"))
+    for seed in range(N):
+        c = dot_fuzz.case(seed)
+        kernel = dot_fuzz.load(tmp_path, c)
+        dot_fuzz.launch(kernel, c, *dot_fuzz.as_16_bits(c, dot_fuzz.inputs(c)))
+        (compiled,) = kernel._compiled.values()
+        assert compiled.device == "cuda" and compiled.binary[:4] == b"\x7fELF", c
 
 
 # (mistake, the line to change, how to change it, words of the message)
