@@ -22,6 +22,8 @@
   column reductions, a second dot and masked stores (test/python/dot_fuzz.py)
   against a float64 numpy reference, and test_dsl_fuzz.py's random
   elementwise kernels against numpy;
+- conversions and integer operations on edge values (edge_values.py): the
+  documented bits, as on the CPU path;
 - a ragged batch of several waves longest first (the default): the same bits as
   in index order, and attention;
 - a ragged batch of one wave: ADAPTIVE splits once an earlier call's lengths
@@ -49,6 +51,7 @@ import source_tree  # noqa: E402,F401  (the source tree's fakv when it is built,
 import fakv  # noqa: E402
 import fakv.language as fl  # noqa: E402
 import dot_fuzz  # noqa: E402
+import edge_values  # noqa: E402
 import variant  # noqa: E402
 from tile_stats import reference as tile_stats_reference, tile_stats  # noqa: E402
 
@@ -192,8 +195,27 @@ def test_random_dot_kernels():
             on_gpu = [torch.from_numpy(x).cuda() for x in arrays]
             on_gpu = dot_fuzz.as_16_bits(c, on_gpu, lambda x, dtype: x.to(dtypes[dtype]))
             dot_fuzz.launch(dot_fuzz.load(folder, c), c, *on_gpu)
-            want, size = dot_fuzz.reference(c, *arrays[:4])
-            dot_fuzz.check(c, on_gpu[4].cpu().double().numpy(), want, size)
+            dot_fuzz.check(c, on_gpu[4].cpu().numpy(), *dot_fuzz.reference(c, arrays))
+
+
+def test_edge_values():
+    """edge_values.py's conversions and integer operations on edge values on the GPU: the documented bits, as on
+    the CPU path (test_dsl_semantics.py)."""
+    if COMPILE_ONLY:
+        import ml_dtypes
+        dtypes = {"i8": np.int8, "i32": np.int32, "i64": np.int64, "f16": np.float16, "bf16": ml_dtypes.bfloat16,
+                  "f32": np.float32}
+        outs = edge_values.outputs(lambda n, dtype: np.zeros(n, dtypes[dtype]))
+        return edge_values.launch((edge_values.FLOATS, edge_values.INTS, edge_values.DIVISORS,
+                                   edge_values.SHIFTS), outs)
+    dtypes = {"i8": torch.int8, "i32": torch.int32, "i64": torch.int64, "f16": torch.float16,
+              "bf16": torch.bfloat16, "f32": torch.float32}
+    outs = edge_values.outputs(lambda n, dtype: torch.zeros(n, dtype=dtypes[dtype], device="cuda"))
+    edge_values.launch([torch.from_numpy(a).cuda() for a in (edge_values.FLOATS, edge_values.INTS,
+                                                             edge_values.DIVISORS, edge_values.SHIFTS)], outs)
+    got = [o.view(torch.int16).cpu().numpy().view(np.uint16) if o.dtype == torch.bfloat16 else o.cpu().numpy()
+           for o in outs]
+    assert edge_values.differences(got) == []
 
 
 def test_random_elementwise_kernels():
@@ -1178,6 +1200,7 @@ def compile_all():
     i8, i64, bf16 = np.zeros(16, np.int8), np.zeros(16, np.int64), np.zeros(384, ml_dtypes.bfloat16)
     abs_and_half_math[(1,)](i8, i8, i64, i64, bf16, bf16[:128])
     test_random_dot_kernels()
+    test_edge_values()
     test_random_elementwise_kernels()
     for page, splits in [(None, 1), (256, 3), (16, 0)]:
         test_readme_variant(page, splits)
@@ -1204,7 +1227,7 @@ def compile_all():
 def run_all():
     """Without pytest: every test, a line each."""
     cases = [(test_score_modifiers, ()), (test_dlpack_arrays, ()), (test_abs_and_half_math, ())]
-    cases += [(test_random_dot_kernels, ()), (test_random_elementwise_kernels, ())]
+    cases += [(test_random_dot_kernels, ()), (test_random_elementwise_kernels, ()), (test_edge_values, ())]
     cases += [(test_tile_reductions_to_scalars, (n,)) for n in (1000, 77)]
     cases += [(test_cluster_gather, ())] + [(test_cluster_splits, c) for c in CLUSTER_SPLIT_CASES]
     cases += [(test_longest_first_batch, (p,)) for p in (None, 16, 256)]

@@ -31,6 +31,13 @@ def case(seed):
         c.update(M=int(2 ** rng.integers(0, 8)), N=int(2 ** rng.integers(0, 9)), second=False, acc=True)
     c["m"], c["n"] = (max(0, c[x] - int(rng.integers(0, 4))) for x in "MN")
     c["alpha"] = float(rng.choice([0.5, -1.25, 2.0]))
+    # A, C and Out: rows apart by their width plus a pad, from an element past the buffer's (aligned) start; C
+    # stored by rows or by columns, read within bounds or under a mask (elements outside it 0.5)
+    c["c_by_columns"], c["c_mask"] = bool(rng.integers(0, 2)), bool(rng.integers(0, 2))
+    pad = lambda: int(rng.choice([0, 0, 1, 3, 8]))          # noqa: E731
+    width = 1 if c["reduce"] == "to rows" else c["P"] if c["second"] else c["N"]
+    c["lda"], c["ldc"], c["ldo"] = c["K"] + pad(), (c["M"] if c["c_by_columns"] else c["N"]) + pad(), width + pad()
+    c["starts"] = [int(rng.choice([0, 0, 1, 2, 4])) for _ in range(3)]
     return c
 
 
@@ -41,11 +48,16 @@ def source(c):
     if not c["dot"]:
         dot = "c * 0.75 + 0.25"
     lines = ["import fakv", "import fakv.language as fl", "", "", "@fakv.jit",
-             "def k(A, B, C, V, Out, m, n, alpha, M: fl.constexpr, K: fl.constexpr, N: fl.constexpr, "
-             "P: fl.constexpr):",
-             "    a = fl.load(A, (M, K), (0, 0), (K, 1), bounds=(m, K))",
-             f"    b = fl.load(B, {b_shape}, (0, 0), ({b_shape[4]}, 1), bounds={b_bounds})",
-             "    c = fl.load(C, (M, N), (0, 0), (N, 1), bounds=(m, n))"]
+             "def k(A, B, C, V, Out, m, n, alpha, lda, ldc, ldo, M: fl.constexpr, K: fl.constexpr, "
+             "N: fl.constexpr, P: fl.constexpr):",
+             "    a = fl.load(A, (M, K), (0, 0), (lda, 1), bounds=(m, K))",
+             f"    b = fl.load(B, {b_shape}, (0, 0), ({b_shape[4]}, 1), bounds={b_bounds})"]
+    strides = "(1, ldc)" if c["c_by_columns"] else "(ldc, 1)"
+    if c["c_mask"]:
+        lines += [f"    c = fl.load(C, (M, N), (0, 0), {strides}, "
+                  "mask=(fl.arange(0, M)[:, None] < m) & (fl.arange(0, N)[None, :] < n), other=0.5)"]
+    else:
+        lines += [f"    c = fl.load(C, (M, N), (0, 0), {strides}, bounds=(m, n))"]
     if c["loop"]:
         lines += ["    s = fl.zeros((M, N))", "    for i in fl.range(0, 2):", f"        s = s * 0.5 + {dot}"]
     else:
@@ -55,28 +67,52 @@ def source(c):
         lines += ["    s = s - fl.expand_dims(fl.max(s, 1), 1)"]
     elif c["reduce"] == "column sum":
         lines += ["    s = s + fl.expand_dims(fl.sum(s, 0), 0) * 0.01"]
-    width = "N"
     if c["second"]:
         lines += ["    v = fl.load(V, (N, P), (0, 0), (P, 1), bounds=(n, P))",
                   f"    s = fl.dot(s.to({DSL[c['dtype']]}), v)"]
-        width = "P"
     if c["reduce"] == "to rows":
-        lines += ["    fl.store(Out, fl.sum(s, 1), (0,), (1,), bounds=(m,))"]
+        lines += ["    fl.store(Out, fl.sum(s, 1), (0,), (ldo,), bounds=(m,))"]
     else:
-        lines += [f"    fl.store(Out, s, (0, 0), ({width}, 1), bounds=(m, {'P' if c['second'] else 'n'}))"]
+        lines += [f"    fl.store(Out, s, (0, 0), (ldo, 1), bounds=(m, {'P' if c['second'] else 'n'}))"]
     return "\n".join(lines) + "\n"
+
+
+GARBAGE = 64.0          # what A, C and Out hold outside their matrices (Out: -7 in them too)
+
+
+def _flat(c, which, rows, cols, fill):
+    """A buffer of `which` (0: A, 1: C, 2: Out): GARBAGE, its (rows, cols) matrix (by columns for C when
+    c_by_columns) at its start, rows lda / ldc / ldo apart, filled by fill(shape)."""
+    ld, start = c[("lda", "ldc", "ldo")[which]], c["starts"][which]
+    by_columns = which == 1 and c["c_by_columns"]
+    outer, inner = (cols, rows) if by_columns else (rows, cols)
+    buffer = np.full(start + outer * ld, GARBAGE, np.float32)
+    matrix = buffer[start:].reshape(outer, ld)[:, :inner]
+    matrix[...] = fill((outer, inner))
+    return buffer
+
+
+def matrix(c, which, buffer):
+    """The matrix of `which` in its buffer (a view; numpy)."""
+    rows = c["M"]
+    cols = (c["K"], c["N"], c["P"] if c["second"] else c["N"])[which] if which != 2 or c["reduce"] != "to rows" else 1
+    ld, start = c[("lda", "ldc", "ldo")[which]], c["starts"][which]
+    outer, inner = (cols, rows) if which == 1 and c["c_by_columns"] else (rows, cols)
+    view = buffer[start:start + outer * ld].reshape(outer, ld)[:, :inner]
+    return view.T if which == 1 and c["c_by_columns"] else view
 
 
 def inputs(c):
     """float32 numpy inputs (A, B, C, V, Out): multiples of 1/8 in [-1, 1), exact in 16 bits (A, B and V are the
-    kernel's 16-bit operands: as_16_bits); Out filled with -7."""
+    kernel's 16-bit operands: as_16_bits); A, C and Out flat buffers (matrix() finds their matrices), Out's -7."""
     rng = np.random.default_rng(1000 + c["seed"])
 
     def r(shape):
         return (rng.integers(-8, 8, shape) / 8).astype(np.float32)
-    out_shape = (c["M"],) if c["reduce"] == "to rows" else (c["M"], c["P"] if c["second"] else c["N"])
-    return (r((c["M"], c["K"])), r((c["N"], c["K"]) if c["trans_b"] else (c["K"], c["N"])), r((c["M"], c["N"])),
-            r((c["N"], c["P"])), np.full(out_shape, -7.0, np.float32))
+    out_cols = 1 if c["reduce"] == "to rows" else c["P"] if c["second"] else c["N"]
+    return (_flat(c, 0, c["M"], c["K"], r), r((c["N"], c["K"]) if c["trans_b"] else (c["K"], c["N"])),
+            _flat(c, 1, c["M"], c["N"], r), r((c["N"], c["P"])),
+            _flat(c, 2, c["M"], out_cols, lambda shape: np.full(shape, -7.0, np.float32)))
 
 
 def numpy_16_bits(dtype):
@@ -103,11 +139,14 @@ def as_16_bits(c, arrays, convert=None):
     return [convert(x, c["dtype"]) if i in (0, 1, 3) else x for i, x in enumerate(arrays)]
 
 
-def reference(c, a, b, cc, v):
-    """(what Out should hold, float64, NaN where it keeps its -7; a bound on each element's error)."""
+def reference(c, arrays):
+    """(what Out's matrix should hold, float64, NaN where it keeps its -7; a bound on each element's error), from
+    the float32 inputs."""
     m, n = c["m"], c["n"]
-    a, b, cc, v = (x.astype(np.float64) for x in (a, b, cc, v))
-    a[m:], cc[m:], cc[:, n:], v[n:] = 0, 0, 0, 0
+    a, b, cc, v = (x.astype(np.float64) for x in (matrix(c, 0, arrays[0]), arrays[1], matrix(c, 1, arrays[2]),
+                                                  arrays[3]))
+    a[m:], v[n:] = 0, 0
+    cc[m:], cc[:, n:] = (0.5 if c["c_mask"] else 0), (0.5 if c["c_mask"] else 0)
     if c["trans_b"]:
         b[n:] = 0
         b = b.T
@@ -134,7 +173,7 @@ def reference(c, a, b, cc, v):
         size = (np.abs(s) * unit + size) @ np.abs(v) * 2 + np.abs(rounded) @ np.abs(v) * 1e-6
         s = rounded @ v
     if c["reduce"] == "to rows":
-        want, size = s.sum(1), np.abs(s).sum(1) * 1e-6 + size.sum(1)
+        want, size = s.sum(1, keepdims=True), np.abs(s).sum(1, keepdims=True) * 1e-6 + size.sum(1, keepdims=True)
         want[m:] = np.nan
         return want, size
     want = s.copy()
@@ -143,8 +182,13 @@ def reference(c, a, b, cc, v):
     return want, size + 1e-6
 
 
-def check(c, out, want, size):
-    """Asserts Out as the launch left it (float64 numpy) matches the reference."""
+def check(c, buffer, want, size):
+    """Asserts Out's buffer as the launch left it (numpy) holds the reference in its matrix's bounds, and
+    nothing new elsewhere."""
+    out = matrix(c, 2, buffer).astype(np.float64)
+    outside = np.ones(buffer.shape, bool)
+    matrix(c, 2, outside)[...] = False
+    assert (buffer[outside] == GARBAGE).all(), f"{c}: stored outside the matrix"
     kept = np.isnan(want)
     assert (out[kept] == -7.0).all(), f"{c}: stored outside the bounds"
     err = np.abs(out[~kept] - want[~kept])
@@ -167,5 +211,7 @@ def load(folder, c):
 
 
 def launch(kernel, c, a, b, cc, v, out):
-    """Launches case c's kernel on these arrays (numpy or torch), one program."""
-    kernel[(1,)](a, b, cc, v, out, c["m"], c["n"], c["alpha"], M=c["M"], K=c["K"], N=c["N"], P=c["P"])
+    """Launches case c's kernel on these arrays (numpy or torch: A, C and Out from their starts), one program."""
+    a, cc, out = (x[start:] for x, start in zip((a, cc, out), c["starts"]))
+    kernel[(1,)](a, b, cc, v, out, c["m"], c["n"], c["alpha"], c["lda"], c["ldc"], c["ldo"], M=c["M"], K=c["K"],
+                 N=c["N"], P=c["P"])

@@ -1,7 +1,8 @@
 """What kernel code means where Python and C part ways, on the CPU path against Python / numpy (docs/frontend.md):
 truth values are "nonzero", `and` / `or` short-circuit at run time and give the deciding operand, arithmetic on
 truth values counts them, Python numbers widen what they meet when they do not fit it, fl.range counts with a
-run-time step of either sign, shifts past the width shift everything out, float literals of any form compile;
+run-time step of either sign, shifts past the width shift everything out, float literals of any form compile,
+conversions and integer operations on edge values give the documented bits (edge_values.py, on the GPU too);
 and the mistakes found by session 33's review name their line instead of leaking Python's or MLIR's errors."""
 import inspect
 import os
@@ -11,6 +12,7 @@ import sys
 import numpy as np
 import pytest
 
+import edge_values
 import fakv
 import fakv.language as fl
 from needs import needs_assembler
@@ -111,6 +113,20 @@ def test_run_time_steps_count_as_python(start, stop, step):
     want = range(start, stop, step) if step else range(0)     # (a step of 0: no iteration; Python raises)
     assert y.tolist() == [np.int32(sum(want) % 2 ** 32 - (2 ** 32 if sum(want) % 2 ** 32 >= 2 ** 31 else 0)),
                           len(want)]     # (the sum wraps in i32)
+
+
+def test_edge_values_give_the_documented_bits():
+    """NaN, infinities, -0.0, ties and values past an int's range converted; // % << >> of negative operands and
+    shifts past the width; maximum / minimum, fmod, comparisons: every bit as edge_values.expected() says."""
+    import ml_dtypes
+    dtypes = {"i8": np.int8, "i32": np.int32, "i64": np.int64, "f16": np.float16, "bf16": ml_dtypes.bfloat16,
+              "f32": np.float32}
+    outs = edge_values.outputs(lambda n, dtype: np.zeros(n, dtypes[dtype]))
+    edge_values.launch((edge_values.FLOATS, edge_values.INTS, edge_values.DIVISORS, edge_values.SHIFTS), outs)
+    outs[4] = outs[4].view(np.uint16)
+    assert edge_values.differences(outs) == []
+    outs[1][0] = 1                                                      # (a difference is seen)
+    assert edge_values.differences(outs) == [("to i32", 0, 1, 0)]
 
 
 @fakv.jit
