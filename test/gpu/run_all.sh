@@ -9,7 +9,8 @@
 #   test/gpu/run_all.sh LOGDIR [STEP...]
 #   STEP: install hide ir frontend grid kvcache demo restore sanitize bench host (default: all, in this
 #   order), profile, cost (bench/append_cost.py), modes (bench/launch_modes.py), ragged
-#   (bench/ragged_splits.py), peers (bench/bench_grid.py, FlashInfer from .carry/wheels); sanitize is memcheck
+#   (bench/ragged_splits.py), peers (bench/bench_grid.py, FlashInfer from .carry/wheels), cpu-suite (the CPU
+#   path's kernel tests on the GPU: test/gpu/numpy_on_gpu.py; $CPU_SUITE names the files); sanitize is memcheck
 #   racecheck synccheck initcheck (each a step of its own too)
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -22,6 +23,8 @@ export FAKV_CACHE_DIR="${FAKV_CACHE_DIR:-$(mktemp -d /tmp/fakv-cache.XXXXXX)}"
 export PYTHONUNBUFFERED=1
 cd "$ROOT"
 FAILED=""
+CPU_SUITE="${CPU_SUITE:-test_dsl_semantics.py test_dsl_control_flow.py test_dsl_python_semantics.py test_dsl_fuzz.py \
+test_kernels_cpu.py test_frontend.py test_api_fuzz.py test_kvcache.py}"
 run() {  # name timeout command...
   local name=$1 limit=$2; shift 2
   local t0=$SECONDS
@@ -101,6 +104,18 @@ for step in $STEPS; do
         run peers 560 python3 bench/bench_grid.py --out "$LOGS/perf" --peers sdpa,triton,flashinfer,flashinfer-tc,bare \
         --sustain 0.1 --rounds 3
       tail -3 "$LOGS/peers.log" ;;
+    cpu-suite)  # the CPU path's kernel tests, their launches on numpy arrays moved to the GPU (numpy_on_gpu.py); a
+                # file a process, all at once (ml_dtypes from .carry/testwheels where the machine has none)
+      python3 -c 'import ml_dtypes' 2> /dev/null ||
+        python3 -m pip install -q --no-deps --no-index --target /tmp/testwheels "$ROOT"/.carry/testwheels/*.whl
+      for f in $CPU_SUITE; do
+        PYTHONPATH="$ROOT/test/gpu:$ROOT/test/python:/tmp/testwheels" timeout 500 python3 -m pytest -q -rf \
+          -p no:cacheprovider -p numpy_on_gpu "test/python/$f" > "$LOGS/cpu-suite-${f%.py}.log" 2>&1 &
+      done
+      wait
+      for f in $CPU_SUITE; do
+        echo "[cpu-suite] $f: $(grep -E 'numpy_on_gpu:|passed|failed|error' "$LOGS/cpu-suite-${f%.py}.log" | tail -2 | tr '\n' ' ')"
+      done ;;
     bench)
       run bench 300 python3 bench/bench_decode.py
       cat "$LOGS/bench.log"
