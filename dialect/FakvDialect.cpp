@@ -64,7 +64,7 @@ LogicalResult FakvDialect::verifyOperationAttribute(Operation *op,
     return success();
   }
   if (attr.getName() == getSwapABAttrName() || attr.getName() == getGatherPagesAttrName() ||
-      attr.getName() == getRowBoxesAttrName()) {
+      attr.getName() == getRowBoxesAttrName() || attr.getName() == getSaturatedAttrName()) {
     if (!isa<UnitAttr>(attr.getValue()))
       return op->emitError() << "'" << attr.getName().getValue() << "' must be a unit attribute";
     return success();

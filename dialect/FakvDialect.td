@@ -104,6 +104,11 @@ def Fakv_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getGatherPagesAttrName() {
       return ::llvm::StringLiteral("fakv.gather_pages");
     }
+    /// Marks an arith.fptosi whose saturation and NaN are made explicit around it (saturateFloatToInt;
+    /// the conversions that lower it may carry it on).
+    static constexpr ::llvm::StringLiteral getSaturatedAttrName() {
+      return ::llvm::StringLiteral("fakv.saturated");
+    }
     /// Asks the GPU lowering to copy TMA tiles in boxes of at most 16 rows, row chunk by row chunk.
     static constexpr ::llvm::StringLiteral getRowBoxesAttrName() {
       return ::llvm::StringLiteral("fakv.row_boxes");

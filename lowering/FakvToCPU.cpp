@@ -141,41 +141,6 @@ struct ReshapeLowering : OpConversionPattern<ReshapeOp> {
   }
 };
 
-/// arith.fptosi as the GPU's cvt.rzi converts: out-of-range values saturate,
-/// NaN gives 0 (LLVM's fptosi is poison there; x86 gave INT_MIN for all).
-static void saturateFloatToInt(ModuleOp module) {
-  SmallVector<arith::FPToSIOp> ops;
-  module.walk([&](arith::FPToSIOp op) { ops.push_back(op); });
-  for (arith::FPToSIOp op : ops) {
-    ImplicitLocOpBuilder b(op.getLoc(), op);
-    Type from = getElementTypeOrSelf(op.getIn().getType());
-    auto to = cast<IntegerType>(getElementTypeOrSelf(op.getType()));
-    auto like = [&](Type shaped, TypedAttr scalar) -> Value {
-      if (auto t = dyn_cast<ShapedType>(shaped))
-        return arith::ConstantOp::create(b, DenseElementsAttr::get(t.clone(scalar.getType()), scalar));
-      return arith::ConstantOp::create(b, scalar);
-    };
-    unsigned w = to.getWidth();
-    auto bound = [&](bool neg) {       // -2^(w-1) and 2^(w-1): exact in binary floats (or +-inf in f16)
-      APFloat v(std::ldexp(neg ? -1.0 : 1.0, w - 1));
-      bool lost;
-      v.convert(cast<FloatType>(from).getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
-      return like(op.getIn().getType(), FloatAttr::get(from, v));
-    };
-    using P = arith::CmpFPredicate;
-    Value x = op.getIn();
-    Value r = arith::FPToSIOp::create(b, op.getType(), x);
-    r = arith::SelectOp::create(b, arith::CmpFOp::create(b, P::OGE, x, bound(false)),
-                                like(op.getType(), IntegerAttr::get(to, APInt::getSignedMaxValue(w))), r);
-    r = arith::SelectOp::create(b, arith::CmpFOp::create(b, P::OLE, x, bound(true)),
-                                like(op.getType(), IntegerAttr::get(to, APInt::getSignedMinValue(w))), r);
-    r = arith::SelectOp::create(b, arith::CmpFOp::create(b, P::UNO, x, x),
-                                like(op.getType(), IntegerAttr::get(to, 0)), r);
-    op.replaceAllUsesWith(r);
-    op.erase();
-  }
-}
-
 struct CastLowering : OpConversionPattern<CastOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult

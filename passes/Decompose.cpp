@@ -4,6 +4,7 @@
 // implements for any layout (reduce, broadcast, expand_dims, arange, splat,
 // arith/math on tiles) besides loads, stores and dots. The formulas are the
 // ones dialect/FakvOps.td gives; test/passes/decompose.mlir checks them.
+// Float-to-int conversions get their saturation and NaN made explicit.
 //
 //===----------------------------------------------------------------------===//
 
@@ -330,10 +331,50 @@ struct FakvDecomposePass
     config.enableFolding(false);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns),
                                      config)))
-      signalPassFailure();
+      return signalPassFailure();
+    saturateFloatToInt(getOperation());
   }
 };
 } // namespace
+
+void mlir::fakv::saturateFloatToInt(Operation *root) {
+  constexpr StringLiteral kSaturated = FakvDialect::getSaturatedAttrName();
+  SmallVector<arith::FPToSIOp> ops;
+  root->walk([&](arith::FPToSIOp op) {
+    if (!op->hasAttr(kSaturated))
+      ops.push_back(op);
+  });
+  for (arith::FPToSIOp op : ops) {
+    ImplicitLocOpBuilder b(op.getLoc(), op);
+    Type from = getElementTypeOrSelf(op.getIn().getType());
+    auto to = cast<IntegerType>(getElementTypeOrSelf(op.getType()));
+    auto like = [&](Type shaped, TypedAttr scalar) -> Value {
+      if (auto t = dyn_cast<ShapedType>(shaped))
+        return arith::ConstantOp::create(b, DenseElementsAttr::get(t.clone(scalar.getType()), scalar));
+      return arith::ConstantOp::create(b, scalar);
+    };
+    unsigned w = to.getWidth();
+    auto bound = [&](bool neg) {       // -2^(w-1) and 2^(w-1): exact in binary floats (or +-inf in f16)
+      APFloat v(std::ldexp(neg ? -1.0 : 1.0, w - 1));
+      bool lost;
+      v.convert(cast<FloatType>(from).getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
+      return like(op.getIn().getType(), FloatAttr::get(from, v));
+    };
+    using P = arith::CmpFPredicate;
+    Value x = op.getIn();
+    auto convert = arith::FPToSIOp::create(b, op.getType(), x);
+    convert->setAttr(kSaturated, b.getUnitAttr());
+    Value r = convert;
+    r = arith::SelectOp::create(b, arith::CmpFOp::create(b, P::OGE, x, bound(false)),
+                                like(op.getType(), IntegerAttr::get(to, APInt::getSignedMaxValue(w))), r);
+    r = arith::SelectOp::create(b, arith::CmpFOp::create(b, P::OLE, x, bound(true)),
+                                like(op.getType(), IntegerAttr::get(to, APInt::getSignedMinValue(w))), r);
+    r = arith::SelectOp::create(b, arith::CmpFOp::create(b, P::UNO, x, x),
+                                like(op.getType(), IntegerAttr::get(to, 0)), r);
+    op.replaceAllUsesWith(r);
+    op.erase();
+  }
+}
 
 bool mlir::fakv::isDecomposable(Operation *op) {
   return isa<OnlineSoftmaxOp, LseCombineOp, LengthMaskOp, CausalMaskOp, WindowMaskOp, SoftcapOp, AlibiOp>(op);

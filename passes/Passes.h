@@ -26,6 +26,11 @@ namespace mlir::fakv {
 void populateFakvDecomposePatterns(RewritePatternSet &patterns, bool useExp2);
 /// Whether fakv-decompose rewrites `op` (online softmax, LSE combine, masks, softcap, ALiBi).
 bool isDecomposable(Operation *op);
+/// Every arith.fptosi under `root` as docs/frontend.md defines it: toward 0,
+/// out-of-range values saturating, NaN 0 (LLVM's fptosi is poison there; x86
+/// gave INT_MIN, the GPU's cvt.rzi.s64 INT64_MIN). fakv-decompose and the CPU
+/// lowering apply it; the result's fptosi is marked and not rewritten again.
+void saturateFloatToInt(Operation *root);
 
 } // namespace mlir::fakv
 

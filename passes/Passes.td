@@ -41,7 +41,10 @@ def FakvDecompose : Pass<"fakv-decompose", "::mlir::ModuleOp"> {
     fakv.broadcast/expand_dims/arange/splat and arith/math ops on tiles, with
     the semantics of dialect/FakvOps.td. With `exp2`, exponentials become
     `math.exp2` of log2(e)-scaled values (the online softmax keeps its
-    running max in natural-log units across iterations).
+    running max in natural-log units across iterations). Each arith.fptosi
+    becomes the conversion docs/frontend.md defines (toward 0, saturating,
+    NaN 0: selects around an fptosi marked `fakv.saturated`), as the CPU
+    lowering makes it: the GPU's cvt.rzi.s64 gave INT64_MIN for NaN.
   }];
   let options = [
     Option<"useExp2", "exp2", "bool", /*default=*/"true",

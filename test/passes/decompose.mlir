@@ -90,3 +90,39 @@ func.func @masks(%s: tensor<4x8xf32>, %rows: tensor<4xi32>, %cols: tensor<8xi32>
   %e = fakv.alibi %d, %rows, %cols, %n, %slopes : tensor<4x8xf32>, tensor<4xi32>, tensor<8xi32>, tensor<4xf32>
   return %e : tensor<4x8xf32>
 }
+
+// -----
+
+// Float to int as docs/frontend.md defines it (the GPU's cvt.rzi.s64 gave INT64_MIN for NaN): saturating at
+// +-2^63, NaN 0; the conversion left is marked and a second run leaves it alone.
+// RUN: fakv-opt %s --fakv-decompose --fakv-decompose --split-input-file | FileCheck %s --check-prefix=TWICE
+// CHECK-LABEL: func.func @to_int(
+// CHECK-SAME: %[[X:.*]]: tensor<8xf32>, %[[Y:.*]]: f16)
+// CHECK-DAG: %[[C:.*]] = arith.fptosi %[[X]] {fakv.saturated} : tensor<8xf32> to tensor<8xi64>
+// CHECK-DAG: %[[HI:.*]] = arith.constant dense<9.22337203E+18> : tensor<8xf32>
+// CHECK-DAG: %[[MAX:.*]] = arith.constant dense<9223372036854775807> : tensor<8xi64>
+// CHECK: %[[OVER:.*]] = arith.cmpf oge, %[[X]], %[[HI]] : tensor<8xf32>
+// CHECK: %[[R1:.*]] = arith.select %[[OVER]], %[[MAX]], %[[C]]
+// CHECK-DAG: %[[LO:.*]] = arith.constant dense<-9.22337203E+18> : tensor<8xf32>
+// CHECK-DAG: %[[MIN:.*]] = arith.constant dense<-9223372036854775808> : tensor<8xi64>
+// CHECK: %[[UNDER:.*]] = arith.cmpf ole, %[[X]], %[[LO]] : tensor<8xf32>
+// CHECK: %[[R2:.*]] = arith.select %[[UNDER]], %[[MIN]], %[[R1]]
+// CHECK-DAG: %[[ZERO:.*]] = arith.constant dense<0> : tensor<8xi64>
+// CHECK-DAG: %[[NAN:.*]] = arith.cmpf uno, %[[X]], %[[X]] : tensor<8xf32>
+// CHECK: %[[R3:.*]] = arith.select %[[NAN]], %[[ZERO]], %[[R2]]
+// f16 past i32's range: the bounds are +-inf in f16.
+// CHECK: arith.fptosi %[[Y]] {fakv.saturated} : f16 to i32
+// CHECK: arith.constant 0x7C00 : f16
+// CHECK: return %[[R3]]
+// TWICE-LABEL: func.func @to_int(
+// TWICE: arith.fptosi
+// TWICE-COUNT-3: arith.select
+// TWICE: arith.fptosi
+// TWICE-COUNT-3: arith.select
+// TWICE-NOT: arith.select
+// TWICE-NOT: arith.fptosi
+func.func @to_int(%x: tensor<8xf32>, %y: f16) -> (tensor<8xi64>, i32) {
+  %a = arith.fptosi %x : tensor<8xf32> to tensor<8xi64>
+  %b = arith.fptosi %y : f16 to i32
+  return %a, %b : tensor<8xi64>, i32
+}
