@@ -8,8 +8,8 @@ judge the GPU's results.
 
 fakv is imported from where Python finds it first (the installed wheel on the GPU machine): this module is
 imported before test/python/conftest.py puts the source tree's frontend/ on sys.path. Tests of what only the
-CPU path does (its memory guard's DataError, integer division by zero, CPU modules) fail under it by design;
-docs/gpu-results.md lists the run's failures and why each is one of those. Launches on arrays it cannot copy
+CPU path does, or that the GPU refuses by design, are in EXPECTED (xfail, strict): any other failure is the
+GPU's or the plugin's. Launches on arrays it cannot copy
 (negative strides, other libraries' arrays) are left to the CPU path and counted (`numpy_on_gpu: ...` at the
 end). run_all.sh's `cpu-suite` step runs it."""
 import ctypes
@@ -89,8 +89,43 @@ def _run_on_gpu(self, grid, *args, stream=None, **kwargs):
                 raw[:] = padded[MARGIN:MARGIN + raw.size].cpu().numpy()
 
 
+# Tests of what the CPU path alone does, or that the GPU refuses by design, marked xfail(strict): any other
+# failure fails the step, and one of these passing too (the mark then stale).
+_NON_POWER_OF_TWO = "its tiles are not powers of two (the GPU lowering refuses them, naming the op)"
+_CLI = "runs the source tree's fakv in a subprocess (its extension not built for this machine's Python)"
+_PAGED = "fl.paged_load outside a dot's pipelined loop (the GPU lowering refuses it, naming the op)"
+EXPECTED = {
+    "test_dsl_semantics.py::test_shifts_past_the_width_shift_everything_out": _NON_POWER_OF_TWO,
+    "test_dsl_semantics.py::test_floats_past_an_int_saturate": _NON_POWER_OF_TWO,
+    "test_dsl_semantics.py::test_integers_convert_to_floats_rounding_once": _NON_POWER_OF_TWO,
+    "test_dsl_semantics.py::test_paged_rows_before_the_first_key_read_nothing": _PAGED,
+    "test_kernels_cpu.py::test_contiguous_cache_reads_only_its_own_row": _PAGED,
+    "test_dsl_semantics.py::test_bf16_subnormals_survive_the_cpu_path":
+        "the GPU's lg2.approx.ftz takes a subnormal input as 0 (docs/frontend.md)",
+    "test_dsl_semantics.py::test_large_float_sums_keep_their_accuracy":
+        "the CPU path's f64 sum (the GPU adds in f32: docs/frontend.md)",
+    "test_frontend.py::test_specialises_on_divisibility": "the GPU keys divisibility, the CPU path does not",
+    "test_frontend.py::test_cluster_gather_ir_and_cpu_path": "a CPU-path refusal of what the GPU runs",
+    "test_frontend.py::test_gpu_binaries_are_cached_on_disk": _CLI,
+    "test_frontend.py::test_kernels_wait_for_the_grids_before_them": _CLI,
+    **{f"test_frontend.py::test_cli{name}": _CLI for name in (
+        "", "_attention_takes_the_calls_options", "_cubin", "_generic_kernel",
+        "_kernel_files_that_fail_and_options_that_do_not_apply", "_refuses_bad_arg_lists_and_outputs",
+        "_refuses_bad_attention_values_and_files", "_shows_the_kernel_the_jit_runs")},
+}
+
+
 def pytest_configure(config):
     jitfunction.JITFunction.run = _run_on_gpu
+
+
+def pytest_collection_modifyitems(items):
+    import pytest
+    for item in items:
+        name = item.nodeid.split("/")[-1].split("[")[0]
+        reason = EXPECTED.get(name)
+        if reason:
+            item.add_marker(pytest.mark.xfail(reason=reason, strict=True))
 
 
 def pytest_terminal_summary(terminalreporter):

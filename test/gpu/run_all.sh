@@ -104,15 +104,16 @@ for step in $STEPS; do
         run peers 560 python3 bench/bench_grid.py --out "$LOGS/perf" --peers sdpa,triton,flashinfer,flashinfer-tc,bare \
         --sustain 0.1 --rounds 3
       tail -3 "$LOGS/peers.log" ;;
-    cpu-suite)  # the CPU path's kernel tests, their launches on numpy arrays moved to the GPU (numpy_on_gpu.py); a
-                # file a process, all at once (ml_dtypes from .carry/testwheels where the machine has none)
+    cpu-suite)  # the CPU path's kernel tests, their launches on numpy arrays moved to the GPU (numpy_on_gpu.py: what
+                # only the CPU path does is xfail there); a file a process, all at once (ml_dtypes from
+                # .carry/testwheels where the machine has none); fails on any failure
       python3 -c 'import ml_dtypes' 2> /dev/null ||
         python3 -m pip install -q --no-deps --no-index --target /tmp/testwheels "$ROOT"/.carry/testwheels/*.whl
       for f in $CPU_SUITE; do
         PYTHONPATH="$ROOT/test/gpu:$ROOT/test/python:/tmp/testwheels" timeout 500 python3 -m pytest -q -rf \
           -p no:cacheprovider -p numpy_on_gpu "test/python/$f" > "$LOGS/cpu-suite-${f%.py}.log" 2>&1 &
       done
-      wait
+      for job in $(jobs -p); do wait "$job" || FAILED="$FAILED cpu-suite"; done
       for f in $CPU_SUITE; do
         echo "[cpu-suite] $f: $(grep -E 'numpy_on_gpu:|passed|failed|error' "$LOGS/cpu-suite-${f%.py}.log" | tail -2 | tr '\n' ' ')"
       done ;;
