@@ -19,6 +19,7 @@
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 #include <cmath>
+#include <tuple>
 
 namespace mlir::fakv {
 #define GEN_PASS_DEF_FAKVDECOMPOSE
@@ -364,13 +365,18 @@ void mlir::fakv::saturateFloatToInt(Operation *root) {
     Value x = op.getIn();
     auto convert = arith::FPToSIOp::create(b, op.getType(), x);
     convert->setAttr(kSaturated, b.getUnitAttr());
+    // (each operand a statement of its own: the IR's order does not hang on C++'s order of arguments)
     Value r = convert;
-    r = arith::SelectOp::create(b, arith::CmpFOp::create(b, P::OGE, x, bound(false)),
-                                like(op.getType(), IntegerAttr::get(to, APInt::getSignedMaxValue(w))), r);
-    r = arith::SelectOp::create(b, arith::CmpFOp::create(b, P::OLE, x, bound(true)),
-                                like(op.getType(), IntegerAttr::get(to, APInt::getSignedMinValue(w))), r);
-    r = arith::SelectOp::create(b, arith::CmpFOp::create(b, P::UNO, x, x),
-                                like(op.getType(), IntegerAttr::get(to, 0)), r);
+    for (auto [pred, neg, value] : {std::tuple(P::OGE, false, APInt::getSignedMaxValue(w)),
+                                    std::tuple(P::OLE, true, APInt::getSignedMinValue(w))}) {
+      Value limit = bound(neg);
+      Value past = arith::CmpFOp::create(b, pred, x, limit);
+      Value saturated = like(op.getType(), IntegerAttr::get(to, value));
+      r = arith::SelectOp::create(b, past, saturated, r);
+    }
+    Value nan = arith::CmpFOp::create(b, P::UNO, x, x);
+    Value zero = like(op.getType(), IntegerAttr::get(to, 0));
+    r = arith::SelectOp::create(b, nan, zero, r);
     op.replaceAllUsesWith(r);
     op.erase();
   }

@@ -109,11 +109,13 @@ for step in $STEPS; do
                 # .carry/testwheels where the machine has none); fails on any failure
       python3 -c 'import ml_dtypes' 2> /dev/null ||
         python3 -m pip install -q --no-deps --no-index --target /tmp/testwheels "$ROOT"/.carry/testwheels/*.whl
+      pids=()
       for f in $CPU_SUITE; do
         PYTHONPATH="$ROOT/test/gpu:$ROOT/test/python:/tmp/testwheels" timeout 500 python3 -m pytest -q -rf \
           -p no:cacheprovider -p numpy_on_gpu "test/python/$f" > "$LOGS/cpu-suite-${f%.py}.log" 2>&1 &
+        pids+=($!)
       done
-      for job in $(jobs -p); do wait "$job" || FAILED="$FAILED cpu-suite"; done
+      for pid in "${pids[@]}"; do wait "$pid" || FAILED="$FAILED cpu-suite"; done
       for f in $CPU_SUITE; do
         echo "[cpu-suite] $f: $(grep -E 'numpy_on_gpu:|passed|failed|error' "$LOGS/cpu-suite-${f%.py}.log" | tail -2 | tr '\n' ' ')"
       done ;;

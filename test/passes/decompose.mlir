@@ -98,17 +98,17 @@ func.func @masks(%s: tensor<4x8xf32>, %rows: tensor<4xi32>, %cols: tensor<8xi32>
 // RUN: fakv-opt %s --fakv-decompose --fakv-decompose --split-input-file | FileCheck %s --check-prefix=TWICE
 // CHECK-LABEL: func.func @to_int(
 // CHECK-SAME: %[[X:.*]]: tensor<8xf32>, %[[Y:.*]]: f16)
-// CHECK-DAG: %[[C:.*]] = arith.fptosi %[[X]] {fakv.saturated} : tensor<8xf32> to tensor<8xi64>
-// CHECK-DAG: %[[HI:.*]] = arith.constant dense<9.22337203E+18> : tensor<8xf32>
-// CHECK-DAG: %[[MAX:.*]] = arith.constant dense<9223372036854775807> : tensor<8xi64>
+// CHECK: %[[C:.*]] = arith.fptosi %[[X]] {fakv.saturated} : tensor<8xf32> to tensor<8xi64>
+// CHECK: %[[HI:.*]] = arith.constant dense<9.22337203E+18> : tensor<8xf32>
 // CHECK: %[[OVER:.*]] = arith.cmpf oge, %[[X]], %[[HI]] : tensor<8xf32>
+// CHECK: %[[MAX:.*]] = arith.constant dense<9223372036854775807> : tensor<8xi64>
 // CHECK: %[[R1:.*]] = arith.select %[[OVER]], %[[MAX]], %[[C]]
-// CHECK-DAG: %[[LO:.*]] = arith.constant dense<-9.22337203E+18> : tensor<8xf32>
-// CHECK-DAG: %[[MIN:.*]] = arith.constant dense<-9223372036854775808> : tensor<8xi64>
+// CHECK: %[[LO:.*]] = arith.constant dense<-9.22337203E+18> : tensor<8xf32>
 // CHECK: %[[UNDER:.*]] = arith.cmpf ole, %[[X]], %[[LO]] : tensor<8xf32>
+// CHECK: %[[MIN:.*]] = arith.constant dense<-9223372036854775808> : tensor<8xi64>
 // CHECK: %[[R2:.*]] = arith.select %[[UNDER]], %[[MIN]], %[[R1]]
-// CHECK-DAG: %[[ZERO:.*]] = arith.constant dense<0> : tensor<8xi64>
-// CHECK-DAG: %[[NAN:.*]] = arith.cmpf uno, %[[X]], %[[X]] : tensor<8xf32>
+// CHECK: %[[NAN:.*]] = arith.cmpf uno, %[[X]], %[[X]] : tensor<8xf32>
+// CHECK: %[[ZERO:.*]] = arith.constant dense<0> : tensor<8xi64>
 // CHECK: %[[R3:.*]] = arith.select %[[NAN]], %[[ZERO]], %[[R2]]
 // f16 past i32's range: the bounds are +-inf in f16.
 // CHECK: arith.fptosi %[[Y]] {fakv.saturated} : f16 to i32

@@ -167,10 +167,12 @@ def reference(c, arrays):
         size = size + (size.sum(0, keepdims=True) + np.abs(s).sum(0, keepdims=True) * 1e-6) * 0.01
         s = s + s.sum(0, keepdims=True) * 0.01
     if c["second"]:
-        # the result rounded to 16 bits: a neighbour of a rounding boundary may round either way
-        unit = 2.0 ** (-8 if c["dtype"] == "bf16" else -11)
+        # the result rounded to 16 bits: an element whose error bound crosses a rounding boundary may round
+        # either way (only those: a cast rounding toward zero is caught)
         rounded = rounded_to_16_bits(s, c["dtype"])
-        size = (np.abs(s) * unit + size) @ np.abs(v) * 2 + np.abs(rounded) @ np.abs(v) * 1e-6
+        dev = np.maximum(np.abs(rounded_to_16_bits(s - size, c["dtype"]) - rounded),
+                         np.abs(rounded_to_16_bits(s + size, c["dtype"]) - rounded))
+        size = dev @ np.abs(v) + np.abs(rounded) @ np.abs(v) * 1e-6
         s = rounded @ v
     if c["reduce"] == "to rows":
         want, size = s.sum(1, keepdims=True), np.abs(s).sum(1, keepdims=True) * 1e-6 + size.sum(1, keepdims=True)

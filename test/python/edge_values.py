@@ -1,7 +1,7 @@
 """A kernel of conversions and integer operations on edge values (NaN, infinities, -0.0, ties, values past an
 int's range, negative operands of // % >> <<, shifts past the width), whose every result docs/frontend.md defines
-to the bit: the CPU path and the GPU must agree bit for bit. Shared by the CPU-path test (test_kernels_cpu.py:
-the documented values) and the GPU one (test/gpu/test_frontend_gpu.py: the GPU against the CPU path)."""
+to the bit, and expected(): those bits by numpy and Python ints, independently of fakv. Shared by the CPU-path
+test (test_dsl_semantics.py) and the GPU one (test/gpu/test_frontend_gpu.py): both paths against expected()."""
 import numpy as np
 
 import fakv

@@ -155,6 +155,32 @@ def test_the_dot_reference_sees_a_wrong_element(tmp_path):
     assert caught >= 14, caught
 
 
+def test_the_dot_reference_sees_a_cast_rounded_toward_zero(tmp_path, monkeypatch):
+    """check() tells a bf16 cast rounding toward zero (a plausible GPU bug: .rz, or the low bits dropped) from
+    the kernel's, in at least a fifth of the cases with a second dot (the bound lets only elements near a
+    rounding boundary round either way)."""
+    outputs = {}
+    for seed in range(120):
+        c = dot_fuzz.case(seed)
+        if c["second"] and c["dtype"] == "bf16":
+            arrays = dot_fuzz.inputs(c)
+            operands = dot_fuzz.as_16_bits(c, arrays)
+            dot_fuzz.launch(dot_fuzz.load(tmp_path, c), c, *operands)
+            outputs[seed] = (c, arrays, operands[4])
+
+    def toward_zero(x, dtype):
+        bits = x.astype(np.float32).view(np.uint32) & np.uint32(0xFFFF0000)
+        return bits.view(np.float32).astype(np.float64)
+    monkeypatch.setattr(dot_fuzz, "rounded_to_16_bits", toward_zero)
+    caught = 0
+    for c, arrays, out in outputs.values():
+        try:
+            dot_fuzz.check(c, out, *dot_fuzz.reference(c, arrays))
+        except AssertionError:
+            caught += 1
+    assert len(outputs) >= 10 and caught >= len(outputs) / 5, (caught, len(outputs))
+
+
 @needs_assembler
 def test_random_dot_kernels_compile_for_sm90a(tmp_path, monkeypatch):
     """Each case compiles for the GPU (FAKV_COMPILE_ONLY: the sm_90a cubin assembled, nothing launched), in a

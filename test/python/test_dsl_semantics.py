@@ -699,11 +699,13 @@ def to_int(Y, Z, X, N: fl.constexpr):
 def test_floats_past_an_int_saturate():
     """As the GPU's cvt.rzi: LLVM's fptosi is poison out of range (x86 gave INT_MIN for all five); i8 through
     i32 and a clamp (the GPU converted to i16 and kept the low byte: 200.0 gave -56)."""
-    x = np.array([3e9, -3e9, np.inf, -np.inf, np.nan, -2.7, 2.7, 200.0, -200.0], np.float32)
-    y, z = np.zeros(9, np.int32), np.zeros(9, np.int8)
-    to_int[(1,)](y, z, x, N=9)
-    assert y.tolist() == [2**31 - 1, -2**31, 2**31 - 1, -2**31, 0, -2, 2, 200, -200]
-    assert z.tolist() == [127, -128, 127, -128, 0, -2, 2, 127, -128]
+    x = np.array([3e9, -3e9, np.inf, -np.inf, np.nan, -2.7, 2.7, 200.0, -200.0,       # (16: the GPU's tiles too)
+                  0.0, -0.0, 127.9, -128.9, 1e10, -1e10, 0.5], np.float32)
+    y, z = np.zeros(16, np.int32), np.zeros(16, np.int8)
+    to_int[(1,)](y, z, x, N=16)
+    assert y.tolist() == [2**31 - 1, -2**31, 2**31 - 1, -2**31, 0, -2, 2, 200, -200, 0, 0, 127, -128, 2**31 - 1,
+                          -2**31, 0]
+    assert z.tolist() == [127, -128, 127, -128, 0, -2, 2, 127, -128, 0, 0, 127, -128, 127, -128, 0]
 
 
 @fakv.jit
@@ -1290,10 +1292,11 @@ def test_integers_convert_to_floats_rounding_once(itype, dtype, bits):
     CPU path went through f32 to nearest first (16842753 gave 2^24, not 16908288); an i64 through f64 too
     (2^60 + 2^52 + 1 lands on a bf16 tie in f64)."""
     from attention_ref import NP_DTYPES
-    values = [16842753, -16842753, 2 ** 24 + 2 ** 16 + 3, 2 ** 30 + 2 ** 22 + 1, 33685505, 7, -2 ** 31]
+    values = [16842753, -16842753, 2 ** 24 + 2 ** 16 + 3, 2 ** 30 + 2 ** 22 + 1, 33685505, 7, -2 ** 31,
+              2 ** 31 - 1]                                              # (8 and 16: the GPU's tiles too)
     if itype is np.int64:
         values += [2 ** 40 + 2 ** 32 + 1, 2 ** 53 + 2 ** 45 + 1, 2 ** 60 + 2 ** 52 + 1, -(2 ** 60 + 2 ** 52 + 1),
-                   2 ** 62 + 2 ** 54 + 1, 2 ** 63 - 1, -2 ** 63]
+                   2 ** 62 + 2 ** 54 + 1, 2 ** 63 - 1, -2 ** 63, -(2 ** 53 + 1)]
     want = [float(rounded_to_nearest_even(v, bits)) for v in values]
     if dtype == "f16":
         want = [w if abs(w) < 65520 else float(np.copysign(np.inf, w)) for w in want]
