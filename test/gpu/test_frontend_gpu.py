@@ -189,7 +189,7 @@ def test_random_dot_kernels():
             c = dot_fuzz.case(seed)
             arrays = dot_fuzz.inputs(c)
             if COMPILE_ONLY:
-                dot_fuzz.launch(dot_fuzz.load(folder, c), c, *dot_fuzz.as_16_bits(c, arrays))
+                dot_fuzz.run_numpy(folder, c)
                 continue
             dtypes = {"f16": torch.float16, "bf16": torch.bfloat16}
             on_gpu = [torch.from_numpy(x).cuda() for x in arrays]
@@ -202,17 +202,11 @@ def test_edge_values():
     """edge_values.py's conversions and integer operations on edge values on the GPU: the documented bits, as on
     the CPU path (test_dsl_semantics.py)."""
     if COMPILE_ONLY:
-        import ml_dtypes
-        dtypes = {"i8": np.int8, "i32": np.int32, "i64": np.int64, "f16": np.float16, "bf16": ml_dtypes.bfloat16,
-                  "f32": np.float32}
-        outs = edge_values.outputs(lambda n, dtype: np.zeros(n, dtypes[dtype]))
-        return edge_values.launch((edge_values.FLOATS, edge_values.INTS, edge_values.DIVISORS,
-                                   edge_values.SHIFTS), outs)
+        return edge_values.run_numpy()
     dtypes = {"i8": torch.int8, "i32": torch.int32, "i64": torch.int64, "f16": torch.float16,
               "bf16": torch.bfloat16, "f32": torch.float32}
     outs = edge_values.outputs(lambda n, dtype: torch.zeros(n, dtype=dtypes[dtype], device="cuda"))
-    edge_values.launch([torch.from_numpy(a).cuda() for a in (edge_values.FLOATS, edge_values.INTS,
-                                                             edge_values.DIVISORS, edge_values.SHIFTS)], outs)
+    edge_values.launch([torch.from_numpy(a).cuda() for a in edge_values.INPUTS], outs)
     got = [o.view(torch.int16).cpu().numpy().view(np.uint16) if o.dtype == torch.bfloat16 else o.cpu().numpy()
            for o in outs]
     assert edge_values.differences(got) == []

@@ -212,6 +212,15 @@ def load(folder, c):
     return module.k
 
 
+def run_numpy(folder, c):
+    """Case c's kernel (written into `folder`) launched on numpy arrays: (inputs(c), the operands it ran on:
+    Out's buffer last)."""
+    arrays = inputs(c)
+    operands = as_16_bits(c, arrays)
+    launch(load(folder, c), c, *operands)
+    return arrays, operands
+
+
 def launch(kernel, c, a, b, cc, v, out):
     """Launches case c's kernel on these arrays (numpy or torch: A, C and Out from their starts), one program."""
     a, cc, out = (x[start:] for x, start in zip((a, cc, out), c["starts"]))

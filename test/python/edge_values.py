@@ -68,9 +68,22 @@ def outputs(zeros):
     return [zeros(n, dtype) for n, (_, dtype) in zip(sizes, OUTPUTS)]
 
 
+INPUTS = (FLOATS, INTS, DIVISORS, SHIFTS)
+
+
 def launch(arrays, outs):
-    """edge_values on (FLOATS, INTS, DIVISORS, SHIFTS) as `arrays` (numpy or torch) into `outs`."""
+    """edge_values on INPUTS as `arrays` (numpy or torch) into `outs`."""
     edge_values[(1,)](*arrays, *outs, float("nan"), -5, N=N)
+
+
+def run_numpy():
+    """edge_values launched on numpy arrays (the CPU path, or compiled only): its outputs, bf16 as its 16 bits."""
+    import ml_dtypes
+    dtypes = {"i8": np.int8, "i32": np.int32, "i64": np.int64, "f16": np.float16, "bf16": ml_dtypes.bfloat16,
+              "f32": np.float32}
+    outs = outputs(lambda n, dtype: np.zeros(n, dtypes[dtype]))
+    launch(INPUTS, outs)
+    return [o.view(np.uint16) if o.dtype == ml_dtypes.bfloat16 else o for o in outs]
 
 
 def _bf16_bits(x):

@@ -1,12 +1,12 @@
 """A seeded fuzzer of the DSL front end on the CPU path (issue 10): random
 small kernels (elementwise expression trees over loaded tiles and scalars,
 runtime `if`s with early returns, loops, reductions) run against numpy
-evaluating the same expressions (on the GPU too: test/gpu/test_frontend_gpu.py); random kernels of dots (dot_fuzz.py) on
-the CPU path against a float64 reference, and each compiled for sm_90a
-(test/gpu/test_frontend_gpu.py runs them on the GPU); and random single
-mistakes in a valid kernel, each a CompilationError at the mistaken line.
-No input may crash, hang or give a wrong answer silently. Deterministic;
-FUZZ_CASES=N runs more."""
+evaluating the same expressions; random kernels of dots (dot_fuzz.py)
+against a float64 reference, each also compiled for sm_90a
+(test/gpu/test_frontend_gpu.py runs both kinds on the GPU); and random
+single mistakes in a valid kernel, each a CompilationError at the mistaken
+line. No input may crash, hang or give a wrong answer silently.
+Deterministic; FUZZ_CASES=N runs more."""
 import importlib.util
 import os
 
@@ -126,9 +126,7 @@ def test_random_kernels_match_numpy(seed, tmp_path):
 @pytest.mark.parametrize("seed", range(N))
 def test_random_dot_kernels_match_numpy(seed, tmp_path):
     c = dot_fuzz.case(seed)
-    arrays = dot_fuzz.inputs(c)
-    operands = dot_fuzz.as_16_bits(c, arrays)
-    dot_fuzz.launch(dot_fuzz.load(tmp_path, c), c, *operands)
+    arrays, operands = dot_fuzz.run_numpy(tmp_path, c)
     dot_fuzz.check(c, operands[4], *dot_fuzz.reference(c, arrays))
 
 
@@ -137,9 +135,7 @@ def test_the_dot_reference_sees_a_wrong_element(tmp_path):
     caught = 0
     for seed in range(20):
         c = dot_fuzz.case(seed)
-        arrays = dot_fuzz.inputs(c)
-        operands = dot_fuzz.as_16_bits(c, arrays)
-        dot_fuzz.launch(dot_fuzz.load(tmp_path, c), c, *operands)
+        arrays, operands = dot_fuzz.run_numpy(tmp_path, c)
         want, size = dot_fuzz.reference(c, arrays)
         dot_fuzz.check(c, operands[4], want, size)
         wanted = np.argwhere(~np.isnan(want))
@@ -163,9 +159,7 @@ def test_the_dot_reference_sees_a_cast_rounded_toward_zero(tmp_path, monkeypatch
     for seed in range(120):
         c = dot_fuzz.case(seed)
         if c["second"] and c["dtype"] == "bf16":
-            arrays = dot_fuzz.inputs(c)
-            operands = dot_fuzz.as_16_bits(c, arrays)
-            dot_fuzz.launch(dot_fuzz.load(tmp_path, c), c, *operands)
+            arrays, operands = dot_fuzz.run_numpy(tmp_path, c)
             outputs[seed] = (c, arrays, operands[4])
 
     def toward_zero(x, dtype):
